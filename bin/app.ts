@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+/**
+ * The CDK app: typed configuration from context (`cdk synth -c stage=prod`), the platform stack, and cdk-nag's
+ * AWS Solutions checks over the whole app. Tests build the same app through `createApp`.
+ */
+import { App, type AppProps, Tags, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { AgentPlatformStack } from '../lib/agent-platform-stack';
+
+export interface AppConfig {
+  /** Deployment stage: the API Gateway stage name and a tag; one stack per stage and account. */
+  readonly stage: string;
+}
+
+const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
+
+/** Reads and validates the context once; a bad value stops the synth instead of deploying a surprise. */
+export function readConfig(app: App): AppConfig {
+  const stage: unknown = app.node.tryGetContext('stage') ?? 'dev';
+  if (typeof stage !== 'string' || !STAGE_PATTERN.test(stage)) {
+    throw new Error(`Invalid context stage=${JSON.stringify(stage)}: expected lower-case letters, digits and dashes`);
+  }
+  return { stage };
+}
+
+export function createApp(props?: AppProps): { app: App; stack: AgentPlatformStack; config: AppConfig } {
+  const app = new App(props);
+  const config = readConfig(app);
+  // Environment-agnostic on purpose: account and region come from the deploying credentials, and synth needs none.
+  const stack = new AgentPlatformStack(app, 'AgentPlatformStack', {
+    stackName: `agent-platform-${config.stage}`,
+    description: `Agent platform (${config.stage}): knowledge documents and dashboard API`,
+    stage: config.stage,
+  });
+  Tags.of(app).add('project', 'agent-platform');
+  Tags.of(app).add('stage', config.stage);
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return { app, stack, config };
+}
+
+if (require.main === module) {
+  createApp().app.synth();
+}

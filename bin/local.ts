@@ -1,0 +1,40 @@
+/**
+ * `npm start`: the whole service on this machine, no cloud account needed.
+ *   PORT (4000), S3_PORT (4001; upload URLs point here), DATA_DIR (.data), DEV_TOKEN (comma-separated tokens).
+ */
+import { startLocalRuntime } from '../lib/local/runtime';
+
+function port(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    console.error(`${name} must be a port number (0 picks a free one), got ${raw}`);
+    process.exit(2);
+  }
+  return value;
+}
+
+async function main(): Promise<void> {
+  const runtime = await startLocalRuntime({
+    port: port('PORT', 4000),
+    s3Port: port('S3_PORT', process.env.PORT === '0' ? 0 : 4001),
+    dataDir: process.env.DATA_DIR || '.data',
+    devTokens: process.env.DEV_TOKEN || undefined,
+  });
+  console.log(`Agent Platform local runtime listening on ${runtime.url} (S3 at ${runtime.engines.s3Endpoint})`);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: stopping`);
+    await runtime.stop();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  console.error('local runtime failed to start:', error);
+  process.exit(1);
+});

@@ -1,0 +1,55 @@
+/** BlobStore on S3: pre-signed PUT URLs, HEAD and delete. */
+import {
+  DeleteObjectsCommand,
+  HeadObjectCommand,
+  NotFound,
+  PutObjectCommand,
+  type S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { BlobStore, ObjectHead } from '../../ports/services';
+
+export class S3BlobStore implements BlobStore {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+  ) {}
+
+  presignPut(key: string, headers: { contentType: string }, expiresInSeconds: number): Promise<string> {
+    // Content-Type is signed (the presigner leaves it out unless told), so the PUT must carry exactly the
+    // requiredHeaders the API returns and an upload cannot change the type the document was announced with.
+    return getSignedUrl(
+      this.client,
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: headers.contentType }),
+      { expiresIn: expiresInSeconds, signableHeaders: new Set(['content-type']) },
+    );
+  }
+
+  async head(key: string): Promise<ObjectHead | undefined> {
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { size: head.ContentLength ?? 0, contentType: head.ContentType ?? null };
+    } catch (error) {
+      if (error instanceof NotFound) return undefined;
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async delete(keys: readonly string[]): Promise<void> {
+    for (let start = 0; start < keys.length; start += 1000) {
+      const batch = keys.slice(start, start + 1000);
+      const result = await this.client.send(
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }),
+      );
+      if (result.Errors?.length) {
+        const first = result.Errors[0];
+        throw new Error(`S3 could not delete ${result.Errors.length} object(s), first ${first.Key}: ${first.Code}`);
+      }
+    }
+  }
+}

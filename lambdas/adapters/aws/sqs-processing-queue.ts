@@ -1,0 +1,14 @@
+/** ProcessingQueue on SQS. */
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { ProcessingMessage, ProcessingQueue } from '../../ports/services';
+
+export class SqsProcessingQueue implements ProcessingQueue {
+  constructor(
+    private readonly client: SQSClient,
+    private readonly queueUrl: string,
+  ) {}
+
+  async send(message: ProcessingMessage): Promise<void> {
+    await this.client.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(message) }));
+  }
+}

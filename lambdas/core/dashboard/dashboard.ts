@@ -1,0 +1,142 @@
+/** Use cases of the dashboard endpoints: agents, knowledge bases and tokens of the caller's organization. */
+import type { Scope } from '../../../lib/routes';
+import type { BlobStore, Clock, IdGenerator } from '../../ports/services';
+import type {
+  AgentStore,
+  DocumentStore,
+  KnowledgeBaseRecord,
+  KnowledgeBaseStore,
+  TokenStore,
+} from '../../ports/stores';
+import { issueToken } from '../auth/tokens';
+import { NotFoundError } from '../errors';
+import { ENVIRONMENTS } from '../knowledge/fields';
+import { type Caller, requireAgent, requireKnowledgeBase } from '../tenancy/tenancy';
+
+export interface DashboardDeps {
+  readonly agents: AgentStore;
+  readonly knowledgeBases: KnowledgeBaseStore;
+  readonly documents: DocumentStore;
+  readonly tokens: TokenStore;
+  readonly blobs: BlobStore;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+}
+
+export async function createAgent(
+  deps: Pick<DashboardDeps, 'agents' | 'clock' | 'ids'>,
+  caller: Caller,
+  displayName: string,
+) {
+  const agent = {
+    organizationId: caller.organizationId,
+    agentId: deps.ids.uuid(),
+    displayName,
+    createdAt: deps.clock.now().toISOString(),
+  };
+  await deps.agents.put(agent);
+  return { agentId: agent.agentId, displayName: agent.displayName, createdAt: agent.createdAt };
+}
+
+export async function listAgents(deps: Pick<DashboardDeps, 'agents'>, caller: Caller) {
+  const agents = await deps.agents.list(caller.organizationId);
+  return agents.map(({ agentId, displayName, createdAt }) => ({ agentId, displayName, createdAt }));
+}
+
+export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
+  return {
+    knowledgeBaseId: kb.knowledgeBaseId,
+    agentId: kb.agentId,
+    name: kb.name,
+    description: kb.description,
+    createdAt: kb.createdAt,
+    updatedAt: kb.updatedAt,
+  };
+}
+
+export async function createKnowledgeBase(
+  deps: DashboardDeps,
+  caller: Caller,
+  request: { agentId: string; name: string; description?: string | null },
+) {
+  await requireAgent(deps, caller, request.agentId);
+  const now = deps.clock.now().toISOString();
+  const kb: KnowledgeBaseRecord = {
+    organizationId: caller.organizationId,
+    agentId: request.agentId,
+    knowledgeBaseId: deps.ids.uuid(),
+    name: request.name,
+    description: request.description ?? null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await deps.knowledgeBases.put(kb);
+  return knowledgeBaseView(kb);
+}
+
+export async function listKnowledgeBases(deps: DashboardDeps, caller: Caller, agentId: string) {
+  await requireAgent(deps, caller, agentId);
+  return (await deps.knowledgeBases.list(agentId)).map(knowledgeBaseView);
+}
+
+export async function getKnowledgeBase(deps: DashboardDeps, caller: Caller, agentId: string, knowledgeBaseId: string) {
+  return knowledgeBaseView(await requireKnowledgeBase(deps, caller, agentId, knowledgeBaseId));
+}
+
+export async function updateKnowledgeBase(
+  deps: DashboardDeps,
+  caller: Caller,
+  request: { agentId: string; knowledgeBaseId: string; name?: string; description?: string | null },
+) {
+  await requireKnowledgeBase(deps, caller, request.agentId, request.knowledgeBaseId);
+  const changes: { name?: string; description?: string | null } = {};
+  if (request.name !== undefined) changes.name = request.name;
+  if (request.description !== undefined) changes.description = request.description;
+  const kb = await deps.knowledgeBases.update(
+    request.agentId,
+    request.knowledgeBaseId,
+    changes,
+    deps.clock.now().toISOString(),
+  );
+  if (!kb)
+    throw new NotFoundError('KNOWLEDGE_BASE_NOT_FOUND', `Knowledge base ${request.knowledgeBaseId} was not found`);
+  return knowledgeBaseView(kb);
+}
+
+/**
+ * Removes the knowledge base first (so no new upload can start in it), then every document and object of it in
+ * all three environments.
+ */
+export async function deleteKnowledgeBase(
+  deps: DashboardDeps,
+  caller: Caller,
+  agentId: string,
+  knowledgeBaseId: string,
+) {
+  await requireKnowledgeBase(deps, caller, agentId, knowledgeBaseId);
+  await deps.knowledgeBases.delete(agentId, knowledgeBaseId);
+  let documentsDeleted = 0;
+  for (const environment of ENVIRONMENTS) {
+    for await (const doc of deps.documents.listDataset({ agentId, environment, knowledgeBaseId })) {
+      await deps.documents.delete(doc, doc.documentId);
+      await deps.blobs.delete([...new Set([doc.s3Key, doc.objectKey])]);
+      if (doc.status !== 'reserved') documentsDeleted += 1;
+    }
+  }
+  return { knowledgeBaseId, deleted: true as const, documentsDeleted };
+}
+
+export async function createToken(
+  deps: Pick<DashboardDeps, 'tokens' | 'clock' | 'ids'>,
+  caller: Caller,
+  request: { scopes: readonly Scope[]; name?: string },
+) {
+  const { token, record } = await issueToken(deps.tokens, {
+    organizationId: caller.organizationId,
+    tokenId: deps.ids.uuid(),
+    scopes: request.scopes,
+    name: request.name ?? null,
+    createdAt: deps.clock.now().toISOString(),
+  });
+  return { token, tokenId: record.tokenId, name: record.name, scopes: record.scopes, createdAt: record.createdAt };
+}

@@ -1,0 +1,61 @@
+/** The document record and the views of it the API returns. */
+import type { Environment, MetadataField } from './fields';
+
+export type DocumentStatus = 'uploaded' | 'ready' | 'failed';
+/** `reserved`: an upload-link holds the documentId until its upload session ends; invisible to the API. */
+export type StoredStatus = DocumentStatus | 'reserved';
+
+export interface DatasetRef {
+  readonly agentId: string;
+  readonly environment: Environment;
+  readonly knowledgeBaseId: string;
+}
+
+export interface DocumentError {
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface DocumentRecord extends DatasetRef, Record<MetadataField, string | null> {
+  readonly organizationId: string;
+  readonly documentId: string;
+  readonly customDocumentId: string | null;
+  /** The document's identifier path, fixed at creation. */
+  readonly s3Key: string;
+  /** Where the current content lives: equal to s3Key until the first content update. */
+  readonly objectKey: string;
+  readonly fileName: string;
+  readonly status: StoredStatus;
+  /** The upload session whose content the record holds (or reserves). */
+  readonly uploadId: string;
+  /** Until when a reservation holds the documentId (ISO 8601). */
+  readonly reservedUntil: string | null;
+  readonly contentType: string;
+  readonly fileSize: number | null;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly error: DocumentError | null;
+}
+
+/** What GET, PATCH and the like answer: the spec's Document fields, plus fileName, customDocumentId and error. */
+export function documentView(doc: DocumentRecord) {
+  return {
+    s3Key: doc.s3Key,
+    documentId: doc.documentId,
+    customDocumentId: doc.customDocumentId,
+    fileName: doc.fileName,
+    status: doc.status as DocumentStatus,
+    contentType: doc.contentType,
+    fileSize: doc.fileSize,
+    label1: doc.label1,
+    label2: doc.label2,
+    customMeta1: doc.customMeta1,
+    customMeta2: doc.customMeta2,
+    customMeta3: doc.customMeta3,
+    customMeta4: doc.customMeta4,
+    error: doc.error,
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+  };
+}
+export type DocumentView = ReturnType<typeof documentView>;

@@ -1,0 +1,470 @@
+/**
+ * Use cases of the Knowledge API's documents: upload in steps, update, metadata, get, delete.
+ *
+ * Primary course of a new document: upload-link reserves the documentId and issues a pre-signed PUT URL; the client
+ * PUTs the bytes; upload-complete checks the object exists, turns the reservation into an `uploaded` document and
+ * queues its processing. Every step is safe to retry: a repeated upload-complete answers what the first answered.
+ */
+
+import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
+import type { DocumentStore, UploadSessionStore } from '../../ports/stores';
+import { ConflictError, GoneError, NotFoundError, ValidationError } from '../errors';
+import { type Caller, requireKnowledgeBase, type TenancyDeps } from '../tenancy/tenancy';
+import { contentTypeFor, isZipFileName } from './content-types';
+import { type DatasetRef, type DocumentRecord, type DocumentView, documentView } from './document';
+import { type Environment, METADATA_FIELDS, type MetadataChanges } from './fields';
+import type { UploadCompletion, UploadKind, UploadSession } from './upload-session';
+
+export interface KnowledgeDeps extends TenancyDeps {
+  readonly documents: DocumentStore;
+  readonly uploads: UploadSessionStore;
+  readonly blobs: BlobStore;
+  readonly queue: ProcessingQueue;
+  readonly clock: Clock;
+  readonly ids: IdGenerator;
+  readonly settings: UploadSettings;
+}
+
+export interface UploadSettings {
+  /** Lifetime of a pre-signed upload URL. */
+  readonly uploadUrlTtlSeconds: number;
+  /** How long after upload-link an upload can still be completed (at least the URL's lifetime). */
+  readonly uploadSessionTtlSeconds: number;
+}
+
+export interface DocumentIdentifier {
+  readonly s3Key?: string;
+  readonly customDocumentId?: string;
+}
+
+export interface UploadLinkRequest extends DatasetRef, MetadataChanges {
+  readonly fileName: string;
+  readonly customDocumentId?: string;
+}
+
+export interface UploadLinkResponse {
+  readonly uploadId: string;
+  readonly uploadUrl: string;
+  readonly expiresIn: number;
+  readonly s3Key: string;
+  readonly documentId: string | null;
+  readonly zipJobId?: string;
+  readonly requiredHeaders: Record<string, string>;
+}
+
+/** `<agentId>/<environment>/<knowledgeBaseId>/<documentId>/<fileName>`: the identity path of a document. */
+export function documentS3Key(ref: DatasetRef, documentId: string, fileName: string): string {
+  return `${ref.agentId}/${ref.environment}/${ref.knowledgeBaseId}/${documentId}/${fileName}`;
+}
+
+/** Content of later versions lives beside the identity path; `_` cannot start a documentId, so nothing collides. */
+function versionObjectKey(s3Key: string, uploadId: string, fileName: string): string {
+  return `${s3Key.slice(0, s3Key.lastIndexOf('/'))}/_versions/${uploadId}/${fileName}`;
+}
+
+function zipObjectKey(ref: DatasetRef, zipJobId: string, fileName: string): string {
+  return `${ref.agentId}/${ref.environment}/${ref.knowledgeBaseId}/_imports/${zipJobId}/${fileName}`;
+}
+
+function parseS3Key(s3Key: string): (DatasetRef & { documentId: string }) | undefined {
+  const parts = s3Key.split('/');
+  if (parts.length !== 5) return undefined;
+  const [agentId, environment, knowledgeBaseId, documentId] = parts;
+  return { agentId, environment: environment as Environment, knowledgeBaseId, documentId };
+}
+
+function datasetOf(ref: DatasetRef): DatasetRef {
+  return { agentId: ref.agentId, environment: ref.environment, knowledgeBaseId: ref.knowledgeBaseId };
+}
+
+function documentNotFound(identifier: DocumentIdentifier): NotFoundError {
+  const which =
+    identifier.s3Key !== undefined ? `s3Key ${identifier.s3Key}` : `customDocumentId ${identifier.customDocumentId}`;
+  return new NotFoundError('DOCUMENT_NOT_FOUND', `No document with ${which} in this knowledge base and environment`);
+}
+
+/** The visible document a request names, or DOCUMENT_NOT_FOUND. Reservations are invisible. */
+export async function findDocument(
+  deps: Pick<KnowledgeDeps, 'agents' | 'knowledgeBases' | 'documents'>,
+  caller: Caller,
+  request: DatasetRef & DocumentIdentifier,
+): Promise<DocumentRecord> {
+  await requireKnowledgeBase(deps, caller, request.agentId, request.knowledgeBaseId);
+  const ref = datasetOf(request);
+  let documentId: string | undefined;
+  if (request.s3Key !== undefined) {
+    const parsed = parseS3Key(request.s3Key);
+    const sameDataset =
+      parsed?.agentId === ref.agentId &&
+      parsed.environment === ref.environment &&
+      parsed.knowledgeBaseId === ref.knowledgeBaseId;
+    documentId = sameDataset ? parsed.documentId : undefined;
+  } else {
+    documentId = request.customDocumentId;
+  }
+  const doc = documentId === undefined ? undefined : await deps.documents.get(ref, documentId);
+  const matches =
+    doc !== undefined &&
+    doc.status !== 'reserved' &&
+    doc.organizationId === caller.organizationId &&
+    (request.s3Key !== undefined ? doc.s3Key === request.s3Key : doc.customDocumentId === request.customDocumentId);
+  if (!matches) throw documentNotFound(request);
+  return doc;
+}
+
+function addSeconds(date: Date, seconds: number): string {
+  return new Date(date.getTime() + seconds * 1000).toISOString();
+}
+
+async function issueUploadUrl(deps: KnowledgeDeps, session: UploadSession): Promise<UploadLinkResponse> {
+  await deps.uploads.put(session);
+  const { uploadUrlTtlSeconds } = deps.settings;
+  const uploadUrl = await deps.blobs.presignPut(
+    session.objectKey,
+    { contentType: session.contentType },
+    uploadUrlTtlSeconds,
+  );
+  return {
+    uploadId: session.uploadId,
+    uploadUrl,
+    expiresIn: uploadUrlTtlSeconds,
+    s3Key: session.s3Key,
+    documentId: session.documentId,
+    ...(session.zipJobId ? { zipJobId: session.zipJobId } : {}),
+    requiredHeaders: { 'Content-Type': session.contentType },
+  };
+}
+
+function newSession(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  fields: Omit<
+    UploadSession,
+    'uploadId' | 'organizationId' | 'createdAt' | 'urlExpiresAt' | 'expiresAt' | 'completion' | 'contentType'
+  > & { uploadId: string },
+): UploadSession {
+  const now = deps.clock.now();
+  const { uploadUrlTtlSeconds, uploadSessionTtlSeconds } = deps.settings;
+  return {
+    ...fields,
+    organizationId: caller.organizationId,
+    contentType: contentTypeFor(fields.fileName),
+    createdAt: now.toISOString(),
+    urlExpiresAt: addSeconds(now, uploadUrlTtlSeconds),
+    expiresAt: addSeconds(now, Math.max(uploadSessionTtlSeconds, uploadUrlTtlSeconds)),
+    completion: null,
+  };
+}
+
+function metadataOf(request: MetadataChanges): MetadataChanges {
+  const metadata: MetadataChanges = {};
+  for (const field of METADATA_FIELDS) {
+    const value = request[field];
+    if (value !== undefined) metadata[field] = value;
+  }
+  return metadata;
+}
+
+/** POST /knowledge/documents/upload-link */
+export async function createUploadLink(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  request: UploadLinkRequest,
+): Promise<UploadLinkResponse> {
+  await requireKnowledgeBase(deps, caller, request.agentId, request.knowledgeBaseId);
+  const ref = datasetOf(request);
+  const uploadId = deps.ids.uuid();
+  const metadata = metadataOf(request);
+
+  if (isZipFileName(request.fileName)) {
+    if (request.customDocumentId !== undefined) {
+      throw new ValidationError([
+        {
+          field: 'customDocumentId',
+          rule: 'customDocumentId.notForZip',
+          message: 'customDocumentId cannot be given for a ZIP import: the archive is not a document',
+        },
+      ]);
+    }
+    const zipJobId = deps.ids.uuid();
+    const objectKey = zipObjectKey(ref, zipJobId, request.fileName);
+    const session = newSession(deps, caller, {
+      ...ref,
+      uploadId,
+      kind: 'zip',
+      documentId: null,
+      zipJobId,
+      customDocumentId: null,
+      s3Key: objectKey,
+      objectKey,
+      fileName: request.fileName,
+      metadata,
+    });
+    return issueUploadUrl(deps, session);
+  }
+
+  const documentId = request.customDocumentId ?? deps.ids.uuid();
+  const s3Key = documentS3Key(ref, documentId, request.fileName);
+  const session = newSession(deps, caller, {
+    ...ref,
+    uploadId,
+    kind: 'create',
+    documentId,
+    zipJobId: null,
+    customDocumentId: request.customDocumentId ?? null,
+    s3Key,
+    objectKey: s3Key,
+    fileName: request.fileName,
+    metadata,
+  });
+  const reserved = await deps.documents.reserve(
+    {
+      ...ref,
+      organizationId: caller.organizationId,
+      documentId,
+      customDocumentId: session.customDocumentId,
+      s3Key,
+      objectKey: s3Key,
+      fileName: request.fileName,
+      status: 'reserved',
+      uploadId,
+      reservedUntil: session.expiresAt,
+      contentType: session.contentType,
+      fileSize: null,
+      label1: null,
+      label2: null,
+      customMeta1: null,
+      customMeta2: null,
+      customMeta3: null,
+      customMeta4: null,
+      createdAt: session.createdAt,
+      updatedAt: session.createdAt,
+      error: null,
+    },
+    session.createdAt,
+  );
+  if (!reserved) {
+    throw new ConflictError(
+      'DUPLICATE_CUSTOM_DOCUMENT_ID',
+      `customDocumentId ${documentId} is already used in this knowledge base and environment`,
+      [{ field: 'customDocumentId', rule: 'unique', message: 'customDocumentId is already used' }],
+    );
+  }
+  return issueUploadUrl(deps, session);
+}
+
+/** The session an upload-complete names, checked for owner, endpoint and time. */
+async function requireOpenSession(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  uploadId: string,
+  kinds: readonly UploadKind[],
+): Promise<UploadSession> {
+  const session = await deps.uploads.get(uploadId);
+  if (!session || session.organizationId !== caller.organizationId) {
+    throw new NotFoundError('UPLOAD_NOT_FOUND', `Upload ${uploadId} was not found`);
+  }
+  if (!kinds.includes(session.kind)) {
+    const endpoint = session.kind === 'update' ? 'update/upload-complete' : 'upload-complete';
+    throw new ValidationError(
+      [{ field: 'uploadId', rule: 'uploadKind', message: `uploadId belongs to ${endpoint}` }],
+      `Upload ${uploadId} must be completed with POST /knowledge/documents/${endpoint}`,
+    );
+  }
+  return session;
+}
+
+async function requireUploadedObject(deps: KnowledgeDeps, session: UploadSession) {
+  const head = await deps.blobs.head(session.objectKey);
+  if (!head) {
+    throw new ConflictError(
+      'UPLOAD_NOT_RECEIVED',
+      `No file has been uploaded for upload ${session.uploadId}: PUT the file to uploadUrl first`,
+    );
+  }
+  return head;
+}
+
+function requireNotExpired(deps: KnowledgeDeps, session: UploadSession): void {
+  if (deps.clock.now().toISOString() > session.expiresAt) {
+    throw new GoneError(
+      'UPLOAD_EXPIRED',
+      `Upload ${session.uploadId} expired at ${session.expiresAt}; request a new upload link`,
+    );
+  }
+}
+
+function completionOf(doc: DocumentRecord): UploadCompletion {
+  return {
+    type: 'document',
+    s3Key: doc.s3Key,
+    documentId: doc.documentId,
+    status: 'uploaded',
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+  };
+}
+
+/** POST /knowledge/documents/upload-complete */
+export async function completeUpload(deps: KnowledgeDeps, caller: Caller, uploadId: string): Promise<UploadCompletion> {
+  const session = await requireOpenSession(deps, caller, uploadId, ['create', 'zip']);
+  if (session.completion) return session.completion;
+  requireNotExpired(deps, session);
+  const head = await requireUploadedObject(deps, session);
+  const ref = datasetOf(session);
+  const now = deps.clock.now().toISOString();
+
+  if (session.kind === 'zip' && session.zipJobId) {
+    const completion: UploadCompletion = {
+      type: 'zip_import',
+      s3Key: session.s3Key,
+      zipJobId: session.zipJobId,
+      status: 'uploaded',
+      createdAt: now,
+      updatedAt: now,
+    };
+    const stored = await deps.uploads.saveCompletion(uploadId, completion);
+    await deps.queue.send({ kind: 'process-zip', ...ref, zipJobId: session.zipJobId, uploadId });
+    return stored;
+  }
+
+  const documentId = session.documentId as string;
+  const content = {
+    uploadId,
+    objectKey: session.objectKey,
+    fileName: session.fileName,
+    contentType: session.contentType,
+    fileSize: head.size,
+    updatedAt: now,
+  };
+  let doc = await deps.documents.completeReservation(ref, documentId, content, session.metadata, now);
+  if (!doc) {
+    // Either an earlier attempt of this same call already completed it (answer as it did), or the reservation
+    // expired and was taken by another upload.
+    const current = await deps.documents.get(ref, documentId);
+    if (!current || current.uploadId !== uploadId || current.status === 'reserved') {
+      throw new GoneError('UPLOAD_EXPIRED', `Upload ${uploadId} expired and its documentId was reused`);
+    }
+    doc = current;
+  }
+  const stored = await deps.uploads.saveCompletion(uploadId, completionOf(doc));
+  await deps.queue.send({ kind: 'process-document', ...ref, documentId, uploadId });
+  return stored;
+}
+
+export interface UpdateUploadLinkRequest extends DatasetRef, DocumentIdentifier, MetadataChanges {
+  readonly fileName: string;
+}
+
+/** POST /knowledge/documents/update/upload-link: the new content goes to its own object; nothing changes yet. */
+export async function createUpdateUploadLink(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  request: UpdateUploadLinkRequest,
+): Promise<UploadLinkResponse> {
+  if (isZipFileName(request.fileName)) {
+    throw new ValidationError([
+      { field: 'fileName', rule: 'fileName.notZip', message: 'a document cannot be replaced by a ZIP archive' },
+    ]);
+  }
+  const doc = await findDocument(deps, caller, request);
+  const uploadId = deps.ids.uuid();
+  const session = newSession(deps, caller, {
+    ...datasetOf(doc),
+    uploadId,
+    kind: 'update',
+    documentId: doc.documentId,
+    zipJobId: null,
+    customDocumentId: doc.customDocumentId,
+    s3Key: doc.s3Key,
+    objectKey: versionObjectKey(doc.s3Key, uploadId, request.fileName),
+    fileName: request.fileName,
+    metadata: metadataOf(request),
+  });
+  return issueUploadUrl(deps, session);
+}
+
+/** POST /knowledge/documents/update/upload-complete: the new content replaces the old and reprocessing starts. */
+export async function completeUpdateUpload(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  uploadId: string,
+): Promise<UploadCompletion> {
+  const session = await requireOpenSession(deps, caller, uploadId, ['update']);
+  if (session.completion) return session.completion;
+  requireNotExpired(deps, session);
+  const head = await requireUploadedObject(deps, session);
+  const ref = datasetOf(session);
+  const documentId = session.documentId as string;
+  const before = await deps.documents.get(ref, documentId);
+  const content = {
+    uploadId,
+    objectKey: session.objectKey,
+    fileName: session.fileName,
+    contentType: session.contentType,
+    fileSize: head.size,
+    updatedAt: deps.clock.now().toISOString(),
+  };
+  let doc = await deps.documents.replaceContent(ref, documentId, content, session.metadata);
+  if (!doc) {
+    const current = await deps.documents.get(ref, documentId);
+    if (!current || current.status === 'reserved') {
+      await deps.blobs.delete([session.objectKey]);
+      throw new NotFoundError('DOCUMENT_NOT_FOUND', `Document ${documentId} was deleted before the update completed`);
+    }
+    doc = current; // an earlier attempt of this call already applied the update
+  } else if (before && before.objectKey !== doc.objectKey) {
+    await deps.blobs.delete([before.objectKey]);
+  }
+  const stored = await deps.uploads.saveCompletion(uploadId, completionOf(doc));
+  await deps.queue.send({ kind: 'process-document', ...ref, documentId, uploadId });
+  return stored;
+}
+
+export interface PatchMetadataRequest extends DatasetRef, DocumentIdentifier, MetadataChanges {}
+
+/** PATCH /knowledge/documents/metadata: labels and custom metadata change; the file is not re-uploaded. */
+export async function patchMetadata(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  request: PatchMetadataRequest,
+): Promise<DocumentView> {
+  const changes = metadataOf(request);
+  if (Object.keys(changes).length === 0) {
+    throw new ValidationError(
+      [{ field: '', rule: 'atLeastOneOf', message: `give at least one of ${METADATA_FIELDS.join(', ')}` }],
+      `Nothing to change: give at least one of ${METADATA_FIELDS.join(', ')} (null clears a field)`,
+    );
+  }
+  const doc = await findDocument(deps, caller, request);
+  const updated = await deps.documents.patchMetadata(
+    datasetOf(doc),
+    doc.documentId,
+    changes,
+    deps.clock.now().toISOString(),
+  );
+  if (!updated) throw documentNotFound(request);
+  return documentView(updated);
+}
+
+/** GET /knowledge/documents */
+export async function getDocument(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  request: DatasetRef & DocumentIdentifier,
+): Promise<DocumentView> {
+  return documentView(await findDocument(deps, caller, request));
+}
+
+/** DELETE /knowledge/documents: the record goes first, so the document disappears at once; then its objects. */
+export async function deleteDocument(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  request: DatasetRef & DocumentIdentifier,
+): Promise<{ documentId: string; s3Key: string; deleted: true }> {
+  const doc = await findDocument(deps, caller, request);
+  const removed = await deps.documents.delete(datasetOf(doc), doc.documentId);
+  if (!removed) throw documentNotFound(request);
+  await deps.blobs.delete([...new Set([removed.s3Key, removed.objectKey])]);
+  return { documentId: removed.documentId, s3Key: removed.s3Key, deleted: true };
+}

@@ -1,0 +1,45 @@
+/**
+ * API Gateway REQUEST authorizer: `Authorization: Bearer <token>` → the token's organization and scopes, passed to
+ * handlers in the request context. API Gateway caches the answer per header value, so the policy allows every
+ * route of the API and each handler checks its own route's scope (403 there, not here).
+ * Locally the router calls this same function.
+ */
+import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
+import { authenticate } from '../../core/auth/tokens';
+import { UnauthorizedError } from '../../core/errors';
+import { container } from '../../shared/container';
+import { logger } from '../../shared/logger';
+
+/** `arn:aws:execute-api:region:account:api/stage/METHOD/path` → `arn:aws:execute-api:region:account:api/stage/*`. */
+export function wholeApiArn(methodArn: string): string {
+  const [prefix, apiGatewayPart] = methodArn.split(':execute-api:');
+  if (!apiGatewayPart) return methodArn;
+  const [region, account, path] = apiGatewayPart.split(':');
+  const [apiId, stage] = path.split('/');
+  return `${prefix}:execute-api:${region}:${account}:${apiId}/${stage}/*`;
+}
+
+function authorizationHeader(event: APIGatewayRequestAuthorizerEvent): string | undefined {
+  for (const [name, value] of Object.entries(event.headers ?? {})) {
+    if (name.toLowerCase() === 'authorization' && value) return value;
+  }
+  return undefined;
+}
+
+export const handler = async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
+  try {
+    const caller = await authenticate(container.tokens, authorizationHeader(event));
+    return {
+      principalId: caller.tokenId,
+      policyDocument: {
+        Version: '2012-10-17',
+        Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: wholeApiArn(event.methodArn) }],
+      },
+      context: { organizationId: caller.organizationId, tokenId: caller.tokenId, scopes: caller.scopes.join(',') },
+    };
+  } catch (error) {
+    if (!(error instanceof UnauthorizedError)) logger.error('authorizer failed', { error: error as Error });
+    // The exact message 'Unauthorized' makes API Gateway answer 401 (its UNAUTHORIZED gateway response).
+    throw new Error('Unauthorized');
+  }
+};

@@ -1,0 +1,9 @@
+import { createAgent } from '../../../core/dashboard/dashboard';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { createAgentSchema } from './schemas';
+
+export const handler = httpHandler('CreateAgent', createAgentSchema, async (input, caller) => ({
+  status: 201,
+  body: await createAgent(container, caller, input.displayName),
+}));

@@ -1,0 +1,9 @@
+import { createKnowledgeBase } from '../../../core/dashboard/dashboard';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { createKnowledgeBaseSchema } from './schemas';
+
+export const handler = httpHandler('CreateKnowledgeBase', createKnowledgeBaseSchema, async (input, caller) => ({
+  status: 201,
+  body: await createKnowledgeBase(container, caller, input),
+}));

@@ -1,0 +1,9 @@
+import { createToken } from '../../../core/dashboard/dashboard';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { createTokenSchema } from './schemas';
+
+export const handler = httpHandler('CreateToken', createTokenSchema, async (input, caller) => ({
+  status: 201,
+  body: await createToken(container, caller, input),
+}));

@@ -1,0 +1,8 @@
+import { getKnowledgeBase } from '../../../core/dashboard/dashboard';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { knowledgeBasePathSchema } from './schemas';
+
+export const handler = httpHandler('GetKnowledgeBase', knowledgeBasePathSchema, async (input, caller) => ({
+  body: await getKnowledgeBase(container, caller, input.agentId, input.knowledgeBaseId),
+}));

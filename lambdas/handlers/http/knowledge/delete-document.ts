@@ -1,0 +1,8 @@
+import { deleteDocument } from '../../../core/knowledge/documents';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { documentQuerySchema } from './schemas';
+
+export const handler = httpHandler('DeleteDocument', documentQuerySchema, async (input, caller) => ({
+  body: { ...(await deleteDocument(container, caller, input)) },
+}));

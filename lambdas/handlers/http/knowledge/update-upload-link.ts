@@ -1,0 +1,8 @@
+import { createUpdateUploadLink } from '../../../core/knowledge/documents';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { updateUploadLinkSchema } from './schemas';
+
+export const handler = httpHandler('UpdateUploadLink', updateUploadLinkSchema, async (input, caller) => ({
+  body: { ...(await createUpdateUploadLink(container, caller, input)) },
+}));

@@ -1,0 +1,8 @@
+import { completeUpload } from '../../../core/knowledge/documents';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { uploadCompleteSchema } from './schemas';
+
+export const handler = httpHandler('UploadComplete', uploadCompleteSchema, async (input, caller) => ({
+  body: { ...(await completeUpload(container, caller, input.uploadId)) },
+}));

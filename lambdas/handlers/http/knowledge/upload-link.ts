@@ -1,0 +1,8 @@
+import { createUploadLink } from '../../../core/knowledge/documents';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { uploadLinkSchema } from './schemas';
+
+export const handler = httpHandler('UploadLink', uploadLinkSchema, async (input, caller) => ({
+  body: { ...(await createUploadLink(container, caller, input)) },
+}));

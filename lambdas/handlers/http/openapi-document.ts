@@ -1,0 +1,114 @@
+/**
+ * The OpenAPI 3.1 document of every route, generated from lib/routes.ts and the same zod schemas the handlers
+ * validate with, so the document cannot describe a request the service would refuse.
+ */
+import * as z from 'zod';
+import { ROUTES } from '../../../lib/routes';
+import * as dashboard from './dashboard/schemas';
+import * as knowledge from './knowledge/schemas';
+
+const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
+  Health: z.strictObject({}),
+  OpenApi: z.strictObject({}),
+  UploadLink: knowledge.uploadLinkSchema,
+  UploadComplete: knowledge.uploadCompleteSchema,
+  UpdateUploadLink: knowledge.updateUploadLinkSchema,
+  UpdateUploadComplete: knowledge.uploadCompleteSchema,
+  PatchMetadata: knowledge.patchMetadataSchema,
+  GetDocument: knowledge.documentQuerySchema,
+  DeleteDocument: knowledge.documentQuerySchema,
+  CreateAgent: dashboard.createAgentSchema,
+  ListAgents: dashboard.noInputSchema,
+  CreateKnowledgeBase: dashboard.createKnowledgeBaseSchema,
+  ListKnowledgeBases: dashboard.agentPathSchema,
+  GetKnowledgeBase: dashboard.knowledgeBasePathSchema,
+  UpdateKnowledgeBase: dashboard.updateKnowledgeBaseSchema,
+  DeleteKnowledgeBase: dashboard.knowledgeBasePathSchema,
+  CreateToken: dashboard.createTokenSchema,
+};
+
+export function requestSchemaOf(routeId: string): z.ZodType {
+  const schema = REQUEST_SCHEMAS[routeId];
+  if (!schema) throw new Error(`no request schema for route ${routeId}`);
+  return schema;
+}
+
+type JsonSchema = { properties?: Record<string, JsonSchema>; required?: string[]; [key: string]: unknown };
+
+const ERROR_BODY: JsonSchema = {
+  type: 'object',
+  required: ['success', 'error'],
+  properties: {
+    success: { const: false },
+    error: {
+      type: 'object',
+      required: ['code', 'message', 'details'],
+      properties: {
+        code: { type: 'string' },
+        message: { type: 'string' },
+        details: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['field', 'rule'],
+            properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } },
+          },
+        },
+      },
+    },
+  },
+};
+
+function pathParameterNames(path: string): string[] {
+  return [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+}
+
+export function buildOpenApiDocument() {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of ROUTES) {
+    const schema = z.toJSONSchema(requestSchemaOf(route.id), { io: 'input', unrepresentable: 'any' }) as JsonSchema;
+    const pathNames = pathParameterNames(route.path);
+    const properties = { ...(schema.properties ?? {}) };
+    for (const name of pathNames) delete properties[name];
+    const required = (schema.required ?? []).filter((name) => !pathNames.includes(name));
+    const parameters: unknown[] = pathNames.map((name) => ({
+      name,
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    let requestBody: unknown;
+    if (route.method === 'GET' || route.method === 'DELETE') {
+      for (const [name, property] of Object.entries(properties)) {
+        parameters.push({ name, in: 'query', required: required.includes(name), schema: property });
+      }
+    }
+    if (route.method !== 'GET' && Object.keys(properties).length > 0) {
+      const { $schema: _ignored, ...bodySchema } = { ...schema, properties, required } as JsonSchema;
+      requestBody = { required: route.method !== 'DELETE', content: { 'application/json': { schema: bodySchema } } };
+    }
+    const errorResponse = { description: 'Error', content: { 'application/json': { schema: ERROR_BODY } } };
+    paths[route.path] ??= {};
+    paths[route.path][route.method.toLowerCase()] = {
+      operationId: route.id,
+      summary: route.summary,
+      ...(route.scope ? { security: [{ bearerToken: [] }], 'x-required-scope': route.scope } : { security: [] }),
+      ...(parameters.length ? { parameters } : {}),
+      ...(requestBody ? { requestBody } : {}),
+      responses: {
+        [route.method === 'POST' && route.id.startsWith('Create') ? '201' : '200']: { description: 'Success' },
+        '400': errorResponse,
+        ...(route.scope ? { '401': errorResponse, '403': errorResponse, '404': errorResponse } : {}),
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Agent Platform Service', version: '1.0.0' },
+    components: {
+      securitySchemes: { bearerToken: { type: 'http', scheme: 'bearer', description: 'Organization token' } },
+    },
+    security: [{ bearerToken: [] }],
+    paths,
+  };
+}

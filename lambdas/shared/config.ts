@@ -1,0 +1,32 @@
+/**
+ * Typed configuration from the environment, read once per cold start. A resource a handler uses but was not given
+ * fails loudly at first use, naming the variable; numbers are validated, never silently defaulted from garbage.
+ */
+import { RESOURCE_ENV, type TableName } from '../../lib/routes';
+
+export function requireEnv(name: string): string {
+  const value = process.env[name];
+  if (value === undefined || value === '') throw new Error(`Missing configuration: environment variable ${name}`);
+  return value;
+}
+
+function positiveInteger(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new Error(`Invalid configuration: ${name} must be a positive integer`);
+  return value;
+}
+
+export const config = {
+  tableName: (table: TableName) => requireEnv(RESOURCE_ENV.tables[table]),
+  documentsBucket: () => requireEnv(RESOURCE_ENV.documentsBucket),
+  processingQueueUrl: () => requireEnv(RESOURCE_ENV.processingQueue),
+  /** Local S3 engines need path-style addressing; real S3 does not. */
+  s3ForcePathStyle: () => process.env.S3_FORCE_PATH_STYLE === 'true',
+  uploads: () => ({
+    uploadUrlTtlSeconds: positiveInteger('UPLOAD_URL_TTL_SECONDS', 900),
+    uploadSessionTtlSeconds: positiveInteger('UPLOAD_SESSION_TTL_SECONDS', 3600),
+  }),
+};

@@ -1,0 +1,92 @@
+/**
+ * Composition root: builds each adapter once per cold start, on first use, so a handler only needs the
+ * configuration of what it touches. AWS clients read endpoints from the standard variables
+ * (AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS), which is how the local runtime points them
+ * at its engines.
+ */
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoAgentStore,
+  DynamoDocumentStore,
+  DynamoKnowledgeBaseStore,
+  DynamoTokenStore,
+  DynamoUploadSessionStore,
+} from '../adapters/aws/dynamodb/stores';
+import { S3BlobStore } from '../adapters/aws/s3-blob-store';
+import { SqsProcessingQueue } from '../adapters/aws/sqs-processing-queue';
+import type { KnowledgeDeps } from '../core/knowledge/documents';
+import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../ports/services';
+import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '../ports/stores';
+import { config } from './config';
+
+function once<T>(build: () => T): () => T {
+  let value: T | undefined;
+  return () => {
+    value ??= build();
+    return value;
+  };
+}
+
+const dynamo = once(() =>
+  DynamoDBDocumentClient.from(new DynamoDBClient({}), {
+    marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
+  }),
+);
+const s3 = once(
+  () =>
+    new S3Client({
+      forcePathStyle: config.s3ForcePathStyle(),
+      // Without this the SDK signs a checksum of an empty body into pre-signed URLs, which S3 then rejects.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    }),
+);
+// Send to the configured (or regional) endpoint, not to the host inside the queue URL: the local engine names its
+// queues `sqs.<region>.localhost`, which is not resolvable everywhere.
+const sqs = once(() => new SQSClient({ useQueueUrlAsEndpoint: false }));
+
+const tokens = once(() => new DynamoTokenStore(dynamo(), config.tableName('tokens')));
+const agents = once(() => new DynamoAgentStore(dynamo(), config.tableName('agents')));
+const knowledgeBases = once(() => new DynamoKnowledgeBaseStore(dynamo(), config.tableName('knowledgeBases')));
+const documents = once(() => new DynamoDocumentStore(dynamo(), config.tableName('documents')));
+const uploads = once(() => new DynamoUploadSessionStore(dynamo(), config.tableName('uploads')));
+const blobs = once(() => new S3BlobStore(s3(), config.documentsBucket()));
+const queue = once(() => new SqsProcessingQueue(sqs(), config.processingQueueUrl()));
+const settings = once(() => config.uploads());
+
+const clock: Clock = { now: () => new Date() };
+const ids: IdGenerator = { uuid: () => randomUUID() };
+
+/** Dependencies by name, each built when first read. */
+export const container = {
+  get tokens(): TokenStore {
+    return tokens();
+  },
+  get agents(): AgentStore {
+    return agents();
+  },
+  get knowledgeBases(): KnowledgeBaseStore {
+    return knowledgeBases();
+  },
+  get documents(): DocumentStore {
+    return documents();
+  },
+  get uploads(): UploadSessionStore {
+    return uploads();
+  },
+  get blobs(): BlobStore {
+    return blobs();
+  },
+  get queue(): ProcessingQueue {
+    return queue();
+  },
+  get settings() {
+    return settings();
+  },
+  clock,
+  ids,
+} satisfies KnowledgeDeps & { tokens: TokenStore };

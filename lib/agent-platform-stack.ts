@@ -1,0 +1,49 @@
+/** The whole platform in one stack: data tables, document storage with its processing queue, and the REST API. */
+import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { DataTables, pascalCase } from './constructs/data-tables';
+import { DocumentStorage } from './constructs/document-storage';
+import { PlatformApi } from './constructs/platform-api';
+import type { TableName } from './routes';
+
+export interface AgentPlatformStackProps extends StackProps {
+  /** Deployment stage (`dev`, `prod`, ...): the API Gateway stage name. */
+  readonly stage: string;
+}
+
+export class AgentPlatformStack extends Stack {
+  public readonly data: DataTables;
+  public readonly storage: DocumentStorage;
+  public readonly api: PlatformApi;
+
+  constructor(scope: Construct, id: string, props: AgentPlatformStackProps) {
+    super(scope, id, props);
+
+    this.data = new DataTables(this, 'Data');
+    this.storage = new DocumentStorage(this, 'DocumentStorage', {
+      // Six times the 150 s a processing function is expected to need.
+      processingVisibilityTimeout: Duration.seconds(900),
+      maxReceiveCount: 3,
+    });
+    this.api = new PlatformApi(this, 'PlatformApi', {
+      stageName: props.stage,
+      resources: {
+        tables: this.data.tables,
+        documentsBucket: this.storage.bucket,
+        processingQueue: this.storage.queue,
+      },
+      uploadUrlTtl: Duration.seconds(900),
+      uploadSessionTtl: Duration.seconds(3600),
+    });
+
+    new CfnOutput(this, 'ApiUrl', {
+      value: this.api.url,
+      description: 'Base URL of the API, without a trailing slash',
+    });
+    new CfnOutput(this, 'DocumentsBucketName', { value: this.storage.bucket.bucketName });
+    new CfnOutput(this, 'ProcessingQueueUrl', { value: this.storage.queue.queueUrl });
+    for (const [name, table] of Object.entries(this.data.tables) as [TableName, { tableName: string }][]) {
+      new CfnOutput(this, `${pascalCase(name)}TableName`, { value: table.tableName });
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/** One DynamoDB table per entry of lib/tables.ts, so the cloud and the local runtime share one key schema. */
+import { RemovalPolicy } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, type ITable, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Construct } from 'constructs';
+import type { TableName } from '../routes';
+import { TABLES, type TableSchema } from '../tables';
+
+/** `knowledgeBases` → `KnowledgeBases`: construct ids and output names are PascalCase. */
+export function pascalCase(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+export class DataTables extends Construct {
+  public readonly tables: Readonly<Record<TableName, ITable>>;
+
+  constructor(scope: Construct, id: string) {
+    super(scope, id);
+    const tables: Partial<Record<TableName, ITable>> = {};
+    for (const [name, schema] of Object.entries(TABLES) as [TableName, TableSchema][]) {
+      tables[name] = this.createTable(name, schema);
+    }
+    this.tables = tables as Record<TableName, ITable>;
+  }
+
+  private createTable(name: TableName, schema: TableSchema): Table {
+    return new Table(this, `${pascalCase(name)}Table`, {
+      partitionKey: { name: schema.partitionKey, type: AttributeType.STRING },
+      sortKey: schema.sortKey ? { name: schema.sortKey, type: AttributeType.STRING } : undefined,
+      timeToLiveAttribute: schema.timeToLiveAttribute,
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: TableEncryption.AWS_MANAGED,
+      // Customer data: deleting the stack must never delete it.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+  }
+}

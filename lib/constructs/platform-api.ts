@@ -1,0 +1,300 @@
+/**
+ * The REST API: one Lambda function per entry of ROUTES (lib/routes.ts), each granted exactly the resources its
+ * route names, behind a cached Lambda REQUEST authorizer. Error responses API Gateway makes itself (no token,
+ * throttled, integration failure) carry the same JSON error shape as the handlers' errors.
+ */
+import { type CfnElement, Duration, Stack, Validations } from 'aws-cdk-lib';
+import {
+  AccessLogField,
+  AccessLogFormat,
+  AuthorizationType,
+  Cors,
+  EndpointType,
+  IdentitySource,
+  LambdaIntegration,
+  LogGroupLogDestination,
+  type Method,
+  MethodLoggingLevel,
+  RequestAuthorizer,
+  ResponseType,
+  RestApi,
+} from 'aws-cdk-lib/aws-apigateway';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { AUTHORIZER, type HttpRoute, RESOURCE_ENV, type ResourceAccess, ROUTES, type TableName } from '../routes';
+import { ServiceFunction } from './service-function';
+
+/** The stateful resources a route may be granted, by the logical names used in lib/routes.ts. */
+export interface PlatformResources {
+  readonly tables: Readonly<Record<TableName, ITable>>;
+  readonly documentsBucket: IBucket;
+  readonly processingQueue: IQueue;
+}
+
+export interface PlatformApiProps {
+  /** API Gateway stage name; route paths carry their own version (`/api/v1/...`), so this is the deployment stage. */
+  readonly stageName: string;
+  readonly resources: PlatformResources;
+  /** Upload settings every function receives (the handlers validate and default them). */
+  readonly uploadUrlTtl?: Duration;
+  readonly uploadSessionTtl?: Duration;
+}
+
+/** The handlers' error body (lambdas/shared/http.ts); `messageJson` is a JSON literal or a VTL expression yielding one. */
+function errorTemplate(code: string, messageJson: string): string {
+  return `{"success":false,"error":{"code":"${code}","message":${messageJson},"details":[]}}`;
+}
+
+export const GATEWAY_ERROR_TEMPLATES = {
+  UNAUTHORIZED: errorTemplate('UNAUTHORIZED', JSON.stringify('A valid bearer token is required')),
+  ACCESS_DENIED: errorTemplate('FORBIDDEN', JSON.stringify('The token is not allowed to call this route')),
+  // $context.error.messageString is $context.error.message already quoted as a JSON string.
+  DEFAULT_4XX: errorTemplate('BAD_REQUEST', '$context.error.messageString'),
+  DEFAULT_5XX: errorTemplate('INTERNAL_ERROR', JSON.stringify('Internal error')),
+} as const;
+
+export class PlatformApi extends Construct {
+  public readonly api: RestApi;
+  /** Base URL of the stage, without a trailing slash: route paths are appended to it as they are. */
+  public readonly url: string;
+  public readonly authorizer: RequestAuthorizer;
+  public readonly authorizerFunction: ServiceFunction;
+  /** The function of each route, by route id. */
+  public readonly functions: Readonly<Record<string, ServiceFunction>>;
+  /** The method of each route, by route id. */
+  public readonly methods: Readonly<Record<string, Method>>;
+
+  private readonly resources: PlatformResources;
+  private readonly commonEnvironment: Readonly<Record<string, string>>;
+
+  constructor(scope: Construct, id: string, props: PlatformApiProps) {
+    super(scope, id);
+    this.resources = props.resources;
+    this.commonEnvironment = {
+      UPLOAD_URL_TTL_SECONDS: String((props.uploadUrlTtl ?? Duration.seconds(900)).toSeconds()),
+      UPLOAD_SESSION_TTL_SECONDS: String((props.uploadSessionTtl ?? Duration.seconds(3600)).toSeconds()),
+    };
+
+    const accessLogs = new LogGroup(this, 'AccessLogs', { retention: RetentionDays.ONE_MONTH });
+    this.api = new RestApi(this, 'RestApi', {
+      description: 'Agent platform: knowledge documents and dashboard',
+      endpointTypes: [EndpointType.REGIONAL],
+      cloudWatchRole: true,
+      deployOptions: {
+        stageName: props.stageName,
+        tracingEnabled: true,
+        metricsEnabled: true,
+        // Execution logs without request or response bodies: those may carry end-user content.
+        loggingLevel: MethodLoggingLevel.INFO,
+        dataTraceEnabled: false,
+        throttlingBurstLimit: 100,
+        throttlingRateLimit: 50,
+        accessLogDestination: new LogGroupLogDestination(accessLogs),
+        accessLogFormat: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: AccessLogField.contextRequestId(),
+            requestTime: AccessLogField.contextRequestTime(),
+            ip: AccessLogField.contextIdentitySourceIp(),
+            method: AccessLogField.contextHttpMethod(),
+            resourcePath: AccessLogField.contextResourcePath(),
+            status: AccessLogField.contextStatus(),
+            responseLength: AccessLogField.contextResponseLength(),
+            responseLatency: AccessLogField.contextResponseLatency(),
+            integrationLatency: AccessLogField.contextIntegrationLatency(),
+            errorType: AccessLogField.contextErrorResponseType(),
+            organizationId: '$context.authorizer.organizationId',
+          }),
+        ),
+      },
+      defaultCorsPreflightOptions: {
+        allowOrigins: Cors.ALL_ORIGINS,
+        allowMethods: Cors.ALL_METHODS,
+        allowHeaders: ['Authorization', 'Content-Type'],
+      },
+    });
+    // RestApi adds an `Endpoint` output with a trailing slash; the stack outputs `ApiUrl` (without one) instead.
+    this.api.node.tryRemoveChild('Endpoint');
+    this.url = `https://${this.api.restApiId}.execute-api.${Stack.of(this).region}.${Stack.of(this).urlSuffix}/${this.api.deploymentStage.stageName}`;
+
+    this.authorizerFunction = this.createFunction('AuthorizerFunction', {
+      handlerFile: AUTHORIZER.handler,
+      description: 'Bearer token → organization and scopes (API Gateway REQUEST authorizer)',
+      // One GetItem; a slow authorizer only delays the caller's 401.
+      timeout: Duration.seconds(10),
+      access: AUTHORIZER.access,
+    });
+    this.authorizer = new RequestAuthorizer(this, 'TokenAuthorizer', {
+      handler: this.authorizerFunction,
+      identitySources: [IdentitySource.header('Authorization')],
+      resultsCacheTtl: Duration.seconds(300),
+    });
+
+    const functions: Record<string, ServiceFunction> = {};
+    const methods: Record<string, Method> = {};
+    for (const route of ROUTES) {
+      functions[route.id] = this.createFunction(`${route.id}Function`, {
+        handlerFile: route.handler,
+        description: `${route.method} ${route.path}: ${route.summary}`,
+        access: route.access,
+      });
+      methods[route.id] = this.addRoute(route, functions[route.id]);
+    }
+    this.functions = functions;
+    this.methods = methods;
+
+    this.addGatewayResponses();
+    this.acknowledgeApiFindings();
+  }
+
+  private createFunction(
+    id: string,
+    props: { handlerFile: string; description: string; access: ResourceAccess; timeout?: Duration },
+  ): ServiceFunction {
+    const fn = new ServiceFunction(this, id, {
+      handlerFile: props.handlerFile,
+      description: props.description,
+      timeout: props.timeout,
+      environment: { ...this.commonEnvironment, ...this.resourceEnvironment(props.access) },
+    });
+    this.grantAccess(fn, props.access);
+    return fn;
+  }
+
+  /** The physical name of every resource the route names, under the variable lambdas/shared/config.ts reads. */
+  private resourceEnvironment(access: ResourceAccess): Record<string, string> {
+    const environment: Record<string, string> = {};
+    for (const name of Object.keys(access.tables ?? {}) as TableName[]) {
+      environment[RESOURCE_ENV.tables[name]] = this.resources.tables[name].tableName;
+    }
+    if (access.documentsBucket) environment[RESOURCE_ENV.documentsBucket] = this.resources.documentsBucket.bucketName;
+    if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = this.resources.processingQueue.queueUrl;
+    return environment;
+  }
+
+  /** Exactly the access the route table names, nothing more. */
+  private grantAccess(fn: ServiceFunction, access: ResourceAccess): void {
+    for (const [name, level] of Object.entries(access.tables ?? {}) as [TableName, 'read' | 'readWrite'][]) {
+      const table = this.resources.tables[name];
+      if (level === 'readWrite') table.grantReadWriteData(fn);
+      else table.grantReadData(fn);
+    }
+
+    const bucket = this.resources.documentsBucket;
+    if (access.documentsBucket) {
+      // grantReadWrite includes s3:DeleteObject*, so no separate grantDelete is needed.
+      if (access.documentsBucket === 'readWrite') bucket.grantReadWrite(fn);
+      else bucket.grantRead(fn);
+      this.acknowledgeBucketGrantWildcards(fn, access.documentsBucket);
+    }
+
+    if (access.processingQueue === 'send') this.resources.processingQueue.grantSendMessages(fn);
+  }
+
+  private acknowledgeBucketGrantWildcards(fn: ServiceFunction, level: 'read' | 'readWrite'): void {
+    const bucket = this.resources.documentsBucket;
+    const stack = Stack.of(this);
+    const bucketArn = `<${stack.getLogicalId(bucket.node.defaultChild as CfnElement)}.Arn>`;
+    const findings = [
+      `Resource::${bucketArn}/*`,
+      'Action::s3:GetObject*',
+      'Action::s3:GetBucket*',
+      'Action::s3:List*',
+      ...(level === 'readWrite' ? ['Action::s3:DeleteObject*', 'Action::s3:Abort*'] : []),
+    ];
+    for (const finding of findings) {
+      Validations.of(fn).acknowledge({
+        id: `AwsSolutions-IAM5[${finding}]`,
+        reason:
+          'Granted by bucket.grantRead/grantReadWrite on the documents bucket only: object keys are per document and ' +
+          'only known at run time (hence <bucket>/*), and the grant action groups (GetObject*, List*, DeleteObject*, ' +
+          'Abort*) are the CDK minimum for HEAD/GET, pre-signed PUT and delete of those objects.',
+      });
+    }
+  }
+
+  private addRoute(route: HttpRoute, fn: ServiceFunction): Method {
+    const resource = this.api.root.resourceForPath(route.path);
+    // No test-invoke permission: one resource-policy statement per route is enough.
+    const integration = new LambdaIntegration(fn, { allowTestInvoke: false });
+    if (route.scope === null) {
+      const method = resource.addMethod(route.method, integration, { authorizationType: AuthorizationType.NONE });
+      Validations.of(method).acknowledge(
+        {
+          id: 'AwsSolutions-APIG4',
+          reason: `${route.method} ${route.path} is public by design (${route.summary.toLowerCase()}): route table scope is null.`,
+        },
+        {
+          id: 'AwsSolutions-COG4',
+          reason: `${route.method} ${route.path} is public by design (${route.summary.toLowerCase()}): no authorizer of any kind.`,
+        },
+      );
+      return method;
+    }
+    const method = resource.addMethod(route.method, integration, {
+      authorizationType: AuthorizationType.CUSTOM,
+      authorizer: this.authorizer,
+    });
+    Validations.of(method).acknowledge({
+      id: 'AwsSolutions-COG4',
+      reason:
+        'Callers are machine clients with bearer API tokens (created by POST /dashboard/tokens), checked by the Lambda ' +
+        'REQUEST authorizer against the tokens table; there are no Cognito users.',
+    });
+    return method;
+  }
+
+  private addGatewayResponses(): void {
+    const headers = { 'Access-Control-Allow-Origin': "'*'" };
+    const json = (template: string) => ({ 'application/json': template });
+    this.api.addGatewayResponse('Unauthorized', {
+      type: ResponseType.UNAUTHORIZED,
+      statusCode: '401',
+      responseHeaders: headers,
+      templates: json(GATEWAY_ERROR_TEMPLATES.UNAUTHORIZED),
+    });
+    this.api.addGatewayResponse('AccessDenied', {
+      type: ResponseType.ACCESS_DENIED,
+      statusCode: '403',
+      responseHeaders: headers,
+      templates: json(GATEWAY_ERROR_TEMPLATES.ACCESS_DENIED),
+    });
+    this.api.addGatewayResponse('Default4xx', {
+      type: ResponseType.DEFAULT_4XX,
+      responseHeaders: headers,
+      templates: json(GATEWAY_ERROR_TEMPLATES.DEFAULT_4XX),
+    });
+    this.api.addGatewayResponse('Default5xx', {
+      type: ResponseType.DEFAULT_5XX,
+      responseHeaders: headers,
+      templates: json(GATEWAY_ERROR_TEMPLATES.DEFAULT_5XX),
+    });
+  }
+
+  private acknowledgeApiFindings(): void {
+    Validations.of(this.api).acknowledge({
+      id: 'AwsSolutions-APIG2',
+      reason:
+        'Every handler validates its path, query and body with a zod schema beside it and answers 400 in the API error ' +
+        'shape; an API Gateway request validator would duplicate that with different error bodies.',
+    });
+    Validations.of(this.api.deploymentStage).acknowledge({
+      id: 'AwsSolutions-APIG3',
+      reason:
+        'No WAF web ACL yet: every non-public route needs a bearer token checked by the authorizer, the stage is ' +
+        'throttled (burst 100, rate 50/s), and the public routes are static. A web ACL is a per-account cost decision ' +
+        'for the operators; associate one with this stage when the API faces untrusted traffic at scale.',
+    });
+    const cloudWatchRole = this.api.node.tryFindChild('CloudWatchRole');
+    if (cloudWatchRole) {
+      Validations.of(cloudWatchRole).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+        reason:
+          'The account-level role API Gateway needs to write execution and access logs; the AWS-managed policy is the ' +
+          'documented one and only allows CloudWatch Logs writes.',
+      });
+    }
+  }
+}

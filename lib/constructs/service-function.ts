@@ -1,0 +1,90 @@
+/**
+ * The one way this app makes a Lambda function: a NodejsFunction with the defaults every handler shares, bundled by
+ * the locally installed esbuild (never Docker) the same way `scripts/bundle-sizes.ts` measures it.
+ */
+import * as path from 'node:path';
+import { Duration, Validations } from 'aws-cdk-lib';
+import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { type BundlingOptions, LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+
+/** Handler paths in lib/routes.ts are relative to the repository root. */
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+
+export const SERVICE_NAME = 'agent-platform';
+
+/** API Gateway gives up on an integration after 29 s, so an HTTP handler may not run longer. */
+export const HTTP_TIMEOUT = Duration.seconds(29);
+
+/** Shared with scripts/bundle-sizes.ts so the size check measures what is deployed. */
+export const BUNDLING: BundlingOptions = {
+  minify: true,
+  sourceMap: true,
+  target: 'node22',
+  format: OutputFormat.CJS,
+  // The nodejs22.x runtime ships AWS SDK v3; leaving it out keeps bundles small and cold starts short.
+  externalModules: ['@aws-sdk/*'],
+  forceDockerBundling: false,
+  // esbuild's per-bundle size listing adds nothing to `cdk synth`; `npm run bundle-sizes` reports sizes.
+  logLevel: LogLevel.WARNING,
+};
+
+export interface ServiceFunctionProps {
+  /** Handler file relative to the repository root; it exports `handler`. */
+  readonly handlerFile: string;
+  readonly description: string;
+  /** @default HTTP_TIMEOUT */
+  readonly timeout?: Duration;
+  readonly environment?: Readonly<Record<string, string>>;
+}
+
+export class ServiceFunction extends NodejsFunction {
+  /** The function's log group, created explicitly so its retention is set and it is deleted with nothing else. */
+  public readonly functionLogGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
+    const logGroup = new LogGroup(scope, `${id}Logs`, { retention: RetentionDays.ONE_MONTH });
+    super(scope, id, {
+      entry: path.join(REPO_ROOT, props.handlerFile),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
+      description: props.description,
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: 512,
+      timeout: props.timeout ?? HTTP_TIMEOUT,
+      tracing: Tracing.ACTIVE,
+      logGroup,
+      bundling: BUNDLING,
+      environment: {
+        NODE_OPTIONS: '--enable-source-maps',
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        ...props.environment,
+      },
+    });
+    this.functionLogGroup = logGroup;
+
+    Validations.of(this).acknowledge(
+      {
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+        reason:
+          'AWSLambdaBasicExecutionRole only allows writing to CloudWatch Logs; it is the AWS-maintained minimum for a ' +
+          'function, and the function logs to its own log group created beside it.',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'Active tracing adds xray:PutTraceSegments and xray:PutTelemetryRecords, which X-Ray only supports on ' +
+          'resource "*" (these actions have no resource-level permissions).',
+      },
+      {
+        id: 'AwsSolutions-L1',
+        reason:
+          'nodejs22.x is pinned on purpose: the local runtime, the esbuild target (node22) and the size check all use ' +
+          'Node 22, and they move to the next LTS together.',
+      },
+    );
+  }
+}

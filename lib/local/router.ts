@@ -1,0 +1,206 @@
+/**
+ * The local API Gateway: matches a request against lib/routes.ts, runs the same Lambda authorizer, turns the request
+ * into an API Gateway (REST, v1) proxy event, invokes the route's handler and writes its result.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { resolve } from 'node:path';
+import type {
+  APIGatewayAuthorizerResult,
+  APIGatewayProxyEvent,
+  APIGatewayProxyResult,
+  APIGatewayRequestAuthorizerEvent,
+  Context,
+} from 'aws-lambda';
+import { AUTHORIZER, type HttpRoute, ROUTES } from '../routes';
+
+/** API Gateway's own limit on a request payload. */
+const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+
+type LambdaHandler<E, R> = (event: E, context: Context) => Promise<R>;
+
+interface CompiledRoute {
+  readonly route: HttpRoute;
+  readonly pattern: RegExp;
+  readonly parameterNames: string[];
+}
+
+function compile(route: HttpRoute): CompiledRoute {
+  const parameterNames: string[] = [];
+  const source = route.path
+    .split('/')
+    .map((segment) => {
+      const match = /^\{([^}]+)\}$/.exec(segment);
+      if (!match) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      parameterNames.push(match[1]);
+      return '([^/]+)';
+    })
+    .join('/');
+  return { route, pattern: new RegExp(`^${source}/?$`), parameterNames };
+}
+
+function lambdaContext(functionName: string): Context {
+  const awsRequestId = randomUUID();
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '512',
+    awsRequestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => 29_000,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+function gatewayError(statusCode: number, code: string, message: string): APIGatewayProxyResult {
+  return {
+    statusCode,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+    body: JSON.stringify({ success: false, error: { code, message, details: [] } }),
+  };
+}
+
+async function readBody(request: IncomingMessage): Promise<Buffer | 'too-large'> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_REQUEST_BYTES) return 'too-large';
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function safeDecode(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+export interface Router {
+  handle(request: IncomingMessage, response: ServerResponse): Promise<void>;
+}
+
+export function createRouter(rootDir: string, routes: readonly HttpRoute[] = ROUTES): Router {
+  const compiled = routes.map(compile);
+  const modules = new Map<string, Promise<{ handler: LambdaHandler<unknown, unknown> }>>();
+  const load = <E, R>(file: string) => {
+    if (!modules.has(file)) modules.set(file, import(resolve(rootDir, file)));
+    return modules.get(file) as Promise<{ handler: LambdaHandler<E, R> }>;
+  };
+
+  async function authorize(
+    route: HttpRoute,
+    headers: Record<string, string>,
+  ): Promise<APIGatewayAuthorizerResult | undefined> {
+    const { handler } = await load<APIGatewayRequestAuthorizerEvent, APIGatewayAuthorizerResult>(AUTHORIZER.handler);
+    try {
+      return await handler(
+        {
+          type: 'REQUEST',
+          methodArn: `arn:aws:execute-api:local:000000000000:local/v1/${route.method}${route.path}`,
+          headers,
+        } as APIGatewayRequestAuthorizerEvent,
+        lambdaContext('Authorizer'),
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
+  async function dispatch(request: IncomingMessage): Promise<APIGatewayProxyResult> {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const method = (request.method ?? 'GET').toUpperCase();
+    const matches = compiled
+      .map((c) => ({ c, m: c.pattern.exec(url.pathname) }))
+      .filter((x): x is { c: CompiledRoute; m: RegExpExecArray } => x.m !== null);
+    if (matches.length === 0) return gatewayError(404, 'ROUTE_NOT_FOUND', `No route for ${method} ${url.pathname}`);
+    const match = matches.find((x) => x.c.route.method === method);
+    if (!match) {
+      const allowed = matches.map((x) => x.c.route.method).join(', ');
+      return gatewayError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed}`);
+    }
+    const { route, parameterNames } = match.c;
+
+    const body = await readBody(request);
+    if (body === 'too-large') return gatewayError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large');
+
+    const headers: Record<string, string> = {};
+    const multiValueHeaders: Record<string, string[]> = {};
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (value === undefined) continue;
+      const values = Array.isArray(value) ? value : [value];
+      headers[name] = values.join(',');
+      multiValueHeaders[name] = values;
+    }
+    const query: Record<string, string> = {};
+    const multiQuery: Record<string, string[]> = {};
+    for (const [name, value] of url.searchParams) {
+      query[name] = value;
+      multiQuery[name] = [...(multiQuery[name] ?? []), value];
+    }
+    const pathParameters: Record<string, string> = {};
+    parameterNames.forEach((name, index) => {
+      pathParameters[name] = safeDecode(match.m[index + 1]);
+    });
+
+    let authorizer: Record<string, unknown> | null = null;
+    if (route.scope !== null) {
+      const result = await authorize(route, headers);
+      if (!result) return gatewayError(401, 'UNAUTHORIZED', 'A valid bearer token is required');
+      authorizer = { ...(result.context ?? {}), principalId: result.principalId };
+    }
+
+    const event: APIGatewayProxyEvent = {
+      resource: route.path,
+      path: url.pathname,
+      httpMethod: method,
+      headers,
+      multiValueHeaders,
+      queryStringParameters: Object.keys(query).length ? query : null,
+      multiValueQueryStringParameters: Object.keys(multiQuery).length ? multiQuery : null,
+      pathParameters: parameterNames.length ? pathParameters : null,
+      stageVariables: null,
+      body: body.length ? body.toString('utf8') : null,
+      isBase64Encoded: false,
+      requestContext: {
+        accountId: '000000000000',
+        apiId: 'local',
+        authorizer,
+        httpMethod: method,
+        path: url.pathname,
+        protocol: 'HTTP/1.1',
+        requestId: randomUUID(),
+        requestTimeEpoch: Date.now(),
+        resourceId: route.id,
+        resourcePath: route.path,
+        stage: 'local',
+        identity: { sourceIp: request.socket.remoteAddress ?? '127.0.0.1' },
+      } as APIGatewayProxyEvent['requestContext'],
+    };
+    const { handler } = await load<APIGatewayProxyEvent, APIGatewayProxyResult>(route.handler);
+    return handler(event, lambdaContext(route.id));
+  }
+
+  return {
+    async handle(request, response) {
+      let result: APIGatewayProxyResult;
+      try {
+        result = await dispatch(request);
+      } catch (error) {
+        console.error('local router: handler failed', error);
+        result = gatewayError(500, 'INTERNAL_ERROR', 'Internal error');
+      }
+      const body = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body ?? '', 'utf8');
+      response.writeHead(result.statusCode, { ...(result.headers ?? {}), 'content-length': body.length });
+      response.end(body);
+    },
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * The whole service on one machine: engines, the handlers' configuration pointed at them, organizations for the
+ * development tokens, and the HTTP server of the local router.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve } from 'node:path';
+import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
+import { container } from '../../lambdas/shared/container';
+import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
+import { DOCUMENTS_BUCKET, type Engines, LOCAL_CREDENTIALS, LOCAL_REGION, startEngines } from './engines';
+import { createRouter } from './router';
+
+export interface LocalRuntimeOptions {
+  readonly host?: string;
+  readonly port?: number;
+  /** Port of the local S3 endpoint that upload URLs point at. */
+  readonly s3Port?: number;
+  readonly dataDir?: string;
+  /** Comma-separated development tokens: one organization each, all scopes. */
+  readonly devTokens?: string;
+  readonly log?: (line: string) => void;
+}
+
+export interface LocalRuntime {
+  readonly url: string;
+  readonly engines: Engines;
+  stop(): Promise<void>;
+}
+
+const ROOT = resolve(__dirname, '..', '..');
+
+/** Points the handlers' AWS clients and resource names at the engines, as the stack's environment does in AWS. */
+function configureHandlers(engines: Engines): void {
+  Object.assign(process.env, {
+    AWS_REGION: LOCAL_REGION,
+    AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+    AWS_ENDPOINT_URL_DYNAMODB: engines.dynamodbEndpoint,
+    AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
+    AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
+    S3_FORCE_PATH_STYLE: 'true',
+    [RESOURCE_ENV.documentsBucket]: DOCUMENTS_BUCKET,
+    [RESOURCE_ENV.processingQueue]: engines.processingQueueUrl,
+    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+  });
+  for (const [logical, variable] of Object.entries(RESOURCE_ENV.tables) as [TableName, string][]) {
+    process.env[variable] = engines.tableNames[logical];
+  }
+}
+
+/**
+ * DEV_TOKEN set: each token exists, in an organization of its own, with every scope. Unset: on the first start an
+ * organization is created and its token printed once; later starts say so (only the hash is stored).
+ */
+async function bootstrapOrganizations(dataDir: string, devTokens: string | undefined, log: (line: string) => void) {
+  const now = () => new Date().toISOString();
+  if (devTokens) {
+    for (const token of devTokens
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean)) {
+      if (bearerToken(`Bearer ${token}`) !== token) {
+        throw new Error('DEV_TOKEN: each token must be 16 to 512 characters of letters, digits and ._~+/=-');
+      }
+      if (await container.tokens.getByHash(hashToken(token))) continue;
+      const organizationId = randomUUID();
+      await issueToken(
+        container.tokens,
+        { organizationId, tokenId: randomUUID(), scopes: SCOPES, name: 'DEV_TOKEN', createdAt: now() },
+        token,
+      );
+      log(`Created organization ${organizationId} for a DEV_TOKEN token`);
+    }
+    return;
+  }
+  const marker = join(dataDir, 'bootstrap-organization.json');
+  if (existsSync(marker)) {
+    const { organizationId } = JSON.parse(readFileSync(marker, 'utf8')) as { organizationId: string };
+    log(
+      `Organization ${organizationId} exists; its token was printed at the first start (set DEV_TOKEN to choose one).`,
+    );
+    return;
+  }
+  const organizationId = randomUUID();
+  const token = generateToken();
+  const { record } = await issueToken(
+    container.tokens,
+    { organizationId, tokenId: randomUUID(), scopes: SCOPES, name: 'bootstrap', createdAt: now() },
+    token,
+  );
+  writeFileSync(
+    marker,
+    JSON.stringify({ organizationId, tokenId: record.tokenId, createdAt: record.createdAt }, null, 2),
+  );
+  log(`Created organization ${organizationId}. Its token (all scopes), shown only this once:`);
+  log(`  ${token}`);
+}
+
+export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
+  const host = options.host ?? '127.0.0.1';
+  const dataDir = resolve(options.dataDir ?? '.data');
+  const log = options.log ?? ((line: string) => console.log(line));
+  const engines = await startEngines({ dataDir, host, s3Port: options.s3Port ?? 0 });
+  try {
+    configureHandlers(engines);
+    await bootstrapOrganizations(dataDir, options.devTokens, log);
+    const router = createRouter(ROOT);
+    const server = createServer((request, response) => {
+      router.handle(request, response).catch((error: unknown) => {
+        console.error('local router failed', error);
+        if (!response.headersSent) response.writeHead(500);
+        response.end();
+      });
+    });
+    await new Promise<void>((resolveListen, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 4000, host, () => resolveListen());
+    });
+    const { port } = server.address() as AddressInfo;
+    return {
+      url: `http://${host}:${port}`,
+      engines,
+      stop: async () => {
+        await new Promise<void>((done) => {
+          server.close(() => done());
+          server.closeAllConnections();
+        });
+        await engines.stop();
+      },
+    };
+  } catch (error) {
+    await engines.stop();
+    throw error;
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * THE route table. The CDK stack makes one Lambda function per entry and the local router serves the same entries,
+ * so the two cannot drift. Keep this file free of CDK and AWS SDK imports: Lambda bundles read it too.
+ */
+
+export const SCOPES = ['knowledge-management', 'analytics', 'dashboard'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** Logical names of the stateful resources a handler may touch; the stack grants exactly these. */
+export type TableName = 'tokens' | 'agents' | 'knowledgeBases' | 'documents' | 'uploads';
+export type Access = 'read' | 'readWrite';
+
+export interface ResourceAccess {
+  readonly tables?: Partial<Record<TableName, Access>>;
+  /** The documents bucket: `read` = HeadObject/GetObject, `readWrite` adds PutObject (pre-signing) and DeleteObject. */
+  readonly documentsBucket?: Access;
+  /** Send to the processing queue. */
+  readonly processingQueue?: 'send';
+}
+
+export interface HttpRoute {
+  /** PascalCase, unique: construct id and function name suffix. */
+  readonly id: string;
+  readonly method: HttpMethod;
+  /** API Gateway resource path; path parameters as `{name}`. */
+  readonly path: string;
+  /** Handler file relative to the repository root; it exports `handler`. */
+  readonly handler: string;
+  /** Scope the caller's token must carry; `null` = no token needed. */
+  readonly scope: Scope | null;
+  readonly access: ResourceAccess;
+  readonly summary: string;
+}
+
+const KNOWLEDGE = '/api/v1/knowledge/documents';
+const BASES = '/dashboard/agents/{agentId}/knowledge/bases';
+const http = (name: string) => `lambdas/handlers/http/${name}.ts`;
+
+/** Reads and writes that every knowledge-document handler needs to resolve the caller's agent and knowledge base. */
+const tenantRead = { agents: 'read', knowledgeBases: 'read' } as const;
+
+export const ROUTES: readonly HttpRoute[] = [
+  {
+    id: 'Health',
+    method: 'GET',
+    path: '/health',
+    handler: http('health'),
+    scope: null,
+    access: {},
+    summary: 'Liveness check',
+  },
+  {
+    id: 'OpenApi',
+    method: 'GET',
+    path: '/api/v1/openapi.json',
+    handler: http('openapi'),
+    scope: null,
+    access: {},
+    summary: 'The OpenAPI document of every route',
+  },
+  {
+    id: 'UploadLink',
+    method: 'POST',
+    path: `${KNOWLEDGE}/upload-link`,
+    handler: http('knowledge/upload-link'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, documents: 'readWrite', uploads: 'readWrite' }, documentsBucket: 'readWrite' },
+    summary: 'Get a pre-signed URL for a new document',
+  },
+  {
+    id: 'UploadComplete',
+    method: 'POST',
+    path: `${KNOWLEDGE}/upload-complete`,
+    handler: http('knowledge/upload-complete'),
+    scope: 'knowledge-management',
+    access: {
+      tables: { ...tenantRead, documents: 'readWrite', uploads: 'readWrite' },
+      documentsBucket: 'read',
+      processingQueue: 'send',
+    },
+    summary: 'Finalize a new upload',
+  },
+  {
+    id: 'UpdateUploadLink',
+    method: 'POST',
+    path: `${KNOWLEDGE}/update/upload-link`,
+    handler: http('knowledge/update-upload-link'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, documents: 'read', uploads: 'readWrite' }, documentsBucket: 'readWrite' },
+    summary: 'Get a pre-signed URL to replace the content of a document',
+  },
+  {
+    id: 'UpdateUploadComplete',
+    method: 'POST',
+    path: `${KNOWLEDGE}/update/upload-complete`,
+    handler: http('knowledge/update-upload-complete'),
+    scope: 'knowledge-management',
+    access: {
+      tables: { ...tenantRead, documents: 'readWrite', uploads: 'readWrite' },
+      documentsBucket: 'readWrite',
+      processingQueue: 'send',
+    },
+    summary: 'Finalize an update; reprocessing starts',
+  },
+  {
+    id: 'PatchMetadata',
+    method: 'PATCH',
+    path: `${KNOWLEDGE}/metadata`,
+    handler: http('knowledge/patch-metadata'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, documents: 'readWrite' } },
+    summary: 'Update labels and custom metadata',
+  },
+  {
+    id: 'GetDocument',
+    method: 'GET',
+    path: KNOWLEDGE,
+    handler: http('knowledge/get-document'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, documents: 'read' } },
+    summary: 'Get document metadata',
+  },
+  {
+    id: 'DeleteDocument',
+    method: 'DELETE',
+    path: KNOWLEDGE,
+    handler: http('knowledge/delete-document'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, documents: 'readWrite' }, documentsBucket: 'readWrite' },
+    summary: 'Delete a document',
+  },
+  {
+    id: 'CreateAgent',
+    method: 'POST',
+    path: '/dashboard/agents',
+    handler: http('dashboard/create-agent'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'readWrite' } },
+    summary: 'Create an agent',
+  },
+  {
+    id: 'ListAgents',
+    method: 'GET',
+    path: '/dashboard/agents',
+    handler: http('dashboard/list-agents'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read' } },
+    summary: "List the organization's agents",
+  },
+  {
+    id: 'CreateKnowledgeBase',
+    method: 'POST',
+    path: BASES,
+    handler: http('dashboard/create-knowledge-base'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', knowledgeBases: 'readWrite' } },
+    summary: 'Create a knowledge base',
+  },
+  {
+    id: 'ListKnowledgeBases',
+    method: 'GET',
+    path: BASES,
+    handler: http('dashboard/list-knowledge-bases'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', knowledgeBases: 'read' } },
+    summary: "List an agent's knowledge bases",
+  },
+  {
+    id: 'GetKnowledgeBase',
+    method: 'GET',
+    path: `${BASES}/{knowledgeBaseId}`,
+    handler: http('dashboard/get-knowledge-base'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', knowledgeBases: 'read' } },
+    summary: 'Get a knowledge base',
+  },
+  {
+    id: 'UpdateKnowledgeBase',
+    method: 'PATCH',
+    path: `${BASES}/{knowledgeBaseId}`,
+    handler: http('dashboard/update-knowledge-base'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', knowledgeBases: 'readWrite' } },
+    summary: 'Rename or re-describe a knowledge base',
+  },
+  {
+    id: 'DeleteKnowledgeBase',
+    method: 'DELETE',
+    path: `${BASES}/{knowledgeBaseId}`,
+    handler: http('dashboard/delete-knowledge-base'),
+    scope: 'dashboard',
+    access: {
+      tables: { agents: 'read', knowledgeBases: 'readWrite', documents: 'readWrite' },
+      documentsBucket: 'readWrite',
+    },
+    summary: 'Delete a knowledge base and its documents in every environment',
+  },
+  {
+    id: 'CreateToken',
+    method: 'POST',
+    path: '/dashboard/tokens',
+    handler: http('dashboard/create-token'),
+    scope: 'dashboard',
+    access: { tables: { tokens: 'readWrite' } },
+    summary: "Create a token of the caller's organization",
+  },
+];
+
+/** The Lambda authorizer (cached by API Gateway) that turns a bearer token into organization and scopes. */
+export const AUTHORIZER = {
+  handler: 'lambdas/handlers/auth/authorizer.ts',
+  access: { tables: { tokens: 'read' } },
+} as const;
+
+/** Environment variable that carries each stateful resource's physical name into a function. */
+export const RESOURCE_ENV = {
+  tables: {
+    tokens: 'TOKENS_TABLE',
+    agents: 'AGENTS_TABLE',
+    knowledgeBases: 'KNOWLEDGE_BASES_TABLE',
+    documents: 'DOCUMENTS_TABLE',
+    uploads: 'UPLOADS_TABLE',
+  },
+  documentsBucket: 'DOCUMENTS_BUCKET',
+  processingQueue: 'PROCESSING_QUEUE_URL',
+} as const satisfies {
+  tables: Record<TableName, string>;
+  documentsBucket: string;
+  processingQueue: string;
+};
+
+export function routeById(id: string): HttpRoute {
+  const route = ROUTES.find((r) => r.id === id);
+  if (!route) throw new Error(`no route with id ${id}`);
+  return route;
+}

@@ -1,0 +1,116 @@
+/** Agents, knowledge bases and tokens through the dashboard endpoints. */
+import { createDataset, uploadDocument } from '../helpers/fixtures';
+import { client, startService, type TestService } from '../helpers/service';
+
+let service: TestService;
+let call: ReturnType<typeof client>;
+
+beforeAll(async () => {
+  service = await startService();
+  call = client(service);
+});
+afterAll(() => service?.stop());
+
+interface KnowledgeBase {
+  knowledgeBaseId: string;
+  agentId: string;
+  name: string;
+  description: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+it('creates and lists agents in creation order', async () => {
+  const first = await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: '  First  ' } });
+  const second = await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Second' } });
+  const list = await call<{ data: { agentId: string; displayName: string; createdAt: string }[]; count: number }>(
+    'GET',
+    '/dashboard/agents',
+  );
+  expect(list.status).toBe(200);
+  const ids = list.body.data.map((a) => a.agentId);
+  expect(ids.indexOf(first.body.agentId)).toBeLessThan(ids.indexOf(second.body.agentId));
+  expect(list.body.count).toBe(list.body.data.length);
+  expect(list.body.data.find((a) => a.agentId === first.body.agentId)?.displayName).toBe('First');
+});
+
+it('creates, reads, renames, lists and deletes a knowledge base', async () => {
+  const { agentId } = (
+    await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'KB owner' } })
+  ).body;
+  const bases = `/dashboard/agents/${agentId}/knowledge/bases`;
+  const created = await call<KnowledgeBase>('POST', bases, { body: { name: 'Policies' } });
+  expect(created.status).toBe(201);
+  expect(created.body).toMatchObject({ agentId, name: 'Policies', description: null });
+  const one = `${bases}/${created.body.knowledgeBaseId}`;
+
+  const renamed = await call<KnowledgeBase>('PATCH', one, { body: { name: 'HR policies', description: 'For staff' } });
+  expect(renamed.body).toMatchObject({
+    name: 'HR policies',
+    description: 'For staff',
+    createdAt: created.body.createdAt,
+  });
+  const cleared = await call<KnowledgeBase>('PATCH', one, { body: { description: null } });
+  expect(cleared.body).toMatchObject({ name: 'HR policies', description: null });
+  expect((await call<KnowledgeBase>('GET', one)).body.name).toBe('HR policies');
+
+  const list = await call<{ data: KnowledgeBase[]; count: number }>('GET', bases);
+  expect(list.body.count).toBe(1);
+  expect(list.body.data[0].knowledgeBaseId).toBe(created.body.knowledgeBaseId);
+
+  const deleted = await call('DELETE', one);
+  expect(deleted.status).toBe(200);
+  expect(deleted.body).toMatchObject({
+    knowledgeBaseId: created.body.knowledgeBaseId,
+    deleted: true,
+    documentsDeleted: 0,
+  });
+  const gone = await call('GET', one);
+  expect(gone.status).toBe(404);
+  expect(gone.body).toMatchObject({ error: { code: 'KNOWLEDGE_BASE_NOT_FOUND' } });
+});
+
+it('refuses an empty PATCH of a knowledge base', async () => {
+  const dataset = await createDataset(call);
+  const response = await call(
+    'PATCH',
+    `/dashboard/agents/${dataset.agentId}/knowledge/bases/${dataset.knowledgeBaseId}`,
+    {
+      body: {},
+    },
+  );
+  expect(response.status).toBe(400);
+  expect(response.body).toMatchObject({ error: { details: [{ rule: 'atLeastOneOf' }] } });
+});
+
+it('deleting a knowledge base removes its documents in every environment', async () => {
+  const dataset = await createDataset(call, 'development');
+  await uploadDocument(call, dataset, { fileName: 'dev.txt' });
+  await uploadDocument(call, { ...dataset, environment: 'staging' }, { fileName: 'staging.txt' });
+  const prod = await uploadDocument(call, { ...dataset, environment: 'production' }, { fileName: 'prod.txt' });
+  const deleted = await call(
+    'DELETE',
+    `/dashboard/agents/${dataset.agentId}/knowledge/bases/${dataset.knowledgeBaseId}`,
+  );
+  expect(deleted.body).toMatchObject({ deleted: true, documentsDeleted: 3 });
+  const get = await call('GET', '/api/v1/knowledge/documents', {
+    query: { ...dataset, environment: 'production', s3Key: prod.link.s3Key },
+  });
+  expect(get.status).toBe(404);
+});
+
+it('creates a token of the same organization that works at once', async () => {
+  const created = await call<{ token: string; tokenId: string; scopes: string[] }>('POST', '/dashboard/tokens', {
+    body: { scopes: ['dashboard', 'knowledge-management'], name: 'ci' },
+  });
+  expect(created.status).toBe(201);
+  expect(created.body.token).toMatch(/^aps_[A-Za-z0-9_-]{43}$/);
+  const agent = await call<{ agentId: string }>('POST', '/dashboard/agents', {
+    token: created.body.token,
+    body: { displayName: 'made with the new token' },
+  });
+  expect(agent.status).toBe(201);
+  // Same organization: the original token sees the agent.
+  const list = await call<{ data: { agentId: string }[] }>('GET', '/dashboard/agents');
+  expect(list.body.data.map((a) => a.agentId)).toContain(agent.body.agentId);
+});

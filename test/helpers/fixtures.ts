@@ -1,0 +1,59 @@
+/** Helpers that build what a test needs through the public API, as a user would. */
+import type { client } from './service';
+
+type Call = ReturnType<typeof client>;
+
+export interface Dataset {
+  readonly agentId: string;
+  readonly knowledgeBaseId: string;
+  readonly environment: 'development' | 'staging' | 'production';
+}
+
+export async function createDataset(call: Call, environment: Dataset['environment'] = 'production'): Promise<Dataset> {
+  const agent = await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Support bot' } });
+  if (agent.status !== 201) throw new Error(`create agent: ${agent.status} ${JSON.stringify(agent.body)}`);
+  const kb = await call<{ knowledgeBaseId: string }>(
+    'POST',
+    `/dashboard/agents/${agent.body.agentId}/knowledge/bases`,
+    {
+      body: { name: 'Manuals', description: 'Product manuals' },
+    },
+  );
+  if (kb.status !== 201) throw new Error(`create knowledge base: ${kb.status} ${JSON.stringify(kb.body)}`);
+  return { agentId: agent.body.agentId, knowledgeBaseId: kb.body.knowledgeBaseId, environment };
+}
+
+export interface UploadLink {
+  uploadId: string;
+  uploadUrl: string;
+  expiresIn: number;
+  s3Key: string;
+  documentId: string | null;
+  zipJobId?: string;
+  requiredHeaders: Record<string, string>;
+}
+
+/** PUTs bytes to a pre-signed URL with its required headers, as `curl -X PUT` would. */
+export async function putFile(link: UploadLink, content: string | Buffer): Promise<Response> {
+  return fetch(link.uploadUrl, { method: 'PUT', headers: link.requiredHeaders, body: content });
+}
+
+/** upload-link → PUT → upload-complete; returns both answers. */
+export async function uploadDocument(
+  call: Call,
+  dataset: Dataset,
+  fields: Record<string, unknown> & { fileName: string },
+  content: string | Buffer = 'Hello knowledge base.',
+) {
+  const link = await call<UploadLink>('POST', '/api/v1/knowledge/documents/upload-link', {
+    body: { ...dataset, ...fields },
+  });
+  if (link.status !== 200) throw new Error(`upload-link: ${link.status} ${JSON.stringify(link.body)}`);
+  const put = await putFile(link.body, content);
+  if (put.status !== 200) throw new Error(`PUT: ${put.status} ${await put.text()}`);
+  const complete = await call('POST', '/api/v1/knowledge/documents/upload-complete', {
+    body: { uploadId: link.body.uploadId },
+  });
+  if (complete.status !== 200) throw new Error(`upload-complete: ${complete.status} ${JSON.stringify(complete.body)}`);
+  return { link: link.body, complete: complete.body };
+}

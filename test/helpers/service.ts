@@ -1,0 +1,149 @@
+/**
+ * The service under test: by default `bin/local.ts` (what `npm start` runs) as a child process on free ports with
+ * its data in a temporary folder; with TEST_BASE_URL and TEST_TOKENS set, an already running deployment
+ * (LocalStack through `npm run test:localstack`, or a local runtime started by hand).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export interface TestService {
+  readonly baseUrl: string;
+  /** Tokens with every scope, each of its own organization: `tokens[0]` is org A, `tokens[1]` org B. */
+  readonly tokens: readonly [string, string];
+  readonly dataDir: string | null;
+  /** Everything the process printed so far. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+const ROOT = resolve(__dirname, '..', '..');
+
+export const DEFAULT_TOKENS: [string, string] = ['test-org-a-token-0123456789', 'test-org-b-token-0123456789'];
+
+export async function startService(
+  options: { env?: Record<string, string>; dataDir?: string } = {},
+): Promise<TestService> {
+  if (process.env.TEST_BASE_URL) {
+    const tokens = (process.env.TEST_TOKENS ?? '').split(',');
+    if (tokens.length < 2) throw new Error('TEST_TOKENS must hold two tokens of different organizations');
+    return {
+      baseUrl: process.env.TEST_BASE_URL.replace(/\/$/, ''),
+      tokens: [tokens[0], tokens[1]],
+      dataDir: null,
+      output: () => '',
+      stop: async () => undefined,
+    };
+  }
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'aps-test-'));
+  const child = spawn(join(ROOT, 'node_modules', '.bin', 'tsx'), ['bin/local.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PORT: '0',
+      S3_PORT: '0',
+      DATA_DIR: dataDir,
+      DEV_TOKEN: DEFAULT_TOKENS.join(','),
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  if (process.env.TEST_SERVICE_LOG) {
+    // Debugging aid: the runtime's own output, as it happens.
+    child.stdout?.pipe(process.stderr);
+    child.stderr?.pipe(process.stderr);
+  }
+  const baseUrl = await waitForListening(child, () => output);
+  return {
+    baseUrl,
+    tokens: DEFAULT_TOKENS,
+    dataDir,
+    output: () => output,
+    stop: async () => {
+      await stopChild(child);
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function waitForListening(child: ChildProcess, output: () => string): Promise<string> {
+  return new Promise((resolveUrl, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`local runtime did not start within 60 s:\n${output()}`));
+    }, 60_000);
+    const check = () => {
+      const match = /listening on (http:\/\/[^\s]+)/.exec(output());
+      if (match) {
+        clearTimeout(timer);
+        resolveUrl(match[1]);
+      }
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`local runtime exited with ${code}:\n${output()}`));
+    });
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+export interface ApiResponse<T = Record<string, unknown>> {
+  readonly status: number;
+  readonly body: T;
+  readonly headers: Headers;
+}
+
+/** A small JSON client of the service. `token: null` sends no Authorization header. */
+export function client(service: TestService, defaultToken: string | null = service.tokens[0]) {
+  return async function call<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    options: {
+      token?: string | null;
+      body?: unknown;
+      query?: Record<string, string>;
+      rawBody?: string;
+      headers?: Record<string, string>;
+    } = {},
+  ): Promise<ApiResponse<T>> {
+    const url = new URL(service.baseUrl + path);
+    for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
+    const token = options.token === undefined ? defaultToken : options.token;
+    const headers: Record<string, string> = { ...(options.headers ?? {}) };
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await fetch(url, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: keep the text, the assertion will show it
+    }
+    return { status: response.status, body: parsed as T, headers: response.headers };
+  };
+}

@@ -1,0 +1,433 @@
+/**
+ * The synthesized stack, checked property by property (no snapshot). The app is built the way `cdk synth` builds it
+ * (bin/app.ts with cdk.json's context and the cdk-nag plugin) and synthesized once: bundling dominates the run time.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { App, type CfnElement, Stack, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Bucket } from 'aws-cdk-lib/aws-s3';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { createApp } from '../../bin/app';
+import type { AgentPlatformStack } from '../../lib/agent-platform-stack';
+import { GATEWAY_ERROR_TEMPLATES } from '../../lib/constructs/platform-api';
+import { type Access, RESOURCE_ENV, ROUTES, routeById, type TableName } from '../../lib/routes';
+import { TABLES } from '../../lib/tables';
+
+type Resources = Record<string, { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string }>;
+interface Statement {
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+}
+
+const cdkJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'cdk.json'), 'utf8')) as {
+  context: Record<string, unknown>;
+};
+const TABLE_NAMES = Object.keys(TABLES) as TableName[];
+const DYNAMODB_WRITES = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
+
+let outdir: string;
+let stack: AgentPlatformStack;
+let template: Template;
+let resources: Resources;
+let validationReport: { pluginReports: { pluginName: string; violations: unknown[] }[] } | undefined;
+
+const logicalId = (construct: IConstruct): string =>
+  Stack.of(construct).getLogicalId((construct.node.defaultChild ?? construct) as CfnElement);
+
+beforeAll(() => {
+  outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'infra-test-'));
+  const built = createApp({ context: { ...cdkJson.context }, outdir });
+  stack = built.stack;
+  // Under jest (in-memory app mode) a failing validation plugin makes synth() throw with the whole cdk-nag report
+  // as the message, so an unacknowledged finding fails every test here, loudly.
+  const assembly = built.app.synth();
+  validationReport = JSON.parse(fs.readFileSync(path.join(assembly.directory, 'validation-report.json'), 'utf8'));
+  template = Template.fromStack(stack);
+  resources = template.toJSON().Resources as Resources;
+});
+
+afterAll(() => {
+  fs.rmSync(outdir, { recursive: true, force: true });
+});
+
+/** Every statement of the function's role policies, with the table / bucket / queue logical ids it names. */
+function statementsOf(functionId: string): Statement[] {
+  const fn = functionId === 'Authorizer' ? stack.api.authorizerFunction : stack.api.functions[functionId];
+  const roleId = logicalId(fn.role as IConstruct);
+  return Object.values(resources)
+    .filter((r) => r.Type === 'AWS::IAM::Policy')
+    .filter((r) => JSON.stringify(r.Properties.Roles).includes(`"${roleId}"`))
+    .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement);
+}
+
+function actionsOn(statements: Statement[], resourceLogicalId: string): string[] {
+  return statements
+    .filter((s) => s.Effect === 'Allow' && JSON.stringify(s.Resource).includes(`"${resourceLogicalId}"`))
+    .flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+}
+
+function functionProperties(routeId: string): Record<string, unknown> {
+  return resources[logicalId(stack.api.functions[routeId])].Properties;
+}
+
+describe('cdk-nag (AwsSolutions)', () => {
+  test('synthesis reports no unacknowledged finding, error or warning', () => {
+    // CDK leaves a plugin without violations out of the report, so no report at all is the clean outcome.
+    expect(validationReport?.pluginReports.flatMap((r) => r.violations)).toEqual([]);
+    // The same checks run directly over the synthesized tree, reading the acknowledgements the same way.
+    const direct = new AwsSolutionsChecks().validateScope(stack.node.root);
+    expect(direct.violations).toEqual([]);
+    expect(direct.success).toBe(true);
+  });
+
+  test('an unacknowledged finding makes synthesis fail, so the check above is not vacuous', () => {
+    const app = new App({ outdir: fs.mkdtempSync(path.join(os.tmpdir(), 'nag-probe-')) });
+    const probe = new Stack(app, 'Probe');
+    new Bucket(probe, 'PlainBucket');
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).toThrow(/AwsSolutions-S10/);
+    fs.rmSync(app.outdir, { recursive: true, force: true });
+  });
+});
+
+describe('functions', () => {
+  test('there is one nodejs22.x function per route plus the authorizer', () => {
+    const nodeFunctions = Object.values(resources).filter(
+      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x',
+    );
+    expect(nodeFunctions).toHaveLength(ROUTES.length + 1);
+    expect(Object.keys(stack.api.functions).sort()).toEqual(ROUTES.map((r) => r.id).sort());
+  });
+
+  test.each(ROUTES.map((r) => [r.id]))(
+    '%s runs on arm64 nodejs22.x with 512 MB, 29 s, tracing and its own logs',
+    (id) => {
+      const props = functionProperties(id);
+      expect(props).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        MemorySize: 512,
+        Timeout: 29,
+        Handler: 'index.handler',
+        TracingConfig: { Mode: 'Active' },
+        LoggingConfig: { LogGroup: { Ref: logicalId(stack.api.functions[id].functionLogGroup) } },
+      });
+      expect(props).not.toHaveProperty('FunctionName');
+    },
+  );
+
+  test('function log groups keep logs for one month', () => {
+    const logGroupId = logicalId(stack.api.functions.Health.functionLogGroup);
+    expect(resources[logGroupId].Properties).toMatchObject({ RetentionInDays: 30 });
+    expect(resources[logGroupId].Properties).not.toHaveProperty('LogGroupName');
+  });
+
+  test.each(ROUTES.map((r) => [r.id]))('%s receives exactly the resource variables its route names', (id) => {
+    const route = routeById(id);
+    const variables = (functionProperties(id).Environment as { Variables: Record<string, unknown> }).Variables;
+    const expected = [
+      ...Object.keys(route.access.tables ?? {}).map((t) => RESOURCE_ENV.tables[t as TableName]),
+      ...(route.access.documentsBucket ? [RESOURCE_ENV.documentsBucket] : []),
+      ...(route.access.processingQueue ? [RESOURCE_ENV.processingQueue] : []),
+    ].sort();
+    const resourceVariables = Object.keys(variables).filter(
+      (name) =>
+        !['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'UPLOAD_URL_TTL_SECONDS', 'UPLOAD_SESSION_TTL_SECONDS'].includes(
+          name,
+        ),
+    );
+    expect(resourceVariables.sort()).toEqual(expected);
+    expect(variables).toMatchObject({
+      NODE_OPTIONS: '--enable-source-maps',
+      POWERTOOLS_SERVICE_NAME: 'agent-platform',
+      UPLOAD_URL_TTL_SECONDS: '900',
+      UPLOAD_SESSION_TTL_SECONDS: '3600',
+    });
+    for (const table of Object.keys(route.access.tables ?? {}) as TableName[]) {
+      expect(variables[RESOURCE_ENV.tables[table]]).toEqual({ Ref: logicalId(stack.data.tables[table]) });
+    }
+  });
+});
+
+describe('least privilege', () => {
+  test('GetDocument may read the documents table but not put items into it', () => {
+    const onDocuments = actionsOn(statementsOf('GetDocument'), logicalId(stack.data.tables.documents));
+    expect(onDocuments).toContain('dynamodb:GetItem');
+    expect(onDocuments).not.toContain('dynamodb:PutItem');
+  });
+
+  test.each(ROUTES.map((r) => [r.id]))('%s can write exactly the tables its route marks readWrite', (id) => {
+    const statements = statementsOf(id);
+    const access = (routeById(id).access.tables ?? {}) as Partial<Record<TableName, Access>>;
+    for (const table of TABLE_NAMES) {
+      const actions = actionsOn(statements, logicalId(stack.data.tables[table]));
+      if (access[table] === undefined) expect(actions).toEqual([]);
+      else expect(actions).toContain('dynamodb:Query');
+      for (const write of DYNAMODB_WRITES) {
+        if (access[table] === 'readWrite') expect(actions).toContain(write);
+        else expect(actions).not.toContain(write);
+      }
+    }
+  });
+
+  test.each(ROUTES.map((r) => [r.id]))('%s touches the bucket and the queue only as its route says', (id) => {
+    const route = routeById(id);
+    const statements = statementsOf(id);
+    const bucketActions = actionsOn(statements, logicalId(stack.storage.bucket));
+    const queueActions = actionsOn(statements, logicalId(stack.storage.queue));
+    if (route.access.documentsBucket === undefined) expect(bucketActions).toEqual([]);
+    else expect(bucketActions).toContain('s3:GetObject*');
+    const writes = route.access.documentsBucket === 'readWrite';
+    expect(bucketActions.includes('s3:PutObject')).toBe(writes);
+    expect(bucketActions.includes('s3:DeleteObject*')).toBe(writes);
+    expect(queueActions.includes('sqs:SendMessage')).toBe(route.access.processingQueue === 'send');
+    if (!route.access.processingQueue) expect(queueActions).toEqual([]);
+  });
+
+  test('the authorizer reads the tokens table and nothing else', () => {
+    const statements = statementsOf('Authorizer');
+    for (const table of TABLE_NAMES) {
+      const actions = actionsOn(statements, logicalId(stack.data.tables[table]));
+      if (table === 'tokens') {
+        expect(actions).toContain('dynamodb:GetItem');
+        for (const write of DYNAMODB_WRITES) expect(actions).not.toContain(write);
+      } else {
+        expect(actions).toEqual([]);
+      }
+    }
+    expect(actionsOn(statements, logicalId(stack.storage.bucket))).toEqual([]);
+  });
+});
+
+describe('data tables', () => {
+  test('every table is on-demand, recoverable, encrypted, retained and has no hard-coded name', () => {
+    const tables = Object.values(resources).filter((r) => r.Type === 'AWS::DynamoDB::Table');
+    expect(tables).toHaveLength(TABLE_NAMES.length);
+    for (const table of tables) {
+      expect(table.Properties).not.toHaveProperty('TableName');
+      expect(table.Properties).toMatchObject({
+        BillingMode: 'PAY_PER_REQUEST',
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        SSESpecification: { SSEEnabled: true },
+      });
+      expect(table.DeletionPolicy).toBe('Retain');
+    }
+  });
+
+  test.each(TABLE_NAMES.map((t) => [t]))('the %s table has the key schema of lib/tables.ts', (name) => {
+    const schema = TABLES[name];
+    const props = resources[logicalId(stack.data.tables[name])].Properties;
+    expect(props.KeySchema).toEqual([
+      { AttributeName: schema.partitionKey, KeyType: 'HASH' },
+      ...(schema.sortKey ? [{ AttributeName: schema.sortKey, KeyType: 'RANGE' }] : []),
+    ]);
+    if (schema.timeToLiveAttribute) {
+      expect(props.TimeToLiveSpecification).toEqual({ AttributeName: schema.timeToLiveAttribute, Enabled: true });
+    } else {
+      expect(props).not.toHaveProperty('TimeToLiveSpecification');
+    }
+  });
+});
+
+describe('document storage', () => {
+  test('the documents bucket blocks public access, encrypts, logs access and allows pre-signed PUTs from browsers', () => {
+    const props = resources[logicalId(stack.storage.bucket)].Properties;
+    expect(props).not.toHaveProperty('BucketName');
+    expect(props).toMatchObject({
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      LoggingConfiguration: { DestinationBucketName: { Ref: logicalId(stack.storage.accessLogsBucket) } },
+      CorsConfiguration: {
+        CorsRules: [{ AllowedMethods: ['PUT'], AllowedOrigins: ['*'], AllowedHeaders: ['*'] }],
+      },
+    });
+  });
+
+  test('the documents bucket denies requests without TLS', () => {
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: { Ref: logicalId(stack.storage.bucket) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 's3:*',
+            Principal: { AWS: '*' },
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  test('the processing queue hands a message to the DLQ after 3 receives and outlasts any function timeout', () => {
+    const props = resources[logicalId(stack.storage.queue)].Properties;
+    expect(props).toMatchObject({
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: {
+        deadLetterTargetArn: { 'Fn::GetAtt': [logicalId(stack.storage.deadLetterQueue), 'Arn'] },
+        maxReceiveCount: 3,
+      },
+    });
+    const longestTimeout = Math.max(
+      ...Object.values(resources)
+        .filter((r) => r.Type === 'AWS::Lambda::Function')
+        .map((r) => Number(r.Properties.Timeout ?? 3)),
+    );
+    expect(props.VisibilityTimeout).toBe(900);
+    expect(props.VisibilityTimeout as number).toBeGreaterThan(longestTimeout);
+  });
+
+  test.each([
+    ['processing queue', () => stack.storage.queue],
+    ['dead-letter queue', () => stack.storage.deadLetterQueue],
+  ])('the %s is encrypted and denies requests without TLS', (_name, queue) => {
+    expect(resources[logicalId(queue())].Properties).toMatchObject({ SqsManagedSseEnabled: true });
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: logicalId(queue()) }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+
+  test('S3 sends ObjectCreated events of the documents bucket to the processing queue', () => {
+    template.hasResourceProperties('Custom::S3BucketNotifications', {
+      BucketName: { Ref: logicalId(stack.storage.bucket) },
+      NotificationConfiguration: {
+        QueueConfigurations: [
+          {
+            Events: ['s3:ObjectCreated:*'],
+            QueueArn: { 'Fn::GetAtt': [logicalId(stack.storage.queue), 'Arn'] },
+          },
+        ],
+      },
+    });
+  });
+});
+
+describe('API', () => {
+  test('the authorizer is a cached REQUEST authorizer on the Authorization header', () => {
+    template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+      Type: 'REQUEST',
+      IdentitySource: 'method.request.header.Authorization',
+      AuthorizerResultTtlInSeconds: 300,
+    });
+  });
+
+  test.each(ROUTES.map((r) => [r.id, r.method, r.path]))('%s is served at %s %s', (id, method) => {
+    const props = resources[logicalId(stack.api.methods[id])].Properties;
+    expect(props).toMatchObject({
+      HttpMethod: method,
+      Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' },
+    });
+    expect(JSON.stringify(props.Integration)).toContain(logicalId(stack.api.functions[id]));
+  });
+
+  test('the resource tree has every segment of every route path', () => {
+    for (const route of ROUTES) {
+      expect(stack.api.methods[route.id].resource.path).toBe(route.path);
+    }
+  });
+
+  test('every route with a scope uses the custom authorizer, and the public routes use none', () => {
+    const authorizerId = logicalId(stack.api.authorizer);
+    for (const route of ROUTES) {
+      const props = resources[logicalId(stack.api.methods[route.id])].Properties;
+      if (route.scope === null) {
+        expect({ route: route.id, type: props.AuthorizationType }).toEqual({ route: route.id, type: 'NONE' });
+        expect(props).not.toHaveProperty('AuthorizerId');
+      } else {
+        expect({ route: route.id, type: props.AuthorizationType }).toEqual({ route: route.id, type: 'CUSTOM' });
+        expect(props.AuthorizerId).toEqual({ Ref: authorizerId });
+      }
+    }
+    expect(routeById('Health').scope).toBeNull();
+  });
+
+  test('the stage traces, logs access as JSON and throttles', () => {
+    template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      TracingEnabled: true,
+      AccessLogSetting: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('^\\{"requestId"') },
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({
+          HttpMethod: '*',
+          ResourcePath: '/*',
+          ThrottlingBurstLimit: 100,
+          ThrottlingRateLimit: 50,
+          DataTraceEnabled: false,
+        }),
+      ]),
+    });
+    template.resourceCountIs('AWS::ApiGateway::Account', 1);
+  });
+
+  test('CORS preflight allows any origin with the Authorization and Content-Type headers', () => {
+    const preflight = resources[logicalId(stack.api.methods.UploadLink.resource.node.findChild('OPTIONS'))].Properties;
+    expect(preflight).toMatchObject({ HttpMethod: 'OPTIONS', AuthorizationType: 'NONE' });
+    const headers = JSON.stringify(preflight.Integration);
+    expect(headers).toContain("'Authorization,Content-Type'");
+    expect(headers).toContain("'*'");
+  });
+
+  test.each([
+    ['UNAUTHORIZED', 'with 401', '401', 'UNAUTHORIZED', 'A valid bearer token is required'],
+    ['ACCESS_DENIED', 'with 403', '403', 'FORBIDDEN', 'The token is not allowed to call this route'],
+    ['DEFAULT_5XX', 'with its own 5xx status', undefined, 'INTERNAL_ERROR', 'Internal error'],
+  ])('the %s gateway response answers %s in the API error shape', (type, _label, status, code, message) => {
+    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: type,
+      StatusCode: status ?? Match.absent(),
+      ResponseTemplates: { 'application/json': Match.anyValue() },
+    });
+    const response = Object.values(resources).find(
+      (r) => r.Type === 'AWS::ApiGateway::GatewayResponse' && r.Properties.ResponseType === type,
+    );
+    if (!response) throw new Error(`no ${type} gateway response`);
+    const body = (response.Properties.ResponseTemplates as Record<string, string>)['application/json'];
+    expect(JSON.parse(body)).toEqual({ success: false, error: { code, message, details: [] } });
+  });
+
+  test("the DEFAULT_4XX gateway response carries API Gateway's own message in the error shape", () => {
+    template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'DEFAULT_4XX',
+      ResponseTemplates: { 'application/json': GATEWAY_ERROR_TEMPLATES.DEFAULT_4XX },
+    });
+    // API Gateway substitutes $context.error.messageString with a quoted JSON string.
+    const rendered = GATEWAY_ERROR_TEMPLATES.DEFAULT_4XX.replace(
+      '$context.error.messageString',
+      '"Missing Authentication Token"',
+    );
+    expect(JSON.parse(rendered)).toEqual({
+      success: false,
+      error: { code: 'BAD_REQUEST', message: 'Missing Authentication Token', details: [] },
+    });
+  });
+
+  test('the stack outputs the API URL without a trailing slash and the resource names', () => {
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>;
+    const apiUrl = outputs.ApiUrl.Value as { 'Fn::Join': [string, unknown[]] };
+    const parts = apiUrl['Fn::Join'][1];
+    expect(parts[0]).toBe('https://');
+    expect(String(parts.at(-1)).endsWith('/')).toBe(false);
+    expect(outputs.DocumentsBucketName.Value).toEqual({ Ref: logicalId(stack.storage.bucket) });
+    expect(outputs.ProcessingQueueUrl.Value).toEqual({ Ref: logicalId(stack.storage.queue) });
+    for (const name of TABLE_NAMES) {
+      const outputName = `${name.charAt(0).toUpperCase()}${name.slice(1)}TableName`;
+      expect(outputs[outputName].Value).toEqual({ Ref: logicalId(stack.data.tables[name]) });
+    }
+    expect(Object.keys(outputs).filter((k) => k.includes('Endpoint'))).toEqual([]);
+  });
+});
