@@ -9,7 +9,7 @@ export type Scope = (typeof SCOPES)[number];
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** Logical names of the stateful resources a handler may touch; the stack grants exactly these. */
-export type TableName = 'tokens' | 'agents' | 'knowledgeBases' | 'documents' | 'uploads';
+export type TableName = 'tokens' | 'agents' | 'knowledgeBases' | 'documents' | 'uploads' | 'zipJobs' | 'analytics';
 export type Access = 'read' | 'readWrite';
 
 export interface ResourceAccess {
@@ -132,6 +132,33 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Delete a document',
   },
   {
+    id: 'GetZipJob',
+    method: 'GET',
+    path: '/api/v1/knowledge/zip-jobs/{zipJobId}',
+    handler: http('knowledge/get-zip-job'),
+    scope: 'knowledge-management',
+    access: { tables: { zipJobs: 'read' } },
+    summary: 'Status of a ZIP import and of each file in it',
+  },
+  {
+    id: 'AgentsList',
+    method: 'GET',
+    path: '/api/v1/agents/list',
+    handler: http('analytics/list-agents'),
+    scope: 'analytics',
+    access: { tables: { agents: 'read' } },
+    summary: "List the organization's agents",
+  },
+  {
+    id: 'QueryEvents',
+    method: 'POST',
+    path: '/api/v1/events/agent',
+    handler: http('analytics/query-events'),
+    scope: 'analytics',
+    access: { tables: { agents: 'read', analytics: 'read' } },
+    summary: "Query an agent's analytics events",
+  },
+  {
     id: 'CreateAgent',
     method: 'POST',
     path: '/dashboard/agents',
@@ -222,6 +249,8 @@ export const RESOURCE_ENV = {
     knowledgeBases: 'KNOWLEDGE_BASES_TABLE',
     documents: 'DOCUMENTS_TABLE',
     uploads: 'UPLOADS_TABLE',
+    zipJobs: 'ZIP_JOBS_TABLE',
+    analytics: 'ANALYTICS_TABLE',
   },
   documentsBucket: 'DOCUMENTS_BUCKET',
   processingQueue: 'PROCESSING_QUEUE_URL',

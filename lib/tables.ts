@@ -4,11 +4,29 @@
  */
 import type { TableName } from './routes';
 
+export interface KeyAttribute {
+  readonly name: string;
+  /** S (string, the default) or N (number). */
+  readonly type?: 'S' | 'N';
+}
+
+export interface IndexSchema {
+  readonly indexName: string;
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  /** Attributes copied into the index besides the keys; omitted = ALL. `[]` = KEYS_ONLY. */
+  readonly nonKeyAttributes?: readonly string[];
+}
+
 export interface TableSchema {
   readonly partitionKey: string;
   readonly sortKey?: string;
+  /** Type of the sort key; S unless set. */
+  readonly sortKeyType?: 'S' | 'N';
   /** Epoch-seconds attribute DynamoDB's TTL deletes by. */
   readonly timeToLiveAttribute?: string;
+  /** Global secondary indexes. */
+  readonly indexes?: readonly IndexSchema[];
 }
 
 export const TABLES: Record<TableName, TableSchema> = {
@@ -21,4 +39,8 @@ export const TABLES: Record<TableName, TableSchema> = {
   documents: { partitionKey: 'tenantKey', sortKey: 'documentId' },
   /** Upload sessions; expired ones are removed by TTL (they are also refused by time, TTL is only cleanup). */
   uploads: { partitionKey: 'uploadId', timeToLiveAttribute: 'expiresAtEpoch' },
+  /** ZIP imports: `itemKey` = `job` for the job, `file#<00000>` for each file of the archive. */
+  zipJobs: { partitionKey: 'zipJobId', sortKey: 'itemKey' },
+  /** Analytics events: designed in issue 6 (see docs/ARCHITECTURE.md). */
+  analytics: { partitionKey: 'pk', sortKey: 'sk' },
 };

@@ -1,9 +1,16 @@
 /** One DynamoDB table per entry of lib/tables.ts, so the cloud and the local runtime share one key schema. */
 import { RemovalPolicy } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, type ITable, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  type ITable,
+  ProjectionType,
+  Table,
+  TableEncryption,
+} from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import type { TableName } from '../routes';
-import { TABLES, type TableSchema } from '../tables';
+import { type IndexSchema, TABLES, type TableSchema } from '../tables';
 
 /** `knowledgeBases` → `KnowledgeBases`: construct ids and output names are PascalCase. */
 export function pascalCase(name: string): string {
@@ -23,9 +30,9 @@ export class DataTables extends Construct {
   }
 
   private createTable(name: TableName, schema: TableSchema): Table {
-    return new Table(this, `${pascalCase(name)}Table`, {
+    const table = new Table(this, `${pascalCase(name)}Table`, {
       partitionKey: { name: schema.partitionKey, type: AttributeType.STRING },
-      sortKey: schema.sortKey ? { name: schema.sortKey, type: AttributeType.STRING } : undefined,
+      sortKey: schema.sortKey ? { name: schema.sortKey, type: attributeType(schema.sortKeyType) } : undefined,
       timeToLiveAttribute: schema.timeToLiveAttribute,
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
@@ -33,5 +40,24 @@ export class DataTables extends Construct {
       // Customer data: deleting the stack must never delete it.
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    for (const index of schema.indexes ?? []) {
+      table.addGlobalSecondaryIndex({
+        indexName: index.indexName,
+        partitionKey: { name: index.partitionKey.name, type: attributeType(index.partitionKey.type) },
+        sortKey: index.sortKey ? { name: index.sortKey.name, type: attributeType(index.sortKey.type) } : undefined,
+        ...projection(index),
+      });
+    }
+    return table;
   }
+}
+
+function attributeType(type: 'S' | 'N' | undefined): AttributeType {
+  return type === 'N' ? AttributeType.NUMBER : AttributeType.STRING;
+}
+
+function projection(index: IndexSchema) {
+  if (index.nonKeyAttributes === undefined) return { projectionType: ProjectionType.ALL };
+  if (index.nonKeyAttributes.length === 0) return { projectionType: ProjectionType.KEYS_ONLY };
+  return { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...index.nonKeyAttributes] };
 }

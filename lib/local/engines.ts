@@ -7,12 +7,19 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DynamoDBClient,
+  type KeySchemaElement,
+  ListTablesCommand,
+  type Projection,
+} from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
 import S3rver from 's3rver';
 import type { TableName } from '../routes';
-import { TABLES } from '../tables';
+import { TABLES, type TableSchema } from '../tables';
 import { startS3SignatureProxy } from './s3-signature-proxy';
 
 /** s3rver's fixed credentials; the signature proxy checks requests against them. */
@@ -47,26 +54,48 @@ function listen(server: Server, host: string, port = 0): Promise<AddressInfo> {
   });
 }
 
+/** The CreateTable request of a table of lib/tables.ts: the same keys and indexes the stack creates. */
+export function createTableInput(name: string, schema: TableSchema): CreateTableCommandInput {
+  const types = new Map<string, 'S' | 'N'>([[schema.partitionKey, 'S']]);
+  const keySchema = (pk: string, sk?: string): KeySchemaElement[] =>
+    sk
+      ? [
+          { AttributeName: pk, KeyType: 'HASH' },
+          { AttributeName: sk, KeyType: 'RANGE' },
+        ]
+      : [{ AttributeName: pk, KeyType: 'HASH' }];
+  if (schema.sortKey) types.set(schema.sortKey, schema.sortKeyType ?? 'S');
+  const indexes = (schema.indexes ?? []).map((index) => {
+    types.set(index.partitionKey.name, index.partitionKey.type ?? 'S');
+    if (index.sortKey) types.set(index.sortKey.name, index.sortKey.type ?? 'S');
+    const projection: Projection =
+      index.nonKeyAttributes === undefined
+        ? { ProjectionType: 'ALL' }
+        : index.nonKeyAttributes.length === 0
+          ? { ProjectionType: 'KEYS_ONLY' }
+          : { ProjectionType: 'INCLUDE', NonKeyAttributes: [...index.nonKeyAttributes] };
+    return {
+      IndexName: index.indexName,
+      KeySchema: keySchema(index.partitionKey.name, index.sortKey?.name),
+      Projection: projection,
+    };
+  });
+  return {
+    TableName: name,
+    KeySchema: keySchema(schema.partitionKey, schema.sortKey),
+    AttributeDefinitions: [...types].map(([AttributeName, AttributeType]) => ({ AttributeName, AttributeType })),
+    BillingMode: 'PAY_PER_REQUEST',
+    ...(indexes.length ? { GlobalSecondaryIndexes: indexes } : {}),
+  };
+}
+
 async function createTables(endpoint: string): Promise<Record<TableName, string>> {
   const client = new DynamoDBClient({ endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
   const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);
   const names = {} as Record<TableName, string>;
-  for (const [logical, schema] of Object.entries(TABLES) as [TableName, (typeof TABLES)[TableName]][]) {
-    const name = logical;
-    names[logical] = name;
-    if (existing.has(name)) continue;
-    const keys: { AttributeName: string; KeyType: 'HASH' | 'RANGE' }[] = [
-      { AttributeName: schema.partitionKey, KeyType: 'HASH' },
-    ];
-    if (schema.sortKey) keys.push({ AttributeName: schema.sortKey, KeyType: 'RANGE' });
-    await client.send(
-      new CreateTableCommand({
-        TableName: name,
-        KeySchema: keys,
-        AttributeDefinitions: keys.map((k) => ({ AttributeName: k.AttributeName, AttributeType: 'S' as const })),
-        BillingMode: 'PAY_PER_REQUEST',
-      }),
-    );
+  for (const [logical, schema] of Object.entries(TABLES) as [TableName, TableSchema][]) {
+    names[logical] = logical;
+    if (!existing.has(logical)) await client.send(new CreateTableCommand(createTableInput(logical, schema)));
   }
   client.destroy();
   return names;
