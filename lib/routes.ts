@@ -132,15 +132,6 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Delete a document',
   },
   {
-    id: 'GetZipJob',
-    method: 'GET',
-    path: '/api/v1/knowledge/zip-jobs/{zipJobId}',
-    handler: http('knowledge/get-zip-job'),
-    scope: 'knowledge-management',
-    access: { tables: { zipJobs: 'read' } },
-    summary: 'Status of a ZIP import and of each file in it',
-  },
-  {
     id: 'AgentsList',
     method: 'GET',
     path: '/api/v1/agents/list',
@@ -148,15 +139,6 @@ export const ROUTES: readonly HttpRoute[] = [
     scope: 'analytics',
     access: { tables: { agents: 'read' } },
     summary: "List the organization's agents",
-  },
-  {
-    id: 'QueryEvents',
-    method: 'POST',
-    path: '/api/v1/events/agent',
-    handler: http('analytics/query-events'),
-    scope: 'analytics',
-    access: { tables: { agents: 'read', analytics: 'read' } },
-    summary: "Query an agent's analytics events",
   },
   {
     id: 'CreateAgent',

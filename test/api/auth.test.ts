@@ -159,3 +159,20 @@ it('answers 404 ROUTE_NOT_FOUND and 405 METHOD_NOT_ALLOWED in the error shape', 
   expect(method.status).toBe(405);
   expect(method.body).toMatchObject({ success: false, error: { code: 'METHOD_NOT_ALLOWED' } });
 });
+
+it('lists the organization agents at /api/v1/agents/list for an analytics token, and only those', async () => {
+  const analytics = await tokenWith(['analytics']);
+  const list = await orgA<{
+    success: boolean;
+    data: { agentId: string; displayName: string; createdAt: string }[];
+    count: number;
+  }>('GET', '/api/v1/agents/list', { token: analytics });
+  expect(list.status).toBe(200);
+  expect(list.body.success).toBe(true);
+  expect(list.body.count).toBe(list.body.data.length);
+  expect(list.body.data.map((a) => a.agentId)).toContain(datasetA.agentId);
+  expect(Object.keys(list.body.data[0]).sort()).toEqual(['agentId', 'createdAt', 'displayName']);
+  const other = await orgB<{ data: { agentId: string }[] }>('GET', '/api/v1/agents/list');
+  expect(other.body.data.map((a) => a.agentId)).not.toContain(datasetA.agentId);
+  expect((await orgA('GET', '/api/v1/agents/list', { token: await tokenWith(['dashboard']) })).status).toBe(403);
+});

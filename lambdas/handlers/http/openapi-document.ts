@@ -19,6 +19,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   DeleteDocument: knowledge.documentQuerySchema,
   CreateAgent: dashboard.createAgentSchema,
   ListAgents: dashboard.noInputSchema,
+  AgentsList: dashboard.noInputSchema,
   CreateKnowledgeBase: dashboard.createKnowledgeBaseSchema,
   ListKnowledgeBases: dashboard.agentPathSchema,
   GetKnowledgeBase: dashboard.knowledgeBasePathSchema,
