@@ -1,0 +1,57 @@
+/**
+ * The shape every benchmark reports in: each figure beside a baseline measured in the same run, and their ratio.
+ * `npm run bench` (bench/run.ts) prints all sections and writes bench/RESULTS.md.
+ */
+
+export interface BenchRow {
+  /** What was measured, e.g. `query sessionId, 100k events`. */
+  readonly name: string;
+  readonly value: number;
+  readonly unit: string;
+  /** The same quantity for the baseline, measured in the same run. */
+  readonly baseline: number;
+  readonly baselineName: string;
+  /** How to read value / baseline, e.g. `lower is better` or `goal ≈ 1`. */
+  readonly reading?: string;
+}
+
+export interface BenchSection {
+  readonly title: string;
+  readonly notes?: readonly string[];
+  readonly rows: readonly BenchRow[];
+}
+
+export interface Benchmark {
+  /** Short id to run it alone: `npm run bench -- analytics`. */
+  readonly id: string;
+  run(): Promise<BenchSection>;
+}
+
+const fixed = (n: number) => (Math.abs(n) >= 100 ? n.toFixed(0) : Math.abs(n) >= 1 ? n.toFixed(2) : n.toPrecision(3));
+
+export function renderSection(section: BenchSection): string {
+  const lines = [`## ${section.title}`, ''];
+  for (const note of section.notes ?? []) lines.push(`- ${note}`);
+  if (section.notes?.length) lines.push('');
+  lines.push('| measure | value | baseline | baseline value | ratio | reading |', '|---|---|---|---|---|---|');
+  for (const row of section.rows) {
+    const ratio = row.baseline === 0 ? 'n/a' : fixed(row.value / row.baseline);
+    lines.push(
+      `| ${row.name} | ${fixed(row.value)} ${row.unit} | ${row.baselineName} | ${fixed(row.baseline)} ${row.unit} | ${ratio} | ${row.reading ?? ''} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Median of `count` timed runs of `fn`, in milliseconds (after `warmup` untimed runs). */
+export async function medianMs(fn: () => Promise<unknown>, count = 15, warmup = 3): Promise<number> {
+  for (let i = 0; i < warmup; i += 1) await fn();
+  const times: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const start = process.hrtime.bigint();
+    await fn();
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
+}

@@ -1,0 +1,84 @@
+/**
+ * Ports of document processing: text extraction, embedding, and the knowledge index a document's chunks go to
+ * (an embedded index locally, an Amazon Bedrock knowledge base per environment in AWS).
+ */
+import type { DatasetRef } from '../core/knowledge/document';
+
+export interface ExtractedText {
+  readonly text: string;
+  /** What the bytes turned out to be: `text`, `markdown`, `html`, `csv`, `json`, `pdf`, `docx`. */
+  readonly format: string;
+}
+
+export interface TextExtractor {
+  /** Text of a file, judged by its bytes first and its name second; throws ProcessingError when it cannot. */
+  extract(bytes: Buffer, hints: { fileName: string; contentType: string }): Promise<ExtractedText>;
+}
+
+export interface DocumentRef extends DatasetRef {
+  readonly documentId: string;
+}
+
+/** Metadata every chunk carries, so retrieval can filter by labels and return the custom metadata. */
+export interface ChunkMetadata {
+  readonly label1: string | null;
+  readonly label2: string | null;
+  readonly svc_internal_meta1: string | null;
+  readonly svc_internal_meta2: string | null;
+  readonly svc_internal_meta3: string | null;
+  readonly svc_internal_meta4: string | null;
+}
+
+export interface IndexedChunk extends DocumentRef, ChunkMetadata {
+  /** Stable for the same document and content: `<documentId>#<position>#<hash of text>`. */
+  readonly chunkId: string;
+  readonly s3Key: string;
+  /** 0-based order of the chunk in its document. */
+  readonly position: number;
+  readonly text: string;
+  /** Present when an embedder is configured. */
+  readonly vector?: readonly number[];
+}
+
+export type FilterOperator = 'equals' | 'notEquals' | 'greaterThan' | 'lessThan';
+export const FILTERABLE_KEYS = ['label1', 'label2'] as const;
+export type FilterableKey = (typeof FILTERABLE_KEYS)[number];
+
+export interface IndexFilter {
+  readonly key: FilterableKey;
+  readonly operator: FilterOperator;
+  readonly value: string;
+}
+
+export interface IndexQuery {
+  /** The tenant scope: always ANDed in, never overridable by filters. */
+  readonly scope: DatasetRef;
+  readonly text: string;
+  /** Vector of `text` when an embedder is configured (hybrid search); lexical only otherwise. */
+  readonly vector?: readonly number[];
+  readonly filters: readonly IndexFilter[];
+  readonly limit: number;
+}
+
+export interface IndexHit {
+  readonly chunk: Omit<IndexedChunk, 'vector'>;
+  /** Higher is better, on a fixed 0..1 scale that does not depend on the other results. */
+  readonly score: number;
+}
+
+export interface KnowledgeIndex {
+  /** Makes `chunks` the document's only chunks (idempotent: the same call twice leaves one set). */
+  replaceDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): Promise<void>;
+  /** Removes every chunk of the document; nothing to remove is not an error. */
+  deleteDocument(ref: DocumentRef): Promise<void>;
+  /** Sets labels and custom metadata on every chunk of the document, without re-embedding. */
+  updateDocumentMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void>;
+  /** How many chunks of the document are retrievable now. */
+  countDocumentChunks(ref: DocumentRef): Promise<number>;
+  query(query: IndexQuery): Promise<IndexHit[]>;
+}
+
+export interface Embedder {
+  readonly dimensions: number;
+  embed(texts: readonly string[]): Promise<number[][]>;
+}
