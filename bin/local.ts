@@ -21,6 +21,7 @@ async function main(): Promise<void> {
     dataDir: process.env.DATA_DIR || '.data',
     devTokens: process.env.DEV_TOKEN || undefined,
   });
+  console.log(`DynamoDB at ${runtime.engines.dynamodbEndpoint}, SQS at ${runtime.engines.sqsEndpoint}`);
   console.log(`Agent Platform local runtime listening on ${runtime.url} (S3 at ${runtime.engines.s3Endpoint})`);
   let stopping = false;
   const stop = async (signal: string) => {

@@ -13,6 +13,8 @@ export interface TestService {
   /** Tokens with every scope, each of its own organization: `tokens[0]` is org A, `tokens[1]` org B. */
   readonly tokens: readonly [string, string];
   readonly dataDir: string | null;
+  /** The local runtime's DynamoDB endpoint (tables are named by their logical names); null for a deployment. */
+  readonly dynamodbEndpoint: string | null;
   /** Everything the process printed so far. */
   output(): string;
   stop(): Promise<void>;
@@ -32,6 +34,7 @@ export async function startService(
       baseUrl: process.env.TEST_BASE_URL.replace(/\/$/, ''),
       tokens: [tokens[0], tokens[1]],
       dataDir: null,
+      dynamodbEndpoint: null,
       output: () => '',
       stop: async () => undefined,
     };
@@ -66,6 +69,7 @@ export async function startService(
     baseUrl,
     tokens: DEFAULT_TOKENS,
     dataDir,
+    dynamodbEndpoint: /DynamoDB at (http:\/\/[^\s,]+)/.exec(output)?.[1] ?? null,
     output: () => output,
     stop: async () => {
       await stopChild(child);
