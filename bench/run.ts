@@ -4,9 +4,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { analyticsBenchmark } from './analytics';
 import { type Benchmark, type BenchSection, renderSection } from './report';
 
-const BENCHMARKS: Benchmark[] = [];
+const BENCHMARKS: Benchmark[] = [analyticsBenchmark];
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);

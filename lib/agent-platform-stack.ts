@@ -2,7 +2,9 @@
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { DataTables, pascalCase } from './constructs/data-tables';
+import { DocumentProcessing } from './constructs/document-processing';
 import { DocumentStorage } from './constructs/document-storage';
+import { KnowledgeIndexInfra } from './constructs/knowledge-index';
 import { PlatformApi } from './constructs/platform-api';
 import type { TableName } from './routes';
 
@@ -15,6 +17,8 @@ export class AgentPlatformStack extends Stack {
   public readonly data: DataTables;
   public readonly storage: DocumentStorage;
   public readonly api: PlatformApi;
+  public readonly knowledgeIndex: KnowledgeIndexInfra;
+  public readonly processing: DocumentProcessing;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps) {
     super(scope, id, props);
@@ -34,6 +38,20 @@ export class AgentPlatformStack extends Stack {
       },
       uploadUrlTtl: Duration.seconds(900),
       uploadSessionTtl: Duration.seconds(3600),
+    });
+
+    this.knowledgeIndex = new KnowledgeIndexInfra(this, 'KnowledgeIndex');
+    this.processing = new DocumentProcessing(this, 'DocumentProcessing', {
+      resources: {
+        tables: this.data.tables,
+        documentsBucket: this.storage.bucket,
+        processingQueue: this.storage.queue,
+      },
+      processingQueue: this.storage.queue,
+      knowledgeIndex: this.knowledgeIndex,
+      // The queue's visibility timeout (900 s) is six times this.
+      timeout: Duration.seconds(150),
+      maxFileBytes: 50 * 1024 * 1024,
     });
 
     new CfnOutput(this, 'ApiUrl', {

@@ -76,7 +76,7 @@ export const ROUTES: readonly HttpRoute[] = [
     handler: http('knowledge/upload-complete'),
     scope: 'knowledge-management',
     access: {
-      tables: { ...tenantRead, documents: 'readWrite', uploads: 'readWrite' },
+      tables: { ...tenantRead, documents: 'readWrite', uploads: 'readWrite', zipJobs: 'readWrite' },
       documentsBucket: 'read',
       processingQueue: 'send',
     },
@@ -110,7 +110,7 @@ export const ROUTES: readonly HttpRoute[] = [
     path: `${KNOWLEDGE}/metadata`,
     handler: http('knowledge/patch-metadata'),
     scope: 'knowledge-management',
-    access: { tables: { ...tenantRead, documents: 'readWrite' } },
+    access: { tables: { ...tenantRead, documents: 'readWrite' }, processingQueue: 'send' },
     summary: 'Update labels and custom metadata',
   },
   {
@@ -128,8 +128,21 @@ export const ROUTES: readonly HttpRoute[] = [
     path: KNOWLEDGE,
     handler: http('knowledge/delete-document'),
     scope: 'knowledge-management',
-    access: { tables: { ...tenantRead, documents: 'readWrite' }, documentsBucket: 'readWrite' },
+    access: {
+      tables: { ...tenantRead, documents: 'readWrite' },
+      documentsBucket: 'readWrite',
+      processingQueue: 'send',
+    },
     summary: 'Delete a document',
+  },
+  {
+    id: 'GetZipJob',
+    method: 'GET',
+    path: '/api/v1/knowledge/zip-jobs/{zipJobId}',
+    handler: http('knowledge/get-zip-job'),
+    scope: 'knowledge-management',
+    access: { tables: { zipJobs: 'read', documents: 'read' } },
+    summary: 'Status of a ZIP import and of each file in it',
   },
   {
     id: 'AgentsList',
@@ -139,6 +152,15 @@ export const ROUTES: readonly HttpRoute[] = [
     scope: 'analytics',
     access: { tables: { agents: 'read' } },
     summary: "List the organization's agents",
+  },
+  {
+    id: 'QueryEvents',
+    method: 'POST',
+    path: '/api/v1/events/agent',
+    handler: http('analytics/query-events'),
+    scope: 'analytics',
+    access: { tables: { agents: 'read', analytics: 'read' } },
+    summary: "Query an agent's analytics events, newest first",
   },
   {
     id: 'CreateAgent',
@@ -222,6 +244,22 @@ export const AUTHORIZER = {
   handler: 'lambdas/handlers/auth/authorizer.ts',
   access: { tables: { tokens: 'read' } },
 } as const;
+
+/** Functions that are not routes: the processing queue's consumer and the scheduled watchdog. */
+export const WORKERS = {
+  processing: {
+    handler: 'lambdas/handlers/queue/process-documents.ts',
+    access: {
+      tables: { documents: 'readWrite', zipJobs: 'readWrite' },
+      documentsBucket: 'readWrite',
+      processingQueue: 'send',
+    },
+  },
+  watchdog: {
+    handler: 'lambdas/handlers/scheduled/watchdog.ts',
+    access: { tables: { documents: 'readWrite' }, processingQueue: 'send' },
+  },
+} as const satisfies Record<string, { handler: string; access: ResourceAccess }>;
 
 /** Environment variable that carries each stateful resource's physical name into a function. */
 export const RESOURCE_ENV = {

@@ -36,11 +36,42 @@ export const TABLES: Record<TableName, TableSchema> = {
   agents: { partitionKey: 'organizationId', sortKey: 'agentId' },
   knowledgeBases: { partitionKey: 'agentId', sortKey: 'knowledgeBaseId' },
   /** `tenantKey` = `<agentId>#<environment>#<knowledgeBaseId>`: one partition per dataset. */
-  documents: { partitionKey: 'tenantKey', sortKey: 'documentId' },
+  documents: {
+    partitionKey: 'tenantKey',
+    sortKey: 'documentId',
+    // Sparse: `pendingKey` exists only while a document is `uploaded`, so the watchdog reads just those.
+    indexes: [
+      {
+        indexName: 'pending',
+        partitionKey: { name: 'pendingKey' },
+        sortKey: { name: 'updatedAt' },
+        nonKeyAttributes: [],
+      },
+    ],
+  },
   /** Upload sessions; expired ones are removed by TTL (they are also refused by time, TTL is only cleanup). */
   uploads: { partitionKey: 'uploadId', timeToLiveAttribute: 'expiresAtEpoch' },
   /** ZIP imports: `itemKey` = `job` for the job, `file#<00000>` for each file of the archive. */
   zipJobs: { partitionKey: 'zipJobId', sortKey: 'itemKey' },
-  /** Analytics events: designed in issue 6 (see docs/ARCHITECTURE.md). */
-  analytics: { partitionKey: 'pk', sortKey: 'sk' },
+  /**
+   * Analytics events (docs/analytics.md). `pk` = `event#<agentId>#<eventKey>`, one item per event key so a retried
+   * write cannot store an event twice, or `counter#<agentId>`, the agent's last id. Each filter combination is one
+   * index keyed `<agentId>#<environment>[#<sessionId>][#<eventName>]`, sorted by `position` =
+   * `<created_at>#<id, 16 digits>`: read backwards it is newest first, and a date range is a key range. The indexes
+   * hold keys (and `expiresAt`) only, so skipping an `offset` reads small entries; records come from the table.
+   */
+  analytics: {
+    partitionKey: 'pk',
+    timeToLiveAttribute: 'expiresAt',
+    indexes: [
+      { indexName: 'byEnvironment', partitionKey: { name: 'environmentKey' }, sortKey: { name: 'position' } },
+      { indexName: 'bySession', partitionKey: { name: 'sessionKey' }, sortKey: { name: 'position' } },
+      { indexName: 'byEventName', partitionKey: { name: 'eventNameKey' }, sortKey: { name: 'position' } },
+      {
+        indexName: 'bySessionAndEventName',
+        partitionKey: { name: 'sessionEventNameKey' },
+        sortKey: { name: 'position' },
+      },
+    ].map((index) => ({ ...index, nonKeyAttributes: ['expiresAt'] })),
+  },
 };

@@ -1,4 +1,5 @@
 /** Non-persistence ports: object storage, the processing queue, time and identifiers. */
+import type { Environment } from '../core/knowledge/fields';
 
 export interface ObjectHead {
   readonly size: number;
@@ -9,31 +10,43 @@ export interface BlobStore {
   /** A URL that accepts one PUT of the object with exactly these headers until it expires. */
   presignPut(key: string, headers: { contentType: string }, expiresInSeconds: number): Promise<string>;
   head(key: string): Promise<ObjectHead | undefined>;
+  /** The object's bytes, or undefined when it does not exist. */
+  get(key: string): Promise<Buffer | undefined>;
+  put(key: string, bytes: Buffer, contentType: string): Promise<void>;
   /** Deletes the objects; missing ones are not an error. */
   delete(keys: readonly string[]): Promise<void>;
 }
 
+/** The dataset and document a message is about. */
+interface DocumentMessage {
+  readonly agentId: string;
+  readonly environment: Environment;
+  readonly knowledgeBaseId: string;
+  readonly documentId: string;
+}
+
 /** Work for the processing pipeline. S3 object-created events arrive on the same queue in S3's own shape. */
 export type ProcessingMessage =
-  | {
-      readonly kind: 'process-document';
-      readonly agentId: string;
-      readonly environment: string;
-      readonly knowledgeBaseId: string;
-      readonly documentId: string;
-      readonly uploadId: string;
-    }
+  /** Extract, chunk, embed and index the content of upload `uploadId`. */
+  | (DocumentMessage & { readonly kind: 'process-document'; readonly uploadId: string })
+  /** The chunks of upload `uploadId` were handed to an asynchronous index: check they are retrievable. */
+  | (DocumentMessage & { readonly kind: 'confirm-indexed'; readonly uploadId: string; readonly attempt: number })
+  /** Labels or custom metadata changed: set them on the indexed chunks. */
+  | (DocumentMessage & { readonly kind: 'sync-metadata' })
+  /** The document was deleted: remove its chunks. */
+  | (DocumentMessage & { readonly kind: 'delete-document' })
   | {
       readonly kind: 'process-zip';
       readonly agentId: string;
-      readonly environment: string;
+      readonly environment: Environment;
       readonly knowledgeBaseId: string;
       readonly zipJobId: string;
       readonly uploadId: string;
     };
 
 export interface ProcessingQueue {
-  send(message: ProcessingMessage): Promise<void>;
+  /** Queues a message; `delaySeconds` (at most 900) holds it back. */
+  send(message: ProcessingMessage, options?: { delaySeconds?: number }): Promise<void>;
 }
 
 export interface Clock {

@@ -116,6 +116,16 @@ export interface DocumentStore {
   delete(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined>;
   /** Every record of a dataset, reservations included. */
   listDataset(ref: DatasetRef): AsyncIterable<DocumentRecord>;
+  /** Documents `uploaded` since before `updatedBefore`, oldest first, at most `limit`. */
+  listPending(updatedBefore: string, limit: number): Promise<(DatasetRef & { documentId: string })[]>;
+  /** Counts a watchdog retry of the document's current upload and restarts its clock; undefined if it moved on. */
+  recordWatchdogRetry(
+    ref: DatasetRef,
+    documentId: string,
+    uploadId: string,
+    retries: number,
+    updatedAt: string,
+  ): Promise<DocumentRecord | undefined>;
 }
 
 export interface UploadSessionStore {

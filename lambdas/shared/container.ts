@@ -9,16 +9,21 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoAnalyticsStore } from '../adapters/aws/dynamodb/analytics-store';
 import {
   DynamoAgentStore,
   DynamoDocumentStore,
   DynamoKnowledgeBaseStore,
   DynamoTokenStore,
   DynamoUploadSessionStore,
+  DynamoZipJobStore,
 } from '../adapters/aws/dynamodb/stores';
 import { S3BlobStore } from '../adapters/aws/s3-blob-store';
 import { SqsProcessingQueue } from '../adapters/aws/sqs-processing-queue';
+import { retentionDaysFrom } from '../core/analytics/retention';
 import type { KnowledgeDeps } from '../core/knowledge/documents';
+import type { ZipJobStore } from '../core/processing/zip-job';
+import type { AnalyticsStore } from '../ports/analytics';
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../ports/services';
 import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '../ports/stores';
 import { config } from './config';
@@ -54,6 +59,14 @@ const agents = once(() => new DynamoAgentStore(dynamo(), config.tableName('agent
 const knowledgeBases = once(() => new DynamoKnowledgeBaseStore(dynamo(), config.tableName('knowledgeBases')));
 const documents = once(() => new DynamoDocumentStore(dynamo(), config.tableName('documents')));
 const uploads = once(() => new DynamoUploadSessionStore(dynamo(), config.tableName('uploads')));
+const zipJobs = once(() => new DynamoZipJobStore(dynamo(), config.tableName('zipJobs')));
+const analytics = once(
+  () =>
+    new DynamoAnalyticsStore(dynamo(), config.tableName('analytics'), {
+      clock,
+      retentionDays: retentionDaysFrom(process.env.ANALYTICS_RETENTION_DAYS),
+    }),
+);
 const blobs = once(() => new S3BlobStore(s3(), config.documentsBucket()));
 const queue = once(() => new SqsProcessingQueue(sqs(), config.processingQueueUrl()));
 const settings = once(() => config.uploads());
@@ -78,6 +91,12 @@ export const container = {
   get uploads(): UploadSessionStore {
     return uploads();
   },
+  get zipJobs(): ZipJobStore {
+    return zipJobs();
+  },
+  get analytics(): AnalyticsStore {
+    return analytics();
+  },
   get blobs(): BlobStore {
     return blobs();
   },
@@ -89,4 +108,4 @@ export const container = {
   },
   clock,
   ids,
-} satisfies KnowledgeDeps & { tokens: TokenStore };
+} satisfies KnowledgeDeps & { tokens: TokenStore; analytics: AnalyticsStore };

@@ -3,7 +3,7 @@
  * route names, behind a cached Lambda REQUEST authorizer. Error responses API Gateway makes itself (no token,
  * throttled, integration failure) carry the same JSON error shape as the handlers' errors.
  */
-import { type CfnElement, Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
@@ -19,20 +19,13 @@ import {
   ResponseType,
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
-import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
-import type { IBucket } from 'aws-cdk-lib/aws-s3';
-import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { AUTHORIZER, type HttpRoute, RESOURCE_ENV, type ResourceAccess, ROUTES, type TableName } from '../routes';
+import { AUTHORIZER, type HttpRoute, type ResourceAccess, ROUTES } from '../routes';
+import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
 import { ServiceFunction } from './service-function';
 
-/** The stateful resources a route may be granted, by the logical names used in lib/routes.ts. */
-export interface PlatformResources {
-  readonly tables: Readonly<Record<TableName, ITable>>;
-  readonly documentsBucket: IBucket;
-  readonly processingQueue: IQueue;
-}
+export type { PlatformResources } from './resource-access';
 
 export interface PlatformApiProps {
   /** API Gateway stage name; route paths carry their own version (`/api/v1/...`), so this is the deployment stage. */
@@ -157,62 +150,10 @@ export class PlatformApi extends Construct {
       handlerFile: props.handlerFile,
       description: props.description,
       timeout: props.timeout,
-      environment: { ...this.commonEnvironment, ...this.resourceEnvironment(props.access) },
+      environment: { ...this.commonEnvironment, ...resourceEnvironment(this.resources, props.access) },
     });
-    this.grantAccess(fn, props.access);
+    grantAccess(fn, this.resources, props.access);
     return fn;
-  }
-
-  /** The physical name of every resource the route names, under the variable lambdas/shared/config.ts reads. */
-  private resourceEnvironment(access: ResourceAccess): Record<string, string> {
-    const environment: Record<string, string> = {};
-    for (const name of Object.keys(access.tables ?? {}) as TableName[]) {
-      environment[RESOURCE_ENV.tables[name]] = this.resources.tables[name].tableName;
-    }
-    if (access.documentsBucket) environment[RESOURCE_ENV.documentsBucket] = this.resources.documentsBucket.bucketName;
-    if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = this.resources.processingQueue.queueUrl;
-    return environment;
-  }
-
-  /** Exactly the access the route table names, nothing more. */
-  private grantAccess(fn: ServiceFunction, access: ResourceAccess): void {
-    for (const [name, level] of Object.entries(access.tables ?? {}) as [TableName, 'read' | 'readWrite'][]) {
-      const table = this.resources.tables[name];
-      if (level === 'readWrite') table.grantReadWriteData(fn);
-      else table.grantReadData(fn);
-    }
-
-    const bucket = this.resources.documentsBucket;
-    if (access.documentsBucket) {
-      // grantReadWrite includes s3:DeleteObject*, so no separate grantDelete is needed.
-      if (access.documentsBucket === 'readWrite') bucket.grantReadWrite(fn);
-      else bucket.grantRead(fn);
-      this.acknowledgeBucketGrantWildcards(fn, access.documentsBucket);
-    }
-
-    if (access.processingQueue === 'send') this.resources.processingQueue.grantSendMessages(fn);
-  }
-
-  private acknowledgeBucketGrantWildcards(fn: ServiceFunction, level: 'read' | 'readWrite'): void {
-    const bucket = this.resources.documentsBucket;
-    const stack = Stack.of(this);
-    const bucketArn = `<${stack.getLogicalId(bucket.node.defaultChild as CfnElement)}.Arn>`;
-    const findings = [
-      `Resource::${bucketArn}/*`,
-      'Action::s3:GetObject*',
-      'Action::s3:GetBucket*',
-      'Action::s3:List*',
-      ...(level === 'readWrite' ? ['Action::s3:DeleteObject*', 'Action::s3:Abort*'] : []),
-    ];
-    for (const finding of findings) {
-      Validations.of(fn).acknowledge({
-        id: `AwsSolutions-IAM5[${finding}]`,
-        reason:
-          'Granted by bucket.grantRead/grantReadWrite on the documents bucket only: object keys are per document and ' +
-          'only known at run time (hence <bucket>/*), and the grant action groups (GetObject*, List*, DeleteObject*, ' +
-          'Abort*) are the CDK minimum for HEAD/GET, pre-signed PUT and delete of those objects.',
-      });
-    }
   }
 
   private addRoute(route: HttpRoute, fn: ServiceFunction): Method {

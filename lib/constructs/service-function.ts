@@ -36,6 +36,12 @@ export interface ServiceFunctionProps {
   readonly description: string;
   /** @default HTTP_TIMEOUT */
   readonly timeout?: Duration;
+  /** @default 512 */
+  readonly memorySize?: number;
+  /** @default ARM_64 */
+  readonly architecture?: Architecture;
+  /** Bundling on top of BUNDLING (e.g. packages shipped as node_modules instead of bundled). */
+  readonly bundling?: BundlingOptions;
   readonly environment?: Readonly<Record<string, string>>;
 }
 
@@ -52,12 +58,12 @@ export class ServiceFunction extends NodejsFunction {
       depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
       description: props.description,
       runtime: Runtime.NODEJS_22_X,
-      architecture: Architecture.ARM_64,
-      memorySize: 512,
+      architecture: props.architecture ?? Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? HTTP_TIMEOUT,
       tracing: Tracing.ACTIVE,
       logGroup,
-      bundling: BUNDLING,
+      bundling: { ...BUNDLING, ...props.bundling },
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,

@@ -7,10 +7,14 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
 import { container } from '../../lambdas/shared/container';
+import { useKnowledgeIndex } from '../../lambdas/shared/processing-container';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
 import { DOCUMENTS_BUCKET, type Engines, LOCAL_CREDENTIALS, LOCAL_REGION, startEngines } from './engines';
+import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
 import { createRouter } from './router';
 
 export interface LocalRuntimeOptions {
@@ -22,11 +26,14 @@ export interface LocalRuntimeOptions {
   /** Comma-separated development tokens: one organization each, all scopes. */
   readonly devTokens?: string;
   readonly log?: (line: string) => void;
+  /** Run the processing worker in this process (default); false leaves the queue to a separate worker. */
+  readonly worker?: boolean;
 }
 
 export interface LocalRuntime {
   readonly url: string;
   readonly engines: Engines;
+  readonly worker: QueueWorker | undefined;
   stop(): Promise<void>;
 }
 
@@ -99,6 +106,37 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
   log(`  ${token}`);
 }
 
+/**
+ * The processing worker: the embedded index under DATA_DIR/index installed in the processing container, and the
+ * queue polled into the same SQS handler the stack deploys.
+ */
+export async function startProcessing(engines: Engines, dataDir: string): Promise<QueueWorker> {
+  const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'));
+  useKnowledgeIndex(index);
+  const { handler } = await import('../../lambdas/handlers/queue/process-documents');
+  const sqs = new SQSClient({ endpoint: engines.sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+  const worker = startQueueWorker({
+    sqs,
+    queueUrl: engines.processingQueueUrl,
+    queueArn: `arn:aws:sqs:${LOCAL_REGION}:000000000000:processing`,
+    handler: handler as SqsHandler,
+  });
+  const watchdog = await import('../../lambdas/handlers/scheduled/watchdog');
+  const intervalSeconds = Number(process.env.WATCHDOG_INTERVAL_SECONDS ?? 60);
+  const timer = setInterval(() => {
+    watchdog.handler().catch((error: unknown) => console.error('watchdog failed', error));
+  }, intervalSeconds * 1000);
+  timer.unref();
+  return {
+    idle: () => worker.idle(),
+    stop: async () => {
+      clearInterval(timer);
+      await worker.stop();
+      sqs.destroy();
+    },
+  };
+}
+
 export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   const host = options.host ?? '127.0.0.1';
   const dataDir = resolve(options.dataDir ?? '.data');
@@ -107,6 +145,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   try {
     configureHandlers(engines);
     await bootstrapOrganizations(dataDir, options.devTokens, log);
+    const worker = options.worker === false ? undefined : await startProcessing(engines, dataDir);
     const router = createRouter(ROOT);
     const server = createServer((request, response) => {
       router.handle(request, response).catch((error: unknown) => {
@@ -115,6 +154,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         response.end();
       });
     });
+    // Longer than clients' idle keep-alive, so the server never closes a socket a client is about to reuse (a
+    // busy event loop, e.g. the first PDF, would otherwise turn that race into ECONNRESET).
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
     await new Promise<void>((resolveListen, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? 4000, host, () => resolveListen());
@@ -123,11 +166,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     return {
       url: `http://${host}:${port}`,
       engines,
+      worker,
       stop: async () => {
         await new Promise<void>((done) => {
           server.close(() => done());
           server.closeAllConnections();
         });
+        await worker?.stop();
         await engines.stop();
       },
     };

@@ -1,5 +1,6 @@
 /** Upload sessions end: the URL stops accepting the PUT and upload-complete answers 410 UPLOAD_EXPIRED. */
 import { createDataset, putFile, type UploadLink } from '../helpers/fixtures';
+import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 
 let service: TestService;
@@ -10,16 +11,6 @@ beforeAll(async () => {
   call = client(service);
 });
 afterAll(() => service?.stop());
-
-/** Calls `attempt` until `done` holds for its result, at most `ms` milliseconds. */
-async function pollUntil<T>(attempt: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await attempt();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 it('expires the upload URL and then the session, and a new upload-link can take the customDocumentId', async () => {
   const dataset = await createDataset(call);

@@ -13,7 +13,7 @@ import type { IConstruct } from 'constructs';
 import { createApp } from '../../bin/app';
 import type { AgentPlatformStack } from '../../lib/agent-platform-stack';
 import { GATEWAY_ERROR_TEMPLATES } from '../../lib/constructs/platform-api';
-import { type Access, RESOURCE_ENV, ROUTES, routeById, type TableName } from '../../lib/routes';
+import { type Access, RESOURCE_ENV, ROUTES, routeById, type TableName, WORKERS } from '../../lib/routes';
 import { TABLES } from '../../lib/tables';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string }>;
@@ -95,11 +95,11 @@ describe('cdk-nag (AwsSolutions)', () => {
 });
 
 describe('functions', () => {
-  test('there is one nodejs22.x function per route plus the authorizer', () => {
+  test('there is one nodejs22.x function per route, the authorizer and one per worker', () => {
     const nodeFunctions = Object.values(resources).filter(
       (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x',
     );
-    expect(nodeFunctions).toHaveLength(ROUTES.length + 1);
+    expect(nodeFunctions).toHaveLength(ROUTES.length + 1 + Object.keys(WORKERS).length);
     expect(Object.keys(stack.api.functions).sort()).toEqual(ROUTES.map((r) => r.id).sort());
   });
 
@@ -429,5 +429,35 @@ describe('API', () => {
       expect(outputs[outputName].Value).toEqual({ Ref: logicalId(stack.data.tables[name]) });
     }
     expect(Object.keys(outputs).filter((k) => k.includes('Endpoint'))).toEqual([]);
+  });
+});
+
+describe('document processing', () => {
+  const processorId = () => stack.getLogicalId(stack.processing.processor.node.defaultChild as CfnElement);
+
+  test('the processor consumes the processing queue with partial batch responses', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: processorId() },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+  });
+
+  test("the queue's visibility timeout exceeds the processor's timeout", () => {
+    const processor = resources[processorId()].Properties;
+    const queue = resources[stack.getLogicalId(stack.storage.queue.node.defaultChild as CfnElement)].Properties;
+    expect(queue.VisibilityTimeout as number).toBeGreaterThan(processor.Timeout as number);
+  });
+
+  test('the processor knows the Bedrock knowledge base of each environment', () => {
+    const { Variables: environment } = resources[processorId()].Properties.Environment as {
+      Variables: Record<string, unknown>;
+    };
+    expect(Object.keys(environment)).toEqual(
+      expect.arrayContaining(['BEDROCK_KNOWLEDGE_BASES', 'DOCUMENTS_TABLE', 'ZIP_JOBS_TABLE']),
+    );
+  });
+
+  test('the watchdog runs on a schedule', () => {
+    template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
   });
 });

@@ -1,7 +1,9 @@
 /** BlobStore on S3: pre-signed PUT URLs, HEAD and delete. */
 import {
   DeleteObjectsCommand,
+  GetObjectCommand,
   HeadObjectCommand,
+  NoSuchKey,
   NotFound,
   PutObjectCommand,
   type S3Client,
@@ -35,6 +37,24 @@ export class S3BlobStore implements BlobStore {
       if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
       throw error;
     }
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    try {
+      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      if (!object.Body) return Buffer.alloc(0);
+      return Buffer.from(await object.Body.transformToByteArray());
+    } catch (error) {
+      if (error instanceof NoSuchKey) return undefined;
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async put(key: string, bytes: Buffer, contentType: string): Promise<void> {
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: bytes, ContentType: contentType }),
+    );
   }
 
   async delete(keys: readonly string[]): Promise<void> {

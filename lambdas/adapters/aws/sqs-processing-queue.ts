@@ -8,7 +8,13 @@ export class SqsProcessingQueue implements ProcessingQueue {
     private readonly queueUrl: string,
   ) {}
 
-  async send(message: ProcessingMessage): Promise<void> {
-    await this.client.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: JSON.stringify(message) }));
+  async send(message: ProcessingMessage, options: { delaySeconds?: number } = {}): Promise<void> {
+    await this.client.send(
+      new SendMessageCommand({
+        QueueUrl: this.queueUrl,
+        MessageBody: JSON.stringify(message),
+        ...(options.delaySeconds ? { DelaySeconds: Math.min(900, Math.max(0, Math.round(options.delaySeconds))) } : {}),
+      }),
+    );
   }
 }

@@ -1,6 +1,6 @@
 /** Use cases of the dashboard endpoints: agents, knowledge bases and tokens of the caller's organization. */
 import type { Scope } from '../../../lib/routes';
-import type { BlobStore, Clock, IdGenerator } from '../../ports/services';
+import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
 import type {
   AgentStore,
   DocumentStore,
@@ -19,6 +19,7 @@ export interface DashboardDeps {
   readonly documents: DocumentStore;
   readonly tokens: TokenStore;
   readonly blobs: BlobStore;
+  readonly queue: ProcessingQueue;
   readonly clock: Clock;
   readonly ids: IdGenerator;
 }
@@ -120,6 +121,13 @@ export async function deleteKnowledgeBase(
     for await (const doc of deps.documents.listDataset({ agentId, environment, knowledgeBaseId })) {
       await deps.documents.delete(doc, doc.documentId);
       await deps.blobs.delete([...new Set([doc.s3Key, doc.objectKey])]);
+      await deps.queue.send({
+        kind: 'delete-document',
+        agentId,
+        environment,
+        knowledgeBaseId,
+        documentId: doc.documentId,
+      });
       if (doc.status !== 'reserved') documentsDeleted += 1;
     }
   }

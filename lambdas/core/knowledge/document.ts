@@ -35,6 +35,8 @@ export interface DocumentRecord extends DatasetRef, Record<MetadataField, string
   readonly createdAt: string;
   readonly updatedAt: string;
   readonly error: DocumentError | null;
+  /** How often the watchdog re-queued the current upload's processing. */
+  readonly watchdogRetries?: number;
 }
 
 /** What GET, PATCH and the like answer: the spec's Document fields, plus fileName, customDocumentId and error. */

@@ -9,6 +9,7 @@
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
 import type { DocumentStore, UploadSessionStore } from '../../ports/stores';
 import { ConflictError, GoneError, NotFoundError, ValidationError } from '../errors';
+import type { ZipJobStore } from '../processing/zip-job';
 import { type Caller, requireKnowledgeBase, type TenancyDeps } from '../tenancy/tenancy';
 import { contentTypeFor, isZipFileName } from './content-types';
 import { type DatasetRef, type DocumentRecord, type DocumentView, documentView } from './document';
@@ -17,6 +18,7 @@ import type { UploadCompletion, UploadKind, UploadSession } from './upload-sessi
 
 export interface KnowledgeDeps extends TenancyDeps {
   readonly documents: DocumentStore;
+  readonly zipJobs: ZipJobStore;
   readonly uploads: UploadSessionStore;
   readonly blobs: BlobStore;
   readonly queue: ProcessingQueue;
@@ -315,6 +317,20 @@ export async function completeUpload(deps: KnowledgeDeps, caller: Caller, upload
   const now = deps.clock.now().toISOString();
 
   if (session.kind === 'zip' && session.zipJobId) {
+    await deps.zipJobs.create({
+      ...ref,
+      zipJobId: session.zipJobId,
+      organizationId: session.organizationId,
+      uploadId,
+      s3Key: session.s3Key,
+      label1: session.metadata.label1 ?? null,
+      label2: session.metadata.label2 ?? null,
+      status: 'uploaded',
+      error: null,
+      fileCount: null,
+      createdAt: now,
+      updatedAt: now,
+    });
     const completion: UploadCompletion = {
       type: 'zip_import',
       s3Key: session.s3Key,
@@ -444,6 +460,8 @@ export async function patchMetadata(
     deps.clock.now().toISOString(),
   );
   if (!updated) throw documentNotFound(request);
+  // The indexed chunks follow asynchronously, without re-embedding.
+  await deps.queue.send({ kind: 'sync-metadata', ...datasetOf(doc), documentId: doc.documentId });
   return documentView(updated);
 }
 
@@ -466,5 +484,6 @@ export async function deleteDocument(
   const removed = await deps.documents.delete(datasetOf(doc), doc.documentId);
   if (!removed) throw documentNotFound(request);
   await deps.blobs.delete([...new Set([removed.s3Key, removed.objectKey])]);
+  await deps.queue.send({ kind: 'delete-document', ...datasetOf(removed), documentId: removed.documentId });
   return { documentId: removed.documentId, s3Key: removed.s3Key, deleted: true };
 }

@@ -4,6 +4,7 @@
  */
 import * as z from 'zod';
 import { ROUTES } from '../../../lib/routes';
+import { queryEventsSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
 import * as knowledge from './knowledge/schemas';
 
@@ -20,6 +21,8 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   CreateAgent: dashboard.createAgentSchema,
   ListAgents: dashboard.noInputSchema,
   AgentsList: dashboard.noInputSchema,
+  QueryEvents: queryEventsSchema,
+  GetZipJob: knowledge.zipJobPathSchema,
   CreateKnowledgeBase: dashboard.createKnowledgeBaseSchema,
   ListKnowledgeBases: dashboard.agentPathSchema,
   GetKnowledgeBase: dashboard.knowledgeBasePathSchema,

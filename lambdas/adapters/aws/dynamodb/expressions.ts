@@ -6,8 +6,12 @@ export interface UpdateParts {
   ExpressionAttributeValues: Record<string, unknown>;
 }
 
-/** `SET #a = :a, #b = :b` for every entry; values may be null (stored as NULL). */
-export function setExpression(fields: Record<string, unknown>, extraValues: Record<string, unknown> = {}): UpdateParts {
+/** `SET #a = :a, #b = :b` for every entry (values may be null, stored as NULL), then `REMOVE` the names in `remove`. */
+export function setExpression(
+  fields: Record<string, unknown>,
+  extraValues: Record<string, unknown> = {},
+  remove: readonly string[] = [],
+): UpdateParts {
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = { ...extraValues };
   const assignments = Object.entries(fields).map(([name, value], index) => {
@@ -15,8 +19,12 @@ export function setExpression(fields: Record<string, unknown>, extraValues: Reco
     values[`:f${index}`] = value;
     return `#f${index} = :f${index}`;
   });
+  const removals = remove.map((name, index) => {
+    names[`#r${index}`] = name;
+    return `#r${index}`;
+  });
   return {
-    UpdateExpression: `SET ${assignments.join(', ')}`,
+    UpdateExpression: `SET ${assignments.join(', ')}${removals.length ? ` REMOVE ${removals.join(', ')}` : ''}`,
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
   };

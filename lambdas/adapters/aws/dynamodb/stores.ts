@@ -9,8 +9,9 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '../../../core/knowledge/document';
-import type { MetadataChanges } from '../../../core/knowledge/fields';
+import type { Environment, MetadataChanges } from '../../../core/knowledge/fields';
 import type { UploadCompletion, UploadSession } from '../../../core/knowledge/upload-session';
+import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../../core/processing/zip-job';
 import type {
   AgentRecord,
   AgentStore,
@@ -148,6 +149,9 @@ export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
   }
 }
 
+/** Value of `pendingKey` while a document waits for processing (the watchdog's sparse index). */
+const PENDING = 'uploaded';
+
 /** `<agentId>#<environment>#<knowledgeBaseId>`: the partition of one dataset. */
 export function tenantKey(ref: DatasetRef): string {
   return `${ref.agentId}#${ref.environment}#${ref.knowledgeBaseId}`;
@@ -197,9 +201,10 @@ export class DynamoDocumentStore implements DocumentStore {
     fields: Record<string, unknown>,
     condition: string,
     values: Record<string, unknown>,
+    remove: readonly string[] = [],
   ): Promise<DocumentRecord | undefined> {
     return unlessConditionFails(async () => {
-      const parts = setExpression(fields, values);
+      const parts = setExpression(fields, values, remove);
       const { Attributes } = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -224,7 +229,7 @@ export class DynamoDocumentStore implements DocumentStore {
     return this.update(
       ref,
       documentId,
-      { ...content, ...metadata, status: 'uploaded', createdAt, reservedUntil: null, error: null },
+      { ...content, ...metadata, status: 'uploaded', pendingKey: PENDING, createdAt, reservedUntil: null, error: null },
       '#status = :reserved AND uploadId = :upload',
       { ':reserved': 'reserved', ':upload': content.uploadId },
     );
@@ -239,7 +244,7 @@ export class DynamoDocumentStore implements DocumentStore {
     return this.update(
       ref,
       documentId,
-      { ...content, ...metadata, status: 'uploaded', error: null },
+      { ...content, ...metadata, status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null },
       'attribute_exists(documentId) AND #status <> :reserved AND uploadId <> :upload',
       { ':reserved': 'reserved', ':upload': content.uploadId },
     );
@@ -274,6 +279,33 @@ export class DynamoDocumentStore implements DocumentStore {
       { status, error, updatedAt },
       'attribute_exists(documentId) AND #status <> :reserved AND uploadId = :upload',
       { ':reserved': 'reserved', ':upload': uploadId },
+      ['pendingKey'],
+    );
+  }
+
+  async listPending(updatedBefore: string, limit: number): Promise<(DatasetRef & { documentId: string })[]> {
+    const { Items } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'pending',
+        KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
+        ExpressionAttributeValues: { ':p': PENDING, ':before': updatedBefore },
+        Limit: limit,
+      }),
+    );
+    return (Items ?? []).map((item) => {
+      const [agentId, environment, knowledgeBaseId] = String(item.tenantKey).split('#');
+      return { agentId, environment: environment as Environment, knowledgeBaseId, documentId: String(item.documentId) };
+    });
+  }
+
+  recordWatchdogRetry(ref: DatasetRef, documentId: string, uploadId: string, retries: number, updatedAt: string) {
+    return this.update(
+      ref,
+      documentId,
+      { watchdogRetries: retries, updatedAt },
+      '#status = :uploaded AND uploadId = :upload',
+      { ':uploaded': 'uploaded', ':upload': uploadId },
     );
   }
 
@@ -340,5 +372,77 @@ export class DynamoUploadSessionStore implements UploadSessionStore {
     if (saved) return completion;
     const existing = await this.get(uploadId);
     return existing?.completion ?? completion;
+  }
+}
+
+const JOB_ITEM = 'job';
+const fileItemKey = (index: number) => `file#${String(index).padStart(5, '0')}`;
+
+export class DynamoZipJobStore implements ZipJobStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async create(job: ZipJobRecord): Promise<ZipJobRecord> {
+    const created = await unlessConditionFails(() =>
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...job, itemKey: JOB_ITEM },
+          ConditionExpression: 'attribute_not_exists(zipJobId)',
+        }),
+      ),
+    );
+    return created ? job : ((await this.get(job.zipJobId)) ?? job);
+  }
+
+  async get(zipJobId: string): Promise<ZipJobRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: { zipJobId, itemKey: JOB_ITEM }, ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    const { itemKey: _key, ...job } = Item;
+    return job as ZipJobRecord;
+  }
+
+  async setStatus(zipJobId: string, status: ZipJobStatus, error: ZipJobRecord['error'], updatedAt: string) {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { zipJobId, itemKey: JOB_ITEM },
+        ...setExpression({ status, error, updatedAt }),
+      }),
+    );
+  }
+
+  async markRead(zipJobId: string, fileCount: number, warnings: readonly string[], updatedAt: string) {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { zipJobId, itemKey: JOB_ITEM },
+        ...setExpression({ fileCount, warnings, updatedAt }),
+      }),
+    );
+  }
+
+  async putFile(zipJobId: string, index: number, file: ZipJobFile): Promise<void> {
+    await this.client.send(
+      new PutCommand({ TableName: this.tableName, Item: { ...file, zipJobId, itemKey: fileItemKey(index) } }),
+    );
+  }
+
+  async listFiles(zipJobId: string): Promise<ZipJobFile[]> {
+    const files: ZipJobFile[] = [];
+    for await (const item of queryAll<Record<string, unknown>>(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'zipJobId = :z AND begins_with(itemKey, :f)',
+      ExpressionAttributeValues: { ':z': zipJobId, ':f': 'file#' },
+      ConsistentRead: true,
+    })) {
+      const { zipJobId: _id, itemKey: _key, ...file } = item;
+      files.push(file as unknown as ZipJobFile);
+    }
+    return files;
   }
 }

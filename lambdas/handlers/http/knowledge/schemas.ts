@@ -29,3 +29,5 @@ export const patchMetadataSchema = z
 export const documentQuerySchema = z
   .strictObject({ ...datasetFields, ...documentIdentifierFields })
   .superRefine(exactlyOneIdentifier);
+
+export const zipJobPathSchema = z.strictObject({ zipJobId: z.uuid() });

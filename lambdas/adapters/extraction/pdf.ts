@@ -1,0 +1,106 @@
+/**
+ * PDF text through pdfjs-dist (legacy build, the one for Node). pdfjs-dist is ESM only: it is loaded with a
+ * dynamic `import()` on the first PDF and kept for the life of the process. Jest's module system cannot load it,
+ * so the tests extract PDFs in a child process (`test/unit/processing/extract-in-child.ts`).
+ */
+import path from 'node:path';
+import { ProcessingError } from '../../core/processing/errors';
+
+type PdfJs = typeof import('pdfjs-dist/legacy/build/pdf.mjs');
+
+let pdfjs: Promise<PdfJs> | undefined;
+
+/**
+ * A failure here is the service's, not the document's: it is not turned into a ProcessingError. pdfjs then
+ * imports its worker module from beside its own file and runs it on this thread. Both need the package installed
+ * as a node module with `@napi-rs/canvas` (pdfjs-dist requires its DOMMatrix when it loads): bundled into a
+ * CommonJS file by esbuild it fails to load (docs/processing.md).
+ */
+function loadPdfJs(): Promise<PdfJs> {
+  pdfjs ??= import('pdfjs-dist/legacy/build/pdf.mjs');
+  return pdfjs;
+}
+
+/**
+ * Where pdfjs-dist's data files are: character maps (the text of many CJK PDFs needs them) and standard font
+ * data. Without them (the package not on disk), PDFs using predefined CJK character maps lose their text; all
+ * others read the same.
+ */
+function packageDirectory(): string | undefined {
+  try {
+    return path.dirname(require.resolve('pdfjs-dist/package.json'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** A text gap larger than this many line heights starts a new paragraph. */
+const PARAGRAPH_GAP = 1.8;
+
+export async function pdfToText(bytes: Buffer): Promise<string> {
+  const { getDocument } = await loadPdfJs();
+  const packageRoot = packageDirectory();
+  const task = getDocument({
+    data: new Uint8Array(bytes),
+    ...(packageRoot && {
+      cMapUrl: `${path.join(packageRoot, 'cmaps')}${path.sep}`,
+      cMapPacked: true,
+      standardFontDataUrl: `${path.join(packageRoot, 'standard_fonts')}${path.sep}`,
+    }),
+    isEvalSupported: false,
+    disableFontFace: true,
+    useSystemFonts: false,
+    verbosity: 0, // errors only: pdfjs otherwise prints warnings about fonts of damaged files on stdout
+  });
+  try {
+    const document = await task.promise;
+    const pages: string[] = [];
+    for (let number = 1; number <= document.numPages; number++) {
+      const page = await document.getPage(number);
+      const content = await page.getTextContent();
+      pages.push(pageText(content.items as readonly TextRun[]));
+      page.cleanup();
+    }
+    return pages.join('\n\n');
+  } catch (error) {
+    // pdfjs-dist does not export PasswordException: its name is the stable part of its API.
+    if (error instanceof Error && error.name === 'PasswordException') {
+      throw new ProcessingError('PARSE_ERROR', 'The PDF is password-protected: its text cannot be read.');
+    }
+    throw new ProcessingError('PARSE_ERROR', 'The PDF cannot be read: its structure is damaged.');
+  } finally {
+    await task.destroy();
+  }
+}
+
+/** A TextItem, or a TextMarkedContent (no `str`): the fields read here. */
+interface TextRun {
+  readonly str?: string;
+  readonly hasEOL?: boolean;
+  readonly height?: number;
+  readonly transform?: number[];
+}
+
+/** Lines as pdfjs reports them (`hasEOL`); a larger vertical gap between lines becomes a paragraph break. */
+function pageText(items: readonly TextRun[]): string {
+  let text = '';
+  let lineY: number | undefined;
+  let lineHeight = 0;
+  let atLineStart = true;
+  for (const item of items) {
+    if (item.str === undefined) continue; // marked-content boundaries carry no text
+    const y = item.transform?.[5];
+    if (atLineStart && item.str !== '' && y !== undefined) {
+      if (lineY !== undefined && lineHeight > 0 && lineY - y > lineHeight * PARAGRAPH_GAP) text += '\n';
+      lineY = y;
+      lineHeight = item.height ?? 0;
+      atLineStart = false;
+    }
+    text += item.str;
+    if (item.hasEOL) {
+      text += '\n';
+      atLineStart = true;
+    }
+  }
+  return text;
+}

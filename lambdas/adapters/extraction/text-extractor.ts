@@ -1,0 +1,111 @@
+/**
+ * The text of an uploaded file, for chunking. The bytes decide first (PDF and ZIP signatures, binary content),
+ * the name and content type only among text formats; see docs/processing.md, "Extraction and chunking".
+ */
+
+import { ProcessingError } from '../../core/processing/errors';
+import type { ExtractedText, TextExtractor } from '../../ports/processing';
+import { docxToText, zipKind } from './docx';
+import { htmlToText, looksLikeHtml } from './html';
+import { pdfToText } from './pdf';
+import { sniff } from './sniff';
+import { csvToText, jsonToText } from './structured';
+
+export type ExtractedFormat = 'text' | 'markdown' | 'html' | 'csv' | 'json' | 'pdf' | 'docx';
+type TextFormat = Exclude<ExtractedFormat, 'pdf' | 'docx'>;
+
+// Maps, not object literals: a name like `notes.constructor` must not find a prototype property.
+const TEXT_FORMAT_BY_EXTENSION = new Map<string, TextFormat>([
+  ['txt', 'text'],
+  ['text', 'text'],
+  ['md', 'markdown'],
+  ['markdown', 'markdown'],
+  ['htm', 'html'],
+  ['html', 'html'],
+  ['csv', 'csv'],
+  ['json', 'json'],
+]);
+
+const TEXT_FORMAT_BY_CONTENT_TYPE = new Map<string, TextFormat>([
+  ['text/plain', 'text'],
+  ['text/markdown', 'markdown'],
+  ['text/html', 'html'],
+  ['text/csv', 'csv'],
+  ['application/json', 'json'],
+]);
+
+const UNSUPPORTED_CONTAINERS = {
+  xlsx: 'an Excel workbook (.xlsx); spreadsheets are not extracted, export the sheet as CSV',
+  pptx: 'a PowerPoint presentation (.pptx)',
+  other: 'a ZIP archive, not a DOCX document; archives are imported with a file name ending in .zip',
+} as const;
+
+export class DocumentTextExtractor implements TextExtractor {
+  async extract(bytes: Buffer, hints: { fileName: string; contentType: string }): Promise<ExtractedText> {
+    const sniffed = sniff(bytes);
+    switch (sniffed.kind) {
+      case 'pdf':
+        return result('pdf', await pdfToText(bytes), 'The PDF has no text layer (a scanned PDF is not read by OCR).');
+      case 'zip': {
+        const kind = await zipKind(bytes);
+        if (kind !== 'docx') {
+          throw new ProcessingError('UNSUPPORTED_TYPE', `The file is ${UNSUPPORTED_CONTAINERS[kind]}.`);
+        }
+        return result('docx', await docxToText(bytes), 'The DOCX document has no text.');
+      }
+      case 'binary':
+        throw new ProcessingError('UNSUPPORTED_TYPE', `The file is ${sniffed.description}, not a supported document.`);
+      case 'text':
+        return extractText(sniffed.text, textFormatOf(sniffed.text, hints));
+    }
+  }
+}
+
+function extractText(text: string, format: TextFormat): ExtractedText {
+  // Checked before parsing, so that an empty .json or .csv file is empty rather than malformed.
+  if (text.trim() === '') throw new ProcessingError('EMPTY_DOCUMENT', 'The file is empty.');
+  switch (format) {
+    case 'html':
+      return result(format, htmlToText(text), 'The HTML page has no text.');
+    case 'csv':
+      return result(format, csvToText(text), 'The CSV file has a header but no values.');
+    case 'json':
+      return result(format, jsonToText(text), 'The JSON file has no values.');
+    case 'markdown':
+    case 'text':
+      return result(format, text, 'The file has no text.');
+  }
+}
+
+/** HTML is recognized by its content under any name; the other text formats by name, then by content type. */
+function textFormatOf(text: string, hints: { fileName: string; contentType: string }): TextFormat {
+  if (looksLikeHtml(text)) return 'html';
+  const dot = hints.fileName.lastIndexOf('.');
+  const extension = dot === -1 ? '' : hints.fileName.slice(dot + 1).toLowerCase();
+  const mediaType = hints.contentType.split(';')[0].trim().toLowerCase();
+  return TEXT_FORMAT_BY_EXTENSION.get(extension) ?? TEXT_FORMAT_BY_CONTENT_TYPE.get(mediaType) ?? 'text';
+}
+
+function result(format: ExtractedFormat, raw: string, emptyMessage: string): ExtractedText {
+  const text = normalizeWhitespace(raw);
+  if (text === '') throw new ProcessingError('EMPTY_DOCUMENT', emptyMessage);
+  return { text, format };
+}
+
+/**
+ * One space for any run of spaces and tabs, no space at either end of a line, at most one blank line in a row
+ * (a paragraph break), line breaks kept. Control characters become spaces; a form feed is a paragraph break.
+ */
+export function normalizeWhitespace(text: string): string {
+  return (
+    text
+      .replace(/\r\n?|[\v\u0085\u2028]/g, '\n')
+      .replace(/[\f\u2029]/g, '\n\n')
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this line removes
+      .replace(/[\u0000-\u0008\u000e-\u001f\u007f]/g, ' ')
+      .replace(/[^\S\n]+/g, ' ')
+      .replace(/ ?\n ?/g, '\n')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim()
+  );
+}

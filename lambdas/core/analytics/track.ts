@@ -1,0 +1,173 @@
+/**
+ * Recording analytics events from a running flow. `trackAnalyticsEvent()` (agent code) and `recordBuiltInEvent()`
+ * (the flow runtime: invocation_start, node_execution, invocation_error) only queue the event and return at once;
+ * the recorder writes queued events to the AnalyticsSink in batches, in the background, and `flush()` at the end of
+ * an invocation waits for all of them. A failed batch stays queued (nothing is dropped) and is retried; the sink's
+ * event keys make a retry that did reach storage harmless.
+ */
+import type { AnalyticsSink } from '../../ports/analytics';
+import type { IdGenerator } from '../../ports/services';
+import { ValidationError } from '../errors';
+import type { Environment } from '../knowledge/fields';
+import { BUILT_IN_EVENTS, type BuiltInEventName, checkedEvent, type NewAnalyticsEvent } from './event';
+
+export interface RecorderOptions {
+  /** Events per sink write (one id allocation per agent, BatchWriteItem calls of 25). Default 100. */
+  readonly maxBatchSize?: number;
+  /** Longest time a queued event waits before a background write starts. Default 1,000 ms. */
+  readonly maxDelayMs?: number;
+  /** Attempts per batch before a write is reported as failed (the batch stays queued). Default 3. */
+  readonly attempts?: number;
+  /** First pause between attempts, doubled each time. Default 100 ms. */
+  readonly retryDelayMs?: number;
+  /** Told about a background write that failed; `flush()` retries the batch and rejects if it fails again. */
+  readonly onBackgroundError?: (error: unknown) => void;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export class AnalyticsRecorder {
+  private readonly queue: NewAnalyticsEvent[] = [];
+  private draining: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  /** The last background write failed: wait for the timer (or flush) instead of retrying on every track call. */
+  private backingOff = false;
+  private readonly maxBatchSize: number;
+  private readonly maxDelayMs: number;
+  private readonly attempts: number;
+  private readonly retryDelayMs: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(
+    private readonly sink: AnalyticsSink,
+    private readonly ids: IdGenerator,
+    private readonly options: RecorderOptions = {},
+  ) {
+    this.maxBatchSize = options.maxBatchSize ?? 100;
+    this.maxDelayMs = options.maxDelayMs ?? 1000;
+    this.attempts = options.attempts ?? 3;
+    this.retryDelayMs = options.retryDelayMs ?? 100;
+    this.sleep = options.sleep ?? defaultSleep;
+  }
+
+  /** Events queued and not yet stored. */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /**
+   * Queues one event (checked now, so a bad event fails in the code that made it) and returns its key. Without an
+   * `eventKey` a new UUID is used: retries inside this recorder are then idempotent, a re-run of the flow is not.
+   */
+  record(event: Omit<NewAnalyticsEvent, 'eventKey'> & { readonly eventKey?: string }): string {
+    const checked = checkedEvent({ ...event, eventKey: event.eventKey ?? this.ids.uuid() });
+    this.queue.push(checked);
+    if (this.queue.length >= this.maxBatchSize && !this.draining && !this.backingOff) this.drainInBackground();
+    else this.scheduleDrain();
+    return checked.eventKey;
+  }
+
+  /** Stores everything queued so far. Rejects when a batch still fails after its attempts; it stays queued. */
+  async flush(): Promise<void> {
+    this.clearTimer();
+    while (this.queue.length > 0 || this.draining) await this.drain();
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private scheduleDrain(): void {
+    this.timer ??= setTimeout(() => this.drainInBackground(), this.maxDelayMs).unref();
+  }
+
+  private drainInBackground(): void {
+    this.clearTimer();
+    this.drain().then(
+      () => {
+        this.backingOff = false;
+      },
+      (error: unknown) => {
+        this.backingOff = true;
+        this.scheduleDrain();
+        this.options.onBackgroundError?.(error);
+      },
+    );
+  }
+
+  /** One writer at a time, oldest batch first; a batch leaves the queue only once the sink has stored it. */
+  private drain(): Promise<void> {
+    if (!this.draining) {
+      const run = async () => {
+        while (this.queue.length > 0) {
+          const batch = this.queue.slice(0, this.maxBatchSize);
+          await this.writeWithRetries(batch);
+          this.queue.splice(0, batch.length);
+        }
+      };
+      // `finally` runs as a later microtask, so `draining` is always set before it is cleared.
+      this.draining = run().finally(() => {
+        this.draining = undefined;
+      });
+    }
+    return this.draining;
+  }
+
+  private async writeWithRetries(batch: readonly NewAnalyticsEvent[]): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await this.sink.write(batch);
+        return;
+      } catch (error) {
+        if (attempt >= this.attempts) throw error;
+        await this.sleep(this.retryDelayMs * 2 ** (attempt - 1));
+      }
+    }
+  }
+}
+
+/** Who the events of one invocation belong to. */
+export interface AnalyticsScope {
+  readonly agentId: string;
+  readonly environment: Environment;
+  readonly sessionId: string;
+}
+
+/**
+ * Records a custom event from agent code (the spec's ANALYTICS_EVENT). Built-in names are reserved for the runtime.
+ * Pass `eventKey` (unique within the agent, e.g. derived from the invocation) to make a re-run of the same work
+ * record the event once. Returns the event key.
+ */
+export function trackAnalyticsEvent(
+  recorder: AnalyticsRecorder,
+  scope: AnalyticsScope,
+  eventName: string,
+  payload: Record<string, unknown> = {},
+  options: { readonly eventKey?: string } = {},
+): string {
+  if ((BUILT_IN_EVENTS as readonly string[]).includes(eventName)) {
+    throw new ValidationError([
+      { field: 'eventName', rule: 'eventName.reserved', message: `eventName ${eventName} is recorded by the runtime` },
+    ]);
+  }
+  return recorder.record({ ...scope, eventName, payload, eventKey: options.eventKey });
+}
+
+/** Records a built-in event. The key is derived from the invocation, so a retried invocation does not count twice. */
+export function recordBuiltInEvent(
+  recorder: AnalyticsRecorder,
+  scope: AnalyticsScope,
+  eventName: BuiltInEventName,
+  payload: Record<string, unknown>,
+  invocationKey: { readonly invocationId: string; readonly step?: string | number },
+): string {
+  const eventKey = builtInEventKey(invocationKey.invocationId, eventName, invocationKey.step);
+  return recorder.record({ ...scope, eventName, payload, eventKey });
+}
+
+/** `<invocationId>:<eventName>[:<step>]`, e.g. `…:node_execution:3` for the third node the invocation ran. */
+export function builtInEventKey(invocationId: string, eventName: BuiltInEventName, step?: string | number): string {
+  return step === undefined ? `${invocationId}:${eventName}` : `${invocationId}:${eventName}:${step}`;
+}

@@ -1,0 +1,27 @@
+/** Runs the work of one queue message. Transient errors propagate, so the queue redelivers the message. */
+import type { ProcessingDeps, ProcessingOutcome } from './process-document';
+import { confirmIndexed, deleteDocumentChunks, processDocument, syncMetadata } from './process-document';
+import type { Work } from './work';
+import { importZip, type ZipImportDeps } from './zip-job';
+
+export async function runWork(deps: ProcessingDeps & ZipImportDeps, work: Work): Promise<ProcessingOutcome> {
+  if (work.kind === 'ignore') return 'skipped';
+  if (work.kind === 's3-object') {
+    const doc = await deps.documents.get(work, work.documentId);
+    if (!doc || doc.objectKey !== work.objectKey) return 'skipped';
+    return processDocument(deps, work, doc.uploadId);
+  }
+  const message = work.message;
+  switch (message.kind) {
+    case 'process-document':
+      return processDocument(deps, message, message.uploadId);
+    case 'confirm-indexed':
+      return confirmIndexed(deps, message, message.uploadId, message.attempt);
+    case 'sync-metadata':
+      return syncMetadata(deps, message);
+    case 'delete-document':
+      return deleteDocumentChunks(deps, message);
+    case 'process-zip':
+      return importZip(deps, message);
+  }
+}

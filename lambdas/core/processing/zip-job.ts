@@ -1,0 +1,250 @@
+/**
+ * ZIP import jobs. Primary course: upload-complete of a `.zip` records the job (`uploaded`) and queues
+ * `process-zip`; the worker reads the archive entry by entry, turns each accepted file into a document of its own
+ * (labels from the request, or from the archive's CSV), and queues its processing. The job's file list keeps each
+ * file's outcome; a file's status is read live from its document, so it is always true.
+ * Redelivery is safe: documentIds are derived from (zipJobId, path), so a second run finds what the first created.
+ */
+import { createHash } from 'node:crypto';
+import type { BlobStore, Clock, ProcessingQueue } from '../../ports/services';
+import type { DocumentStore } from '../../ports/stores';
+import { NotFoundError } from '../errors';
+import { contentTypeFor } from '../knowledge/content-types';
+import type { DatasetRef } from '../knowledge/document';
+import type { Caller } from '../tenancy/tenancy';
+import type { ProcessingOutcome } from './process-document';
+
+export type ZipJobStatus = 'uploaded' | 'processing' | 'completed' | 'failed';
+
+export interface ZipJobRecord extends DatasetRef {
+  readonly zipJobId: string;
+  readonly organizationId: string;
+  readonly uploadId: string;
+  /** Object key of the archive. */
+  readonly s3Key: string;
+  readonly label1: string | null;
+  readonly label2: string | null;
+  readonly status: ZipJobStatus;
+  readonly error: { code: string; message: string } | null;
+  /** How many entries the archive had; null until it has been read through. */
+  readonly fileCount: number | null;
+  /** What the archive rules noticed without failing a file (unmatched CSV rows, duplicate rows, …). */
+  readonly warnings?: readonly string[];
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface ZipJobFile {
+  /** Path of the file inside the archive. */
+  readonly fileName: string;
+  readonly documentId: string | null;
+  readonly s3Key: string | null;
+  readonly label1: string | null;
+  readonly label2: string | null;
+  /** Outcome of the archive step; null when the file became a document (its status is the document's). */
+  readonly error: { code: string; message: string } | null;
+}
+
+export interface ZipJobStore {
+  /** Records the job unless it exists; returns the stored job either way. */
+  create(job: ZipJobRecord): Promise<ZipJobRecord>;
+  get(zipJobId: string): Promise<ZipJobRecord | undefined>;
+  setStatus(zipJobId: string, status: ZipJobStatus, error: ZipJobRecord['error'], updatedAt: string): Promise<void>;
+  /** The archive has been read through: its files are all listed. */
+  markRead(zipJobId: string, fileCount: number, warnings: readonly string[], updatedAt: string): Promise<void>;
+  /** Writes the file entry at `index` (idempotent: the same index is overwritten). */
+  putFile(zipJobId: string, index: number, file: ZipJobFile): Promise<void>;
+  listFiles(zipJobId: string): Promise<ZipJobFile[]>;
+}
+
+export interface ZipImportDeps {
+  readonly documents: DocumentStore;
+  readonly blobs: BlobStore;
+  readonly queue: ProcessingQueue;
+  readonly clock: Clock;
+  readonly zipJobs: ZipJobStore;
+  readonly archives: ArchiveImporter;
+}
+
+/** Reads an archive and plans its files (labels, custom ids, rejections): the archive rules live behind this port. */
+export interface ArchiveImporter {
+  plan(
+    archive: Buffer,
+    requestLabels: { label1: string | null; label2: string | null },
+  ): Promise<
+    | { ok: true; files: PlannedFile[]; warnings: readonly string[] }
+    | { ok: false; error: { code: string; message: string }; files: PlannedFile[]; warnings: readonly string[] }
+  >;
+}
+
+export type PlannedFile =
+  | {
+      readonly fileName: string;
+      readonly baseName: string;
+      readonly bytes: Buffer;
+      readonly label1: string | null;
+      readonly label2: string | null;
+      readonly customDocumentId: string | null;
+    }
+  | {
+      readonly fileName: string;
+      readonly error: { code: string; message: string };
+      readonly label1?: null;
+      readonly label2?: null;
+    };
+
+/** A UUID-shaped id fixed by the job and the path, so re-running an import creates nothing twice. */
+export function zipDocumentId(zipJobId: string, fileName: string): string {
+  const hex = createHash('sha256').update(`${zipJobId}\n${fileName}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+export async function importZip(
+  deps: ZipImportDeps,
+  message: DatasetRef & { zipJobId: string; uploadId: string },
+): Promise<ProcessingOutcome> {
+  const job = await deps.zipJobs.get(message.zipJobId);
+  if (!job || job.status === 'completed' || job.status === 'failed') return 'skipped';
+  const now = () => deps.clock.now().toISOString();
+  await deps.zipJobs.setStatus(job.zipJobId, 'processing', null, now());
+  const archive = await deps.blobs.get(job.s3Key);
+  if (!archive) {
+    await deps.zipJobs.setStatus(
+      job.zipJobId,
+      'failed',
+      { code: 'INVALID_ARCHIVE', message: 'The archive is gone' },
+      now(),
+    );
+    return 'failed';
+  }
+  const plan = await deps.archives.plan(archive, { label1: job.label1, label2: job.label2 });
+  if (!plan.ok) {
+    // A read that stopped early may not have reached the label CSV: importing part of the archive with possibly
+    // wrong labels would be worse than importing nothing.
+    await deps.zipJobs.setStatus(job.zipJobId, 'failed', plan.error, now());
+    return 'failed';
+  }
+  let index = 0;
+  for (const file of plan.files) {
+    index += 1;
+    if ('error' in file) {
+      await deps.zipJobs.putFile(job.zipJobId, index, {
+        fileName: file.fileName,
+        documentId: null,
+        s3Key: null,
+        label1: null,
+        label2: null,
+        error: file.error,
+      });
+      continue;
+    }
+    await deps.zipJobs.putFile(job.zipJobId, index, await createDocument(deps, job, file, now()));
+  }
+  // The archive is read; the job completes when every document has finished (see zipJobView).
+  await deps.zipJobs.markRead(job.zipJobId, plan.files.length, plan.warnings, now());
+  await deps.blobs.delete([job.s3Key]);
+  return 'ready';
+}
+
+async function createDocument(
+  deps: ZipImportDeps,
+  job: ZipJobRecord,
+  file: Extract<PlannedFile, { bytes: Buffer }>,
+  now: string,
+): Promise<ZipJobFile> {
+  const documentId = file.customDocumentId ?? zipDocumentId(job.zipJobId, file.fileName);
+  const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
+  const s3Key = `${job.agentId}/${job.environment}/${job.knowledgeBaseId}/${documentId}/${file.baseName}`;
+  const outcome = { fileName: file.fileName, documentId, s3Key, label1: file.label1, label2: file.label2 };
+  const contentType = contentTypeFor(file.baseName);
+  const reserved = await deps.documents.reserve(
+    {
+      ...ref,
+      organizationId: job.organizationId,
+      documentId,
+      customDocumentId: file.customDocumentId,
+      s3Key,
+      objectKey: s3Key,
+      fileName: file.baseName,
+      status: 'reserved',
+      uploadId: job.zipJobId,
+      reservedUntil: now,
+      contentType,
+      fileSize: null,
+      label1: null,
+      label2: null,
+      customMeta1: null,
+      customMeta2: null,
+      customMeta3: null,
+      customMeta4: null,
+      createdAt: now,
+      updatedAt: now,
+      error: null,
+    },
+    now,
+  );
+  const existing = reserved ? undefined : await deps.documents.get(ref, documentId);
+  if (existing && existing.uploadId !== job.zipJobId) {
+    return {
+      ...outcome,
+      documentId: null,
+      s3Key: null,
+      error: { code: 'DUPLICATE_CUSTOM_DOCUMENT_ID', message: `customDocumentId ${documentId} is already used` },
+    };
+  }
+  if (!existing || existing.status === 'reserved') {
+    await deps.blobs.put(s3Key, file.bytes, contentType);
+    await deps.documents.completeReservation(
+      ref,
+      documentId,
+      {
+        uploadId: job.zipJobId,
+        objectKey: s3Key,
+        fileName: file.baseName,
+        contentType,
+        fileSize: file.bytes.length,
+        updatedAt: now,
+      },
+      { label1: file.label1, label2: file.label2 },
+      now,
+    );
+  }
+  await deps.queue.send({ kind: 'process-document', ...ref, documentId, uploadId: job.zipJobId });
+  return { ...outcome, error: null };
+}
+
+/** GET /knowledge/zip-jobs/:zipJobId: the job with each file's live status. */
+export async function zipJobView(
+  deps: { zipJobs: ZipJobStore; documents: DocumentStore },
+  caller: Caller,
+  zipJobId: string,
+) {
+  const job = await deps.zipJobs.get(zipJobId);
+  if (!job || job.organizationId !== caller.organizationId) {
+    throw new NotFoundError('ZIP_JOB_NOT_FOUND', `ZIP import ${zipJobId} was not found`);
+  }
+  const files = await Promise.all(
+    (await deps.zipJobs.listFiles(zipJobId)).map(async (file) => {
+      if (file.error || !file.documentId) return { ...file, status: 'failed' as const };
+      const doc = await deps.documents.get(job, file.documentId);
+      if (!doc || doc.uploadId !== job.zipJobId) {
+        return {
+          ...file,
+          status: 'failed' as const,
+          error: { code: 'DOCUMENT_REPLACED', message: 'The document was deleted or replaced since' },
+        };
+      }
+      return {
+        ...file,
+        label1: doc.label1,
+        label2: doc.label2,
+        status: doc.status === 'reserved' ? ('uploaded' as const) : doc.status,
+        error: doc.error,
+      };
+    }),
+  );
+  const finished = files.every((f) => f.status === 'ready' || f.status === 'failed');
+  const status: ZipJobStatus = job.status !== 'failed' && job.fileCount !== null && finished ? 'completed' : job.status;
+  const warnings = job.warnings ?? [];
+  return { zipJobId, status, error: job.error, warnings, createdAt: job.createdAt, updatedAt: job.updatedAt, files };
+}

@@ -1,0 +1,9 @@
+import { zipJobView } from '../../../core/processing/zip-job';
+import { container } from '../../../shared/container';
+import { httpHandler } from '../../../shared/http';
+import { zipJobPathSchema } from './schemas';
+
+/** GET /api/v1/knowledge/zip-jobs/:zipJobId */
+export const handler = httpHandler('GetZipJob', zipJobPathSchema, async (input, caller) => ({
+  body: await zipJobView(container, caller, input.zipJobId),
+}));

@@ -1,0 +1,17 @@
+/** Scheduled every few minutes (EventBridge in AWS, a timer locally): see core/processing/watchdog.ts. */
+import { runWatchdog } from '../../core/processing/watchdog';
+import { logger } from '../../shared/logger';
+import { processingContainer } from '../../shared/processing-container';
+
+/** A document may stay `uploaded` this long before the watchdog steps in (default 15 minutes). */
+export function processingTimeoutSeconds(): number {
+  const value = Number(process.env.PROCESSING_TIMEOUT_SECONDS ?? 900);
+  if (!Number.isInteger(value) || value <= 0) throw new Error('PROCESSING_TIMEOUT_SECONDS must be a positive integer');
+  return value;
+}
+
+export const handler = async () => {
+  const report = await runWatchdog(processingContainer, { timeoutSeconds: processingTimeoutSeconds() });
+  if (report.retried || report.failed) logger.warn('watchdog acted on stuck documents', { ...report });
+  return report;
+};

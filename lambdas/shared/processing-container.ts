@@ -1,0 +1,89 @@
+/**
+ * Composition root of the processing worker: the API's adapters plus extraction, the archive importer and the
+ * knowledge index. Kept apart from `container` so API Lambdas do not bundle PDF, DOCX or index libraries.
+ * In AWS the index is the Bedrock knowledge base of each environment (BEDROCK_KNOWLEDGE_BASES); the local runtime
+ * installs its embedded index with `useKnowledgeIndex` before the worker starts.
+ */
+
+import { ZipArchiveImporter } from '../adapters/archive/zip-importer';
+import { bedrockIndexFromEnv } from '../adapters/aws/bedrock-knowledge-index';
+import { DocumentTextExtractor } from '../adapters/extraction/text-extractor';
+import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../core/processing/process-document';
+import type { ZipImportDeps } from '../core/processing/zip-job';
+import type { Embedder, KnowledgeIndex } from '../ports/processing';
+import { container } from './container';
+
+function positiveInteger(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new Error(`Invalid configuration: ${name} must be a positive integer`);
+  return value;
+}
+
+/** Files in one archive: room for a batch of 1,000 documents with its CSV, twice over. */
+export const DEFAULT_ZIP_MAX_ENTRIES = 2000;
+
+/** 50 MB per file, the anchor of the issue and Bedrock's own limit. */
+export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
+
+let index: KnowledgeIndex | undefined;
+let embedder: Embedder | null = null;
+let extractor: DocumentTextExtractor | undefined;
+let archives: ZipArchiveImporter | undefined;
+let settings: ProcessingSettings | undefined;
+
+/** Installs the index (and optional embedder) the worker writes to; the local runtime calls this at start. */
+export function useKnowledgeIndex(localIndex: KnowledgeIndex, localEmbedder: Embedder | null = null): void {
+  index = localIndex;
+  embedder = localEmbedder;
+}
+
+export const processingContainer: ProcessingDeps & ZipImportDeps = {
+  get documents() {
+    return container.documents;
+  },
+  get blobs() {
+    return container.blobs;
+  },
+  get queue() {
+    return container.queue;
+  },
+  get zipJobs() {
+    return container.zipJobs;
+  },
+  clock: container.clock,
+  get index(): KnowledgeIndex {
+    // Bedrock cannot give chunk texts back; a metadata change re-ingests them from the stored file.
+    index ??= bedrockIndexFromEnv({
+      chunksOf: async (ref) => {
+        const doc = await container.documents.get(ref, ref.documentId);
+        return doc && doc.status !== 'reserved' ? buildChunks(processingContainer, doc) : [];
+      },
+    });
+    return index;
+  },
+  get embedder(): Embedder | null {
+    return embedder;
+  },
+  get extractor() {
+    extractor ??= new DocumentTextExtractor();
+    return extractor;
+  },
+  get archives() {
+    archives ??= new ZipArchiveImporter({
+      maxEntryBytes: positiveInteger('MAX_FILE_BYTES', DEFAULT_MAX_FILE_BYTES),
+      maxEntries: positiveInteger('ZIP_MAX_ENTRIES', DEFAULT_ZIP_MAX_ENTRIES),
+    });
+    return archives;
+  },
+  get settings(): ProcessingSettings {
+    settings ??= {
+      maxFileBytes: positiveInteger('MAX_FILE_BYTES', DEFAULT_MAX_FILE_BYTES),
+      confirmAttempts: positiveInteger('INDEX_CONFIRM_ATTEMPTS', 40),
+      confirmDelaySeconds: positiveInteger('INDEX_CONFIRM_DELAY_SECONDS', 15),
+    };
+    return settings;
+  },
+};

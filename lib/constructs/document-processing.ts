@@ -1,0 +1,90 @@
+/**
+ * Document processing in AWS: the processing queue's consumer (S3 object-created events and the service's own
+ * messages, partial batch responses, DLQ after 3 receives) and the watchdog on a schedule, both writing to the
+ * Bedrock knowledge base of each environment. Grants follow WORKERS in lib/routes.ts.
+ */
+import { Duration } from 'aws-cdk-lib';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { Architecture } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { WORKERS } from '../routes';
+import { type KnowledgeIndexInfra, knowledgeBasesEnvironment } from './knowledge-index';
+import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
+import { ServiceFunction } from './service-function';
+
+/** Packages the processor loads from node_modules at run time (see the bundling note below). */
+const SHIPPED_MODULES = ['pdfjs-dist', '@napi-rs/canvas', '@napi-rs/canvas-linux-x64-gnu'] as const;
+
+function copyModule(inputDir: string, outputDir: string, name: string): string {
+  return `mkdir -p "${outputDir}/node_modules/${name}" && cp -R "${inputDir}/node_modules/${name}/." "${outputDir}/node_modules/${name}/"`;
+}
+
+export interface DocumentProcessingProps {
+  readonly resources: PlatformResources;
+  readonly processingQueue: IQueue;
+  readonly knowledgeIndex: KnowledgeIndexInfra;
+  /** Longest a batch may run; the queue's visibility timeout must exceed it. */
+  readonly timeout: Duration;
+  /** Largest file processed (bytes). */
+  readonly maxFileBytes: number;
+}
+
+export class DocumentProcessing extends Construct {
+  public readonly processor: ServiceFunction;
+  public readonly watchdog: ServiceFunction;
+
+  constructor(scope: Construct, id: string, props: DocumentProcessingProps) {
+    super(scope, id);
+    const common = {
+      ...knowledgeBasesEnvironment(props.knowledgeIndex),
+      MAX_FILE_BYTES: String(props.maxFileBytes),
+      PROCESSING_TIMEOUT_SECONDS: '900',
+    };
+
+    this.processor = new ServiceFunction(this, 'ProcessorFunction', {
+      handlerFile: WORKERS.processing.handler,
+      description: 'Extracts, chunks and indexes uploaded documents; imports ZIP archives',
+      timeout: props.timeout,
+      memorySize: 2048,
+      // pdfjs-dist cannot be bundled (it loads @napi-rs/canvas, a native addon, as it starts): both ship as
+      // node_modules copied from this checkout. The registry mirror these machines use has the linux-x64-gnu build
+      // of the addon only, so the processor runs on x86_64.
+      architecture: Architecture.X86_64,
+      bundling: {
+        externalModules: ['@aws-sdk/*', ...SHIPPED_MODULES],
+        commandHooks: {
+          beforeBundling: () => [],
+          beforeInstall: () => [],
+          afterBundling: (inputDir: string, outputDir: string) =>
+            SHIPPED_MODULES.map((name) => copyModule(inputDir, outputDir, name)),
+        },
+      },
+      environment: { ...common, ...resourceEnvironment(props.resources, WORKERS.processing.access) },
+    });
+    grantAccess(this.processor, props.resources, WORKERS.processing.access);
+    props.knowledgeIndex.grantIngest(this.processor);
+    this.processor.addEventSource(
+      new SqsEventSource(props.processingQueue, {
+        batchSize: 5,
+        reportBatchItemFailures: true,
+        maxConcurrency: 10,
+      }),
+    );
+
+    this.watchdog = new ServiceFunction(this, 'WatchdogFunction', {
+      handlerFile: WORKERS.watchdog.handler,
+      description: 'Retries, then fails, documents left uploaded past the processing time limit',
+      timeout: Duration.minutes(2),
+      environment: { ...common, ...resourceEnvironment(props.resources, WORKERS.watchdog.access) },
+    });
+    grantAccess(this.watchdog, props.resources, WORKERS.watchdog.access);
+    props.knowledgeIndex.grantIngest(this.watchdog);
+    new Rule(this, 'WatchdogSchedule', {
+      schedule: Schedule.rate(Duration.minutes(5)),
+      targets: [new LambdaFunction(this.watchdog)],
+    });
+  }
+}

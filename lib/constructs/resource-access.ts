@@ -1,0 +1,75 @@
+/**
+ * How a function gets the stateful resources lib/routes.ts names for it: their physical names in the environment
+ * variables lambdas/shared/config.ts reads, and exactly the grants the access levels say. Shared by the API's
+ * route functions and the processing functions, so both follow one rule.
+ */
+import { type CfnElement, Stack, Validations } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { RESOURCE_ENV, type ResourceAccess, type TableName } from '../routes';
+import { TABLES } from '../tables';
+
+/** The stateful resources a function may be granted, by the logical names used in lib/routes.ts. */
+export interface PlatformResources {
+  readonly tables: Readonly<Record<TableName, ITable>>;
+  readonly documentsBucket: IBucket;
+  readonly processingQueue: IQueue;
+}
+
+/** The physical name of every resource the access names, under the variable lambdas/shared/config.ts reads. */
+export function resourceEnvironment(resources: PlatformResources, access: ResourceAccess): Record<string, string> {
+  const environment: Record<string, string> = {};
+  for (const name of Object.keys(access.tables ?? {}) as TableName[]) {
+    environment[RESOURCE_ENV.tables[name]] = resources.tables[name].tableName;
+  }
+  if (access.documentsBucket) environment[RESOURCE_ENV.documentsBucket] = resources.documentsBucket.bucketName;
+  if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = resources.processingQueue.queueUrl;
+  return environment;
+}
+
+/** Exactly the access named, nothing more. */
+export function grantAccess(fn: IFunction, resources: PlatformResources, access: ResourceAccess): void {
+  for (const [name, level] of Object.entries(access.tables ?? {}) as [TableName, 'read' | 'readWrite'][]) {
+    const table = resources.tables[name];
+    if (level === 'readWrite') table.grantReadWriteData(fn);
+    else table.grantReadData(fn);
+    if (TABLES[name].indexes?.length) {
+      const tableArn = `<${Stack.of(fn).getLogicalId(table.node.defaultChild as CfnElement)}.Arn>`;
+      Validations.of(fn).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${tableArn}/index/*]`,
+        reason: `The ${name} table has global secondary indexes (lib/tables.ts); the table grant covers them as <table>/index/*, and the function may query only this table's indexes.`,
+      });
+    }
+  }
+  const bucket = resources.documentsBucket;
+  if (access.documentsBucket) {
+    // grantReadWrite includes s3:DeleteObject*, so no separate grantDelete is needed.
+    if (access.documentsBucket === 'readWrite') bucket.grantReadWrite(fn);
+    else bucket.grantRead(fn);
+    acknowledgeBucketGrantWildcards(fn, bucket, access.documentsBucket);
+  }
+  if (access.processingQueue === 'send') resources.processingQueue.grantSendMessages(fn);
+}
+
+function acknowledgeBucketGrantWildcards(fn: IFunction, bucket: IBucket, level: 'read' | 'readWrite'): void {
+  const stack = Stack.of(fn);
+  const bucketArn = `<${stack.getLogicalId(bucket.node.defaultChild as CfnElement)}.Arn>`;
+  const findings = [
+    `Resource::${bucketArn}/*`,
+    'Action::s3:GetObject*',
+    'Action::s3:GetBucket*',
+    'Action::s3:List*',
+    ...(level === 'readWrite' ? ['Action::s3:DeleteObject*', 'Action::s3:Abort*'] : []),
+  ];
+  for (const finding of findings) {
+    Validations.of(fn).acknowledge({
+      id: `AwsSolutions-IAM5[${finding}]`,
+      reason:
+        'Granted by bucket.grantRead/grantReadWrite on the documents bucket only: object keys are per document and ' +
+        'only known at run time (hence <bucket>/*), and the grant action groups (GetObject*, List*, DeleteObject*, ' +
+        'Abort*) are the CDK minimum for HEAD/GET, pre-signed PUT and delete of those objects.',
+    });
+  }
+}
