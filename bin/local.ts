@@ -1,6 +1,7 @@
 /**
  * `npm start`: the whole service on this machine, no cloud account needed.
- *   PORT (4000), S3_PORT (4001; upload URLs point here), DATA_DIR (.data), DEV_TOKEN (comma-separated tokens).
+ *   PORT (4000), S3_PORT (4001; upload URLs point here), DATA_DIR (.data), DEV_TOKEN (comma-separated tokens),
+ *   LOCAL_WORKER (`on`; `off` leaves the processing queue to a separate worker).
  */
 import { startLocalRuntime } from '../lib/local/runtime';
 
@@ -20,6 +21,7 @@ async function main(): Promise<void> {
     s3Port: port('S3_PORT', process.env.PORT === '0' ? 0 : 4001),
     dataDir: process.env.DATA_DIR || '.data',
     devTokens: process.env.DEV_TOKEN || undefined,
+    worker: process.env.LOCAL_WORKER !== 'off',
   });
   console.log(`DynamoDB at ${runtime.engines.dynamodbEndpoint}, SQS at ${runtime.engines.sqsEndpoint}`);
   console.log(`Agent Platform local runtime listening on ${runtime.url} (S3 at ${runtime.engines.s3Endpoint})`);

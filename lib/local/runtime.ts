@@ -133,6 +133,7 @@ export async function startProcessing(engines: Engines, dataDir: string): Promis
       clearInterval(timer);
       await worker.stop();
       sqs.destroy();
+      await index.close();
     },
   };
 }

@@ -18,6 +18,8 @@ export interface TestService {
   /** Everything the process printed so far. */
   output(): string;
   stop(): Promise<void>;
+  /** SIGKILL: the process dies at once, mid-work, as in a crash. Its data folder stays. */
+  kill(): Promise<void>;
 }
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -37,10 +39,14 @@ export async function startService(
       dynamodbEndpoint: null,
       output: () => '',
       stop: async () => undefined,
+      kill: async () => {
+        throw new Error('a deployment cannot be killed from a test');
+      },
     };
   }
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'aps-test-'));
-  const child = spawn(join(ROOT, 'node_modules', '.bin', 'tsx'), ['bin/local.ts'], {
+  // One process (not the tsx launcher, which runs the code in a child of its own), so SIGKILL really kills it.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -75,6 +81,12 @@ export async function startService(
       await stopChild(child);
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
+    kill: () =>
+      new Promise<void>((done) => {
+        if (child.exitCode !== null || child.signalCode !== null) return done();
+        child.once('exit', () => done());
+        child.kill('SIGKILL');
+      }),
   };
 }
 

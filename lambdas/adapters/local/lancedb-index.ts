@@ -232,14 +232,19 @@ function vectorOf(row: Record<string, unknown>): Float32Array | null {
   return value ? value.toArray() : null;
 }
 
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Best first; ties in a stable, locale-independent order. */
 function byScoreThenPosition(a: IndexHit, b: IndexHit): number {
   return (
     b.score - a.score ||
-    a.chunk.documentId.localeCompare(b.chunk.documentId) ||
+    compareText(a.chunk.documentId, b.chunk.documentId) ||
     a.chunk.position - b.chunk.position ||
-    a.chunk.chunkId.localeCompare(b.chunk.chunkId)
+    compareText(a.chunk.chunkId, b.chunk.chunkId)
   );
 }
+
+const candidateKey = (chunk: Omit<IndexedChunk, 'vector'>) => `${chunk.documentId}\u0000${chunk.chunkId}`;
 
 export class LanceKnowledgeIndex implements KnowledgeIndex {
   private readonly lexicalWeight: number;
@@ -434,12 +439,12 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
         .toArray() as Promise<Record<string, unknown>[]>,
     ]);
     const candidates = new Map<string, Candidate>();
-    for (const hit of lexical.hits) candidates.set(hit.chunk.chunkId, hit);
+    for (const hit of lexical.hits) candidates.set(candidateKey(hit.chunk), hit);
     const vectorOnly: string[] = [];
     for (const row of nearestRows) {
       const chunk = chunkOf(row);
-      if (candidates.has(chunk.chunkId)) continue;
-      candidates.set(chunk.chunkId, { chunk, bm25: 0, vector: vectorOf(row) });
+      if (candidates.has(candidateKey(chunk))) continue;
+      candidates.set(candidateKey(chunk), { chunk, bm25: 0, vector: vectorOf(row) });
       vectorOnly.push(chunk.chunkId);
     }
     if (vectorOnly.length > 0 && lexical.termCount > 0) {
@@ -447,8 +452,8 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       const only = `${where} AND chunkId IN (${vectorOnly.map(sqlString).join(', ')})`;
       const rescored = await this.lexicalCandidates(query.text, only, vectorOnly.length, false);
       for (const hit of rescored.hits) {
-        const candidate = candidates.get(hit.chunk.chunkId);
-        if (candidate) candidates.set(hit.chunk.chunkId, { ...candidate, bm25: hit.bm25 });
+        const candidate = candidates.get(candidateKey(hit.chunk));
+        if (candidate) candidates.set(candidateKey(hit.chunk), { ...candidate, bm25: hit.bm25 });
       }
     }
     return [...candidates.values()]

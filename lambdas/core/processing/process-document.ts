@@ -67,7 +67,7 @@ function refOf(doc: DatasetRef & { documentId: string }): DocumentRef {
 /** The document while it still waits for this upload's processing; undefined for a stale or finished message. */
 async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId: string) {
   const doc = await deps.documents.get(ref, ref.documentId);
-  if (!doc || doc.status !== 'uploaded' || doc.uploadId !== uploadId) return undefined;
+  if (doc?.status !== 'uploaded' || doc.uploadId !== uploadId) return undefined;
   return doc;
 }
 
@@ -195,7 +195,7 @@ export async function confirmIndexed(
 export async function syncMetadata(deps: ProcessingDeps, ref: DocumentRef): Promise<ProcessingOutcome> {
   const doc = await deps.documents.get(ref, ref.documentId);
   // While `uploaded`, processing indexes the current metadata itself (and catches up when it finishes).
-  if (!doc || doc.status !== 'ready') return 'skipped';
+  if (doc?.status !== 'ready') return 'skipped';
   await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(doc));
   return 'ready';
 }

@@ -21,7 +21,7 @@ export async function runWatchdog(
   let failed = 0;
   for (const ref of await deps.documents.listPending(cutoff, options.batch ?? 100)) {
     const doc = await deps.documents.get(ref, ref.documentId);
-    if (!doc || doc.status !== 'uploaded' || doc.updatedAt >= cutoff) continue;
+    if (doc?.status !== 'uploaded' || doc.updatedAt >= cutoff) continue;
     const retries = doc.watchdogRetries ?? 0;
     if (retries < maxRetries) {
       const recorded = await deps.documents.recordWatchdogRetry(
