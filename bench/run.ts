@@ -5,9 +5,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { analyticsBenchmark } from './analytics';
+import { ingestionBenchmark } from './ingestion';
 import { type Benchmark, type BenchSection, renderSection } from './report';
 
-const BENCHMARKS: Benchmark[] = [analyticsBenchmark];
+const BENCHMARKS: Benchmark[] = [analyticsBenchmark, ingestionBenchmark];
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);

@@ -29,18 +29,19 @@ export class AgentPlatformStack extends Stack {
       processingVisibilityTimeout: Duration.seconds(900),
       maxReceiveCount: 3,
     });
+    this.knowledgeIndex = new KnowledgeIndexInfra(this, 'KnowledgeIndex');
     this.api = new PlatformApi(this, 'PlatformApi', {
       stageName: props.stage,
       resources: {
         tables: this.data.tables,
         documentsBucket: this.storage.bucket,
         processingQueue: this.storage.queue,
+        knowledgeIndex: this.knowledgeIndex,
       },
       uploadUrlTtl: Duration.seconds(900),
       uploadSessionTtl: Duration.seconds(3600),
     });
 
-    this.knowledgeIndex = new KnowledgeIndexInfra(this, 'KnowledgeIndex');
     this.processing = new DocumentProcessing(this, 'DocumentProcessing', {
       resources: {
         tables: this.data.tables,

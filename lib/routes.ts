@@ -18,6 +18,8 @@ export interface ResourceAccess {
   readonly documentsBucket?: Access;
   /** Send to the processing queue. */
   readonly processingQueue?: 'send';
+  /** Query the knowledge index (Bedrock Retrieve / RetrieveAndGenerate in AWS). */
+  readonly knowledgeIndex?: 'retrieve';
 }
 
 export interface HttpRoute {
@@ -227,6 +229,15 @@ export const ROUTES: readonly HttpRoute[] = [
       documentsBucket: 'readWrite',
     },
     summary: 'Delete a knowledge base and its documents in every environment',
+  },
+  {
+    id: 'QueryKnowledgeBase',
+    method: 'POST',
+    path: '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/query',
+    handler: http('retrieval/query'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', knowledgeBases: 'read' }, knowledgeIndex: 'retrieve' },
+    summary: 'Retrieve chunks of a knowledge base (with filters, minScore and explain)',
   },
   {
     id: 'CreateToken',

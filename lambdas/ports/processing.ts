@@ -76,6 +76,8 @@ export interface KnowledgeIndex {
   /** How many chunks of the document are retrievable now. */
   countDocumentChunks(ref: DocumentRef): Promise<number>;
   query(query: IndexQuery): Promise<IndexHit[]>;
+  /** The filter exactly as the backend receives it (SQL where clause, Bedrock RetrievalFilter), for `explain`. */
+  describeFilter?(scope: DatasetRef, filters: readonly IndexFilter[]): unknown;
 }
 
 export interface Embedder {

@@ -12,6 +12,9 @@ import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../co
 import type { ZipImportDeps } from '../core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
 import { container } from './container';
+import { installedKnowledgeIndex } from './knowledge-index';
+
+export { useKnowledgeIndex } from './knowledge-index';
 
 function positiveInteger(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -29,16 +32,9 @@ export const DEFAULT_ZIP_MAX_ENTRIES = 2000;
 export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
 
 let index: KnowledgeIndex | undefined;
-let embedder: Embedder | null = null;
 let extractor: DocumentTextExtractor | undefined;
 let archives: ZipArchiveImporter | undefined;
 let settings: ProcessingSettings | undefined;
-
-/** Installs the index (and optional embedder) the worker writes to; the local runtime calls this at start. */
-export function useKnowledgeIndex(localIndex: KnowledgeIndex, localEmbedder: Embedder | null = null): void {
-  index = localIndex;
-  embedder = localEmbedder;
-}
 
 export const processingContainer: ProcessingDeps & ZipImportDeps = {
   get documents() {
@@ -55,6 +51,7 @@ export const processingContainer: ProcessingDeps & ZipImportDeps = {
   },
   clock: container.clock,
   get index(): KnowledgeIndex {
+    index ??= installedKnowledgeIndex()?.index;
     // Bedrock cannot give chunk texts back; a metadata change re-ingests them from the stored file.
     index ??= bedrockIndexFromEnv({
       chunksOf: async (ref) => {
@@ -65,7 +62,7 @@ export const processingContainer: ProcessingDeps & ZipImportDeps = {
     return index;
   },
   get embedder(): Embedder | null {
-    return embedder;
+    return installedKnowledgeIndex()?.embedder ?? null;
   },
   get extractor() {
     extractor ??= new DocumentTextExtractor();

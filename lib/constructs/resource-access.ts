@@ -10,12 +10,15 @@ import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { RESOURCE_ENV, type ResourceAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
+import { type KnowledgeIndexInfra, knowledgeBasesEnvironment } from './knowledge-index';
 
 /** The stateful resources a function may be granted, by the logical names used in lib/routes.ts. */
 export interface PlatformResources {
   readonly tables: Readonly<Record<TableName, ITable>>;
   readonly documentsBucket: IBucket;
   readonly processingQueue: IQueue;
+  /** The Bedrock knowledge base of each environment; routes with `knowledgeIndex: 'retrieve'` query it. */
+  readonly knowledgeIndex?: KnowledgeIndexInfra;
 }
 
 /** The physical name of every resource the access names, under the variable lambdas/shared/config.ts reads. */
@@ -26,6 +29,7 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   }
   if (access.documentsBucket) environment[RESOURCE_ENV.documentsBucket] = resources.documentsBucket.bucketName;
   if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = resources.processingQueue.queueUrl;
+  if (access.knowledgeIndex) Object.assign(environment, knowledgeBasesEnvironment(requireIndex(resources)));
   return environment;
 }
 
@@ -51,6 +55,12 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
     acknowledgeBucketGrantWildcards(fn, bucket, access.documentsBucket);
   }
   if (access.processingQueue === 'send') resources.processingQueue.grantSendMessages(fn);
+  if (access.knowledgeIndex === 'retrieve') requireIndex(resources).grantRetrieve(fn);
+}
+
+function requireIndex(resources: PlatformResources): KnowledgeIndexInfra {
+  if (!resources.knowledgeIndex) throw new Error('a function needs the knowledge index, but none was given');
+  return resources.knowledgeIndex;
 }
 
 function acknowledgeBucketGrantWildcards(fn: IFunction, bucket: IBucket, level: 'read' | 'readWrite'): void {

@@ -11,7 +11,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
 import { container } from '../../lambdas/shared/container';
-import { useKnowledgeIndex } from '../../lambdas/shared/processing-container';
+import { useKnowledgeIndex } from '../../lambdas/shared/knowledge-index';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
 import { DOCUMENTS_BUCKET, type Engines, LOCAL_CREDENTIALS, LOCAL_REGION, startEngines } from './engines';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
@@ -110,9 +110,7 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
  * The processing worker: the embedded index under DATA_DIR/index installed in the processing container, and the
  * queue polled into the same SQS handler the stack deploys.
  */
-export async function startProcessing(engines: Engines, dataDir: string): Promise<QueueWorker> {
-  const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'));
-  useKnowledgeIndex(index);
+export async function startProcessing(engines: Engines): Promise<QueueWorker> {
   const { handler } = await import('../../lambdas/handlers/queue/process-documents');
   const sqs = new SQSClient({ endpoint: engines.sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
   const worker = startQueueWorker({
@@ -133,7 +131,6 @@ export async function startProcessing(engines: Engines, dataDir: string): Promis
       clearInterval(timer);
       await worker.stop();
       sqs.destroy();
-      await index.close();
     },
   };
 }
@@ -146,7 +143,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   try {
     configureHandlers(engines);
     await bootstrapOrganizations(dataDir, options.devTokens, log);
-    const worker = options.worker === false ? undefined : await startProcessing(engines, dataDir);
+    // The embedded index serves retrieval in this process and processing wherever the worker runs.
+    const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'));
+    useKnowledgeIndex(index);
+    const worker = options.worker === false ? undefined : await startProcessing(engines);
     const router = createRouter(ROOT);
     const server = createServer((request, response) => {
       router.handle(request, response).catch((error: unknown) => {
@@ -174,6 +174,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           server.closeAllConnections();
         });
         await worker?.stop();
+        await index.close();
         await engines.stop();
       },
     };

@@ -133,6 +133,7 @@ describe('functions', () => {
       ...Object.keys(route.access.tables ?? {}).map((t) => RESOURCE_ENV.tables[t as TableName]),
       ...(route.access.documentsBucket ? [RESOURCE_ENV.documentsBucket] : []),
       ...(route.access.processingQueue ? [RESOURCE_ENV.processingQueue] : []),
+      ...(route.access.knowledgeIndex ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
     ].sort();
     const resourceVariables = Object.keys(variables).filter(
       (name) =>
@@ -459,5 +460,20 @@ describe('document processing', () => {
 
   test('the watchdog runs on a schedule', () => {
     template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
+  });
+});
+
+describe('retrieval', () => {
+  test('only routes that retrieve may call Bedrock Retrieve', () => {
+    for (const route of ROUTES) {
+      const statements = statementsOf(route.id).filter((s) =>
+        ([] as string[]).concat(s.Action).some((a) => a.startsWith('bedrock:')),
+      );
+      const actions = statements.flatMap((s) => ([] as string[]).concat(s.Action)).sort();
+      expect([route.id, actions]).toEqual([
+        route.id,
+        route.access.knowledgeIndex === 'retrieve' ? ['bedrock:Retrieve', 'bedrock:RetrieveAndGenerate'] : [],
+      ]);
+    }
   });
 });

@@ -540,6 +540,11 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     return indexed;
   }
 
+  /** The Bedrock RetrievalFilter a query with this scope and these filters sends (for `explain`). */
+  describeFilter(scope: DatasetRef, filters: readonly IndexFilter[]): RetrievalFilter {
+    return toRetrievalFilter(scope, filters);
+  }
+
   async query(query: IndexQuery): Promise<IndexHit[]> {
     if (!(query.limit > 0) || query.text.trim() === '') return [];
     const { knowledgeBaseId } = this.knowledgeBase(query.scope.environment);

@@ -331,6 +331,11 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     return this.table.countRows(documentClause(ref));
   }
 
+  /** The SQL `where` clause a query with this scope and these filters sends (for `explain`). */
+  describeFilter(scope: DatasetRef, filters: readonly IndexFilter[]): string {
+    return buildWhereClause({ scope, filters });
+  }
+
   async query(query: IndexQuery): Promise<IndexHit[]> {
     if (!(query.limit > 0)) return [];
     const where = buildWhereClause(query);

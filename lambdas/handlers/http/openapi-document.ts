@@ -7,6 +7,7 @@ import { ROUTES } from '../../../lib/routes';
 import { queryEventsSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
 import * as knowledge from './knowledge/schemas';
+import * as retrieval from './retrieval/schemas';
 
 const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   Health: z.strictObject({}),
@@ -23,6 +24,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   AgentsList: dashboard.noInputSchema,
   QueryEvents: queryEventsSchema,
   GetZipJob: knowledge.zipJobPathSchema,
+  QueryKnowledgeBase: retrieval.retrievalSchema,
   CreateKnowledgeBase: dashboard.createKnowledgeBaseSchema,
   ListKnowledgeBases: dashboard.agentPathSchema,
   GetKnowledgeBase: dashboard.knowledgeBasePathSchema,

@@ -1,0 +1,111 @@
+/**
+ * Child process of the ingestion benchmark (bench/ingestion.ts): what the processing worker does with one document,
+ * alone in a fresh process, so that its peak RSS is the worker's. `node --import tsx bench/ingestion-memory.ts
+ * <file> <index directory>` reads the file as the blob store would hand it over, runs the worker's `buildChunks`
+ * (real extractor and chunker), indexes the chunks in a LanceDB index on `<index directory>` and folds them into
+ * the BM25 index, as the worker's index does a second after a write. Prints one JSON line with the peak RSS.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { basename } from 'node:path';
+import { LanceKnowledgeIndex } from '../lambdas/adapters/local/lancedb-index';
+import type { DocumentRecord } from '../lambdas/core/knowledge/document';
+import { buildChunks, type ProcessingDeps } from '../lambdas/core/processing/process-document';
+import type { BlobStore } from '../lambdas/ports/services';
+import { processingContainer } from '../lambdas/shared/processing-container';
+
+export interface MemoryReport {
+  readonly inputBytes: number;
+  readonly chunks: number;
+  readonly buildChunksMs: number;
+  readonly replaceDocumentMs: number;
+  readonly refreshIndexMs: number;
+  readonly peakRssBytes: number;
+  /** Where the peak comes from: the kernel's high-water mark of this process's memory, or getrusage. */
+  readonly peakRssSource: 'VmHWM' | 'maxRSS';
+}
+
+/**
+ * Peak RSS of this process's own memory: VmHWM on Linux. getrusage's maxRSS (process.resourceUsage) is no use in
+ * a child: Linux carries the parent's peak over through fork and exec, so a small child would report its parent's.
+ */
+function peakRss(): Pick<MemoryReport, 'peakRssBytes' | 'peakRssSource'> {
+  try {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (match) return { peakRssBytes: Number(match[1]) * 1024, peakRssSource: 'VmHWM' };
+  } catch {
+    // not Linux: fall back to getrusage, right when the parent is the smaller process
+  }
+  return { peakRssBytes: process.resourceUsage().maxRSS * 1024, peakRssSource: 'maxRSS' };
+}
+
+async function main(): Promise<void> {
+  const [file, indexDirectory] = process.argv.slice(2);
+  if (!file || !indexDirectory) throw new Error('usage: ingestion-memory.ts <file> <index directory>');
+  const size = statSync(file).size;
+  const notUsed = async (): Promise<never> => {
+    throw new Error('buildChunks only reads');
+  };
+  const blobs: BlobStore = {
+    head: async () => ({ size, contentType: 'text/plain' }),
+    get: async () => readFileSync(file),
+    presignPut: notUsed,
+    put: notUsed,
+    delete: notUsed,
+  };
+  // buildChunks reads only these four; the rest of ProcessingDeps is the worker's plumbing around it.
+  const deps = {
+    blobs,
+    extractor: processingContainer.extractor,
+    embedder: null,
+    settings: processingContainer.settings,
+  } as Pick<ProcessingDeps, 'blobs' | 'extractor' | 'embedder' | 'settings'> as ProcessingDeps;
+  const now = new Date().toISOString();
+  const doc: DocumentRecord = {
+    organizationId: 'bench-org',
+    agentId: '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10',
+    environment: 'production',
+    knowledgeBaseId: '7d0f3c2e-5b4a-4e8f-8a1d-2c3b4a5d6e7f',
+    documentId: '5f1d2c9a-7b10-4f0e-9a59-0b5a1a9e8c1f',
+    customDocumentId: null,
+    s3Key: `bench/${basename(file)}`,
+    objectKey: `bench/${basename(file)}`,
+    fileName: basename(file),
+    status: 'uploaded',
+    uploadId: '2c3b4a5d-6e7f-4d0f-8a1d-7d0f3c2e5b4a',
+    reservedUntil: null,
+    contentType: 'text/plain',
+    fileSize: size,
+    label1: 'source:bench',
+    label2: null,
+    customMeta1: null,
+    customMeta2: null,
+    customMeta3: null,
+    customMeta4: null,
+    createdAt: now,
+    updatedAt: now,
+    error: null,
+  };
+  const index = await LanceKnowledgeIndex.open(indexDirectory);
+  const started = performance.now();
+  const chunks = await buildChunks(deps, doc);
+  const built = performance.now();
+  await index.replaceDocument(doc, chunks);
+  const replaced = performance.now();
+  await index.refreshIndex();
+  const refreshed = performance.now();
+  await index.close();
+  const report: MemoryReport = {
+    inputBytes: size,
+    chunks: chunks.length,
+    buildChunksMs: built - started,
+    replaceDocumentMs: replaced - built,
+    refreshIndexMs: refreshed - replaced,
+    ...peakRss(),
+  };
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

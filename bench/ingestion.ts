@@ -1,0 +1,447 @@
+/**
+ * `npm run bench -- ingestion`: document ingestion on the local runtime (issue 3, "Benchmark"). The same 1,000 small
+ * texts go in three ways: one by one through the HTTP API (upload-link → PUT → upload-complete, 20 in flight), as
+ * one ZIP with a label CSV, and straight through extract → chunk → index in this process (the floor). Each way is
+ * reported in documents per second against the floor. Then the processing of one 50 MB text, in a child process,
+ * against the same child with a 1 KB text: peak RSS.
+ *
+ * A run ends when the last document is `ready`: that instant is the document's own `updatedAt`, written by the
+ * worker as it set `ready`, so how often the benchmark looks does not change the figure. It looks only when the
+ * queue worker is idle, so that reads of the status do not compete with processing for the event loop.
+ * BENCH_INGEST_DOCS lowers the document count for a quick run; the issue's figures are the default, 1,000.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ZipFile } from 'yazl';
+import { DocumentTextExtractor } from '../lambdas/adapters/extraction/text-extractor';
+import { LanceKnowledgeIndex } from '../lambdas/adapters/local/lancedb-index';
+import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '../lambdas/core/processing/chunking';
+import type { DocumentRef } from '../lambdas/ports/processing';
+import { type LocalRuntime, startLocalRuntime } from '../lib/local/runtime';
+import { type CorpusFile, smallDocuments, writeLargeDocument } from './ingestion-corpus';
+import type { MemoryReport } from './ingestion-memory';
+import type { Benchmark, BenchRow, BenchSection } from './report';
+
+const DEFAULT_DOCUMENTS = 1000;
+const UPLOADS_IN_FLIGHT = 20;
+const READS_IN_FLIGHT = 20;
+/**
+ * The floor indexes one document at a time: with 10 at once, as the worker handles a batch, it was about 15 %
+ * slower on 2 cores (400 documents: 36 against 43 docs/s), so one at a time is the floor.
+ */
+const FLOOR_IN_FLIGHT = 1;
+const LARGE_BYTES = 50 * 1024 * 1024;
+const SMALL_BYTES = 1024;
+const MB = 1024 * 1024;
+/** Each way of ingestion must finish within this, or the benchmark fails rather than hangs. */
+const PHASE_TIMEOUT_MS = 5 * 60_000;
+const CHILD_TIMEOUT_MS = 4 * 60_000;
+const REQUEST_TIMEOUT_MS = 60_000;
+const TOKEN = 'bench-ingestion-token-0123456789';
+const KNOWLEDGE = '/api/v1/knowledge/documents';
+
+function documentCount(): number {
+  const raw = process.env.BENCH_INGEST_DOCS;
+  if (raw === undefined || raw === '') return DEFAULT_DOCUMENTS;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error('BENCH_INGEST_DOCS must be a positive integer');
+  return value;
+}
+
+interface Dataset {
+  readonly agentId: string;
+  readonly environment: 'production';
+  readonly knowledgeBaseId: string;
+}
+
+interface UploadLink {
+  readonly uploadId: string;
+  readonly uploadUrl: string;
+  readonly s3Key: string;
+  readonly zipJobId?: string;
+  readonly requiredHeaders: Record<string, string>;
+}
+
+interface DocumentBody {
+  readonly s3Key: string;
+  readonly status: string;
+  readonly updatedAt: string;
+  readonly label1: string | null;
+  readonly error: { code: string; message: string } | null;
+}
+
+interface ZipJobBody {
+  readonly status: string;
+  /** Set when the worker has read the archive through: every file a document, created and queued. */
+  readonly updatedAt: string;
+  readonly error: { code: string; message: string } | null;
+  readonly files: readonly {
+    fileName: string;
+    s3Key: string | null;
+    status: string;
+    label1: string | null;
+    error: { code: string; message: string } | null;
+  }[];
+}
+
+/** A JSON client of the runtime: every call has a time limit, and an unexpected status is an error. */
+function apiClient(baseUrl: string) {
+  return async function call<T>(
+    method: string,
+    path: string,
+    options: { body?: unknown; query?: Record<string, string>; expect?: number } = {},
+  ): Promise<T> {
+    const url = new URL(baseUrl + path);
+    for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
+    const response = await fetch(url, {
+      method,
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    const text = await response.text();
+    if (response.status !== (options.expect ?? 200)) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+    return JSON.parse(text) as T;
+  };
+}
+type Call = ReturnType<typeof apiClient>;
+
+/** Runs `task` over `items` with at most `limit` at once; results in the order of `items`. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, task: (item: T, i: number) => Promise<R>) {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await task(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
+}
+
+async function putObject(link: UploadLink, bytes: Buffer): Promise<void> {
+  const response = await fetch(link.uploadUrl, {
+    method: 'PUT',
+    headers: link.requiredHeaders,
+    body: bytes,
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  if (response.status !== 200) throw new Error(`PUT ${link.s3Key}: ${response.status} ${await response.text()}`);
+}
+
+async function createDataset(call: Call, name: string): Promise<Dataset> {
+  const agent = await call<{ agentId: string }>('POST', '/dashboard/agents', {
+    body: { displayName: `Ingestion bench ${name}` },
+    expect: 201,
+  });
+  const base = await call<{ knowledgeBaseId: string }>('POST', `/dashboard/agents/${agent.agentId}/knowledge/bases`, {
+    body: { name, description: 'Benchmark documents' },
+    expect: 201,
+  });
+  return { agentId: agent.agentId, environment: 'production', knowledgeBaseId: base.knowledgeBaseId };
+}
+
+/** Resolves when the queue worker has found the queue empty, or after `ms` at the latest. */
+async function workerIdle(runtime: LocalRuntime, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    runtime.worker?.idle(),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/**
+ * Waits until every document is `ready` and returns when the last one became so (its `updatedAt`, epoch ms).
+ * A `failed` document fails the benchmark: its figure would not be an ingestion rate.
+ */
+async function lastReady(call: Call, runtime: LocalRuntime, dataset: Dataset, s3Keys: readonly string[]) {
+  const deadline = Date.now() + PHASE_TIMEOUT_MS;
+  let pending = [...s3Keys];
+  let last = 0;
+  const failed: DocumentBody[] = [];
+  while (pending.length > 0) {
+    if (Date.now() > deadline) throw new Error(`${pending.length} documents not finished after ${PHASE_TIMEOUT_MS} ms`);
+    await workerIdle(runtime, 5_000);
+    const bodies = await mapLimit(pending, READS_IN_FLIGHT, (s3Key) =>
+      call<DocumentBody>('GET', KNOWLEDGE, { query: { ...dataset, s3Key } }),
+    );
+    pending = [];
+    for (const body of bodies) {
+      if (body.status === 'ready') last = Math.max(last, Date.parse(body.updatedAt));
+      else if (body.status === 'failed') failed.push(body);
+      else pending.push(body.s3Key);
+    }
+  }
+  if (failed.length > 0) {
+    const [first] = failed;
+    throw new Error(`${failed.length} documents failed, e.g. ${first.s3Key}: ${JSON.stringify(first.error)}`);
+  }
+  return last;
+}
+
+interface Ingestion {
+  readonly docsPerSecond: number;
+  readonly seconds: number;
+  readonly notes: readonly string[];
+}
+
+async function ingestOneByOne(call: Call, runtime: LocalRuntime, files: readonly CorpusFile[]): Promise<Ingestion> {
+  const dataset = await createDataset(call, 'Documents one by one');
+  const start = Date.now();
+  const s3Keys = await mapLimit(files, UPLOADS_IN_FLIGHT, async (file) => {
+    const link = await call<UploadLink>('POST', `${KNOWLEDGE}/upload-link`, {
+      body: { ...dataset, fileName: file.fileName, label1: 'source:http' },
+    });
+    await putObject(link, file.bytes);
+    await call('POST', `${KNOWLEDGE}/upload-complete`, { body: { uploadId: link.uploadId } });
+    return link.s3Key;
+  });
+  const uploaded = Date.now();
+  const seconds = ((await lastReady(call, runtime, dataset, s3Keys)) - start) / 1000;
+  return {
+    docsPerSecond: files.length / seconds,
+    seconds,
+    notes: [
+      `HTTP API: ${files.length} documents in ${seconds.toFixed(1)} s; the uploads (upload-link, PUT, upload-complete, ${UPLOADS_IN_FLIGHT} in flight) took ${((uploaded - start) / 1000).toFixed(1)} s of it.`,
+    ],
+  };
+}
+
+function zipOf(entries: readonly { name: string; bytes: Buffer }[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const zip = new ZipFile();
+    for (const entry of entries) zip.addBuffer(entry.bytes, entry.name, { mtime: new Date('2025-01-06T00:00:00Z') });
+    zip.end();
+    const parts: Buffer[] = [];
+    zip.outputStream.on('data', (part: Buffer) => parts.push(part));
+    zip.outputStream.on('end', () => resolve(Buffer.concat(parts)));
+    zip.outputStream.on('error', reject);
+  });
+}
+
+/** The CSV's label of the file at `i`: ten topics, so that the labels vary. */
+const csvLabel = (i: number) => `topic:t${i % 10}`;
+
+async function ingestZip(call: Call, runtime: LocalRuntime, files: readonly CorpusFile[]): Promise<Ingestion> {
+  const dataset = await createDataset(call, 'One ZIP');
+  const csv = ['file,label1', ...files.map((file, i) => `${file.fileName},${csvLabel(i)}`)].join('\n');
+  const archive = await zipOf([
+    { name: 'labels.csv', bytes: Buffer.from(`${csv}\n`) },
+    ...files.map((file) => ({ name: file.fileName, bytes: file.bytes })),
+  ]);
+  const start = Date.now();
+  const link = await call<UploadLink>('POST', `${KNOWLEDGE}/upload-link`, {
+    body: { ...dataset, fileName: 'batch.zip', label1: 'source:zip' },
+  });
+  await putObject(link, archive);
+  await call('POST', `${KNOWLEDGE}/upload-complete`, { body: { uploadId: link.uploadId } });
+  const deadline = Date.now() + PHASE_TIMEOUT_MS;
+  let job: ZipJobBody;
+  for (;;) {
+    if (Date.now() > deadline) throw new Error(`ZIP job ${link.zipJobId} not finished after ${PHASE_TIMEOUT_MS} ms`);
+    await workerIdle(runtime, 5_000);
+    job = await call<ZipJobBody>('GET', `/api/v1/knowledge/zip-jobs/${link.zipJobId}`);
+    if (job.status === 'completed' || job.status === 'failed') break;
+  }
+  if (job.status !== 'completed') throw new Error(`ZIP job ended ${job.status}: ${JSON.stringify(job.error)}`);
+  const labels = new Map(files.map((file, i) => [file.fileName, csvLabel(i)]));
+  const wrong = job.files.filter((f) => f.status !== 'ready' || f.label1 !== labels.get(f.fileName));
+  if (job.files.length !== files.length || wrong.length > 0) {
+    throw new Error(
+      `ZIP job: ${job.files.length} files, ${wrong.length} not ready with their CSV label, e.g. ${JSON.stringify(wrong[0])}`,
+    );
+  }
+  const s3Keys = job.files.map((f) => f.s3Key as string);
+  const seconds = ((await lastReady(call, runtime, dataset, s3Keys)) - start) / 1000;
+  return {
+    docsPerSecond: files.length / seconds,
+    seconds,
+    notes: [
+      `ZIP: one archive of ${(archive.length / MB).toFixed(2)} MB (${files.length} files and a label CSV) in ${seconds.toFixed(1)} s; the archive was read through (every file a document, queued) after ${((Date.parse(job.updatedAt) - start) / 1000).toFixed(1)} s; every file ready with its CSV label.`,
+    ],
+  };
+}
+
+/** The floor: the same bytes through the worker's steps and nothing else, on a fresh index in a temp directory. */
+async function ingestFloor(files: readonly CorpusFile[]): Promise<Ingestion & { chunks: number }> {
+  const directory = mkdtempSync(join(tmpdir(), 'bench-ingestion-floor-'));
+  const index = await LanceKnowledgeIndex.open(directory);
+  const extractor = new DocumentTextExtractor();
+  let chunks = 0;
+  try {
+    const start = performance.now();
+    await mapLimit(files, FLOOR_IN_FLIGHT, async (file, i) => {
+      const ref: DocumentRef = {
+        agentId: '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10',
+        environment: 'production',
+        knowledgeBaseId: '7d0f3c2e-5b4a-4e8f-8a1d-2c3b4a5d6e7f',
+        documentId: `floor-${i}`,
+      };
+      const { text } = await extractor.extract(file.bytes, { fileName: file.fileName, contentType: 'text/plain' });
+      const pieces = chunkText(text, { size: CHUNK_SIZE, overlap: CHUNK_OVERLAP });
+      chunks += pieces.length;
+      await index.replaceDocument(
+        ref,
+        pieces.map((piece, position) => ({
+          ...ref,
+          chunkId: chunkId(ref.documentId, position, piece),
+          s3Key: `floor/${file.fileName}`,
+          position,
+          text: piece,
+          label1: 'source:floor',
+          label2: null,
+          svc_internal_meta1: null,
+          svc_internal_meta2: null,
+          svc_internal_meta3: null,
+          svc_internal_meta4: null,
+        })),
+      );
+    });
+    const seconds = (performance.now() - start) / 1000;
+    return {
+      docsPerSecond: files.length / seconds,
+      seconds,
+      chunks,
+      notes: [
+        `Floor: extract → chunkText/chunkId → LanceKnowledgeIndex.replaceDocument, one document after another, ${chunks} chunks, ${seconds.toFixed(1)} s. No embedding: the local index is lexical (BM25) unless a model is configured.`,
+      ],
+    };
+  } finally {
+    await index.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** Runs bench/ingestion-memory.ts on `file` in a fresh Node process and returns its report. */
+function processInChild(file: string, indexDirectory: string): Promise<MemoryReport> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(__dirname, 'ingestion-memory.ts'), file, indexDirectory],
+      {
+        cwd: join(__dirname, '..'),
+        env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (part: Buffer) => {
+      stdout += part.toString();
+    });
+    child.stderr.on('data', (part: Buffer) => {
+      stderr += part.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_TIMEOUT_MS);
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      const line = stdout.trim().split('\n').pop() ?? '';
+      if (code !== 0 || !line.startsWith('{')) {
+        reject(new Error(`ingestion-memory.ts on ${file} ended with ${signal ?? code}:\n${stderr.slice(-2000)}`));
+        return;
+      }
+      resolve(JSON.parse(line) as MemoryReport);
+    });
+  });
+}
+
+async function peakMemory(): Promise<{ small: MemoryReport; large: MemoryReport }> {
+  const directory = mkdtempSync(join(tmpdir(), 'bench-ingestion-memory-'));
+  try {
+    const smallFile = join(directory, 'small.txt');
+    const largeFile = join(directory, 'large.txt');
+    writeLargeDocument(smallFile, SMALL_BYTES);
+    writeLargeDocument(largeFile, LARGE_BYTES);
+    const small = await processInChild(smallFile, join(directory, 'index-small'));
+    const large = await processInChild(largeFile, join(directory, 'index-large'));
+    return { small, large };
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+async function run(): Promise<BenchSection> {
+  const count = documentCount();
+  const files = smallDocuments(count);
+  const totalBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
+  const notes: string[] = [
+    `${count} generated English-like text documents, ${(totalBytes / count / 1024).toFixed(2)} KB on average (1–3 KB), ${(totalBytes / MB).toFixed(2)} MB in all; load average before: ${loadavg()[0].toFixed(2)}.`,
+  ];
+
+  // The floor first, alone on the machine; then the runtime, whose engines, router and worker share this process.
+  const floor = await ingestFloor(files);
+  notes.push(...floor.notes);
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-ingestion-runtime-'));
+  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {} });
+  let http: Ingestion;
+  let zip: Ingestion;
+  try {
+    const call = apiClient(runtime.url);
+    http = await ingestOneByOne(call, runtime, files);
+    // Leftover messages (S3 events of objects already processed) must not run during the ZIP's measure.
+    await workerIdle(runtime, 30_000);
+    zip = await ingestZip(call, runtime, files);
+  } finally {
+    await runtime.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  notes.push(
+    ...http.notes,
+    ...zip.notes,
+    'Both through the local runtime in this process (dynalite, s3rver, fauxqs, LanceDB, the queue worker); the ZIP ran second, into the same index, which then held the first run’s chunks too. The end is the `updatedAt` of the last document to turn `ready`.',
+  );
+
+  const { small, large } = await peakMemory();
+  const rss = (report: MemoryReport) => report.peakRssBytes / MB;
+  const perInputMb = (rss(large) - rss(small)) / (large.inputBytes / MB);
+  notes.push(
+    `50 MB text in a child process: ${large.chunks} chunks; buildChunks (read, extract, chunk) ${(large.buildChunksMs / 1000).toFixed(1)} s, LanceDB replaceDocument ${(large.replaceDocumentMs / 1000).toFixed(1)} s, BM25 index refresh ${(large.refreshIndexMs / 1000).toFixed(1)} s; peak RSS from ${large.peakRssSource}.`,
+  );
+
+  const rows: BenchRow[] = [
+    {
+      name: `HTTP API, ${count} documents, ${UPLOADS_IN_FLIGHT} in flight`,
+      value: http.docsPerSecond,
+      unit: 'docs/s',
+      baseline: floor.docsPerSecond,
+      baselineName: 'floor: extract + chunk + index in one process',
+      reading: 'higher is better; the ratio is the share of the floor the service keeps',
+    },
+    {
+      name: `one ZIP of the same ${count} documents + label CSV`,
+      value: zip.docsPerSecond,
+      unit: 'docs/s',
+      baseline: floor.docsPerSecond,
+      baselineName: 'floor: extract + chunk + index in one process',
+      reading: 'higher is better; the ratio is the share of the floor the service keeps',
+    },
+    {
+      name: 'worker peak RSS, one 50 MB text document',
+      value: rss(large),
+      unit: 'MB',
+      baseline: rss(small),
+      baselineName: 'the same child process, one 1 KB document',
+      reading: 'lower is better',
+    },
+    {
+      name: 'worker peak RSS above the 1 KB run, per MB of input',
+      value: perInputMb,
+      unit: 'MB/MB',
+      baseline: 1,
+      baselineName: 'one copy of the input',
+      reading: 'lower is better: copies of the input held at the peak',
+    },
+  ];
+  notes.push(`Load average after: ${loadavg()[0].toFixed(2)} (2 cores; other processes on the machine count too).`);
+  return { title: 'Ingestion (local runtime)', notes, rows };
+}
+
+export const ingestionBenchmark: Benchmark = { id: 'ingestion', run };

@@ -1,0 +1,117 @@
+/**
+ * Retrieval from one knowledge base of an agent in one environment. Primary course: the knowledge base must be the
+ * caller's; filters are resolved against memory; the index is queried inside the tenant scope; results under
+ * minScore are dropped (scores are on a fixed 0..1 scale, higher is better, on every backend).
+ */
+
+import type { Embedder, IndexFilter, IndexHit, KnowledgeIndex } from '../../ports/processing';
+import type { AgentStore, KnowledgeBaseStore } from '../../ports/stores';
+import type { DatasetRef } from '../knowledge/document';
+import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
+import { type FilterEntry, resolveFilters, type SkippedFilter } from './filters';
+
+export const DEFAULT_NUMBER_OF_RESULTS = 5;
+export const MAX_NUMBER_OF_RESULTS = 100;
+
+export interface RetrievalDeps {
+  readonly agents: AgentStore;
+  readonly knowledgeBases: KnowledgeBaseStore;
+  readonly index: KnowledgeIndex;
+  readonly embedder: Embedder | null;
+}
+
+export interface RetrievalRequest extends DatasetRef {
+  readonly query: string;
+  readonly numberOfResults?: number;
+  readonly minScore?: number;
+  readonly filters?: readonly FilterEntry[];
+  readonly memory?: unknown;
+  readonly explain?: boolean;
+}
+
+export interface RetrievalResult {
+  readonly content: string;
+  readonly score: number;
+  readonly metadata: {
+    readonly documentId: string;
+    readonly s3Key: string;
+    readonly chunkId: string;
+    readonly position: number;
+    readonly label1: string | null;
+    readonly label2: string | null;
+    readonly svc_internal_meta1: string | null;
+    readonly svc_internal_meta2: string | null;
+    readonly svc_internal_meta3: string | null;
+    readonly svc_internal_meta4: string | null;
+  };
+}
+
+export interface RetrievalExplanation {
+  readonly filters: readonly IndexFilter[];
+  readonly skippedFilters: readonly SkippedFilter[];
+  readonly backendFilter: unknown;
+  readonly retrieval: 'lexical' | 'hybrid';
+  readonly numberOfResults: number;
+  readonly minScore: number;
+  /** Every candidate the index returned, before the minScore cut. */
+  readonly candidates: readonly { documentId: string; chunkId: string; score: number; kept: boolean }[];
+}
+
+export function resultOf(hit: IndexHit): RetrievalResult {
+  const { chunk } = hit;
+  return {
+    content: chunk.text,
+    score: hit.score,
+    metadata: {
+      documentId: chunk.documentId,
+      s3Key: chunk.s3Key,
+      chunkId: chunk.chunkId,
+      position: chunk.position,
+      label1: chunk.label1,
+      label2: chunk.label2,
+      svc_internal_meta1: chunk.svc_internal_meta1,
+      svc_internal_meta2: chunk.svc_internal_meta2,
+      svc_internal_meta3: chunk.svc_internal_meta3,
+      svc_internal_meta4: chunk.svc_internal_meta4,
+    },
+  };
+}
+
+export async function retrieve(
+  deps: RetrievalDeps,
+  caller: Caller,
+  request: RetrievalRequest,
+): Promise<{ results: RetrievalResult[]; hits: IndexHit[]; explain?: RetrievalExplanation }> {
+  await requireKnowledgeBase(deps, caller, request.agentId, request.knowledgeBaseId);
+  const scope: DatasetRef = {
+    agentId: request.agentId,
+    environment: request.environment,
+    knowledgeBaseId: request.knowledgeBaseId,
+  };
+  const { filters, skipped } = resolveFilters(request.filters ?? [], request.memory ?? {});
+  const numberOfResults = request.numberOfResults ?? DEFAULT_NUMBER_OF_RESULTS;
+  const minScore = request.minScore ?? 0;
+  const vector = deps.embedder ? (await deps.embedder.embed([request.query]))[0] : undefined;
+  const candidates = await deps.index.query({ scope, text: request.query, vector, filters, limit: numberOfResults });
+  const hits = candidates.filter((hit) => hit.score >= minScore);
+  const results = hits.map(resultOf);
+  if (!request.explain) return { results, hits };
+  return {
+    results,
+    hits,
+    explain: {
+      filters,
+      skippedFilters: skipped,
+      backendFilter: deps.index.describeFilter?.(scope, filters) ?? null,
+      retrieval: vector ? 'hybrid' : 'lexical',
+      numberOfResults,
+      minScore,
+      candidates: candidates.map((hit) => ({
+        documentId: hit.chunk.documentId,
+        chunkId: hit.chunk.chunkId,
+        score: hit.score,
+        kept: hit.score >= minScore,
+      })),
+    },
+  };
+}

@@ -1,0 +1,10 @@
+import { retrieve } from '../../../core/retrieval/retrieve';
+import { httpHandler } from '../../../shared/http';
+import { retrievalContainer } from '../../../shared/retrieval-container';
+import { retrievalSchema } from './schemas';
+
+/** POST /dashboard/agents/:agentId/knowledge/:environment/kb/:knowledgeBaseId/query: retrieve only. */
+export const handler = httpHandler('QueryKnowledgeBase', retrievalSchema, async (input, caller) => {
+  const { results, explain } = await retrieve(retrievalContainer, caller, input);
+  return { body: { results, ...(explain ? { explain } : {}) } };
+});

@@ -1,0 +1,33 @@
+/**
+ * Composition root of the retrieval handlers: the tenancy stores of the API plus the knowledge index (Bedrock in
+ * AWS, the runtime's embedded index locally). Nothing of extraction is bundled here.
+ */
+import { bedrockIndexFromEnv } from '../adapters/aws/bedrock-knowledge-index';
+import type { RetrievalDeps } from '../core/retrieval/retrieve';
+import type { Embedder, KnowledgeIndex } from '../ports/processing';
+import { container } from './container';
+import { installedKnowledgeIndex } from './knowledge-index';
+
+let index: KnowledgeIndex | undefined;
+
+export const retrievalContainer: RetrievalDeps = {
+  get agents() {
+    return container.agents;
+  },
+  get knowledgeBases() {
+    return container.knowledgeBases;
+  },
+  get index(): KnowledgeIndex {
+    index ??=
+      installedKnowledgeIndex()?.index ??
+      bedrockIndexFromEnv({
+        chunksOf: async () => {
+          throw new Error('retrieval functions only read the index');
+        },
+      });
+    return index;
+  },
+  get embedder(): Embedder | null {
+    return installedKnowledgeIndex()?.embedder ?? null;
+  },
+};
