@@ -7,9 +7,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
+import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { TitanEmbedder } from '../../lambdas/adapters/aws/titan-embedder';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
+import type { Embedder } from '../../lambdas/ports/processing';
 import { container } from '../../lambdas/shared/container';
 import { useKnowledgeIndex } from '../../lambdas/shared/knowledge-index';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
@@ -106,6 +109,32 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
   log(`  ${token}`);
 }
 
+/** EMBEDDER=bedrock-titan gives the embedded index vectors (hybrid retrieval); unset, retrieval is lexical (BM25). */
+function embedderFromEnv(): Embedder | null {
+  const name = process.env.EMBEDDER;
+  if (!name) return null;
+  if (name !== 'bedrock-titan') throw new Error(`EMBEDDER must be bedrock-titan or unset, not ${name}`);
+  const dimensions = Number(process.env.EMBEDDER_DIMENSIONS ?? 1024);
+  if (dimensions !== 256 && dimensions !== 512 && dimensions !== 1024) {
+    throw new Error('EMBEDDER_DIMENSIONS must be 256, 512 or 1024');
+  }
+  // Bedrock is reached with the user's own AWS credentials from the environment, read before the runtime points
+  // the AWS_* variables at the local engines.
+  const { AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN } = process.env;
+  if (!AWS_ACCESS_KEY_ID || !AWS_SECRET_ACCESS_KEY) {
+    throw new Error('EMBEDDER=bedrock-titan needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment');
+  }
+  const client = new BedrockRuntimeClient({
+    region: process.env.EMBEDDER_REGION ?? process.env.AWS_REGION ?? 'us-east-1',
+    credentials: {
+      accessKeyId: AWS_ACCESS_KEY_ID,
+      secretAccessKey: AWS_SECRET_ACCESS_KEY,
+      sessionToken: AWS_SESSION_TOKEN,
+    },
+  });
+  return new TitanEmbedder(client, dimensions);
+}
+
 /**
  * The processing worker: the embedded index under DATA_DIR/index installed in the processing container, and the
  * queue polled into the same SQS handler the stack deploys.
@@ -139,13 +168,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const host = options.host ?? '127.0.0.1';
   const dataDir = resolve(options.dataDir ?? '.data');
   const log = options.log ?? ((line: string) => console.log(line));
+  const embedder = embedderFromEnv();
   const engines = await startEngines({ dataDir, host, s3Port: options.s3Port ?? 0 });
   try {
     configureHandlers(engines);
     await bootstrapOrganizations(dataDir, options.devTokens, log);
     // The embedded index serves retrieval in this process and processing wherever the worker runs.
-    const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'));
-    useKnowledgeIndex(index);
+    const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'), { embedder: embedder ?? undefined });
+    useKnowledgeIndex(index, embedder);
     const worker = options.worker === false ? undefined : await startProcessing(engines);
     const router = createRouter(ROOT);
     const server = createServer((request, response) => {
