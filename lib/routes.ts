@@ -9,7 +9,15 @@ export type Scope = (typeof SCOPES)[number];
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** Logical names of the stateful resources a handler may touch; the stack grants exactly these. */
-export type TableName = 'tokens' | 'agents' | 'knowledgeBases' | 'documents' | 'uploads' | 'zipJobs' | 'analytics';
+export type TableName =
+  | 'tokens'
+  | 'agents'
+  | 'knowledgeBases'
+  | 'documents'
+  | 'uploads'
+  | 'zipJobs'
+  | 'analytics'
+  | 'retrievalConfigs';
 export type Access = 'read' | 'readWrite';
 
 export interface ResourceAccess {
@@ -240,6 +248,36 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Retrieve chunks of a knowledge base (with filters, minScore and explain)',
   },
   {
+    id: 'GetRetrievalConfig',
+    method: 'GET',
+    path: '/dashboard/agents/{agentId}/retrieval/{environment}',
+    handler: http('retrieval/get-config'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', retrievalConfigs: 'read' } },
+    summary: 'Default retrieval configuration of an environment',
+  },
+  {
+    id: 'PutRetrievalConfig',
+    method: 'PUT',
+    path: '/dashboard/agents/{agentId}/retrieval/{environment}',
+    handler: http('retrieval/put-config'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', knowledgeBases: 'read', retrievalConfigs: 'readWrite' } },
+    summary: 'Set the default retrieval configuration of an environment',
+  },
+  {
+    id: 'PreviewDefaultRetrieval',
+    method: 'POST',
+    path: '/dashboard/agents/{agentId}/retrieval/{environment}/preview',
+    handler: http('retrieval/preview'),
+    scope: 'dashboard',
+    access: {
+      tables: { agents: 'read', knowledgeBases: 'read', retrievalConfigs: 'read' },
+      knowledgeIndex: 'retrieve',
+    },
+    summary: 'Run default retrieval as the flow runtime would after a trigger, and show the system message',
+  },
+  {
     id: 'CreateToken',
     method: 'POST',
     path: '/dashboard/tokens',
@@ -282,6 +320,7 @@ export const RESOURCE_ENV = {
     uploads: 'UPLOADS_TABLE',
     zipJobs: 'ZIP_JOBS_TABLE',
     analytics: 'ANALYTICS_TABLE',
+    retrievalConfigs: 'RETRIEVAL_CONFIGS_TABLE',
   },
   documentsBucket: 'DOCUMENTS_BUCKET',
   processingQueue: 'PROCESSING_QUEUE_URL',

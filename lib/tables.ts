@@ -60,6 +60,8 @@ export const TABLES: Record<TableName, TableSchema> = {
    * `<created_at>#<id, 16 digits>`: read backwards it is newest first, and a date range is a key range. The indexes
    * hold keys (and `expiresAt`) only, so skipping an `offset` reads small entries; records come from the table.
    */
+  /** Default retrieval configuration: one item per agent and environment. */
+  retrievalConfigs: { partitionKey: 'agentId', sortKey: 'environment' },
   analytics: {
     partitionKey: 'pk',
     timeToLiveAttribute: 'expiresAt',

@@ -28,7 +28,7 @@ import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../ports/se
 import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '../ports/stores';
 import { config } from './config';
 
-function once<T>(build: () => T): () => T {
+export function once<T>(build: () => T): () => T {
   let value: T | undefined;
   return () => {
     value ??= build();
@@ -41,6 +41,9 @@ const dynamo = once(() =>
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
   }),
 );
+/** The one DynamoDB document client of this process, for composition roots that add their own stores. */
+export const dynamoDocumentClient = dynamo;
+
 const s3 = once(
   () =>
     new S3Client({

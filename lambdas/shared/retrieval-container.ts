@@ -3,14 +3,24 @@
  * AWS, the runtime's embedded index locally). Nothing of extraction is bundled here.
  */
 import { bedrockIndexFromEnv } from '../adapters/aws/bedrock-knowledge-index';
-import type { RetrievalDeps } from '../core/retrieval/retrieve';
+import { DynamoRetrievalConfigStore } from '../adapters/aws/dynamodb/stores';
+import type { DefaultRetrievalDeps } from '../core/retrieval/default-retrieval';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { container } from './container';
+import { config } from './config';
+import { container, dynamoDocumentClient, once } from './container';
 import { installedKnowledgeIndex } from './knowledge-index';
 
 let index: KnowledgeIndex | undefined;
 
-export const retrievalContainer: RetrievalDeps = {
+const retrievalConfigs = once(
+  () => new DynamoRetrievalConfigStore(dynamoDocumentClient(), config.tableName('retrievalConfigs')),
+);
+
+export const retrievalContainer: DefaultRetrievalDeps = {
+  get retrievalConfigs() {
+    return retrievalConfigs();
+  },
+  clock: container.clock,
   get agents() {
     return container.agents;
   },

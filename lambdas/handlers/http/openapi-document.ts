@@ -7,6 +7,7 @@ import { ROUTES } from '../../../lib/routes';
 import { queryEventsSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
 import * as knowledge from './knowledge/schemas';
+import * as retrievalConfig from './retrieval/config-schemas';
 import * as retrieval from './retrieval/schemas';
 
 const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
@@ -25,6 +26,9 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   QueryEvents: queryEventsSchema,
   GetZipJob: knowledge.zipJobPathSchema,
   QueryKnowledgeBase: retrieval.retrievalSchema,
+  GetRetrievalConfig: retrievalConfig.configPathSchema,
+  PutRetrievalConfig: retrievalConfig.putConfigSchema,
+  PreviewDefaultRetrieval: retrievalConfig.previewSchema,
   CreateKnowledgeBase: dashboard.createKnowledgeBaseSchema,
   ListKnowledgeBases: dashboard.agentPathSchema,
   GetKnowledgeBase: dashboard.knowledgeBasePathSchema,

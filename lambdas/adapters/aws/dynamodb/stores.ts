@@ -12,6 +12,7 @@ import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '
 import type { Environment, MetadataChanges } from '../../../core/knowledge/fields';
 import type { UploadCompletion, UploadSession } from '../../../core/knowledge/upload-session';
 import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../../core/processing/zip-job';
+import type { RetrievalConfigRecord, RetrievalConfigStore } from '../../../core/retrieval/default-retrieval';
 import type {
   AgentRecord,
   AgentStore,
@@ -444,5 +445,23 @@ export class DynamoZipJobStore implements ZipJobStore {
       files.push(file as unknown as ZipJobFile);
     }
     return files;
+  }
+}
+
+export class DynamoRetrievalConfigStore implements RetrievalConfigStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async get(agentId: string, environment: Environment): Promise<RetrievalConfigRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: { agentId, environment } }),
+    );
+    return Item as RetrievalConfigRecord | undefined;
+  }
+
+  async put(record: RetrievalConfigRecord): Promise<void> {
+    await this.client.send(new PutCommand({ TableName: this.tableName, Item: record }));
   }
 }

@@ -1,0 +1,9 @@
+import { getRetrievalConfig } from '../../../core/retrieval/default-retrieval';
+import { httpHandler } from '../../../shared/http';
+import { retrievalContainer } from '../../../shared/retrieval-container';
+import { configPathSchema } from './config-schemas';
+
+/** GET /dashboard/agents/:agentId/retrieval/:environment (off with no knowledge bases until set). */
+export const handler = httpHandler('GetRetrievalConfig', configPathSchema, async (input, caller) => ({
+  body: { ...(await getRetrievalConfig(retrievalContainer, caller, input.agentId, input.environment)) },
+}));

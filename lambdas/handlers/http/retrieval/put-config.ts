@@ -1,0 +1,10 @@
+import { putRetrievalConfig } from '../../../core/retrieval/default-retrieval';
+import { httpHandler } from '../../../shared/http';
+import { retrievalContainer } from '../../../shared/retrieval-container';
+import { putConfigSchema } from './config-schemas';
+
+/** PUT /dashboard/agents/:agentId/retrieval/:environment: replaces the whole configuration of the environment. */
+export const handler = httpHandler('PutRetrievalConfig', putConfigSchema, async (input, caller) => {
+  const { agentId, environment, ...config } = input;
+  return { body: { ...(await putRetrievalConfig(retrievalContainer, caller, agentId, environment, config)) } };
+});
