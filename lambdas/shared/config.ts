@@ -10,7 +10,7 @@ export function requireEnv(name: string): string {
   return value;
 }
 
-function positiveInteger(name: string, fallback: number): number {
+export function positiveInteger(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);

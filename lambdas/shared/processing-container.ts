@@ -11,19 +11,11 @@ import { DocumentTextExtractor } from '../adapters/extraction/text-extractor';
 import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../core/processing/process-document';
 import type { ZipImportDeps } from '../core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
+import { positiveInteger } from './config';
 import { container } from './container';
 import { installedKnowledgeIndex } from './knowledge-index';
 
 export { useKnowledgeIndex } from './knowledge-index';
-
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0)
-    throw new Error(`Invalid configuration: ${name} must be a positive integer`);
-  return value;
-}
 
 /** Files in one archive: room for a batch of 1,000 documents with its CSV, twice over. */
 export const DEFAULT_ZIP_MAX_ENTRIES = 2000;

@@ -39,6 +39,38 @@ export interface DocumentRecord extends DatasetRef, Record<MetadataField, string
   readonly watchdogRetries?: number;
 }
 
+/** A `reserved` record: it holds a documentId from upload-link (or a ZIP import) until that upload completes. */
+export function reservationRecord(
+  fields: DatasetRef &
+    Pick<
+      DocumentRecord,
+      | 'organizationId'
+      | 'documentId'
+      | 'customDocumentId'
+      | 's3Key'
+      | 'fileName'
+      | 'uploadId'
+      | 'reservedUntil'
+      | 'contentType'
+      | 'createdAt'
+    >,
+): DocumentRecord {
+  return {
+    ...fields,
+    objectKey: fields.s3Key,
+    status: 'reserved',
+    fileSize: null,
+    label1: null,
+    label2: null,
+    customMeta1: null,
+    customMeta2: null,
+    customMeta3: null,
+    customMeta4: null,
+    updatedAt: fields.createdAt,
+    error: null,
+  };
+}
+
 /** What GET, PATCH and the like answer: the spec's Document fields, plus fileName, customDocumentId and error. */
 export function documentView(doc: DocumentRecord) {
   return {

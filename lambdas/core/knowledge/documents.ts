@@ -7,12 +7,12 @@
  */
 
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
-import type { DocumentStore, UploadSessionStore } from '../../ports/stores';
+import type { ContentFields, DocumentStore, UploadSessionStore } from '../../ports/stores';
 import { ConflictError, GoneError, NotFoundError, ValidationError } from '../errors';
 import type { ZipJobStore } from '../processing/zip-job';
 import { type Caller, requireKnowledgeBase, type TenancyDeps } from '../tenancy/tenancy';
 import { contentTypeFor, isZipFileName } from './content-types';
-import { type DatasetRef, type DocumentRecord, type DocumentView, documentView } from './document';
+import { type DatasetRef, type DocumentRecord, type DocumentView, documentView, reservationRecord } from './document';
 import { type Environment, METADATA_FIELDS, type MetadataChanges } from './fields';
 import type { UploadCompletion, UploadKind, UploadSession } from './upload-session';
 
@@ -220,29 +220,18 @@ export async function createUploadLink(
     metadata,
   });
   const reserved = await deps.documents.reserve(
-    {
+    reservationRecord({
       ...ref,
       organizationId: caller.organizationId,
       documentId,
       customDocumentId: session.customDocumentId,
       s3Key,
-      objectKey: s3Key,
       fileName: request.fileName,
-      status: 'reserved',
       uploadId,
       reservedUntil: session.expiresAt,
       contentType: session.contentType,
-      fileSize: null,
-      label1: null,
-      label2: null,
-      customMeta1: null,
-      customMeta2: null,
-      customMeta3: null,
-      customMeta4: null,
       createdAt: session.createdAt,
-      updatedAt: session.createdAt,
-      error: null,
-    },
+    }),
     session.createdAt,
   );
   if (!reserved) {
@@ -307,6 +296,18 @@ function completionOf(doc: DocumentRecord): UploadCompletion {
   };
 }
 
+/** The fields an upload's content brings to its document. */
+function contentOf(session: UploadSession, fileSize: number, updatedAt: string): ContentFields {
+  return {
+    uploadId: session.uploadId,
+    objectKey: session.objectKey,
+    fileName: session.fileName,
+    contentType: session.contentType,
+    fileSize,
+    updatedAt,
+  };
+}
+
 /** POST /knowledge/documents/upload-complete */
 export async function completeUpload(deps: KnowledgeDeps, caller: Caller, uploadId: string): Promise<UploadCompletion> {
   const session = await requireOpenSession(deps, caller, uploadId, ['create', 'zip']);
@@ -345,14 +346,7 @@ export async function completeUpload(deps: KnowledgeDeps, caller: Caller, upload
   }
 
   const documentId = session.documentId as string;
-  const content = {
-    uploadId,
-    objectKey: session.objectKey,
-    fileName: session.fileName,
-    contentType: session.contentType,
-    fileSize: head.size,
-    updatedAt: now,
-  };
+  const content = contentOf(session, head.size, now);
   let doc = await deps.documents.completeReservation(ref, documentId, content, session.metadata, now);
   if (!doc) {
     // Either an earlier attempt of this same call already completed it (answer as it did), or the reservation
@@ -413,14 +407,7 @@ export async function completeUpdateUpload(
   const ref = datasetOf(session);
   const documentId = session.documentId as string;
   const before = await deps.documents.get(ref, documentId);
-  const content = {
-    uploadId,
-    objectKey: session.objectKey,
-    fileName: session.fileName,
-    contentType: session.contentType,
-    fileSize: head.size,
-    updatedAt: deps.clock.now().toISOString(),
-  };
+  const content = contentOf(session, head.size, deps.clock.now().toISOString());
   let doc = await deps.documents.replaceContent(ref, documentId, content, session.metadata);
   if (!doc) {
     const current = await deps.documents.get(ref, documentId);

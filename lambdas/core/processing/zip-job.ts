@@ -10,7 +10,7 @@ import type { BlobStore, Clock, ProcessingQueue } from '../../ports/services';
 import type { DocumentStore } from '../../ports/stores';
 import { NotFoundError } from '../errors';
 import { contentTypeFor } from '../knowledge/content-types';
-import type { DatasetRef } from '../knowledge/document';
+import { type DatasetRef, reservationRecord } from '../knowledge/document';
 import type { Caller } from '../tenancy/tenancy';
 import type { ProcessingOutcome } from './process-document';
 
@@ -158,29 +158,18 @@ async function createDocument(
   const outcome = { fileName: file.fileName, documentId, s3Key, label1: file.label1, label2: file.label2 };
   const contentType = contentTypeFor(file.baseName);
   const reserved = await deps.documents.reserve(
-    {
+    reservationRecord({
       ...ref,
       organizationId: job.organizationId,
       documentId,
       customDocumentId: file.customDocumentId,
       s3Key,
-      objectKey: s3Key,
       fileName: file.baseName,
-      status: 'reserved',
       uploadId: job.zipJobId,
       reservedUntil: now,
       contentType,
-      fileSize: null,
-      label1: null,
-      label2: null,
-      customMeta1: null,
-      customMeta2: null,
-      customMeta3: null,
-      customMeta4: null,
       createdAt: now,
-      updatedAt: now,
-      error: null,
-    },
+    }),
     now,
   );
   const existing = reserved ? undefined : await deps.documents.get(ref, documentId);
