@@ -248,6 +248,15 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Retrieve chunks of a knowledge base (with filters, minScore and explain)',
   },
   {
+    id: 'GenerateFromKnowledgeBase',
+    method: 'POST',
+    path: '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/generate',
+    handler: http('retrieval/generate'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', knowledgeBases: 'read' }, knowledgeIndex: 'retrieve' },
+    summary: 'Retrieve, then answer with citations that point at the retrieved chunks',
+  },
+  {
     id: 'GetRetrievalConfig',
     method: 'GET',
     path: '/dashboard/agents/{agentId}/retrieval/{environment}',

@@ -168,3 +168,34 @@ it('answers 400 for a custom metadata filter, and 404 across organizations', asy
   const response = await stranger('POST', queryPath(dataset), { body: { query: 'router' } });
   expect(response.status).toBe(404);
 });
+
+interface GenerateBody extends QueryBody {
+  answer: string;
+  model: string;
+  citations: { resultIndex: number; documentId: string; chunkId: string; sentence?: string }[];
+}
+
+it('generates an answer whose citations point at real retrieved chunks', async () => {
+  const path = queryPath(dataset).replace(/\/query$/, '/generate');
+  const response = await call<GenerateBody>('POST', path, { body: { query: 'How fast are router refunds paid?' } });
+  expect(response.status).toBe(200);
+  const { answer, citations, results, model } = response.body;
+  expect(model).toBe('extractive');
+  expect(answer).toContain('ten days');
+  expect(citations.length).toBeGreaterThan(0);
+  for (const citation of citations) {
+    const cited = results[citation.resultIndex];
+    expect(cited).toBeDefined();
+    expect(cited.metadata).toMatchObject({ documentId: citation.documentId });
+    if (citation.sentence) expect(cited.content).toContain(citation.sentence);
+  }
+
+  const none = await call<GenerateBody>('POST', path, {
+    body: { query: 'router', filters: [{ key: 'label1', operator: 'equals', value: 'team:nobody' }] },
+  });
+  expect(none.body).toMatchObject({
+    results: [],
+    citations: [],
+    answer: 'I could not find this in the knowledge base.',
+  });
+});

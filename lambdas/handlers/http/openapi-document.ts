@@ -26,6 +26,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   QueryEvents: queryEventsSchema,
   GetZipJob: knowledge.zipJobPathSchema,
   QueryKnowledgeBase: retrieval.retrievalSchema,
+  GenerateFromKnowledgeBase: retrieval.retrievalSchema,
   GetRetrievalConfig: retrievalConfig.configPathSchema,
   PutRetrievalConfig: retrievalConfig.putConfigSchema,
   PreviewDefaultRetrieval: retrievalConfig.previewSchema,
