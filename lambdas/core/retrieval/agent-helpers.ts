@@ -3,11 +3,14 @@
  * and the current environment and memory come from the running flow, so a tool cannot reach another tenant.
  * `knowledgeBaseId` may be left out when the agent has exactly one knowledge base (as the reference SDK allows).
  */
+
+import type { ModelProvider } from '../../ports/model';
 import { ValidationError } from '../errors';
 import type { Environment } from '../knowledge/fields';
 import type { Caller } from '../tenancy/tenancy';
 import { requireAgent } from '../tenancy/tenancy';
 import type { FilterEntry } from './filters';
+import { type GeneratedAnswer, generateWithCitations } from './generate';
 import { type RetrievalDeps, type RetrievalResult, retrieve } from './retrieve';
 
 export interface AgentContext {
@@ -42,13 +45,9 @@ async function knowledgeBaseOf(deps: RetrievalDeps, context: AgentContext, knowl
   ]);
 }
 
-export async function retrieveFromKnowledgeBase(
-  deps: RetrievalDeps,
-  context: AgentContext,
-  options: RetrieveOptions,
-): Promise<RetrievalResult[]> {
+async function retrieveHits(deps: RetrievalDeps, context: AgentContext, options: RetrieveOptions) {
   const knowledgeBaseId = await knowledgeBaseOf(deps, context, options.knowledgeBaseId);
-  const { results } = await retrieve(deps, context.caller, {
+  return retrieve(deps, context.caller, {
     agentId: context.agentId,
     environment: options.environment ?? context.environment,
     knowledgeBaseId,
@@ -58,5 +57,23 @@ export async function retrieveFromKnowledgeBase(
     filters: options.filters,
     memory: context.memory,
   });
-  return results;
+}
+
+export async function retrieveFromKnowledgeBase(
+  deps: RetrievalDeps,
+  context: AgentContext,
+  options: RetrieveOptions,
+): Promise<RetrievalResult[]> {
+  return (await retrieveHits(deps, context, options)).results;
+}
+
+/** Retrieve, then answer with citations (`citations[].resultIndex` indexes `results`); `model` null = extractive. */
+export async function retrieveAndGenerateFromKnowledgeBase(
+  deps: RetrievalDeps,
+  context: AgentContext,
+  options: RetrieveOptions,
+  model: ModelProvider | null,
+): Promise<GeneratedAnswer & { results: RetrievalResult[] }> {
+  const { results, hits } = await retrieveHits(deps, context, options);
+  return { ...(await generateWithCitations(model, options.query, hits)), results };
 }

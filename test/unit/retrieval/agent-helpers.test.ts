@@ -12,7 +12,10 @@ import dynalite from 'dynalite';
 import { DynamoAgentStore, DynamoKnowledgeBaseStore } from '../../../lambdas/adapters/aws/dynamodb/stores';
 import { LanceKnowledgeIndex } from '../../../lambdas/adapters/local/lancedb-index';
 import { ValidationError } from '../../../lambdas/core/errors';
-import { retrieveFromKnowledgeBase } from '../../../lambdas/core/retrieval/agent-helpers';
+import {
+  retrieveAndGenerateFromKnowledgeBase,
+  retrieveFromKnowledgeBase,
+} from '../../../lambdas/core/retrieval/agent-helpers';
 import type { RetrievalDeps } from '../../../lambdas/core/retrieval/retrieve';
 import { createTableInput } from '../../../lib/local/engines';
 import { TABLES } from '../../../lib/tables';
@@ -93,6 +96,18 @@ it('uses the only knowledge base when none is named, and resolves memory in filt
     content: expect.stringContaining('reset'),
     metadata: { svc_internal_meta1: 'm1' },
   });
+});
+
+it('answers with citations of the retrieved chunks', async () => {
+  const outcome = await retrieveAndGenerateFromKnowledgeBase(
+    deps,
+    context,
+    { query: 'How are passwords reset?' },
+    null,
+  );
+  expect(outcome.answer).toContain('account page');
+  expect(outcome.citations).toEqual([expect.objectContaining({ resultIndex: 0, documentId: 'd1' })]);
+  expect(outcome.results[0].metadata.documentId).toBe('d1');
 });
 
 it('asks for knowledgeBaseId once the agent has two knowledge bases', async () => {
