@@ -10,6 +10,8 @@ import { AgentPlatformStack } from '../lib/agent-platform-stack';
 export interface AppConfig {
   /** Deployment stage: the API Gateway stage name and a tag; one stack per stage and account. */
   readonly stage: string;
+  /** `-c generateModelId=amazon.nova-lite-v1:0`: the Bedrock model generate answers with; unset, extractive. */
+  readonly generateModelId?: string;
 }
 
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
@@ -20,7 +22,14 @@ export function readConfig(app: App): AppConfig {
   if (typeof stage !== 'string' || !STAGE_PATTERN.test(stage)) {
     throw new Error(`Invalid context stage=${JSON.stringify(stage)}: expected lower-case letters, digits and dashes`);
   }
-  return { stage };
+  const generateModelId: unknown = app.node.tryGetContext('generateModelId');
+  if (
+    generateModelId !== undefined &&
+    (typeof generateModelId !== 'string' || !/^[a-z0-9.:-]{3,100}$/.test(generateModelId))
+  ) {
+    throw new Error(`Invalid context generateModelId=${JSON.stringify(generateModelId)}: expected a Bedrock model id`);
+  }
+  return { stage, ...(generateModelId ? { generateModelId } : {}) };
 }
 
 export function createApp(props?: AppProps): { app: App; stack: AgentPlatformStack; config: AppConfig } {
@@ -31,6 +40,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     stackName: `agent-platform-${config.stage}`,
     description: `Agent platform (${config.stage}): knowledge documents and dashboard API`,
     stage: config.stage,
+    generateModelId: config.generateModelId,
   });
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);

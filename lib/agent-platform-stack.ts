@@ -11,6 +11,8 @@ import type { TableName } from './routes';
 export interface AgentPlatformStackProps extends StackProps {
   /** Deployment stage (`dev`, `prod`, ...): the API Gateway stage name. */
   readonly stage: string;
+  /** Bedrock model id for generate (Converse), e.g. `amazon.nova-lite-v1:0`; unset: extractive answers. */
+  readonly generateModelId?: string;
 }
 
 export class AgentPlatformStack extends Stack {
@@ -37,6 +39,7 @@ export class AgentPlatformStack extends Stack {
         documentsBucket: this.storage.bucket,
         processingQueue: this.storage.queue,
         knowledgeIndex: this.knowledgeIndex,
+        generateModelId: props.generateModelId,
       },
       uploadUrlTtl: Duration.seconds(900),
       uploadSessionTtl: Duration.seconds(3600),

@@ -28,6 +28,8 @@ export interface ResourceAccess {
   readonly processingQueue?: 'send';
   /** Query the knowledge index (Bedrock Retrieve / RetrieveAndGenerate in AWS). */
   readonly knowledgeIndex?: 'retrieve';
+  /** Invoke the generate model (Bedrock Converse), when the stack is given one. */
+  readonly model?: 'invoke';
 }
 
 export interface HttpRoute {
@@ -253,7 +255,7 @@ export const ROUTES: readonly HttpRoute[] = [
     path: '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/generate',
     handler: http('retrieval/generate'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read', knowledgeBases: 'read' }, knowledgeIndex: 'retrieve' },
+    access: { tables: { agents: 'read', knowledgeBases: 'read' }, knowledgeIndex: 'retrieve', model: 'invoke' },
     summary: 'Retrieve, then answer with citations that point at the retrieved chunks',
   },
   {

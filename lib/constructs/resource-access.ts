@@ -5,6 +5,7 @@
  */
 import { type CfnElement, Stack, Validations } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
@@ -19,6 +20,8 @@ export interface PlatformResources {
   readonly processingQueue: IQueue;
   /** The Bedrock knowledge base of each environment; routes with `knowledgeIndex: 'retrieve'` query it. */
   readonly knowledgeIndex?: KnowledgeIndexInfra;
+  /** Bedrock model id generate answers with; without it generate is extractive (no model call). */
+  readonly generateModelId?: string;
 }
 
 /** The physical name of every resource the access names, under the variable lambdas/shared/config.ts reads. */
@@ -30,6 +33,7 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   if (access.documentsBucket) environment[RESOURCE_ENV.documentsBucket] = resources.documentsBucket.bucketName;
   if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = resources.processingQueue.queueUrl;
   if (access.knowledgeIndex) Object.assign(environment, knowledgeBasesEnvironment(requireIndex(resources)));
+  if (access.model && resources.generateModelId) environment.BEDROCK_GENERATE_MODEL_ID = resources.generateModelId;
   return environment;
 }
 
@@ -56,6 +60,21 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
   }
   if (access.processingQueue === 'send') resources.processingQueue.grantSendMessages(fn);
   if (access.knowledgeIndex === 'retrieve') requireIndex(resources).grantRetrieve(fn);
+  if (access.model === 'invoke' && resources.generateModelId) {
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['bedrock:InvokeModel'],
+        resources: [
+          Stack.of(fn).formatArn({
+            service: 'bedrock',
+            account: '',
+            resource: 'foundation-model',
+            resourceName: resources.generateModelId,
+          }),
+        ],
+      }),
+    );
+  }
 }
 
 function requireIndex(resources: PlatformResources): KnowledgeIndexInfra {

@@ -477,3 +477,26 @@ describe('retrieval', () => {
     }
   });
 });
+
+describe('generate model', () => {
+  test('without generateModelId, generate calls no model and has no InvokeModel right', () => {
+    const actions = statementsOf('GenerateFromKnowledgeBase').flatMap((s) => ([] as string[]).concat(s.Action));
+    expect(actions).not.toContain('bedrock:InvokeModel');
+  });
+
+  test('with generateModelId, the generate function may invoke exactly that model', () => {
+    const { stack: withModel } = createApp({
+      context: { ...cdkJson.context, generateModelId: 'amazon.nova-lite-v1:0' },
+    });
+    const json = Template.fromStack(withModel).toJSON();
+    const invoking = Object.entries(json.Resources as Resources).filter(
+      ([, r]) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('bedrock:InvokeModel'),
+    );
+    const generateRole = Stack.of(withModel).getLogicalId(
+      withModel.api.functions.GenerateFromKnowledgeBase.role?.node.defaultChild as CfnElement,
+    );
+    const rolesAllowed = invoking.map(([, r]) => JSON.stringify(r.Properties.Roles));
+    expect(rolesAllowed.filter((roles) => roles.includes(generateRole))).toHaveLength(1);
+    expect(JSON.stringify(invoking)).toContain('foundation-model/amazon.nova-lite-v1:0');
+  });
+});

@@ -1,12 +1,12 @@
-import { modelProviderFromEnv } from '../../../adapters/model/openai-compatible';
 import { generateWithCitations } from '../../../core/retrieval/generate';
 import { resultOf, retrieve } from '../../../core/retrieval/retrieve';
 import { httpHandler } from '../../../shared/http';
+import { generateModelFromEnv } from '../../../shared/model';
 import { retrievalContainer } from '../../../shared/retrieval-container';
 import { retrievalSchema } from './schemas';
 
-/** Read once per cold start: an OpenAI-compatible endpoint when MODEL_BASE_URL is set, else the extractive answer. */
-const model = modelProviderFromEnv();
+/** Read once per cold start (lambdas/shared/model.ts): OpenAI-compatible, Bedrock Converse, or extractive. */
+const model = generateModelFromEnv();
 
 /**
  * POST /dashboard/agents/:agentId/knowledge/:environment/kb/:knowledgeBaseId/generate: retrieve, then answer from
