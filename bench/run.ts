@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { analyticsBenchmark } from './analytics';
 import { ingestionBenchmark } from './ingestion';
 import { type Benchmark, type BenchSection, renderSection } from './report';
+import { retrievalBenchmark } from './retrieval';
 
-const BENCHMARKS: Benchmark[] = [analyticsBenchmark, ingestionBenchmark];
+const BENCHMARKS: Benchmark[] = [analyticsBenchmark, ingestionBenchmark, retrievalBenchmark];
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);

@@ -8,6 +8,7 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import type { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
 
 export interface CorpusPage {
   /** Stable id: the path relative to the source's root. */
@@ -35,6 +36,11 @@ export interface CorpusOptions {
    * hundreds of generated pages (gcloud ships 16k) do not make the corpus a single product's reference.
    */
   readonly perFamily: number;
+  /**
+   * Remove the description from the page's text (the man page's NAME line, the README's line), so that a query
+   * must find the page by what the rest of it says rather than by one verbatim line.
+   */
+  readonly withoutDescription?: boolean;
   /** Sources to try, in order; the first with at least `minimumPages` eligible pages is used. */
   readonly sources?: readonly CorpusSource[];
   readonly minimumPages?: number;
@@ -52,6 +58,8 @@ const NPM_ROOT = join(__dirname, '..', '..', 'node_modules');
 const MAX_FILE_BYTES = 4 * 1024 * 1024;
 /** A description shorter than this many words is a poor query (and often a placeholder). */
 const MIN_DESCRIPTION_WORDS = 3;
+/** A longer "description" is a paragraph that happens to sit in the NAME section, not a one-line summary. */
+const MAX_DESCRIPTION_WORDS = 25;
 const MIN_TEXT_CHARS = 400;
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -188,17 +196,28 @@ const TEXT_MACROS = new Set(
   ).split(' '),
 );
 
+const BREAK_REQUESTS = new Set(['PP', 'P', 'LP', 'Pp', 'sp', 'br']);
+
 /** Roff (man or mdoc) to plain text, crudely: request lines dropped or replaced by their arguments, escapes removed. */
 export function roffToText(source: string): string {
   const lines: string[] = [];
-  for (const raw of source.split('\n')) {
-    if (/^[.'][\s]*\\"/.test(raw) || raw.startsWith('.\\"')) continue;
-    const request = /^[.']\s*([A-Za-z]{1,3})\b\s*(.*)$/.exec(raw);
+  let inDefinition = false;
+  // A backslash at the end of a line continues it on the next.
+  for (const raw of source.replace(/\\\n/g, '').split('\n')) {
+    // Macro definitions and ignored blocks (`.de NAME` … `..`) hold roff code, not text.
+    if (inDefinition) {
+      if (/^\.\s*\.\s*$/.test(raw)) inDefinition = false;
+      continue;
+    }
+    if (/^\.\s*(de1?|am|ig)\b/.test(raw)) {
+      inDefinition = true;
+      continue;
+    }
+    if (raw.startsWith('.\\"') || /^[.']\s*\\"/.test(raw)) continue;
     if (raw.startsWith('.') || raw.startsWith("'")) {
+      const request = /^[.']\s*([A-Za-z]{1,3}[0-9]?)\b\s*(.*)$/.exec(raw);
       if (!request || !TEXT_MACROS.has(request[1])) {
-        if (request && (request[1] === 'PP' || request[1] === 'P' || request[1] === 'LP' || request[1] === 'Pp')) {
-          lines.push('');
-        }
+        if (request && BREAK_REQUESTS.has(request[1])) lines.push('');
         continue;
       }
       const args = request[2]
@@ -232,7 +251,8 @@ function manDescription(source: string): string | null {
   if (mdoc) return stripInline(mdoc[1].replace(/"/g, '')).trim();
   const section = /^\.S[Hh]\s+"?NAME"?\s*\n([\s\S]*?)(?=^\.S[Hh]\b)/m.exec(source);
   if (!section) return null;
-  const text = roffToText(section[1]).replace(/\s+/g, ' ');
+  // The first paragraph: some pages go on with a synopsis or the names of related commands.
+  const text = roffToText(section[1]).split('\n\n')[0].replace(/\s+/g, ' ');
   const dash = /\s[-\u2013\u2014]+\s/.exec(text);
   return dash ? text.slice(dash.index + dash[0].length).trim() : null;
 }
@@ -311,8 +331,13 @@ export function selectPages(source: CorpusSource, options: CorpusOptions): Corpu
       const page = read(capped[i]);
       if (!page || page.text.length < MIN_TEXT_CHARS) continue;
       const description = page.description.replace(/\s+/g, ' ');
-      if (description.split(' ').length < MIN_DESCRIPTION_WORDS) continue;
-      const text = page.text.slice(0, options.maxPageChars);
+      const words = description.split(' ').length;
+      // A backslash is roff the crude stripping left behind.
+      if (words < MIN_DESCRIPTION_WORDS || words > MAX_DESCRIPTION_WORDS || description.includes('\\')) continue;
+      const text = (options.withoutDescription ? removePhrase(page.text, description) : page.text).slice(
+        0,
+        options.maxPageChars,
+      );
       const descriptionKey = `d:${description.toLowerCase()}`;
       const textKey = `t:${text.slice(0, 2000)}`;
       if (seen.has(descriptionKey) || seen.has(textKey)) continue;
@@ -322,6 +347,12 @@ export function selectPages(source: CorpusSource, options: CorpusOptions): Corpu
     }
   }
   return pages;
+}
+
+/** `text` without any occurrence of `phrase`, whatever the whitespace between its words. */
+function removePhrase(text: string, phrase: string): string {
+  const words = phrase.split(' ').map((word) => word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return text.replace(new RegExp(words.join('\\s+'), 'gi'), ' ');
 }
 
 /** The corpus of the first source that has enough pages on this machine; fails loudly when none has. */
@@ -345,4 +376,95 @@ export function corpusQueries(corpus: Corpus, count: number): CorpusQuery[] {
     const page = pages[Math.floor((j * pages.length) / wanted)];
     return { text: page.description, pageId: page.id };
   });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The baseline: plain Okapi BM25 over the same chunks, in memory.
+
+/** Lowercased runs of letters and digits: no stemming, no stop words. */
+export function simpleTokens(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+export interface Bm25Hit {
+  readonly key: number;
+  readonly score: number;
+}
+
+/**
+ * Okapi BM25 (k1 1.2, b 0.75) with the non-negative idf ln(1 + (N - n + 0.5) / (n + 0.5)) of Lucene, so a term in
+ * more than half the chunks still counts a little rather than against. An inverted index of term → postings.
+ */
+export class Bm25 {
+  private readonly postings = new Map<string, { key: number; tf: number }[]>();
+  private readonly lengths: number[] = [];
+  private totalLength = 0;
+
+  constructor(
+    private readonly tokenize: (text: string) => string[] = simpleTokens,
+    private readonly k1 = 1.2,
+    private readonly b = 0.75,
+  ) {}
+
+  /** Adds a text; its key is its insertion order, returned. */
+  add(text: string): number {
+    const key = this.lengths.length;
+    const counts = new Map<string, number>();
+    const tokens = this.tokenize(text);
+    for (const token of tokens) counts.set(token, (counts.get(token) ?? 0) + 1);
+    for (const [token, tf] of counts) {
+      let list = this.postings.get(token);
+      if (!list) {
+        list = [];
+        this.postings.set(token, list);
+      }
+      list.push({ key, tf });
+    }
+    this.lengths.push(tokens.length);
+    this.totalLength += tokens.length;
+    return key;
+  }
+
+  search(query: string, limit: number): Bm25Hit[] {
+    const n = this.lengths.length;
+    if (n === 0) return [];
+    const averageLength = this.totalLength / n;
+    const scores = new Map<number, number>();
+    for (const term of new Set(this.tokenize(query))) {
+      const list = this.postings.get(term);
+      if (!list) continue;
+      const idf = Math.log(1 + (n - list.length + 0.5) / (list.length + 0.5));
+      for (const { key, tf } of list) {
+        const norm = this.k1 * (1 - this.b + (this.b * this.lengths[key]) / averageLength);
+        scores.set(key, (scores.get(key) ?? 0) + (idf * tf * (this.k1 + 1)) / (tf + norm));
+      }
+    }
+    return [...scores]
+      .map(([key, score]) => ({ key, score }))
+      .sort((x, y) => y.score - x.score || x.key - y.key)
+      .slice(0, limit);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * `index.refreshIndex()` until every row is in the BM25 index. A refresh can be preempted: the background refresh it
+ * waits for may schedule another on finishing, which then runs beside it (a commit conflict); the next attempt,
+ * after that one, succeeds.
+ */
+export async function refreshIndexFully(
+  index: Pick<LanceKnowledgeIndex, 'refreshIndex' | 'indexStatus'>,
+  attempts = 4,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await index.refreshIndex();
+      if ((await index.indexStatus()).unindexedRows === 0) return;
+    } catch (error) {
+      if (attempt >= attempts || !/commit conflict|preempted/i.test(String(error))) throw error;
+      continue;
+    }
+    if (attempt >= attempts) throw new Error(`rows still outside the BM25 index after ${attempts} refreshes`);
+  }
 }

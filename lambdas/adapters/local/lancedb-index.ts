@@ -354,6 +354,8 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   async refreshIndex(): Promise<void> {
     this.clearRefreshTimer();
     await this.refreshing;
+    // The refresh just awaited may have scheduled another as it finished; that one would race this one.
+    this.clearRefreshTimer();
     await this.runRefresh(true);
   }
 
