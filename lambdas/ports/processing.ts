@@ -80,6 +80,23 @@ export interface KnowledgeIndex {
   describeFilter?(scope: DatasetRef, filters: readonly IndexFilter[]): unknown;
 }
 
+/** The contract of `replaceDocument`: every chunk is of `ref`, and no chunkId repeats. Throws otherwise. */
+export function assertChunksOfDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): void {
+  const seen = new Set<string>();
+  for (const chunk of chunks) {
+    if (
+      chunk.agentId !== ref.agentId ||
+      chunk.environment !== ref.environment ||
+      chunk.knowledgeBaseId !== ref.knowledgeBaseId ||
+      chunk.documentId !== ref.documentId
+    ) {
+      throw new Error(`Chunk ${chunk.chunkId} does not belong to document ${ref.documentId} of this dataset`);
+    }
+    if (seen.has(chunk.chunkId)) throw new Error(`Duplicate chunkId ${chunk.chunkId}`);
+    seen.add(chunk.chunkId);
+  }
+}
+
 export interface Embedder {
   readonly dimensions: number;
   embed(texts: readonly string[]): Promise<number[][]>;

@@ -30,6 +30,7 @@ import {
 import type { DatasetRef } from '../../core/knowledge/document';
 import { ENVIRONMENTS, type Environment } from '../../core/knowledge/fields';
 import {
+  assertChunksOfDocument,
   type ChunkMetadata,
   type DocumentRef,
   FILTERABLE_KEYS,
@@ -463,19 +464,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
    * duplicate of an earlier request whose documents have since been deleted).
    */
   async replaceDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): Promise<void> {
-    const seen = new Set<string>();
-    for (const chunk of chunks) {
-      if (
-        chunk.agentId !== ref.agentId ||
-        chunk.environment !== ref.environment ||
-        chunk.knowledgeBaseId !== ref.knowledgeBaseId ||
-        chunk.documentId !== ref.documentId
-      ) {
-        throw new Error(`Chunk ${chunk.chunkId} does not belong to document ${ref.documentId} of this dataset`);
-      }
-      if (seen.has(chunk.chunkId)) throw new Error(`Duplicate chunkId ${chunk.chunkId}`);
-      seen.add(chunk.chunkId);
-    }
+    assertChunksOfDocument(ref, chunks);
     const documents = chunks.map((chunk) => toBedrockDocument(chunk));
     const ids = documents.map(documentIdOf);
     const existing = await this.listDocument(ref);

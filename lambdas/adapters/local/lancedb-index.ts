@@ -10,6 +10,7 @@ import { Field, FixedSizeList, Float32, Int32, Schema, Utf8 } from 'apache-arrow
 import type { DatasetRef } from '../../core/knowledge/document';
 import type { Environment } from '../../core/knowledge/fields';
 import {
+  assertChunksOfDocument,
   type ChunkMetadata,
   type DocumentRef,
   type Embedder,
@@ -288,19 +289,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   }
 
   async replaceDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): Promise<void> {
-    const seen = new Set<string>();
-    for (const chunk of chunks) {
-      if (
-        chunk.agentId !== ref.agentId ||
-        chunk.environment !== ref.environment ||
-        chunk.knowledgeBaseId !== ref.knowledgeBaseId ||
-        chunk.documentId !== ref.documentId
-      ) {
-        throw new Error(`Chunk ${chunk.chunkId} does not belong to document ${ref.documentId} of this dataset`);
-      }
-      if (seen.has(chunk.chunkId)) throw new Error(`Duplicate chunkId ${chunk.chunkId}`);
-      seen.add(chunk.chunkId);
-    }
+    assertChunksOfDocument(ref, chunks);
     const rows = await this.rowsOf(chunks);
     // One commit: upsert the new chunks and delete the document's chunks that are not among them, so a reader
     // sees the old set or the new one, never a mix, and a repeated call changes nothing.
