@@ -4,7 +4,14 @@
  * minScore are dropped (scores are on a fixed 0..1 scale, higher is better, on every backend).
  */
 
-import type { Embedder, IndexFilter, IndexHit, KnowledgeIndex } from '../../ports/processing';
+import type {
+  ChunkMetadata,
+  Embedder,
+  IndexedChunk,
+  IndexFilter,
+  IndexHit,
+  KnowledgeIndex,
+} from '../../ports/processing';
 import type { AgentStore, KnowledgeBaseStore } from '../../ports/stores';
 import type { DatasetRef } from '../knowledge/document';
 import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
@@ -32,18 +39,8 @@ export interface RetrievalRequest extends DatasetRef {
 export interface RetrievalResult {
   readonly content: string;
   readonly score: number;
-  readonly metadata: {
-    readonly documentId: string;
-    readonly s3Key: string;
-    readonly chunkId: string;
-    readonly position: number;
-    readonly label1: string | null;
-    readonly label2: string | null;
-    readonly svc_internal_meta1: string | null;
-    readonly svc_internal_meta2: string | null;
-    readonly svc_internal_meta3: string | null;
-    readonly svc_internal_meta4: string | null;
-  };
+  /** Where the chunk comes from, and the metadata every chunk carries (labels, `svc_internal_meta1..4`). */
+  readonly metadata: Pick<IndexedChunk, 'documentId' | 's3Key' | 'chunkId' | 'position'> & ChunkMetadata;
 }
 
 export interface RetrievalExplanation {
