@@ -13,7 +13,7 @@ import type { ZipJobStore } from '../processing/zip-job';
 import { type Caller, requireKnowledgeBase, type TenancyDeps } from '../tenancy/tenancy';
 import { contentTypeFor, isZipFileName } from './content-types';
 import { type DatasetRef, type DocumentRecord, type DocumentView, documentView, reservationRecord } from './document';
-import { type Environment, METADATA_FIELDS, type MetadataChanges } from './fields';
+import { type Environment, METADATA_FIELDS, type MetadataChanges, pickMetadataChanges } from './fields';
 import type { UploadCompletion, UploadKind, UploadSession } from './upload-session';
 
 export interface KnowledgeDeps extends TenancyDeps {
@@ -158,15 +158,6 @@ function newSession(
   };
 }
 
-function metadataOf(request: MetadataChanges): MetadataChanges {
-  const metadata: MetadataChanges = {};
-  for (const field of METADATA_FIELDS) {
-    const value = request[field];
-    if (value !== undefined) metadata[field] = value;
-  }
-  return metadata;
-}
-
 /** POST /knowledge/documents/upload-link */
 export async function createUploadLink(
   deps: KnowledgeDeps,
@@ -176,7 +167,7 @@ export async function createUploadLink(
   await requireKnowledgeBase(deps, caller, request.agentId, request.knowledgeBaseId);
   const ref = datasetOf(request);
   const uploadId = deps.ids.uuid();
-  const metadata = metadataOf(request);
+  const metadata = pickMetadataChanges(request);
 
   if (isZipFileName(request.fileName)) {
     if (request.customDocumentId !== undefined) {
@@ -389,7 +380,7 @@ export async function createUpdateUploadLink(
     s3Key: doc.s3Key,
     objectKey: versionObjectKey(doc.s3Key, uploadId, request.fileName),
     fileName: request.fileName,
-    metadata: metadataOf(request),
+    metadata: pickMetadataChanges(request),
   });
   return issueUploadUrl(deps, session);
 }
@@ -432,7 +423,7 @@ export async function patchMetadata(
   caller: Caller,
   request: PatchMetadataRequest,
 ): Promise<DocumentView> {
-  const changes = metadataOf(request);
+  const changes = pickMetadataChanges(request);
   if (Object.keys(changes).length === 0) {
     throw new ValidationError(
       [{ field: '', rule: 'atLeastOneOf', message: `give at least one of ${METADATA_FIELDS.join(', ')}` }],
