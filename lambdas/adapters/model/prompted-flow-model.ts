@@ -1,0 +1,179 @@
+/**
+ * FlowModel on any ModelProvider (an OpenAI-compatible server, Bedrock Converse): each call is one generate call
+ * whose answer is read back robustly, since a model may wrap it in words, fences or a <think> block. A provider
+ * failure propagates as its ModelError; an answer that cannot be read is "no condition" or "no parameter".
+ */
+import { isParameterValueOfType } from '../../core/flows/offline-model';
+import type { FlowModel, FlowModelContext, ToolParameterSpec } from '../../ports/flows';
+import type { ModelMessage, ModelProvider } from '../../ports/model';
+
+export interface PromptedFlowModelOptions {
+  /** For the AI messages of prompt nodes; routing and parameters always use 0. */
+  readonly temperature?: number;
+  readonly maxTokens?: number;
+}
+
+/** Choosing and inferring are classification, not writing: the most likely answer, every time. */
+const DECISION_TEMPERATURE = 0;
+/** Memory is sent to help infer parameters; a large one is cut rather than filling the context window. */
+const MEMORY_MAX_CHARACTERS = 4_000;
+
+const RESPOND_INSTRUCTION =
+  "You speak for the agent in this conversation. The last user turn is not from the end user: it is the instruction of the current step of the agent's flow. Follow it and answer with only the message to send to the end user.";
+const CHOOSE_INSTRUCTION =
+  'You route a conversation flow: you decide which condition holds after the conversation so far. Answer with only a number, or none.';
+const INFER_INSTRUCTION =
+  'You fill in the parameters of a tool call from the conversation and the session memory. Answer with only a JSON object.';
+
+export class PromptedFlowModel implements FlowModel {
+  readonly name: string;
+
+  constructor(
+    readonly provider: ModelProvider,
+    private readonly options: PromptedFlowModelOptions = {},
+  ) {
+    this.name = provider.name;
+  }
+
+  async respond(context: FlowModelContext, prompt: string): Promise<string> {
+    const { text } = await this.provider.generate({
+      system: withInstruction(context.system, RESPOND_INSTRUCTION),
+      messages: [...context.messages, { role: 'user', content: prompt }],
+      temperature: this.options.temperature,
+      maxTokens: this.options.maxTokens,
+    });
+    return text.trim();
+  }
+
+  async chooseCondition(
+    context: FlowModelContext,
+    request: { readonly conditions: readonly string[]; readonly allowStay: boolean },
+  ): Promise<number | 'stay' | null> {
+    const { conditions, allowStay } = request;
+    if (conditions.length === 0 && !allowStay) return null;
+    const question = [
+      'Which condition holds after the conversation so far?',
+      ...(allowStay ? ['0 = stay on this step: no condition holds yet, the conversation goes on here'] : []),
+      ...conditions.map((condition, i) => `${i + 1} = ${oneLine(condition)}`),
+      'Answer with just the number, or none when no condition holds.',
+    ].join('\n');
+    const { text } = await this.decide(context, CHOOSE_INSTRUCTION, question);
+    return readCondition(text, conditions.length, allowStay);
+  }
+
+  async inferParameters(
+    context: FlowModelContext,
+    request: {
+      readonly toolName: string;
+      readonly hint?: string;
+      readonly parameters: Readonly<Record<string, ToolParameterSpec>>;
+      readonly missing: readonly string[];
+      readonly memory: Readonly<Record<string, unknown>>;
+    },
+  ): Promise<Record<string, unknown>> {
+    // A parameter without a spec has no type to check the answer against, so it is not asked for.
+    const asked = request.missing.flatMap((name) =>
+      Object.hasOwn(request.parameters, name) ? [[name, request.parameters[name]] as const] : [],
+    );
+    if (asked.length === 0) return {};
+    const memory = memoryJson(request.memory);
+    const question = [
+      `Tool: ${request.toolName}`,
+      ...(request.hint ? [`Hint: ${oneLine(request.hint)}`] : []),
+      ...(memory === null ? [] : [`Session memory (JSON): ${memory}`]),
+      'Parameters to fill in:',
+      ...asked.map(
+        ([name, spec]) =>
+          `- ${JSON.stringify(name)} (${spec.type}${spec.required ? ', required' : ''})${spec.description ? `: ${oneLine(spec.description)}` : ''}`,
+      ),
+      `Answer with only a JSON object with exactly these keys: ${asked.map(([name]) => JSON.stringify(name)).join(', ')}. Leave out a key whose value the conversation and the memory do not give.`,
+    ].join('\n');
+    const { text } = await this.decide(context, INFER_INSTRUCTION, question);
+    const answer = readJsonObject(text);
+    const inferred: Record<string, unknown> = {};
+    for (const [name, spec] of asked) {
+      if (Object.hasOwn(answer, name) && isParameterValueOfType(answer[name], spec.type)) inferred[name] = answer[name];
+    }
+    return inferred;
+  }
+
+  private decide(context: FlowModelContext, instruction: string, question: string) {
+    const messages: ModelMessage[] = [...context.messages, { role: 'user', content: question }];
+    return this.provider.generate({
+      system: withInstruction(context.system, instruction),
+      messages,
+      temperature: DECISION_TEMPERATURE,
+      maxTokens: this.options.maxTokens,
+    });
+  }
+}
+
+function withInstruction(system: string | undefined, instruction: string): string {
+  return system ? `${system}\n\n${instruction}` : instruction;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Reasoning models served through chat completions (deepseek-r1 on Ollama) put their thoughts in the content. */
+function withoutThinking(text: string): string {
+  return text.replace(/<think>[\s\S]*?(?:<\/think>|$)/gi, '');
+}
+
+/**
+ * The first `none` or integer of the answer decides: `none` → null; 0 → 'stay' (when offered); 1..n → that condition;
+ * anything else (out of range, negative, no number) → null. Only the first number counts: a later one would be a guess.
+ */
+function readCondition(text: string, count: number, allowStay: boolean): number | 'stay' | null {
+  const first = /\bnone\b|-?\d+/i.exec(withoutThinking(text));
+  if (first === null || /none/i.test(first[0])) return null;
+  const chosen = Number(first[0]);
+  if (chosen === 0) return allowStay ? 'stay' : null;
+  return chosen >= 1 && chosen <= count ? chosen - 1 : null;
+}
+
+/** The object in a ```json fence, else the first balanced {...} of the answer; {} when there is none or it is not JSON. */
+function readJsonObject(text: string): Record<string, unknown> {
+  const answer = withoutThinking(text);
+  const fenced = /```(?:json)?[^\n]*\n([\s\S]*?)```/i.exec(answer);
+  const block = firstBraceBlock(fenced ? fenced[1] : answer);
+  if (block === null) return {};
+  try {
+    const parsed: unknown = JSON.parse(block);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : {};
+  } catch {
+    return {};
+  }
+}
+
+/** From the first `{` to the `}` that closes it, braces inside JSON strings not counted; null when unclosed. */
+function firstBraceBlock(text: string): string | null {
+  const start = text.indexOf('{');
+  if (start < 0) return null;
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const char = text[i];
+    if (inString) {
+      if (char === '\\') i++;
+      else if (char === '"') inString = false;
+    } else if (char === '"') inString = true;
+    else if (char === '{') depth++;
+    else if (char === '}' && --depth === 0) return text.slice(start, i + 1);
+  }
+  return null;
+}
+
+function memoryJson(memory: Readonly<Record<string, unknown>>): string | null {
+  if (Object.keys(memory).length === 0) return null;
+  let json: string;
+  try {
+    json = JSON.stringify(memory);
+  } catch {
+    return null; // a cycle or a BigInt: infer from the conversation alone
+  }
+  return json.length > MEMORY_MAX_CHARACTERS ? `${json.slice(0, MEMORY_MAX_CHARACTERS)} …(cut)` : json;
+}

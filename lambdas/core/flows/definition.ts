@@ -1,0 +1,421 @@
+/**
+ * An agent's definition in one environment: its flows of nodes, the edges between them, the tools its tool nodes
+ * may call, its variables and its callback. Every choice the spec leaves open ("not shown": the junction literal,
+ * edge structure, the browser task's model property, app trigger properties) is made here, once, and described in
+ * docs/flows.md. `validateDefinition` answers every problem at once, each with its flow, node, field and rule.
+ */
+import * as z from 'zod';
+import { LLM_CLASS_NAMES } from '../../ports/flows';
+import type { ErrorDetail } from '../errors';
+import { issuesToDetails } from '../validation';
+import { placeholdersIn } from './placeholders';
+import { cronProblems, isValidTimeZone } from './schedule';
+
+export const NODE_TYPES = ['trigger', 'promptNode', 'tool', 'junction', 'jumpToNode', 'browserTask'] as const;
+export type NodeType = (typeof NODE_TYPES)[number];
+export const TRIGGER_TYPES = ['webhook', 'app', 'schedule'] as const;
+export type TriggerType = (typeof TRIGGER_TYPES)[number];
+export const EDGE_TYPES = ['stepForward', 'promptCondition'] as const;
+export const CONDITION_OPERATORS = ['equals', 'notEquals', 'greaterThan', 'lessThan', 'exists', 'notExists'] as const;
+
+/** Tools every agent has without declaring them (docs/flows.md, "Tools"). */
+export const BUILT_IN_TOOLS = {
+  setMemory: 'Writes each of its parameters into the session memory under the same name',
+  trackAnalyticsEvent: 'Records a custom analytics event: parameters eventName (string) and payload (object)',
+} as const;
+export type BuiltInToolName = keyof typeof BUILT_IN_TOOLS;
+
+export const LIMITS = {
+  flows: 20,
+  nodesPerFlow: 100,
+  edgesPerFlow: 300,
+  tools: 50,
+  variables: 50,
+  promptLength: 20_000,
+} as const;
+
+const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+const nodeName = z.string().regex(NAME, 'must start with a letter and hold at most 64 letters, digits, "_" or "-"');
+const httpUrl = z
+  .string()
+  .max(2000)
+  .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/i, 'must be an http(s) URL');
+
+const base = {
+  name: nodeName,
+  displayName: z.string().trim().min(1).max(200).optional(),
+};
+
+const triggerNode = z.strictObject({
+  ...base,
+  type: z.literal('trigger'),
+  triggerType: z.enum(TRIGGER_TYPES),
+  /** Webhook only: run it at once when the flow is tested in the editor. */
+  autoTrigger: z.boolean().optional(),
+  /** Webhook only: the JSON payload the editor sends when testing. */
+  defaultPayload: z.string().max(100_000).optional(),
+  /** Schedule only (required there): 5-field cron, minute resolution. */
+  cronExpression: z.string().max(200).optional(),
+  /** Schedule only: IANA time zone of the cron expression; default UTC. */
+  timezone: z.string().max(100).optional(),
+  /** App only (required there): the app whose events start the flow. */
+  appName: nodeName.optional(),
+  /** App only: the one event of that app that starts the flow; absent = every event of the app. */
+  eventName: z.string().min(1).max(100).optional(),
+});
+
+const promptNode = z.strictObject({
+  ...base,
+  type: z.literal('promptNode'),
+  displayName: z.string().trim().min(1).max(200),
+  prompt: z.string().trim().min(1).max(LIMITS.promptLength),
+  humanInTheLoop: z.boolean().optional(),
+  canStayOnNode: z.boolean().optional(),
+  llmConfig: z
+    .strictObject({
+      name: z.enum(LLM_CLASS_NAMES),
+      properties: z
+        .strictObject({
+          model: z.string().min(1).max(200).optional(),
+          temperature: z.number().min(0).max(2).optional(),
+          maxTokens: z.number().int().min(1).max(32_000).optional(),
+        })
+        .optional(),
+    })
+    .optional(),
+  sendAiMessage: z.boolean().default(true),
+});
+
+const toolNode = z.strictObject({
+  ...base,
+  type: z.literal('tool'),
+  toolName: nodeName,
+  prompt: z.string().max(LIMITS.promptLength).optional(),
+  /** Fixed values (placeholders allowed); they override what the model infers. */
+  parameters: z.record(z.string().min(1).max(100), z.unknown()).optional(),
+});
+
+/** Flow control without processing: its outgoing edges route. */
+const junctionNode = z.strictObject({ ...base, type: z.literal('junction') });
+
+const jumpToNode = z.strictObject({ ...base, type: z.literal('jumpToNode'), targetNodeId: nodeName });
+
+const browserTaskNode = z.strictObject({
+  ...base,
+  type: z.literal('browserTask'),
+  prompt: z.string().trim().min(1).max(LIMITS.promptLength),
+  /** The page to open; without it the first http(s) URL of the prompt. Placeholders allowed. */
+  url: z.string().max(2000).optional(),
+  /** The model that drives the browser; the driver's default when absent. */
+  model: z.string().min(1).max(200).optional(),
+});
+
+export const nodeSchema = z.discriminatedUnion('type', [
+  triggerNode,
+  promptNode,
+  toolNode,
+  junctionNode,
+  jumpToNode,
+  browserTaskNode,
+]);
+
+/** A deterministic test on the session, for edges leaving a junction (or any node). */
+const conditionSchema = z.strictObject({
+  /** `memory.<path>`, `tools.<Node>.<path>` or `system.<property>`. */
+  path: z.string().regex(/^(memory|tools|system)\.[^\s{}]+$/, 'must start with memory., tools. or system.'),
+  operator: z.enum(CONDITION_OPERATORS),
+  value: z.union([z.string().max(500), z.number(), z.boolean()]).optional(),
+});
+
+export const edgeSchema = z.strictObject({
+  from: nodeName,
+  to: nodeName,
+  type: z.enum(EDGE_TYPES),
+  /** promptCondition only (required there): what must hold, in words; the model decides. */
+  condition: z.string().trim().min(1).max(1000).optional(),
+  /** stepForward only: taken only when it holds. */
+  when: conditionSchema.optional(),
+});
+
+const toolParameterSchema = z.strictObject({
+  type: z.enum(['string', 'number', 'boolean', 'object', 'array']),
+  description: z.string().max(1000).optional(),
+  required: z.boolean().optional(),
+});
+
+/** A tool the agent declares: an HTTP endpoint that receives the parameters as a JSON body. */
+export const toolSchema = z.strictObject({
+  name: nodeName,
+  description: z.string().max(1000).optional(),
+  url: httpUrl,
+  method: z.enum(['POST', 'PUT', 'PATCH']).default('POST'),
+  headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/), z.string().max(2000)).optional(),
+  parameters: z.record(z.string().min(1).max(100), toolParameterSchema).default({}),
+});
+
+export const flowSchema = z.strictObject({
+  name: nodeName,
+  nodes: z.array(nodeSchema).min(1).max(LIMITS.nodesPerFlow),
+  edges: z.array(edgeSchema).max(LIMITS.edgesPerFlow).default([]),
+});
+
+export const definitionSchema = z.strictObject({
+  /** Instructions the model gets with every prompt node of this agent (a system prompt). */
+  instructions: z.string().max(LIMITS.promptLength).optional(),
+  /** Where each AI message is POSTed as JSON (besides being stored on the session). */
+  callbackUrl: httpUrl.optional(),
+  /** `{env.NAME}` reads these; the process environment is never exposed to a definition. */
+  variables: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/), z.string().max(2000))
+    .refine((v) => Object.keys(v).length <= LIMITS.variables, { message: `at most ${LIMITS.variables} variables` })
+    .default({}),
+  tools: z.array(toolSchema).max(LIMITS.tools).default([]),
+  flows: z.array(flowSchema).min(1).max(LIMITS.flows),
+});
+
+export type AgentDefinition = z.output<typeof definitionSchema>;
+export type FlowDefinition = AgentDefinition['flows'][number];
+export type FlowNode = z.output<typeof nodeSchema>;
+export type FlowEdge = z.output<typeof edgeSchema>;
+export type EdgeCondition = z.output<typeof conditionSchema>;
+export type ToolDefinition = z.output<typeof toolSchema>;
+export type TriggerNode = z.output<typeof triggerNode>;
+export type PromptNode = z.output<typeof promptNode>;
+export type ToolNode = z.output<typeof toolNode>;
+export type JumpToNode = z.output<typeof jumpToNode>;
+export type BrowserTaskNode = z.output<typeof browserTaskNode>;
+
+/** A problem of a definition: the field's dot path, the rule, and the flow and node it is in when it is in one. */
+export interface DefinitionProblem extends ErrorDetail {
+  readonly flow?: string;
+  readonly node?: string;
+}
+
+export type ValidationOutcome =
+  | { readonly valid: true; readonly definition: AgentDefinition; readonly problems: readonly [] }
+  | { readonly valid: false; readonly problems: readonly DefinitionProblem[] };
+
+/** Every node of every flow, with where it is. */
+export function nodesOf(definition: AgentDefinition): { flow: FlowDefinition; node: FlowNode; index: number }[] {
+  return definition.flows.flatMap((flow) => flow.nodes.map((node, index) => ({ flow, node, index })));
+}
+
+/** Parses the definition and checks the rules that span nodes; all problems at once. */
+export function validateDefinition(input: unknown): ValidationOutcome {
+  const parsed = definitionSchema.safeParse(input);
+  if (!parsed.success) {
+    return { valid: false, problems: issuesToDetails(parsed.error.issues, input).map((d) => locate(d, input)) };
+  }
+  const problems = crossReferenceProblems(parsed.data);
+  return problems.length === 0 ? { valid: true, definition: parsed.data, problems: [] } : { valid: false, problems };
+}
+
+/** Adds the flow and node names to a detail whose field is inside `flows.<i>.nodes.<j>` or `flows.<i>.edges.<j>`. */
+function locate(detail: ErrorDetail, input: unknown): DefinitionProblem {
+  const match = /^flows\.(\d+)(?:\.(nodes|edges)\.(\d+))?/.exec(detail.field);
+  if (!match) return detail;
+  const flow = (input as { flows?: unknown[] }).flows?.[Number(match[1])] as
+    | { name?: unknown; nodes?: unknown[]; edges?: unknown[] }
+    | undefined;
+  const flowName = typeof flow?.name === 'string' ? flow.name : undefined;
+  let nodeName: string | undefined;
+  if (match[2] === 'nodes') {
+    const node = flow?.nodes?.[Number(match[3])] as { name?: unknown } | undefined;
+    if (typeof node?.name === 'string') nodeName = node.name;
+  } else if (match[2] === 'edges') {
+    const edge = flow?.edges?.[Number(match[3])] as { from?: unknown } | undefined;
+    if (typeof edge?.from === 'string') nodeName = edge.from;
+  }
+  return { ...detail, ...(flowName ? { flow: flowName } : {}), ...(nodeName ? { node: nodeName } : {}) };
+}
+
+function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[] {
+  const problems: DefinitionProblem[] = [];
+  const add = (problem: DefinitionProblem) => problems.push(problem);
+  const toolNames = new Set<string>(Object.keys(BUILT_IN_TOOLS));
+  const declaredTools = new Map<string, ToolDefinition>();
+
+  definition.tools.forEach((tool, i) => {
+    if (toolNames.has(tool.name)) {
+      add({
+        field: `tools.${i}.name`,
+        rule: Object.hasOwn(BUILT_IN_TOOLS, tool.name) ? 'tool.builtInName' : 'tool.unique',
+        message: `tools.${i}.name: ${tool.name} is ${Object.hasOwn(BUILT_IN_TOOLS, tool.name) ? 'a built-in tool' : 'declared twice'}`,
+      });
+    }
+    toolNames.add(tool.name);
+    declaredTools.set(tool.name, tool);
+  });
+
+  const flowNames = new Set<string>();
+  definition.flows.forEach((flow, f) => {
+    if (flowNames.has(flow.name)) {
+      add({
+        field: `flows.${f}.name`,
+        rule: 'flow.unique',
+        flow: flow.name,
+        message: `flow ${flow.name} is defined twice`,
+      });
+    }
+    flowNames.add(flow.name);
+  });
+
+  // Node names are unique across all flows: a jump names its target by name alone.
+  const allNodes = new Map<string, { flow: string; node: FlowNode }>();
+  for (const { flow, node, index } of nodesOf(definition)) {
+    const field = `flows.${definition.flows.indexOf(flow)}.nodes.${index}`;
+    if (allNodes.has(node.name)) {
+      add({
+        field: `${field}.name`,
+        rule: 'name.unique',
+        flow: flow.name,
+        node: node.name,
+        message: `node name ${node.name} is used more than once (node names are unique across all flows)`,
+      });
+    } else allNodes.set(node.name, { flow: flow.name, node });
+  }
+
+  if (!nodesOf(definition).some(({ node }) => node.type === 'trigger')) {
+    add({
+      field: 'flows',
+      rule: 'trigger.required',
+      message: 'the definition has no trigger node: nothing can start it',
+    });
+  }
+
+  definition.flows.forEach((flow, f) => {
+    const inFlow = new Set(flow.nodes.map((n) => n.name));
+    flow.nodes.forEach((node, n) => {
+      const at = (field: string, rule: string, message: string) =>
+        add({ field: `flows.${f}.nodes.${n}.${field}`, rule, flow: flow.name, node: node.name, message });
+      switch (node.type) {
+        case 'trigger':
+          triggerProblems(node, at);
+          break;
+        case 'tool':
+          if (!toolNames.has(node.toolName)) {
+            at(
+              'toolName',
+              'tool.unknown',
+              `tool ${node.toolName} is not registered (built-in: ${Object.keys(BUILT_IN_TOOLS).join(', ')}; or declare it under tools)`,
+            );
+          } else {
+            const declared = declaredTools.get(node.toolName);
+            for (const key of Object.keys(node.parameters ?? {})) {
+              if (declared && !Object.hasOwn(declared.parameters, key)) {
+                at(`parameters.${key}`, 'tool.unknownParameter', `tool ${node.toolName} declares no parameter ${key}`);
+              }
+            }
+          }
+          break;
+        case 'jumpToNode':
+          if (node.targetNodeId === node.name) at('targetNodeId', 'jump.self', 'a jumpToNode cannot jump to itself');
+          else if (!allNodes.has(node.targetNodeId)) {
+            at('targetNodeId', 'jump.unknownTarget', `targetNodeId ${node.targetNodeId} matches no node in any flow`);
+          }
+          break;
+        default:
+          break;
+      }
+      for (const [field, text] of templatesOf(node)) {
+        for (const ref of placeholdersIn(text)) {
+          const nodeRef = ref.kind === 'tools' ? ref.path.split('.')[0] : undefined;
+          if (nodeRef !== undefined && !allNodes.has(nodeRef)) {
+            at(field, 'placeholder.unknownNode', `${ref.raw} names no node of this agent`);
+          }
+          if (ref.kind === 'env' && !Object.hasOwn(definition.variables, ref.path)) {
+            at(field, 'placeholder.unknownVariable', `${ref.raw} names no variable of this definition`);
+          }
+        }
+      }
+    });
+
+    flow.edges.forEach((edge, e) => {
+      const at = (field: string, rule: string, message: string) =>
+        add({ field: `flows.${f}.edges.${e}.${field}`, rule, flow: flow.name, node: edge.from, message });
+      const from = flow.nodes.find((n) => n.name === edge.from);
+      const to = flow.nodes.find((n) => n.name === edge.to);
+      if (!inFlow.has(edge.from)) at('from', 'edge.unknownNode', `${edge.from} is not a node of flow ${flow.name}`);
+      if (!inFlow.has(edge.to)) {
+        at('to', 'edge.unknownNode', `${edge.to} is not a node of flow ${flow.name} (use a jumpToNode across flows)`);
+      }
+      if (to?.type === 'trigger') at('to', 'edge.intoTrigger', 'an edge cannot lead into a trigger');
+      if (from?.type === 'jumpToNode')
+        at('from', 'edge.fromJump', 'a jumpToNode continues at its target, not by edges');
+      if (edge.type === 'promptCondition') {
+        if (edge.condition === undefined) at('condition', 'required', 'a promptCondition edge needs a condition');
+        if (edge.when !== undefined) at('when', 'edge.whenOnPromptCondition', 'when is for stepForward edges');
+        if (from && from.type !== 'promptNode') {
+          at('type', 'edge.promptConditionSource', 'promptCondition edges leave prompt nodes only');
+        }
+      } else if (edge.condition !== undefined) {
+        at('condition', 'edge.conditionOnStepForward', 'condition is for promptCondition edges; use when');
+      }
+      if (edge.when) {
+        const { operator, value } = edge.when;
+        const needsValue = operator !== 'exists' && operator !== 'notExists';
+        if (needsValue && value === undefined) at('when.value', 'required', `operator ${operator} needs a value`);
+        if (!needsValue && value !== undefined) at('when.value', 'when.noValue', `operator ${operator} takes no value`);
+        const [kind, nodeRef] = edge.when.path.split('.');
+        if (kind === 'tools' && !allNodes.has(nodeRef)) {
+          at('when.path', 'placeholder.unknownNode', `${edge.when.path} names no node of this agent`);
+        }
+      }
+    });
+  });
+  return problems;
+}
+
+function triggerProblems(node: TriggerNode, at: (field: string, rule: string, message: string) => void): void {
+  const only = (field: keyof TriggerNode, triggerType: TriggerType) => {
+    if (node[field] !== undefined && node.triggerType !== triggerType) {
+      at(field, `${triggerType}Only`, `${field} applies to ${triggerType} triggers only`);
+    }
+  };
+  only('autoTrigger', 'webhook');
+  only('defaultPayload', 'webhook');
+  only('cronExpression', 'schedule');
+  only('timezone', 'schedule');
+  only('appName', 'app');
+  only('eventName', 'app');
+  if (node.triggerType === 'webhook' && node.defaultPayload !== undefined) {
+    try {
+      JSON.parse(node.defaultPayload);
+    } catch {
+      at('defaultPayload', 'json', 'defaultPayload must be a JSON document');
+    }
+  }
+  if (node.triggerType === 'schedule') {
+    if (node.cronExpression === undefined)
+      at('cronExpression', 'required', 'a schedule trigger needs a cronExpression');
+    else {
+      for (const problem of cronProblems(node.cronExpression))
+        at('cronExpression', 'cron', `cronExpression ${problem}`);
+    }
+    if (node.timezone !== undefined && !isValidTimeZone(node.timezone)) {
+      at('timezone', 'timezone', `timezone ${node.timezone} is not an IANA time zone (such as Europe/Berlin or UTC)`);
+    }
+  }
+  if (node.triggerType === 'app' && node.appName === undefined) {
+    at('appName', 'required', 'an app trigger needs the appName whose events start it');
+  }
+}
+
+/** The texts of a node in which placeholders are substituted, by field path. */
+function templatesOf(node: FlowNode): [string, string][] {
+  const texts: [string, string][] = [];
+  if (node.type === 'promptNode' || node.type === 'browserTask') texts.push(['prompt', node.prompt]);
+  if (node.type === 'browserTask' && node.url) texts.push(['url', node.url]);
+  if (node.type === 'tool') {
+    const walk = (value: unknown, field: string): void => {
+      if (typeof value === 'string') texts.push([field, value]);
+      else if (Array.isArray(value)) {
+        for (const [i, v] of value.entries()) walk(v, `${field}.${i}`);
+      } else if (value && typeof value === 'object') {
+        for (const [k, v] of Object.entries(value)) walk(v, `${field}.${k}`);
+      }
+    };
+    walk(node.parameters ?? {}, 'parameters');
+  }
+  return texts;
+}

@@ -1,0 +1,98 @@
+/**
+ * Use cases of the definition endpoints: validate (every problem at once), store (only a valid definition, as the
+ * next version of the environment) and read. The agent must be the caller's.
+ */
+import type { DefinitionStore, SessionStore } from '../../ports/flows';
+import type { Clock } from '../../ports/services';
+import type { AgentStore } from '../../ports/stores';
+import { NotFoundError, ValidationError } from '../errors';
+import type { Environment } from '../knowledge/fields';
+import { type Caller, requireAgent } from '../tenancy/tenancy';
+import { type DefinitionProblem, nodesOf, validateDefinition } from './definition';
+import type { AgentDefinitionRecord } from './definition-record';
+
+/** Stored as one DynamoDB item (400 KB), with room for its keys. */
+export const DEFINITION_MAX_BYTES = 300 * 1024;
+
+export interface DefinitionDeps {
+  readonly agents: AgentStore;
+  readonly definitions: DefinitionStore;
+  readonly clock: Clock;
+}
+
+export function checkDefinition(input: unknown) {
+  const size = Buffer.byteLength(JSON.stringify(input) ?? '', 'utf8');
+  if (size > DEFINITION_MAX_BYTES) {
+    const problem: DefinitionProblem = {
+      field: '',
+      rule: 'definition.maxBytes',
+      message: `the definition is ${size} bytes as JSON; at most ${DEFINITION_MAX_BYTES} are stored`,
+    };
+    return { valid: false as const, problems: [problem] };
+  }
+  return validateDefinition(input);
+}
+
+export async function validateAgentDefinition(deps: DefinitionDeps, caller: Caller, agentId: string, input: unknown) {
+  await requireAgent(deps, caller, agentId);
+  const outcome = checkDefinition(input);
+  return { valid: outcome.valid, problems: outcome.problems };
+}
+
+export async function putAgentDefinition(
+  deps: DefinitionDeps,
+  caller: Caller,
+  agentId: string,
+  environment: Environment,
+  input: unknown,
+): Promise<AgentDefinitionRecord> {
+  await requireAgent(deps, caller, agentId);
+  const outcome = checkDefinition(input);
+  if (!outcome.valid) throw new ValidationError(outcome.problems);
+  const previous = await deps.definitions.get(agentId, environment);
+  const record: AgentDefinitionRecord = {
+    agentId,
+    environment,
+    organizationId: caller.organizationId,
+    definition: outcome.definition,
+    version: (previous?.version ?? 0) + 1,
+    updatedAt: deps.clock.now().toISOString(),
+    hasSchedule: nodesOf(outcome.definition).some(
+      ({ node }) => node.type === 'trigger' && node.triggerType === 'schedule',
+    ),
+  };
+  await deps.definitions.put(record);
+  return record;
+}
+
+export async function getAgentDefinition(
+  deps: DefinitionDeps,
+  caller: Caller,
+  agentId: string,
+  environment: Environment,
+): Promise<AgentDefinitionRecord> {
+  await requireAgent(deps, caller, agentId);
+  const record = await deps.definitions.get(agentId, environment);
+  if (!record) throw new NotFoundError('DEFINITION_NOT_FOUND', `Agent ${agentId} has no definition in ${environment}`);
+  return record;
+}
+
+export async function getSession(
+  deps: { agents: AgentStore; sessions: SessionStore },
+  caller: Caller,
+  agentId: string,
+  environment: Environment,
+  sessionId: string,
+) {
+  await requireAgent(deps, caller, agentId);
+  const session = await deps.sessions.get(agentId, environment, sessionId);
+  if (!session) throw new NotFoundError('SESSION_NOT_FOUND', `Session ${sessionId} was not found`);
+  const { leaseUntil: _lease, organizationId: _org, ...view } = session;
+  return view;
+}
+
+/** What the API answers for a stored definition. */
+export function definitionView(record: AgentDefinitionRecord) {
+  const { organizationId: _org, hasSchedule: _s, ...view } = record;
+  return view;
+}

@@ -1,0 +1,171 @@
+/**
+ * The flow model of a deployment with no model configured (and of `ChatOffline` nodes). It is NOT a language model:
+ * it never invents text, never calls the network and always answers the same input the same way, so a flow can be
+ * built and tested offline and its author sees exactly what each node would ask a model. The exact rules:
+ *
+ * - respond: the node's rendered prompt, trimmed. When `context.system` holds a retrieval block (a line starting
+ *   `Relevant knowledge`) whose entries include a line starting `[1] (`, one more line follows:
+ *   `Knowledge: <text of entry [1]>`, with its `[1] (document …, score …)` prefix removed, at most 300 characters
+ *   (code points). An empty prompt gives the Knowledge line alone; an empty entry gives no Knowledge line.
+ * - chooseCondition: the words of the LAST user message and of each condition, where a word is a run of unicode
+ *   letters and digits, NFKC-normalized and lowercased, at least 3 characters long and not in STOP_WORDS. The
+ *   condition sharing the most distinct words wins, the first one on a tie. No shared word: `'stay'` when
+ *   `allowStay`, else null. No user message: null.
+ * - inferParameters: for each missing parameter, the memory value of the same name when it has the parameter's
+ *   type (`isParameterValueOfType`); for type number a numeric string (`42`, `-1.5`, `2e3`) is converted, for type
+ *   boolean the strings `true` and `false` are. Anything else, or a parameter without a spec, is left out.
+ */
+import type { FlowModel, FlowModelContext, ToolParameterSpec } from '../../ports/flows';
+
+export const OFFLINE_KNOWLEDGE_MAX_CHARACTERS = 300;
+
+/** English function words that say nothing about which condition holds. Kept small on purpose. */
+export const STOP_WORDS: ReadonlySet<string> = new Set([
+  'about',
+  'after',
+  'all',
+  'also',
+  'and',
+  'any',
+  'are',
+  'been',
+  'but',
+  'can',
+  'could',
+  'did',
+  'does',
+  'for',
+  'from',
+  'had',
+  'has',
+  'have',
+  'her',
+  'his',
+  'how',
+  'into',
+  'its',
+  'not',
+  'now',
+  'our',
+  'she',
+  'should',
+  'that',
+  'the',
+  'their',
+  'them',
+  'then',
+  'there',
+  'they',
+  'this',
+  'was',
+  'were',
+  'what',
+  'when',
+  'where',
+  'which',
+  'who',
+  'why',
+  'will',
+  'with',
+  'would',
+  'you',
+  'your',
+]);
+
+const MIN_WORD_LENGTH = 3;
+const NUMERIC = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
+const RETRIEVAL_HEADER = 'Relevant knowledge';
+const FIRST_ENTRY = '[1] (';
+/** `[1] (document <id>, score 0.82) `: the id may hold commas or parentheses, the score never does. */
+const FIRST_ENTRY_PREFIX = /^\[1\] (?:\(document .*?, score [^)]*\)\s*)?/;
+
+export class OfflineFlowModel implements FlowModel {
+  readonly name = 'offline';
+
+  async respond(context: FlowModelContext, prompt: string): Promise<string> {
+    const knowledge = firstRetrievedEntry(context.system);
+    return [prompt.trim(), knowledge === null ? '' : `Knowledge: ${knowledge}`]
+      .filter((line) => line !== '')
+      .join('\n');
+  }
+
+  async chooseCondition(
+    context: FlowModelContext,
+    request: { readonly conditions: readonly string[]; readonly allowStay: boolean },
+  ): Promise<number | 'stay' | null> {
+    const lastUser = context.messages.findLast((message) => message.role === 'user');
+    if (lastUser === undefined) return null;
+    const said = contentWords(lastUser.content);
+    let best = -1;
+    let bestShared = 0;
+    request.conditions.forEach((condition, index) => {
+      let shared = 0;
+      for (const word of contentWords(condition)) if (said.has(word)) shared++;
+      if (shared > bestShared) {
+        best = index;
+        bestShared = shared;
+      }
+    });
+    if (best >= 0) return best;
+    return request.allowStay ? 'stay' : null;
+  }
+
+  async inferParameters(
+    _context: FlowModelContext,
+    request: Parameters<FlowModel['inferParameters']>[1],
+  ): Promise<Record<string, unknown>> {
+    const inferred: Record<string, unknown> = {};
+    for (const name of request.missing) {
+      const spec = Object.hasOwn(request.parameters, name) ? request.parameters[name] : undefined;
+      if (spec === undefined || !Object.hasOwn(request.memory, name)) continue;
+      const value = fromMemory(request.memory[name], spec.type);
+      if (value !== undefined) inferred[name] = value;
+    }
+    return inferred;
+  }
+}
+
+/** Whether a value has a tool parameter's type, as JSON would carry it (no conversion; null has no type). */
+export function isParameterValueOfType(value: unknown, type: ToolParameterSpec['type']): boolean {
+  switch (type) {
+    case 'string':
+      return typeof value === 'string';
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'array':
+      return Array.isArray(value);
+    case 'object':
+      return typeof value === 'object' && value !== null && !Array.isArray(value);
+  }
+}
+
+function fromMemory(value: unknown, type: ToolParameterSpec['type']): unknown {
+  if (isParameterValueOfType(value, type)) return value;
+  if (typeof value !== 'string') return undefined;
+  if (type === 'number' && NUMERIC.test(value)) return Number(value);
+  if (type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
+  return undefined;
+}
+
+function contentWords(text: string): Set<string> {
+  const words =
+    text
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? [];
+  return new Set(words.filter((word) => [...word].length >= MIN_WORD_LENGTH && !STOP_WORDS.has(word)));
+}
+
+/** The text of entry [1] of the first retrieval block in the system text, or null. */
+function firstRetrievedEntry(system: string | undefined): string | null {
+  if (system === undefined) return null;
+  const lines = system.split(/\r?\n/);
+  const header = lines.findIndex((line) => line.startsWith(RETRIEVAL_HEADER));
+  if (header < 0) return null;
+  const entry = lines.slice(header + 1).find((line) => line.startsWith(FIRST_ENTRY));
+  if (entry === undefined) return null;
+  const text = [...entry.replace(FIRST_ENTRY_PREFIX, '').trim()].slice(0, OFFLINE_KNOWLEDGE_MAX_CHARACTERS).join('');
+  return text === '' ? null : text;
+}
