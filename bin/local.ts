@@ -1,9 +1,39 @@
 /**
  * `npm start`: the whole service on this machine, no cloud account needed.
  *   PORT (4000), S3_PORT (4001; upload URLs point here), DATA_DIR (.data), DEV_TOKEN (comma-separated tokens),
- *   LOCAL_WORKER (`on`; `off` leaves the processing queue to a separate worker).
+ *   LOCAL_WORKER (`on`; `off` leaves the processing queue to a separate worker), SCHEDULER_INTERVAL_MS (15000),
+ *   SCHEDULER_CLOCK_FILE (tests: the scheduler's "now" read from a file).
  */
+import { readFileSync } from 'node:fs';
 import { startLocalRuntime } from '../lib/local/runtime';
+
+/**
+ * SCHEDULER_CLOCK_FILE: the scheduler reads "now" (ISO 8601) from this file on every tick, so a test can move the
+ * clock of schedule triggers by hand; a missing or unreadable file means the system clock.
+ */
+function schedulerClock(path: string | undefined): { now(): Date } | undefined {
+  if (!path) return undefined;
+  return {
+    now: () => {
+      try {
+        const at = new Date(readFileSync(path, 'utf8').trim());
+        return Number.isNaN(at.getTime()) ? new Date() : at;
+      } catch {
+        return new Date();
+      }
+    },
+  };
+}
+
+function milliseconds(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 0) {
+    console.error(`${name} must be a whole number of milliseconds (0 = never), got ${raw}`);
+    process.exit(2);
+  }
+  return value;
+}
 
 function port(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -22,6 +52,8 @@ async function main(): Promise<void> {
     dataDir: process.env.DATA_DIR || '.data',
     devTokens: process.env.DEV_TOKEN || undefined,
     worker: process.env.LOCAL_WORKER !== 'off',
+    scheduleIntervalMs: milliseconds('SCHEDULER_INTERVAL_MS', 15_000),
+    scheduleClock: schedulerClock(process.env.SCHEDULER_CLOCK_FILE),
   });
   console.log(`DynamoDB at ${runtime.engines.dynamodbEndpoint}, SQS at ${runtime.engines.sqsEndpoint}`);
   console.log(`Agent Platform local runtime listening on ${runtime.url} (S3 at ${runtime.engines.s3Endpoint})`);

@@ -4,6 +4,7 @@ import type { Construct } from 'constructs';
 import { DataTables, pascalCase } from './constructs/data-tables';
 import { DocumentProcessing } from './constructs/document-processing';
 import { DocumentStorage } from './constructs/document-storage';
+import { FlowScheduler } from './constructs/flow-scheduler';
 import { KnowledgeIndexInfra } from './constructs/knowledge-index';
 import { PlatformApi } from './constructs/platform-api';
 import type { TableName } from './routes';
@@ -21,6 +22,7 @@ export class AgentPlatformStack extends Stack {
   public readonly api: PlatformApi;
   public readonly knowledgeIndex: KnowledgeIndexInfra;
   public readonly processing: DocumentProcessing;
+  public readonly scheduler: FlowScheduler;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps) {
     super(scope, id, props);
@@ -32,15 +34,16 @@ export class AgentPlatformStack extends Stack {
       maxReceiveCount: 3,
     });
     this.knowledgeIndex = new KnowledgeIndexInfra(this, 'KnowledgeIndex');
+    const resources = {
+      tables: this.data.tables,
+      documentsBucket: this.storage.bucket,
+      processingQueue: this.storage.queue,
+      knowledgeIndex: this.knowledgeIndex,
+      generateModelId: props.generateModelId,
+    };
     this.api = new PlatformApi(this, 'PlatformApi', {
       stageName: props.stage,
-      resources: {
-        tables: this.data.tables,
-        documentsBucket: this.storage.bucket,
-        processingQueue: this.storage.queue,
-        knowledgeIndex: this.knowledgeIndex,
-        generateModelId: props.generateModelId,
-      },
+      resources,
       uploadUrlTtl: Duration.seconds(900),
       uploadSessionTtl: Duration.seconds(3600),
     });
@@ -57,6 +60,8 @@ export class AgentPlatformStack extends Stack {
       timeout: Duration.seconds(150),
       maxFileBytes: 50 * 1024 * 1024,
     });
+
+    this.scheduler = new FlowScheduler(this, 'FlowScheduler', { resources });
 
     new CfnOutput(this, 'ApiUrl', {
       value: this.api.url,

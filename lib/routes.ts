@@ -3,7 +3,8 @@
  * so the two cannot drift. Keep this file free of CDK and AWS SDK imports: Lambda bundles read it too.
  */
 
-export const SCOPES = ['knowledge-management', 'analytics', 'dashboard'] as const;
+/** `webhook`: call an agent's webhook and app-event endpoints (the flow runtime; docs/flows.md). */
+export const SCOPES = ['knowledge-management', 'analytics', 'dashboard', 'webhook'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -17,7 +18,9 @@ export type TableName =
   | 'uploads'
   | 'zipJobs'
   | 'analytics'
-  | 'retrievalConfigs';
+  | 'retrievalConfigs'
+  | 'agentDefinitions'
+  | 'sessions';
 export type Access = 'read' | 'readWrite';
 
 export interface ResourceAccess {
@@ -52,6 +55,22 @@ const http = (name: string) => `lambdas/handlers/http/${name}.ts`;
 
 /** Reads and writes that every knowledge-document handler needs to resolve the caller's agent and knowledge base. */
 const tenantRead = { agents: 'read', knowledgeBases: 'read' } as const;
+
+const DEFINITION = '/dashboard/agents/{agentId}/definition/{environment}';
+
+/** What running a flow touches: the definition, the session, analytics, and default retrieval with its model. */
+const flowRun: ResourceAccess = {
+  tables: {
+    agents: 'read',
+    knowledgeBases: 'read',
+    agentDefinitions: 'read',
+    sessions: 'readWrite',
+    analytics: 'readWrite',
+    retrievalConfigs: 'read',
+  },
+  knowledgeIndex: 'retrieve',
+  model: 'invoke',
+};
 
 export const ROUTES: readonly HttpRoute[] = [
   {
@@ -289,6 +308,60 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Run default retrieval as the flow runtime would after a trigger, and show the system message',
   },
   {
+    id: 'PutAgentDefinition',
+    method: 'PUT',
+    path: `${DEFINITION}`,
+    handler: http('flows/put-definition'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', agentDefinitions: 'readWrite' } },
+    summary: "Validate and store an agent's definition (its flows, tools and variables) in one environment",
+  },
+  {
+    id: 'GetAgentDefinition',
+    method: 'GET',
+    path: `${DEFINITION}`,
+    handler: http('flows/get-definition'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', agentDefinitions: 'read' } },
+    summary: "An agent's stored definition in one environment",
+  },
+  {
+    id: 'ValidateAgentDefinition',
+    method: 'POST',
+    path: `${DEFINITION}/validate`,
+    handler: http('flows/validate-definition'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read' } },
+    summary: 'Check a definition without storing it: every problem at once, with its flow, node, field and rule',
+  },
+  {
+    id: 'GetSession',
+    method: 'GET',
+    path: '/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}',
+    handler: http('flows/get-session'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', sessions: 'read' } },
+    summary: 'A session: status, memory, messages, node outputs and AI messages',
+  },
+  {
+    id: 'InvokeWebhook',
+    method: 'POST',
+    path: '/api/v1/webhooks/{agentId}/{environment}/{triggerName}',
+    handler: http('flows/webhook'),
+    scope: 'webhook',
+    access: flowRun,
+    summary: 'Start a session at a webhook trigger, or resume one (sessionId), and answer its result',
+  },
+  {
+    id: 'SendAppEvent',
+    method: 'POST',
+    path: '/api/v1/app-events/{agentId}/{environment}',
+    handler: http('flows/app-event'),
+    scope: 'webhook',
+    access: flowRun,
+    summary: 'Deliver an external app event to the app trigger that listens to it',
+  },
+  {
     id: 'CreateToken',
     method: 'POST',
     path: '/dashboard/tokens',
@@ -319,6 +392,11 @@ export const WORKERS = {
     handler: 'lambdas/handlers/scheduled/watchdog.ts',
     access: { tables: { documents: 'readWrite' }, processingQueue: 'send' },
   },
+  /** Every minute: runs the schedule triggers whose cron fired in their time zone since the last tick. */
+  scheduleTick: {
+    handler: 'lambdas/handlers/scheduled/schedule-tick.ts',
+    access: flowRun,
+  },
 } as const satisfies Record<string, { handler: string; access: ResourceAccess }>;
 
 /** Environment variable that carries each stateful resource's physical name into a function. */
@@ -332,6 +410,8 @@ export const RESOURCE_ENV = {
     zipJobs: 'ZIP_JOBS_TABLE',
     analytics: 'ANALYTICS_TABLE',
     retrievalConfigs: 'RETRIEVAL_CONFIGS_TABLE',
+    agentDefinitions: 'AGENT_DEFINITIONS_TABLE',
+    sessions: 'SESSIONS_TABLE',
   },
   documentsBucket: 'DOCUMENTS_BUCKET',
   processingQueue: 'PROCESSING_QUEUE_URL',

@@ -62,6 +62,17 @@ export const TABLES: Record<TableName, TableSchema> = {
    */
   /** Default retrieval configuration: one item per agent and environment. */
   retrievalConfigs: { partitionKey: 'agentId', sortKey: 'environment' },
+  /**
+   * Agent definitions: one item per agent and environment, the definition as JSON text. Sparse index `scheduled`
+   * (`scheduleKey` is set only on definitions with a schedule trigger) is what the scheduler's tick reads.
+   */
+  agentDefinitions: {
+    partitionKey: 'agentId',
+    sortKey: 'environment',
+    indexes: [{ indexName: 'scheduled', partitionKey: { name: 'scheduleKey' }, sortKey: { name: 'agentKey' } }],
+  },
+  /** Flow sessions: `sessionKey` = `<agentId>#<environment>`; removed by TTL after SESSION_RETENTION_DAYS idle. */
+  sessions: { partitionKey: 'sessionKey', sortKey: 'sessionId', timeToLiveAttribute: 'expiresAt' },
   analytics: {
     partitionKey: 'pk',
     timeToLiveAttribute: 'expiresAt',

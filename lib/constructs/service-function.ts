@@ -23,8 +23,9 @@ export const BUNDLING: BundlingOptions = {
   sourceMap: true,
   target: 'node22',
   format: OutputFormat.CJS,
-  // The nodejs22.x runtime ships AWS SDK v3; leaving it out keeps bundles small and cold starts short.
-  externalModules: ['@aws-sdk/*'],
+  // The nodejs22.x runtime ships AWS SDK v3; leaving it out keeps bundles small and cold starts short. Lambda has no
+  // browser, so playwright-core (loaded only when BROWSER_DRIVER=playwright, locally) stays out as well.
+  externalModules: ['@aws-sdk/*', 'playwright-core'],
   forceDockerBundling: false,
   // esbuild's per-bundle size listing adds nothing to `cdk synth`; `npm run bundle-sizes` reports sizes.
   logLevel: LogLevel.WARNING,

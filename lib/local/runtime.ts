@@ -12,6 +12,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { TitanEmbedder } from '../../lambdas/adapters/aws/titan-embedder';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
+import { runScheduleTick, type TickOutcome } from '../../lambdas/core/flows/scheduler';
 import type { Embedder } from '../../lambdas/ports/processing';
 import { container } from '../../lambdas/shared/container';
 import { useKnowledgeIndex } from '../../lambdas/shared/knowledge-index';
@@ -31,12 +32,22 @@ export interface LocalRuntimeOptions {
   readonly log?: (line: string) => void;
   /** Run the processing worker in this process (default); false leaves the queue to a separate worker. */
   readonly worker?: boolean;
+  /** The scheduler's clock (tests move it by hand); default the system clock. */
+  readonly scheduleClock?: { now(): Date };
+  /** How often the scheduler ticks; 0 = never by itself (tests call `scheduler.tick()`). Default 15 s. */
+  readonly scheduleIntervalMs?: number;
+}
+
+/** The local stand-in for EventBridge Scheduler: runs due schedule triggers on every tick. */
+export interface LocalScheduler {
+  tick(): Promise<TickOutcome>;
 }
 
 export interface LocalRuntime {
   readonly url: string;
   readonly engines: Engines;
   readonly worker: QueueWorker | undefined;
+  readonly scheduler: LocalScheduler;
   stop(): Promise<void>;
 }
 
@@ -52,6 +63,8 @@ function configureHandlers(engines: Engines): void {
     AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
     AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
     S3_FORCE_PATH_STYLE: 'true',
+    // browserTask nodes run in the system Chromium here; the stack's functions have no browser.
+    BROWSER_DRIVER: process.env.BROWSER_DRIVER ?? 'playwright',
     [RESOURCE_ENV.documentsBucket]: DOCUMENTS_BUCKET,
     [RESOURCE_ENV.processingQueue]: engines.processingQueueUrl,
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
@@ -164,6 +177,38 @@ export async function startProcessing(engines: Engines): Promise<QueueWorker> {
   };
 }
 
+/** Ticks the schedule handler's use case on a timer, one tick at a time, with the given clock. */
+async function startScheduler(options: LocalRuntimeOptions): Promise<LocalScheduler & { stop(): Promise<void> }> {
+  const { flowContainer } = await import('../../lambdas/shared/flow-container');
+  const clock = options.scheduleClock ?? { now: () => new Date() };
+  let running: Promise<TickOutcome> | undefined;
+  const tick = async (): Promise<TickOutcome> => {
+    while (running) await running.catch(() => undefined);
+    running = runScheduleTick(flowContainer, clock.now(), (error) => console.error('schedule trigger failed', error));
+    try {
+      return await running;
+    } finally {
+      running = undefined;
+    }
+  };
+  const intervalMs = options.scheduleIntervalMs ?? 15_000;
+  const timer =
+    intervalMs > 0
+      ? setInterval(() => {
+          tick().catch((error: unknown) => console.error('schedule tick failed', error));
+        }, intervalMs)
+      : undefined;
+  timer?.unref();
+  return {
+    tick,
+    stop: async () => {
+      if (timer) clearInterval(timer);
+      await running?.catch(() => undefined);
+      await flowContainer.browser.close();
+    },
+  };
+}
+
 export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
   const host = options.host ?? '127.0.0.1';
   const dataDir = resolve(options.dataDir ?? '.data');
@@ -177,6 +222,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'), { embedder: embedder ?? undefined });
     useKnowledgeIndex(index, embedder);
     const worker = options.worker === false ? undefined : await startProcessing(engines);
+    const scheduler = await startScheduler(options);
     const router = createRouter(ROOT);
     const server = createServer((request, response) => {
       router.handle(request, response).catch((error: unknown) => {
@@ -198,7 +244,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       url: `http://${host}:${port}`,
       engines,
       worker,
+      scheduler,
       stop: async () => {
+        await scheduler.stop();
         await new Promise<void>((done) => {
           server.close(() => done());
           server.closeAllConnections();

@@ -4,8 +4,11 @@
  */
 import * as z from 'zod';
 import { ROUTES } from '../../../lib/routes';
+import { definitionSchema } from '../../core/flows/definition';
+import { environment, uuid } from '../../core/knowledge/fields';
 import { queryEventsSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
+import * as flows from './flows/schemas';
 import * as knowledge from './knowledge/schemas';
 import * as retrievalConfig from './retrieval/config-schemas';
 import * as retrieval from './retrieval/schemas';
@@ -36,6 +39,13 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   UpdateKnowledgeBase: dashboard.updateKnowledgeBaseSchema,
   DeleteKnowledgeBase: dashboard.knowledgeBasePathSchema,
   CreateToken: dashboard.createTokenSchema,
+  // The handlers take the definition as it comes and report all its problems at once; the document shows its shape.
+  PutAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
+  ValidateAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
+  GetAgentDefinition: flows.definitionPathSchema,
+  GetSession: flows.sessionPathSchema,
+  InvokeWebhook: flows.webhookSchema,
+  SendAppEvent: flows.appEventSchema,
 };
 
 export function requestSchemaOf(routeId: string): z.ZodType {

@@ -1,0 +1,9 @@
+import { definitionView, getAgentDefinition } from '../../../core/flows/definitions';
+import { flowContainer } from '../../../shared/flow-container';
+import { httpHandler } from '../../../shared/http';
+import { definitionPathSchema } from './schemas';
+
+/** GET /dashboard/agents/:agentId/definition/:environment: the stored definition and its version. */
+export const handler = httpHandler('GetAgentDefinition', definitionPathSchema, async (input, caller) => ({
+  body: definitionView(await getAgentDefinition(flowContainer, caller, input.agentId, input.environment)),
+}));

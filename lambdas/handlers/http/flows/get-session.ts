@@ -1,0 +1,9 @@
+import { getSession } from '../../../core/flows/definitions';
+import { flowContainer } from '../../../shared/flow-container';
+import { httpHandler } from '../../../shared/http';
+import { sessionPathSchema } from './schemas';
+
+/** GET /dashboard/agents/:agentId/sessions/:environment/:sessionId */
+export const handler = httpHandler('GetSession', sessionPathSchema, async (input, caller) => ({
+  body: await getSession(flowContainer, caller, input.agentId, input.environment, input.sessionId),
+}));

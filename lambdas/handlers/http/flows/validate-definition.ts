@@ -1,0 +1,13 @@
+import { validateAgentDefinition } from '../../../core/flows/definitions';
+import { flowContainer } from '../../../shared/flow-container';
+import { httpHandler } from '../../../shared/http';
+import { definitionBodySchema } from './schemas';
+
+/**
+ * POST /dashboard/agents/:agentId/definition/:environment/validate: 200 `{ valid, problems }` whether or not the
+ * definition is valid (the request itself was fine); nothing is stored.
+ */
+export const handler = httpHandler('ValidateAgentDefinition', definitionBodySchema, async (input, caller) => {
+  const { agentId, environment: _environment, ...definition } = input;
+  return { body: await validateAgentDefinition(flowContainer, caller, agentId, definition) };
+});

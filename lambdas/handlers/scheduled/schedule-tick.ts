@@ -1,0 +1,13 @@
+/** Every minute (EventBridge Scheduler in AWS, a timer locally): runs due schedule triggers (core/flows/scheduler.ts). */
+import { runScheduleTick } from '../../core/flows/scheduler';
+import { flowContainer } from '../../shared/flow-container';
+import { logger } from '../../shared/logger';
+
+export const handler = async (event?: { now?: string }) => {
+  const now = event?.now && !Number.isNaN(Date.parse(event.now)) ? new Date(event.now) : flowContainer.clock.now();
+  const outcome = await runScheduleTick(flowContainer, now, (error) =>
+    logger.error('a schedule trigger could not run', { error: error as Error }),
+  );
+  if (outcome.fired || outcome.failed) logger.info('schedule tick', { ...outcome, sessions: undefined });
+  return outcome;
+};
