@@ -54,6 +54,11 @@ beforeAll(async () => {
     });
     request.on('end', () => {
       const body = text ? JSON.parse(text) : {};
+      if (request.url === '/status.html') {
+        response.writeHead(200, { 'content-type': 'text/html' });
+        response.end('<html><head><title>Router status</title></head><body><h1>All systems normal</h1></body></html>');
+        return;
+      }
       if (request.url === '/orders') {
         toolCalls.push(body);
         const shipped = body.orderId === 'A-1';
@@ -120,7 +125,24 @@ function fullDefinition() {
       { from: 'Acknowledge', to: 'Track', type: 'stepForward' },
     ],
   };
-  return { ...support, flows: [...support.flows, refundFlow, triageFlow, crm] };
+  const web = {
+    name: 'web',
+    nodes: [
+      { name: 'Browse', type: 'trigger', triggerType: 'webhook' },
+      { name: 'ReadPage', type: 'browserTask', prompt: 'Read the router status page', url: '{memory.page}' },
+      {
+        name: 'PageReport',
+        type: 'promptNode',
+        displayName: 'Report',
+        prompt: '{tools.ReadPage.title}: {tools.ReadPage.text}',
+      },
+    ],
+    edges: [
+      { from: 'Browse', to: 'ReadPage', type: 'stepForward' },
+      { from: 'ReadPage', to: 'PageReport', type: 'stepForward' },
+    ],
+  };
+  return { ...support, flows: [...support.flows, refundFlow, triageFlow, crm, web] };
 }
 
 async function events(sessionId: string): Promise<EventsPage['data']> {
@@ -167,7 +189,7 @@ describe('definitions', () => {
     expect(again.body.version).toBe(2);
     const got = await call<{ version: number; definition: { flows: { name: string }[] } }>('GET', definitionPath());
     expect(got.body.version).toBe(2);
-    expect(got.body.definition.flows.map((f) => f.name)).toEqual(['support', 'refund', 'triage', 'crm']);
+    expect(got.body.definition.flows.map((f) => f.name)).toEqual(['support', 'refund', 'triage', 'crm', 'web']);
   });
 });
 
@@ -290,6 +312,23 @@ describe('runs', () => {
       body: { appName: 'crm', eventName: 'ticket.closed' },
     });
     expect(unknown.status).toBe(404);
+  });
+
+  it('runs a browser task in Chromium and hands the page to the next node', async () => {
+    const result = await webhook('Browse', { page: `${toolUrl}/status.html` });
+    expect(result.body).toMatchObject({ status: 'completed', error: null });
+    expect(result.body.outputs.ReadPage).toMatchObject({
+      url: `${toolUrl}/status.html`,
+      status: 200,
+      title: 'Router status',
+      text: 'All systems normal',
+    });
+    expect(result.body.aiMessages.map((m) => m.content)).toEqual(['Router status: All systems normal']);
+    const browse = (await events(result.body.sessionId)).find((e) => e.payload.nodeName === 'ReadPage');
+    expect(browse?.payload).toMatchObject({
+      nodeType: 'browserTask',
+      parameters: { prompt: 'Read the router status page', url: `${toolUrl}/status.html` },
+    });
   });
 
   it('fails the session with JUMP_TARGET_NOT_FOUND when a stored definition jumps to a node no flow has', async () => {

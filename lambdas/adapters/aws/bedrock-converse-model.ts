@@ -11,6 +11,9 @@ import {
 } from '@aws-sdk/client-bedrock-runtime';
 import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse } from '../../ports/model';
 
+/** The user turn put ahead of a conversation that starts with an assistant message. */
+export const CONVERSATION_START = '(The conversation starts here.)';
+
 export class BedrockConverseModel implements ModelProvider {
   readonly name: string;
 
@@ -34,6 +37,9 @@ export class BedrockConverseModel implements ModelProvider {
       if (last?.role === role) last.content?.push({ text: content });
       else messages.push({ role, content: [{ text: content }] });
     }
+    // Converse refuses a conversation that opens with the assistant, which a flow does when its first prompt node
+    // greets before the user has said anything.
+    if (messages[0]?.role === 'assistant') messages.unshift({ role: 'user', content: [{ text: CONVERSATION_START }] });
 
     let output: Message | undefined;
     try {

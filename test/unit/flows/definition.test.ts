@@ -233,8 +233,94 @@ test.each<[string, (d: Mutable) => unknown, Partial<DefinitionProblem>]>([
   ],
   [
     'two flows of one name',
-    (d) => ({ ...d, flows: [...d.flows, { ...d.flows[1], name: 'support', nodes: [], edges: [] }] }),
+    (d) => ({
+      ...d,
+      flows: [...d.flows, { name: 'support', nodes: [{ name: 'Other', type: 'junction' }], edges: [] }],
+    }),
+    { field: 'flows.4.name', rule: 'flow.unique', flow: 'support' },
+  ],
+  [
+    'a flow without nodes',
+    (d) => ({ ...d, flows: [...d.flows, { name: 'empty', nodes: [] }] }),
     { field: 'flows.4.nodes', rule: 'minItems' },
+  ],
+  [
+    'a tool declared twice',
+    (d) => {
+      d.tools.push({ ...d.tools[0] });
+    },
+    { field: 'tools.1.name', rule: 'tool.unique' },
+  ],
+  [
+    'eventName on a webhook trigger',
+    (d) => {
+      node(d, 0, 0).eventName = 'ticket.created';
+    },
+    { field: 'flows.0.nodes.0.eventName', rule: 'appOnly', node: 'Start' },
+  ],
+  [
+    'an edge out of a jumpToNode',
+    (d) => {
+      edges(d, 2).push({ from: 'ToRefund', to: 'Remember', type: 'stepForward' });
+    },
+    { field: 'flows.2.edges.2.from', rule: 'edge.fromJump', node: 'ToRefund' },
+  ],
+  [
+    'a condition on a stepForward edge',
+    (d) => {
+      edges(d, 0)[0].condition = 'always';
+    },
+    { field: 'flows.0.edges.0.condition', rule: 'edge.conditionOnStepForward', node: 'Start' },
+  ],
+  [
+    'a when on a promptCondition edge',
+    (d) => {
+      edges(d, 1)[1].when = { path: 'memory.x', operator: 'exists' };
+    },
+    { field: 'flows.1.edges.1.when', rule: 'edge.whenOnPromptCondition', node: 'AskReason' },
+  ],
+  [
+    'a value on an exists test',
+    (d) => {
+      edges(d, 0)[2].when = { path: 'memory.x', operator: 'exists', value: 'y' };
+    },
+    { field: 'flows.0.edges.2.when.value', rule: 'when.noValue', node: 'Route' },
+  ],
+  [
+    'a when path outside memory, tools and system',
+    (d) => {
+      edges(d, 0)[2].when.path = 'env.SECRET';
+    },
+    { field: 'flows.0.edges.2.when.path', rule: 'format.regex' },
+  ],
+  [
+    'a when path naming no node',
+    (d) => {
+      edges(d, 0)[2].when.path = 'tools.Lokup.status';
+    },
+    { field: 'flows.0.edges.2.when.path', rule: 'placeholder.unknownNode', node: 'Route' },
+  ],
+  [
+    'an llmConfig class that does not exist',
+    (d) => {
+      node(d, 0, 3).llmConfig = { name: 'ChatSomethingElse' };
+    },
+    { field: 'flows.0.nodes.3.llmConfig.name', rule: 'enum', node: 'Shipped' },
+  ],
+  [
+    'an llmConfig that names an endpoint',
+    (d) => {
+      node(d, 0, 3).llmConfig = { name: 'ChatOpenAICompatible', properties: { baseUrl: 'http://169.254.169.254' } };
+    },
+    { field: 'flows.0.nodes.3.llmConfig.properties.baseUrl', rule: 'unknownField' },
+  ],
+  [
+    'a browser task without prompt',
+    (d) => ({
+      ...d,
+      flows: [...d.flows, { name: 'web', nodes: [{ name: 'Browse', type: 'browserTask', model: 'default' }] }],
+    }),
+    { field: 'flows.4.nodes.0.prompt', rule: 'required', node: 'Browse' },
   ],
   ['a definition without flows', (d) => ({ ...d, flows: [] }), { field: 'flows', rule: 'minItems' }],
   ['an unknown top-level field', (d) => ({ ...d, agentName: 'x' }), { field: 'agentName', rule: 'unknownField' }],
