@@ -40,6 +40,15 @@ export interface FlowModelContext {
   readonly messages: readonly ModelMessage[];
 }
 
+/** What a tool node asks the model: values for the declared parameters the node does not fix. */
+export interface ParameterInferenceRequest {
+  readonly toolName: string;
+  readonly hint?: string;
+  readonly parameters: Readonly<Record<string, ToolParameterSpec>>;
+  readonly missing: readonly string[];
+  readonly memory: Readonly<Record<string, unknown>>;
+}
+
 export interface FlowModel {
   /** `offline`, `openai-compatible:<model>`, `bedrock-converse:<model id>`: recorded on the session's messages. */
   readonly name: string;
@@ -57,16 +66,7 @@ export interface FlowModel {
    * Values for the tool parameters named in `missing`, inferred from the conversation, `memory` and the node's hint.
    * Parameters it cannot infer are left out of the answer.
    */
-  inferParameters(
-    context: FlowModelContext,
-    request: {
-      readonly toolName: string;
-      readonly hint?: string;
-      readonly parameters: Readonly<Record<string, ToolParameterSpec>>;
-      readonly missing: readonly string[];
-      readonly memory: Readonly<Record<string, unknown>>;
-    },
-  ): Promise<Record<string, unknown>>;
+  inferParameters(context: FlowModelContext, request: ParameterInferenceRequest): Promise<Record<string, unknown>>;
 }
 
 /** The model for a prompt node's `llmConfig` (undefined: the default model of the deployment). */

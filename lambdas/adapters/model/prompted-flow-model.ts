@@ -4,7 +4,7 @@
  * failure propagates as its ModelError; an answer that cannot be read is "no condition" or "no parameter".
  */
 import { isParameterValueOfType } from '../../core/flows/offline-model';
-import type { FlowModel, FlowModelContext, ToolParameterSpec } from '../../ports/flows';
+import type { FlowModel, FlowModelContext, ParameterInferenceRequest } from '../../ports/flows';
 import type { ModelMessage, ModelProvider } from '../../ports/model';
 
 export interface PromptedFlowModelOptions {
@@ -63,13 +63,7 @@ export class PromptedFlowModel implements FlowModel {
 
   async inferParameters(
     context: FlowModelContext,
-    request: {
-      readonly toolName: string;
-      readonly hint?: string;
-      readonly parameters: Readonly<Record<string, ToolParameterSpec>>;
-      readonly missing: readonly string[];
-      readonly memory: Readonly<Record<string, unknown>>;
-    },
+    request: ParameterInferenceRequest,
   ): Promise<Record<string, unknown>> {
     // A parameter without a spec has no type to check the answer against, so it is not asked for.
     const asked = request.missing.flatMap((name) =>

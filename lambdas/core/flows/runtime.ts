@@ -50,7 +50,7 @@ export const AgentEvents = {
 export const MAX_STEPS_PER_INVOCATION = 50;
 /** How long an invocation holds its session; one that crashed is taken over after this. */
 export const SESSION_LEASE_MS = 60_000;
-/** Analytics payload parts larger than this (as JSON) are recorded as a truncated preview. */
+/** Analytics payload parts larger than this (as JSON) are recorded as a truncated preview (events hold 32 KB). */
 const PAYLOAD_PART_MAX = 8 * 1024;
 
 export type DefaultRetrievalRunner = (request: {
@@ -419,7 +419,7 @@ async function runPrompt(context: RunContext, node: PromptNode): Promise<'next' 
   const { session, deps } = context;
   const prompt = renderText(node.prompt, placeholderScope(context, node.name));
   const model = deps.models(node.llmConfig);
-  recordNode(context, node, { prompt: bounded(prompt), model: model.name, llmConfig: node.llmConfig ?? null });
+  recordNode(context, node, { prompt, model: model.name, llmConfig: node.llmConfig ?? null });
   const text = await model.respond(modelContext(context), prompt);
   const at = now(context);
   session.messages.push({ role: 'assistant', content: text, node: node.name, at });
@@ -496,7 +496,7 @@ async function runTool(context: RunContext, node: ToolNode): Promise<void> {
   }
   // Fixed values override what the model inferred.
   const parameters: Record<string, unknown> = { ...inferred, ...fixed };
-  recordNode(context, node, { toolName: node.toolName, parameters: bounded(parameters) });
+  recordNode(context, node, { toolName: node.toolName, parameters });
   const absent = Object.entries(specs)
     .filter(([key, spec]) => spec.required && parameters[key] === undefined)
     .map(([key]) => key);
@@ -640,7 +640,12 @@ function recordNode(context: RunContext, node: FlowNode, parameters: Record<stri
     context.deps.recorder,
     analyticsScope(context.session),
     'node_execution',
-    { nodeName: node.name, nodeType: node.type, displayName: node.displayName ?? null, parameters },
+    {
+      nodeName: node.name,
+      nodeType: node.type,
+      displayName: node.displayName ?? null,
+      parameters: bounded(parameters),
+    },
     { invocationId: context.invocation.invocationId, step: context.step },
   );
 }
