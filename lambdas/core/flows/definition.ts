@@ -196,8 +196,12 @@ export type ValidationOutcome =
   | { readonly valid: false; readonly problems: readonly DefinitionProblem[] };
 
 /** Every node of every flow, with where it is. */
-export function nodesOf(definition: AgentDefinition): { flow: FlowDefinition; node: FlowNode; index: number }[] {
-  return definition.flows.flatMap((flow) => flow.nodes.map((node, index) => ({ flow, node, index })));
+export function nodesOf(
+  definition: AgentDefinition,
+): { flow: FlowDefinition; flowIndex: number; node: FlowNode; index: number }[] {
+  return definition.flows.flatMap((flow, flowIndex) =>
+    flow.nodes.map((node, index) => ({ flow, flowIndex, node, index })),
+  );
 }
 
 /** Parses the definition and checks the rules that span nodes; all problems at once. */
@@ -262,8 +266,9 @@ function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[
 
   // Node names are unique across all flows: a jump names its target by name alone.
   const allNodes = new Map<string, { flow: string; node: FlowNode }>();
-  for (const { flow, node, index } of nodesOf(definition)) {
-    const field = `flows.${definition.flows.indexOf(flow)}.nodes.${index}`;
+  const nodes = nodesOf(definition);
+  for (const { flow, flowIndex, node, index } of nodes) {
+    const field = `flows.${flowIndex}.nodes.${index}`;
     if (allNodes.has(node.name)) {
       add({
         field: `${field}.name`,
@@ -275,7 +280,7 @@ function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[
     } else allNodes.set(node.name, { flow: flow.name, node });
   }
 
-  if (!nodesOf(definition).some(({ node }) => node.type === 'trigger')) {
+  if (!nodes.some(({ node }) => node.type === 'trigger')) {
     add({
       field: 'flows',
       rule: 'trigger.required',

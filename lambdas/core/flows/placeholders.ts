@@ -104,6 +104,17 @@ function textOf(value: unknown): string | typeof MISSING {
   }
 }
 
+/**
+ * The value a placeholder path names (`memory.a.b`, `tools.Node.x`, `system.date`; the text between the braces), or
+ * undefined when it does not exist. Edge conditions test values this way, by the same rules as substitution.
+ */
+export function valueAtPath(path: string, scope: PlaceholderScope): { readonly value: unknown } | undefined {
+  const only = ONLY_PLACEHOLDER.exec(`{${path}}`);
+  if (!only) return undefined;
+  const value = resolve(refOf(only), scope);
+  return value === MISSING ? undefined : { value };
+}
+
 /** Every placeholder in a text, in order, repeats included (flow validation lists node and variable references). */
 export function placeholdersIn(template: string): PlaceholderRef[] {
   return Array.from(template.matchAll(ANY_PLACEHOLDER), (match) => refOf(match));

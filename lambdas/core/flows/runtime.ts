@@ -19,18 +19,19 @@ import type { Clock, IdGenerator } from '../../ports/services';
 import { type AnalyticsRecorder, recordBuiltInEvent, trackAnalyticsEvent } from '../analytics/track';
 import { AppError, ConflictError, NotFoundError } from '../errors';
 import type { Environment } from '../knowledge/fields';
-import type {
-  AgentDefinition,
-  EdgeCondition,
-  FlowDefinition,
-  FlowEdge,
-  FlowNode,
-  PromptNode,
-  ToolNode,
-  TriggerNode,
+import {
+  type AgentDefinition,
+  type EdgeCondition,
+  type FlowDefinition,
+  type FlowEdge,
+  type FlowNode,
+  nodesOf,
+  type PromptNode,
+  type ToolNode,
+  type TriggerNode,
 } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';
-import { type PlaceholderScope, renderText, renderValue } from './placeholders';
+import { type PlaceholderScope, renderText, renderValue, valueAtPath } from './placeholders';
 import {
   type AiMessage,
   type FlowSession,
@@ -218,7 +219,9 @@ function resultOf(session: FlowSession, produced: readonly AiMessage[]): Invocat
 }
 
 function findTrigger(definition: AgentDefinition, selector: TriggerSelector): TriggerNode {
-  const triggers = definition.flows.flatMap((f) => f.nodes).filter((n): n is TriggerNode => n.type === 'trigger');
+  const triggers = nodesOf(definition)
+    .map(({ node }) => node)
+    .filter((n): n is TriggerNode => n.type === 'trigger');
   const found =
     selector.type === 'app'
       ? triggers.find(
@@ -560,18 +563,11 @@ async function route(context: RunContext, { flow, node }: Located): Promise<stri
   return fallback?.to ?? null;
 }
 
-const MISSING = Symbol('missing');
-
-function valueAt(path: string, scope: PlaceholderScope): unknown {
-  const raw = `{${path}}`;
-  const value = renderValue(raw, scope);
-  return value === raw ? MISSING : value;
-}
-
 /** A stepForward edge's `when`: numbers compare as numbers, anything else as text. */
 export function holds(condition: EdgeCondition, scope: PlaceholderScope): boolean {
-  const actual = valueAt(condition.path, scope);
-  const exists = actual !== MISSING && actual !== null && actual !== undefined;
+  const found = valueAtPath(condition.path, scope);
+  const actual = found?.value;
+  const exists = actual !== undefined && actual !== null;
   switch (condition.operator) {
     case 'exists':
       return exists;

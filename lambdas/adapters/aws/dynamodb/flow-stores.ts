@@ -2,7 +2,7 @@
  * DynamoDB stores of the flow runtime (key schemas: lib/tables.ts). Definitions and session state are stored as
  * JSON text: they hold caller-chosen keys (memory, variables, parameters) that DynamoDB maps would constrain.
  */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { AppError } from '../../../core/errors';
 import type { AgentDefinition } from '../../../core/flows/definition';
 import type { AgentDefinitionRecord } from '../../../core/flows/definition-record';
@@ -10,6 +10,7 @@ import type { FlowSession } from '../../../core/flows/session';
 import type { Environment } from '../../../core/knowledge/fields';
 import type { DefinitionStore, SessionStore } from '../../../ports/flows';
 import { unlessConditionFails } from './expressions';
+import { collect, queryAll } from './stores';
 
 const SCHEDULED = 'scheduled';
 /** DynamoDB's item limit is 400 KB; session state is trimmed (oldest messages first) to stay under this. */
@@ -44,22 +45,15 @@ export class DynamoDefinitionStore implements DefinitionStore {
   }
 
   async listScheduled(): Promise<AgentDefinitionRecord[]> {
-    const records: AgentDefinitionRecord[] = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: 'scheduled',
-          KeyConditionExpression: 'scheduleKey = :s',
-          ExpressionAttributeValues: { ':s': SCHEDULED },
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of page.Items ?? []) records.push(fromItem(item as DefinitionItem));
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
-    return records;
+    const items = await collect(
+      queryAll<DefinitionItem>(this.client, {
+        TableName: this.tableName,
+        IndexName: 'scheduled',
+        KeyConditionExpression: 'scheduleKey = :s',
+        ExpressionAttributeValues: { ':s': SCHEDULED },
+      }),
+    );
+    return items.map(fromItem);
   }
 }
 

@@ -26,7 +26,8 @@ import type {
 } from '../../../ports/stores';
 import { setExpression, unlessConditionFails } from './expressions';
 
-async function* queryAll<T>(client: DynamoDBDocumentClient, input: QueryCommandInput): AsyncGenerator<T> {
+/** Every item of a Query, page after page. */
+export async function* queryAll<T>(client: DynamoDBDocumentClient, input: QueryCommandInput): AsyncGenerator<T> {
   let ExclusiveStartKey: Record<string, unknown> | undefined;
   do {
     const page = await client.send(new QueryCommand({ ...input, ExclusiveStartKey }));
@@ -35,7 +36,7 @@ async function* queryAll<T>(client: DynamoDBDocumentClient, input: QueryCommandI
   } while (ExclusiveStartKey);
 }
 
-async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   const all: T[] = [];
   for await (const item of items) all.push(item);
   return all;
