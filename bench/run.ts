@@ -6,10 +6,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { analyticsBenchmark } from './analytics';
 import { ingestionBenchmark } from './ingestion';
+import { loadBenchmark } from './load';
 import { type Benchmark, type BenchSection, renderSection } from './report';
 import { retrievalBenchmark } from './retrieval';
 
-const BENCHMARKS: Benchmark[] = [analyticsBenchmark, ingestionBenchmark, retrievalBenchmark];
+const BENCHMARKS: Benchmark[] = [analyticsBenchmark, ingestionBenchmark, retrievalBenchmark, loadBenchmark];
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);

@@ -12,6 +12,8 @@ export interface AppConfig {
   readonly stage: string;
   /** `-c generateModelId=amazon.nova-lite-v1:0`: the Bedrock model generate answers with; unset, extractive. */
   readonly generateModelId?: string;
+  /** `-c knowledgeIndex=dynamodb`: a DynamoDB chunk table instead of Bedrock knowledge bases (for LocalStack). */
+  readonly knowledgeIndex: 'bedrock' | 'dynamodb';
 }
 
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
@@ -29,7 +31,11 @@ export function readConfig(app: App): AppConfig {
   ) {
     throw new Error(`Invalid context generateModelId=${JSON.stringify(generateModelId)}: expected a Bedrock model id`);
   }
-  return { stage, ...(generateModelId ? { generateModelId } : {}) };
+  const knowledgeIndex: unknown = app.node.tryGetContext('knowledgeIndex') ?? 'bedrock';
+  if (knowledgeIndex !== 'bedrock' && knowledgeIndex !== 'dynamodb') {
+    throw new Error(`Invalid context knowledgeIndex=${JSON.stringify(knowledgeIndex)}: expected bedrock or dynamodb`);
+  }
+  return { stage, knowledgeIndex, ...(generateModelId ? { generateModelId } : {}) };
 }
 
 export function createApp(props?: AppProps): { app: App; stack: AgentPlatformStack; config: AppConfig } {
@@ -41,6 +47,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     description: `Agent platform (${config.stage}): knowledge documents and dashboard API`,
     stage: config.stage,
     generateModelId: config.generateModelId,
+    knowledgeIndex: config.knowledgeIndex,
   });
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);

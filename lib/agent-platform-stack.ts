@@ -1,11 +1,12 @@
 /** The whole platform in one stack: data tables, document storage with its processing queue, and the REST API. */
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { ChunkTableIndex } from './constructs/chunk-table-index';
 import { DataTables, pascalCase } from './constructs/data-tables';
 import { DocumentProcessing } from './constructs/document-processing';
 import { DocumentStorage } from './constructs/document-storage';
 import { FlowScheduler } from './constructs/flow-scheduler';
-import { KnowledgeIndexInfra } from './constructs/knowledge-index';
+import { type KnowledgeIndexBackend, KnowledgeIndexInfra } from './constructs/knowledge-index';
 import { PlatformApi } from './constructs/platform-api';
 import type { TableName } from './routes';
 
@@ -14,13 +15,18 @@ export interface AgentPlatformStackProps extends StackProps {
   readonly stage: string;
   /** Bedrock model id for generate (Converse), e.g. `amazon.nova-lite-v1:0`; unset: extractive answers. */
   readonly generateModelId?: string;
+  /**
+   * Where chunks are indexed: `bedrock` (default), a Bedrock knowledge base per environment over S3 Vectors; or
+   * `dynamodb`, a chunk table ranked with BM25 by the functions, for deployments without Bedrock (LocalStack).
+   */
+  readonly knowledgeIndex?: 'bedrock' | 'dynamodb';
 }
 
 export class AgentPlatformStack extends Stack {
   public readonly data: DataTables;
   public readonly storage: DocumentStorage;
   public readonly api: PlatformApi;
-  public readonly knowledgeIndex: KnowledgeIndexInfra;
+  public readonly knowledgeIndex: KnowledgeIndexBackend;
   public readonly processing: DocumentProcessing;
   public readonly scheduler: FlowScheduler;
 
@@ -33,7 +39,10 @@ export class AgentPlatformStack extends Stack {
       processingVisibilityTimeout: Duration.seconds(900),
       maxReceiveCount: 3,
     });
-    this.knowledgeIndex = new KnowledgeIndexInfra(this, 'KnowledgeIndex');
+    this.knowledgeIndex =
+      props.knowledgeIndex === 'dynamodb'
+        ? new ChunkTableIndex(this, 'ChunkIndex')
+        : new KnowledgeIndexInfra(this, 'KnowledgeIndex');
     const resources = {
       tables: this.data.tables,
       documentsBucket: this.storage.bucket,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Deploys the stack to a running LocalStack with cdklocal and runs the HTTP suites against it.
-# Needs: LocalStack (>= 4, with LOCALSTACK_AUTH_TOKEN for API Gateway authorizers) on http://localhost:4566,
-# the aws CLI, and `npx cdklocal` (aws-cdk-local). See README, "Against LocalStack".
+# Needs: LocalStack 4.x (started with LOCALSTACK_AUTH_TOKEN) on http://localhost:4566 and the aws CLI; cdklocal is
+# fetched with npx. Bedrock is not emulated there, so the stack is deployed with its DynamoDB chunk table as the
+# knowledge index (-c knowledgeIndex=dynamodb). See README, "Against LocalStack".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +13,7 @@ curl -sf "$ENDPOINT/_localstack/health" >/dev/null || { echo "LocalStack is not 
 
 CDKLOCAL="npx --yes aws-cdk-local@3.0.4"
 $CDKLOCAL bootstrap >/dev/null
-$CDKLOCAL deploy --require-approval never --outputs-file cdk.out/localstack-outputs.json
+$CDKLOCAL deploy -c knowledgeIndex=dynamodb --require-approval never --outputs-file cdk.out/localstack-outputs.json
 
 outputs=cdk.out/localstack-outputs.json
 value() { node -e "const o=Object.values(require('./$outputs'))[0]; const k=Object.keys(o).find(k=>k.startsWith('$1')); process.stdout.write(o[k]??'')"; }
@@ -33,6 +34,7 @@ for org in a b; do
 done
 
 # upload-expiry needs second-long upload TTLs, which only the local runtime can be started with; flows needs the
-# local scheduler's clock file and tool servers on the test's loopback, which Lambda containers cannot reach.
-TEST_BASE_URL="$api_url" TEST_TOKENS="${tokens[0]},${tokens[1]}" npx jest test/integration test/api --runInBand \
-  --testPathIgnorePatterns upload-expiry flows
+# local scheduler's clock file and tool servers on the test's loopback, which Lambda containers cannot reach; faults
+# and load kill and time a local worker process.
+TEST_BASE_URL="$api_url" TEST_TOKENS="${tokens[0]},${tokens[1]}" npx jest test/integration test/api test/proof \
+  --runInBand --testPathIgnorePatterns upload-expiry flows faults load

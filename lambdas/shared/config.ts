@@ -24,7 +24,16 @@ export const config = {
   documentsBucket: () => requireEnv(RESOURCE_ENV.documentsBucket),
   processingQueueUrl: () => requireEnv(RESOURCE_ENV.processingQueue),
   /** Local S3 engines need path-style addressing; real S3 does not. */
-  s3ForcePathStyle: () => process.env.S3_FORCE_PATH_STYLE === 'true',
+  /**
+   * Path-style S3 URLs: S3_FORCE_PATH_STYLE=true|false, or, unset, whenever S3 is reached at a custom endpoint
+   * (AWS_ENDPOINT_URL[_S3], as LocalStack sets it in its Lambda containers), where bucket host names do not resolve.
+   */
+  s3ForcePathStyle: () => {
+    const value = process.env.S3_FORCE_PATH_STYLE;
+    if (value === 'true' || value === 'false') return value === 'true';
+    if (value) throw new Error(`S3_FORCE_PATH_STYLE must be true or false, got ${value}`);
+    return Boolean(process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL);
+  },
   uploads: () => ({
     uploadUrlTtlSeconds: positiveInteger('UPLOAD_URL_TTL_SECONDS', 900),
     uploadSessionTtlSeconds: positiveInteger('UPLOAD_SESSION_TTL_SECONDS', 3600),

@@ -1,9 +1,13 @@
 /**
- * Which knowledge index this process uses. In AWS: the Bedrock knowledge base of each environment, built from
- * BEDROCK_KNOWLEDGE_BASES by whoever needs it. The local runtime installs its embedded index here at start, and
- * the processing and retrieval composition roots both read it.
+ * Which knowledge index this process uses. In AWS: the Bedrock knowledge base of each environment
+ * (BEDROCK_KNOWLEDGE_BASES), or, in a deployment without Bedrock such as LocalStack, the DynamoDB chunk table
+ * (CHUNK_INDEX_TABLE). The local runtime installs its embedded index here at start, and the processing and retrieval
+ * composition roots both read it.
  */
+import { bedrockIndexFromEnv, type ChunkTextSource } from '../adapters/aws/bedrock-knowledge-index';
+import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '../adapters/aws/dynamodb/chunk-index';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
+import { dynamoDocumentClient } from './container';
 
 let installed: { index: KnowledgeIndex; embedder: Embedder | null } | undefined;
 
@@ -14,4 +18,17 @@ export function useKnowledgeIndex(index: KnowledgeIndex, embedder: Embedder | nu
 
 export function installedKnowledgeIndex() {
   return installed;
+}
+
+/**
+ * The index of a deployed function: the chunk table when the stack named one, else the Bedrock knowledge bases.
+ * `chunkTexts` is what Bedrock, which cannot give chunk texts back, re-ingests from on a metadata change.
+ */
+export function deployedKnowledgeIndex(
+  chunkTexts: ChunkTextSource,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): KnowledgeIndex {
+  const chunkTable = env[CHUNK_INDEX_TABLE_VARIABLE];
+  if (chunkTable) return new DynamoChunkIndex(dynamoDocumentClient(), chunkTable);
+  return bedrockIndexFromEnv(chunkTexts, env);
 }

@@ -1,19 +1,19 @@
 /**
  * Composition root of the processing worker: the API's adapters plus extraction, the archive importer and the
  * knowledge index. Kept apart from `container` so API Lambdas do not bundle PDF, DOCX or index libraries.
- * In AWS the index is the Bedrock knowledge base of each environment (BEDROCK_KNOWLEDGE_BASES); the local runtime
- * installs its embedded index with `useKnowledgeIndex` before the worker starts.
+ * In AWS the index is the Bedrock knowledge base of each environment (BEDROCK_KNOWLEDGE_BASES), on LocalStack the
+ * DynamoDB chunk table (CHUNK_INDEX_TABLE); the local runtime installs its embedded index with `useKnowledgeIndex`
+ * before the worker starts.
  */
 
 import { ZipArchiveImporter } from '../adapters/archive/zip-importer';
-import { bedrockIndexFromEnv } from '../adapters/aws/bedrock-knowledge-index';
 import { DocumentTextExtractor } from '../adapters/extraction/text-extractor';
 import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../core/processing/process-document';
 import type { ZipImportDeps } from '../core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
 import { positiveInteger } from './config';
 import { container } from './container';
-import { installedKnowledgeIndex } from './knowledge-index';
+import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 
 export { useKnowledgeIndex } from './knowledge-index';
 
@@ -45,7 +45,7 @@ export const processingContainer: ProcessingDeps & ZipImportDeps = {
   get index(): KnowledgeIndex {
     index ??= installedKnowledgeIndex()?.index;
     // Bedrock cannot give chunk texts back; a metadata change re-ingests them from the stored file.
-    index ??= bedrockIndexFromEnv({
+    index ??= deployedKnowledgeIndex({
       chunksOf: async (ref) => {
         const doc = await container.documents.get(ref, ref.documentId);
         return doc && doc.status !== 'reserved' ? buildChunks(processingContainer, doc) : [];

@@ -1,14 +1,14 @@
 /**
  * Composition root of the retrieval handlers: the tenancy stores of the API plus the knowledge index (Bedrock in
- * AWS, the runtime's embedded index locally). Nothing of extraction is bundled here.
+ * AWS, the DynamoDB chunk table on LocalStack, the runtime's embedded index locally). Nothing of extraction is
+ * bundled here.
  */
-import { bedrockIndexFromEnv } from '../adapters/aws/bedrock-knowledge-index';
 import { DynamoRetrievalConfigStore } from '../adapters/aws/dynamodb/stores';
 import type { DefaultRetrievalDeps } from '../core/retrieval/default-retrieval';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
 import { config } from './config';
 import { container, dynamoDocumentClient, once } from './container';
-import { installedKnowledgeIndex } from './knowledge-index';
+import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 
 let index: KnowledgeIndex | undefined;
 
@@ -30,7 +30,7 @@ export const retrievalContainer: DefaultRetrievalDeps = {
   get index(): KnowledgeIndex {
     index ??=
       installedKnowledgeIndex()?.index ??
-      bedrockIndexFromEnv({
+      deployedKnowledgeIndex({
         chunksOf: async () => {
           throw new Error('retrieval functions only read the index');
         },

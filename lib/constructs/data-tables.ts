@@ -30,26 +30,31 @@ export class DataTables extends Construct {
   }
 
   private createTable(name: TableName, schema: TableSchema): Table {
-    const table = new Table(this, `${pascalCase(name)}Table`, {
-      partitionKey: { name: schema.partitionKey, type: AttributeType.STRING },
-      sortKey: schema.sortKey ? { name: schema.sortKey, type: attributeType(schema.sortKeyType) } : undefined,
-      timeToLiveAttribute: schema.timeToLiveAttribute,
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      encryption: TableEncryption.AWS_MANAGED,
-      // Customer data: deleting the stack must never delete it.
-      removalPolicy: RemovalPolicy.RETAIN,
-    });
-    for (const index of schema.indexes ?? []) {
-      table.addGlobalSecondaryIndex({
-        indexName: index.indexName,
-        partitionKey: { name: index.partitionKey.name, type: attributeType(index.partitionKey.type) },
-        sortKey: index.sortKey ? { name: index.sortKey.name, type: attributeType(index.sortKey.type) } : undefined,
-        ...projection(index),
-      });
-    }
-    return table;
+    return createTable(this, `${pascalCase(name)}Table`, schema);
   }
+}
+
+/** A table of lib/tables.ts with the settings every table of the app shares. */
+export function createTable(scope: Construct, id: string, schema: TableSchema): Table {
+  const table = new Table(scope, id, {
+    partitionKey: { name: schema.partitionKey, type: AttributeType.STRING },
+    sortKey: schema.sortKey ? { name: schema.sortKey, type: attributeType(schema.sortKeyType) } : undefined,
+    timeToLiveAttribute: schema.timeToLiveAttribute,
+    billingMode: BillingMode.PAY_PER_REQUEST,
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    encryption: TableEncryption.AWS_MANAGED,
+    // Customer data: deleting the stack must never delete it.
+    removalPolicy: RemovalPolicy.RETAIN,
+  });
+  for (const index of schema.indexes ?? []) {
+    table.addGlobalSecondaryIndex({
+      indexName: index.indexName,
+      partitionKey: { name: index.partitionKey.name, type: attributeType(index.partitionKey.type) },
+      sortKey: index.sortKey ? { name: index.sortKey.name, type: attributeType(index.sortKey.type) } : undefined,
+      ...projection(index),
+    });
+  }
+  return table;
 }
 
 function attributeType(type: 'S' | 'N' | undefined): AttributeType {

@@ -11,7 +11,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { WORKERS } from '../routes';
-import { type KnowledgeIndexInfra, knowledgeBasesEnvironment } from './knowledge-index';
+import type { KnowledgeIndexBackend } from './knowledge-index';
 import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
 import { ServiceFunction } from './service-function';
 
@@ -25,7 +25,7 @@ function copyModule(inputDir: string, outputDir: string, name: string): string {
 export interface DocumentProcessingProps {
   readonly resources: PlatformResources;
   readonly processingQueue: IQueue;
-  readonly knowledgeIndex: KnowledgeIndexInfra;
+  readonly knowledgeIndex: KnowledgeIndexBackend;
   /** Longest a batch may run; the queue's visibility timeout must exceed it. */
   readonly timeout: Duration;
   /** Largest file processed (bytes). */
@@ -39,7 +39,7 @@ export class DocumentProcessing extends Construct {
   constructor(scope: Construct, id: string, props: DocumentProcessingProps) {
     super(scope, id);
     const common = {
-      ...knowledgeBasesEnvironment(props.knowledgeIndex),
+      ...props.knowledgeIndex.environment(),
       MAX_FILE_BYTES: String(props.maxFileBytes),
       PROCESSING_TIMEOUT_SECONDS: '900',
     };

@@ -44,6 +44,16 @@ export interface KnowledgeBaseResources {
   readonly knowledgeBaseArn: string;
 }
 
+/**
+ * What the rest of the stack needs of a knowledge index: the environment its adapter reads, and the grants to write
+ * and to query it. KnowledgeIndexInfra (Bedrock) in AWS; ChunkTableIndex where Bedrock is not (LocalStack).
+ */
+export interface KnowledgeIndexBackend {
+  environment(): Record<string, string>;
+  grantIngest(grantee: IGrantable): void;
+  grantRetrieve(grantee: IGrantable): void;
+}
+
 const titleCase = (environment: Environment) => environment.charAt(0).toUpperCase() + environment.slice(1);
 
 /** A knowledge base name: `([0-9a-zA-Z][_-]?){1,100}`, unique in the account and region, derived from the path. */
@@ -54,7 +64,7 @@ function knowledgeBaseName(scope: Construct): string {
     .replace(/^-|-$/g, '');
 }
 
-export class KnowledgeIndexInfra extends Construct {
+export class KnowledgeIndexInfra extends Construct implements KnowledgeIndexBackend {
   /** Per environment: the ids the adapter needs and the ARN the grants name. */
   public readonly knowledgeBases: Record<Environment, KnowledgeBaseResources>;
   public readonly vectorBucket: CfnVectorBucket;
@@ -155,6 +165,11 @@ export class KnowledgeIndexInfra extends Construct {
     this.serviceRoles = serviceRoles;
     this.knowledgeBaseResources = knowledgeBaseResources;
     this.dataSources = dataSources;
+  }
+
+  /** BEDROCK_KNOWLEDGE_BASES, for the Bedrock adapter. */
+  environment(): Record<string, string> {
+    return knowledgeBasesEnvironment(this);
   }
 
   private get knowledgeBaseArns(): string[] {

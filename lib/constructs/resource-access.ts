@@ -11,15 +11,15 @@ import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { RESOURCE_ENV, type ResourceAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
-import { type KnowledgeIndexInfra, knowledgeBasesEnvironment } from './knowledge-index';
+import type { KnowledgeIndexBackend } from './knowledge-index';
 
 /** The stateful resources a function may be granted, by the logical names used in lib/routes.ts. */
 export interface PlatformResources {
   readonly tables: Readonly<Record<TableName, ITable>>;
   readonly documentsBucket: IBucket;
   readonly processingQueue: IQueue;
-  /** The Bedrock knowledge base of each environment; routes with `knowledgeIndex: 'retrieve'` query it. */
-  readonly knowledgeIndex?: KnowledgeIndexInfra;
+  /** The knowledge index (Bedrock, or the chunk table on LocalStack); routes with `knowledgeIndex: 'retrieve'` query it. */
+  readonly knowledgeIndex?: KnowledgeIndexBackend;
   /** Bedrock model id generate answers with; without it generate is extractive (no model call). */
   readonly generateModelId?: string;
 }
@@ -32,7 +32,7 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   }
   if (access.documentsBucket) environment[RESOURCE_ENV.documentsBucket] = resources.documentsBucket.bucketName;
   if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = resources.processingQueue.queueUrl;
-  if (access.knowledgeIndex) Object.assign(environment, knowledgeBasesEnvironment(requireIndex(resources)));
+  if (access.knowledgeIndex) Object.assign(environment, requireIndex(resources).environment());
   if (access.model && resources.generateModelId) environment.BEDROCK_GENERATE_MODEL_ID = resources.generateModelId;
   return environment;
 }
@@ -77,7 +77,7 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
   }
 }
 
-function requireIndex(resources: PlatformResources): KnowledgeIndexInfra {
+function requireIndex(resources: PlatformResources): KnowledgeIndexBackend {
   if (!resources.knowledgeIndex) throw new Error('a function needs the knowledge index, but none was given');
   return resources.knowledgeIndex;
 }
