@@ -6,9 +6,19 @@ export interface ObjectHead {
   readonly contentType: string | null;
 }
 
+/** A pre-signed PUT: the URL, and the headers the PUT must carry exactly as given (they are signed). */
+export interface PresignedPut {
+  readonly url: string;
+  readonly headers: Record<string, string>;
+}
+
 export interface BlobStore {
-  /** A URL that accepts one PUT of the object with exactly these headers until it expires. */
-  presignPut(key: string, headers: { contentType: string }, expiresInSeconds: number): Promise<string>;
+  /**
+   * A URL that accepts one PUT of the object with exactly these headers until it expires. It creates the object only
+   * while the key is free (S3 conditional write, `If-None-Match: *`): once the upload arrived, the same URL cannot
+   * replace it, so what upload-complete records and processing indexes is what was uploaded first.
+   */
+  presignPut(key: string, headers: { contentType: string }, expiresInSeconds: number): Promise<PresignedPut>;
   head(key: string): Promise<ObjectHead | undefined>;
   /** The object's bytes, or undefined when it does not exist. */
   get(key: string): Promise<Buffer | undefined>;

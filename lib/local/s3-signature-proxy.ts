@@ -4,6 +4,8 @@
  * content type, a longer expiry) would be accepted locally although S3 rejects it. The proxy verifies header auth
  * (`Authorization: AWS4-HMAC-SHA256 …`) and query auth (pre-signed URLs) the way S3 does, answers rejections with
  * S3's XML error body, and streams accepted requests to s3rver and its responses back, without buffering bodies.
+ * It also does what s3rver leaves out of a PUT: the conditional write `If-None-Match: *` (412 when the key exists),
+ * which makes the service's upload URLs write-once.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import {
@@ -246,6 +248,19 @@ function checkSignature(input: SignatureInput, opts: SigV4VerifyOptions): SigV4R
   }
   if (!signedHeaders.includes('host')) {
     return fail('AccessDenied', 'There were headers present in the request which were not signed: host');
+  }
+  // S3 requires every x-amz-* header of a request to be signed: an unsigned x-amz-meta-* (or x-amz-acl, …) added to a
+  // pre-signed PUT is refused, so a URL cannot be made to store metadata it was not issued with. The payload hash
+  // header is bound by the signature anyway (it is the canonical request's last line).
+  // (x-amz-* query parameters, which s3rver also reads as headers, are part of the canonical query string.)
+  const unsigned = Object.keys(input.headers)
+    .filter((name) => name.startsWith('x-amz-') && name !== 'x-amz-content-sha256' && !signedHeaders.includes(name))
+    .sort();
+  if (unsigned.length > 0) {
+    return fail(
+      'AccessDenied',
+      `There were headers present in the request which were not signed: ${unsigned.join(', ')}`,
+    );
   }
   const canonical = canonicalHeaders(input.headers, signedHeaders);
   if (!canonical.ok)
@@ -500,6 +515,30 @@ function forwardHeaders(headers: IncomingHttpHeaders, upstreamHost: string): Out
   return out;
 }
 
+/** An UploadPart (`?partNumber&uploadId`): S3 applies If-None-Match to whole objects, not to parts. */
+function isPartUpload(url: string): boolean {
+  const q = url.indexOf('?');
+  return q >= 0 && parseQuery(url.slice(q + 1)).some((p) => p.key === 'uploadId');
+}
+
+/** Runs `work` after every earlier `work` of the same key has ended. */
+async function exclusively(locks: Map<string, Promise<void>>, key: string, work: () => Promise<void>): Promise<void> {
+  const previous = locks.get(key);
+  let release = (): void => undefined;
+  const mine = new Promise<void>((done) => {
+    release = done;
+  });
+  const tail = (previous ?? Promise.resolve()).then(() => mine);
+  locks.set(key, tail);
+  try {
+    await previous;
+    await work();
+  } finally {
+    release();
+    if (locks.get(key) === tail) locks.delete(key);
+  }
+}
+
 /** Starts the SigV4-checking proxy in front of s3rver. */
 export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise<S3SignatureProxy> {
   const upstream = new URL(options.upstream);
@@ -507,32 +546,15 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
   const upstreamPort = Number(upstream.port || 80);
   const agent = new Agent({ keepAlive: true });
   const now = options.now ?? (() => new Date());
+  const writeLocks = new Map<string, Promise<void>>();
 
-  const handle = (req: IncomingMessage, res: ServerResponse): void => {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    if (req.method !== 'OPTIONS') {
-      const verdict = verifySigV4(
-        {
-          method: req.method ?? 'GET',
-          path: q < 0 ? url : url.slice(0, q),
-          query: q < 0 ? '' : url.slice(q + 1),
-          headers: req.headersDistinct,
-        },
-        {
-          credentials: options.credentials,
-          region: options.region,
-          now: now(),
-          maxPresignExpiresSeconds: options.maxPresignExpiresSeconds,
-        },
-      );
-      if (!verdict.ok) {
-        req.resume(); // discard the body, so that the connection can carry the next request
-        sendError(res, STATUS[verdict.code], verdict.code, verdict.message);
-        return;
-      }
+  /** Streams an accepted request to s3rver and its answer back; resolves when the exchange is over. */
+  const forward = (req: IncomingMessage, res: ServerResponse, url: string): Promise<void> => {
+    if (res.destroyed || res.closed) {
+      req.resume(); // the client left while the request waited for its turn
+      return Promise.resolve();
     }
-
+    const over = new Promise<void>((done) => res.once('close', () => done()));
     let upstreamReq: ClientRequest | undefined;
     let upstreamRes: IncomingMessage | undefined;
     const abort = (): void => {
@@ -580,6 +602,99 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
       sendError(res, 502, 'BadGateway', `The local S3 engine did not answer: ${error.message}`);
     });
     req.pipe(upstreamReq);
+    return over;
+  };
+
+  /** Whether the object exists: an anonymous HEAD to s3rver (which serves anonymous requests). */
+  const objectExists = (req: IncomingMessage, url: string): Promise<boolean> =>
+    new Promise((resolve, reject) => {
+      const q = url.indexOf('?');
+      const head = httpRequest(
+        {
+          host: upstream.hostname.replace(/^\[|\]$/g, ''),
+          port: upstreamPort,
+          method: 'HEAD',
+          path: q < 0 ? url : url.slice(0, q),
+          headers: { host: forwardHeaders({ host: req.headers.host }, upstream.host).host },
+          agent,
+        },
+        (response) => {
+          response.resume();
+          if (response.statusCode === 200) resolve(true);
+          else if (response.statusCode === 404) resolve(false);
+          else reject(new Error(`HEAD answered ${response.statusCode}`));
+        },
+      );
+      head.on('error', reject);
+      head.end();
+    });
+
+  /**
+   * A conditional write, as S3 does it: `If-None-Match: *` stores the object only when the key does not exist yet,
+   * otherwise 412 PreconditionFailed. s3rver ignores the header on PUT, so the proxy checks first, and holds one such
+   * write per key at a time so that two racing PUTs cannot both find the key free.
+   */
+  const writeOnce = async (req: IncomingMessage, res: ServerResponse, url: string): Promise<void> => {
+    const condition = req.headers['if-none-match'];
+    if (condition?.trim() !== '*') {
+      req.resume();
+      sendError(
+        res,
+        501,
+        'NotImplemented',
+        'A header you provided implies functionality that is not implemented: If-None-Match accepts only *',
+      );
+      return;
+    }
+    const key = `${req.headers.host ?? ''} ${url.split('?')[0]}`;
+    await exclusively(writeLocks, key, async () => {
+      let exists: boolean;
+      try {
+        exists = await objectExists(req, url);
+      } catch (error) {
+        req.resume();
+        sendError(res, 502, 'BadGateway', `The local S3 engine did not answer: ${(error as Error).message}`);
+        return;
+      }
+      if (exists) {
+        req.resume();
+        sendError(res, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+        return;
+      }
+      await forward(req, res, url);
+    });
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    if (req.method !== 'OPTIONS') {
+      const verdict = verifySigV4(
+        {
+          method: req.method ?? 'GET',
+          path: q < 0 ? url : url.slice(0, q),
+          query: q < 0 ? '' : url.slice(q + 1),
+          headers: req.headersDistinct,
+        },
+        {
+          credentials: options.credentials,
+          region: options.region,
+          now: now(),
+          maxPresignExpiresSeconds: options.maxPresignExpiresSeconds,
+        },
+      );
+      if (!verdict.ok) {
+        req.resume(); // discard the body, so that the connection can carry the next request
+        sendError(res, STATUS[verdict.code], verdict.code, verdict.message);
+        return;
+      }
+    }
+
+    if (req.method === 'PUT' && req.headers['if-none-match'] !== undefined && !isPartUpload(url)) {
+      writeOnce(req, res, url).catch(() => res.destroy());
+      return;
+    }
+    void forward(req, res, url);
   };
 
   const server = createServer(handle);

@@ -48,7 +48,10 @@ it('runs the whole document life cycle through the HTTP API', async () => {
     body: { ...dataset, fileName: 'guide.txt', label1: 'topic:setup', customMeta1: 'author=ops' },
   });
   expect(link.status).toBe(200);
-  expect(link.body).toMatchObject({ expiresIn: 900, requiredHeaders: { 'Content-Type': 'text/plain' } });
+  expect(link.body).toMatchObject({
+    expiresIn: 900,
+    requiredHeaders: { 'Content-Type': 'text/plain', 'If-None-Match': '*' },
+  });
   expect(link.body.s3Key).toBe(
     `${dataset.agentId}/production/${dataset.knowledgeBaseId}/${link.body.documentId}/guide.txt`,
   );

@@ -1,4 +1,4 @@
-/** BlobStore on S3: pre-signed PUT URLs, HEAD and delete. */
+/** BlobStore on S3: pre-signed, write-once PUT URLs, HEAD and delete. */
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -10,7 +10,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { BlobStore, ObjectHead } from '../../ports/services';
+import type { BlobStore, ObjectHead, PresignedPut } from '../../ports/services';
 
 export class S3BlobStore implements BlobStore {
   constructor(
@@ -18,14 +18,18 @@ export class S3BlobStore implements BlobStore {
     private readonly bucket: string,
   ) {}
 
-  presignPut(key: string, headers: { contentType: string }, expiresInSeconds: number): Promise<string> {
+  async presignPut(key: string, headers: { contentType: string }, expiresInSeconds: number): Promise<PresignedPut> {
     // Content-Type is signed (the presigner leaves it out unless told), so the PUT must carry exactly the
     // requiredHeaders the API returns and an upload cannot change the type the document was announced with.
-    return getSignedUrl(
+    // If-None-Match: * is signed too: S3 stores the object only while the key is free and answers a second PUT of
+    // the same URL (a replay after upload-complete) 412 PreconditionFailed, so the content cannot change behind the
+    // document's back.
+    const url = await getSignedUrl(
       this.client,
-      new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: headers.contentType }),
-      { expiresIn: expiresInSeconds, signableHeaders: new Set(['content-type']) },
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: headers.contentType, IfNoneMatch: '*' }),
+      { expiresIn: expiresInSeconds, signableHeaders: new Set(['content-type', 'if-none-match']) },
     );
+    return { url, headers: { 'Content-Type': headers.contentType, 'If-None-Match': '*' } };
   }
 
   async head(key: string): Promise<ObjectHead | undefined> {

@@ -121,19 +121,19 @@ function addSeconds(date: Date, seconds: number): string {
 async function issueUploadUrl(deps: KnowledgeDeps, session: UploadSession): Promise<UploadLinkResponse> {
   await deps.uploads.put(session);
   const { uploadUrlTtlSeconds } = deps.settings;
-  const uploadUrl = await deps.blobs.presignPut(
+  const presigned = await deps.blobs.presignPut(
     session.objectKey,
     { contentType: session.contentType },
     uploadUrlTtlSeconds,
   );
   return {
     uploadId: session.uploadId,
-    uploadUrl,
+    uploadUrl: presigned.url,
     expiresIn: uploadUrlTtlSeconds,
     s3Key: session.s3Key,
     documentId: session.documentId,
     ...(session.zipJobId ? { zipJobId: session.zipJobId } : {}),
-    requiredHeaders: { 'Content-Type': session.contentType },
+    requiredHeaders: presigned.headers,
   };
 }
 

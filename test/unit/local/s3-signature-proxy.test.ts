@@ -200,6 +200,85 @@ describe('pre-signed URLs through the proxy', () => {
   });
 });
 
+describe('write-once URLs (If-None-Match: *, S3 conditional writes)', () => {
+  /** What S3BlobStore issues: Content-Type and If-None-Match signed. */
+  function presignCreate(key: string): Promise<string> {
+    return getSignedUrl(
+      client(),
+      new PutObjectCommand({ Bucket: BUCKET, Key: key, ContentType: 'text/plain', IfNoneMatch: '*' }),
+      { expiresIn: 60, signableHeaders: new Set(['content-type', 'if-none-match']) },
+    );
+  }
+  const putOnce = (url: string, body: string, condition = '*'): Promise<Response> =>
+    fetch(url, { method: 'PUT', body, headers: { 'content-type': 'text/plain', 'if-none-match': condition } });
+
+  it('stores the first PUT and answers a replay of the same URL 412, keeping the first content', async () => {
+    const url = await presignCreate('once/replayed.txt');
+    expect(new URL(url).searchParams.get('X-Amz-SignedHeaders')).toBe('content-type;host;if-none-match');
+    expect((await putOnce(url, 'first')).status).toBe(200);
+    const replay = await s3Error(await putOnce(url, 'second'));
+    expect(replay).toMatchObject({ status: 412, code: 'PreconditionFailed', type: 'application/xml' });
+    expect((await getBytes('once/replayed.txt')).toString()).toBe('first');
+  });
+
+  it('lets exactly one of concurrent PUTs win', async () => {
+    const url = await presignCreate('once/raced.txt');
+    const bodies = ['a', 'b', 'c', 'd', 'e', 'f'].map((c) => c.repeat(64 * 1024));
+    const statuses = await Promise.all(bodies.map(async (body) => (await putOnce(url, body)).status));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 412)).toHaveLength(bodies.length - 1);
+    expect((await getBytes('once/raced.txt')).toString()).toBe(bodies[statuses.indexOf(200)]);
+  });
+
+  it('refuses the PUT without the signed If-None-Match header', async () => {
+    const url = await presignCreate('once/unconditional.txt');
+    const error = await s3Error(await put(url, 'x'));
+    expect(error).toMatchObject({ status: 403, code: 'SignatureDoesNotMatch' });
+    expect((await sdkError(getBytes('once/unconditional.txt'))).name).toBe('NoSuchKey');
+  });
+
+  it('answers 501 NotImplemented for an If-None-Match other than *', async () => {
+    const url = await getSignedUrl(
+      client(),
+      new PutObjectCommand({ Bucket: BUCKET, Key: 'once/etag.txt', ContentType: 'text/plain', IfNoneMatch: '"abc"' }),
+      { expiresIn: 60, signableHeaders: new Set(['content-type', 'if-none-match']) },
+    );
+    const error = await s3Error(await putOnce(url, 'x', '"abc"'));
+    expect(error).toMatchObject({ status: 501, code: 'NotImplemented' });
+  });
+
+  it('leaves unconditional PUTs free to overwrite, as S3 does', async () => {
+    const url = await presignPut('once/overwritable.txt');
+    expect((await put(url, 'one')).status).toBe(200);
+    expect((await put(url, 'two')).status).toBe(200);
+    expect((await getBytes('once/overwritable.txt')).toString()).toBe('two');
+  });
+});
+
+describe('unsigned x-amz-* headers', () => {
+  it('refuses an x-amz-meta-* header the pre-signed URL did not sign, and stores nothing', async () => {
+    const url = await presignPut('notes/meta.txt');
+    const response = await fetch(url, {
+      method: 'PUT',
+      body: 'x',
+      headers: { 'content-type': 'text/plain', 'x-amz-meta-owner': 'mallory', 'x-amz-acl': 'public-read' },
+    });
+    const error = await s3Error(response);
+    expect(error).toMatchObject({ status: 403, code: 'AccessDenied' });
+    expect(error.message).toBe(
+      'There were headers present in the request which were not signed: x-amz-acl, x-amz-meta-owner',
+    );
+    expect((await sdkError(getBytes('notes/meta.txt'))).name).toBe('NoSuchKey');
+  });
+
+  it('accepts x-amz-meta-* headers that are signed (the SDK signs what it sends)', async () => {
+    await client().send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: 'notes/meta-signed.txt', Body: 'y', Metadata: { owner: 'ops' } }),
+    );
+    expect((await getBytes('notes/meta-signed.txt')).toString()).toBe('y');
+  });
+});
+
 describe('SDK requests (header auth) through the proxy', () => {
   it('fails with SignatureDoesNotMatch for a wrong secret key', async () => {
     const wrong = client({ accessKeyId: 'S3RVER', secretAccessKey: 'not-the-secret' });

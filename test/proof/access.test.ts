@@ -1,0 +1,695 @@
+/**
+ * Access matrix (issue 7, part 3): every route of lib/routes.ts × { no token, bad token, wrong scope, other
+ * organization, right token } → the status the README promises, each cell a named test; then the pre-signed upload
+ * URLs: tampered, expired, and replayed after upload-complete.
+ *
+ * The table is keyed by route id and checked against ROUTES, so a new route without a row fails here. Org A's
+ * resources are made through the public API before the matrix runs; every route that deletes or consumes something
+ * gets a resource of its own, so the order of the cells does not matter for the others.
+ */
+import { type HttpRoute, ROUTES, routeById, SCOPES, type Scope } from '../../lib/routes';
+import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument } from '../helpers/fixtures';
+import { pollUntil } from '../helpers/poll';
+import { type ApiResponse, client, startService, type TestService } from '../helpers/service';
+import { printFigures } from './size';
+
+type Call = ReturnType<typeof client>;
+type Body = Record<string, unknown>;
+
+const CASES = ['no token', 'bad token', 'wrong scope', 'other organization', 'right'] as const;
+type Case = (typeof CASES)[number];
+
+const BAD_TOKEN = 'aps_this-token-was-never-issued-0000000000';
+const DOCS = '/api/v1/knowledge/documents';
+
+/** What a cell sends: path parameters (filled into the route's own path), query and JSON body. */
+interface Request {
+  readonly params?: Record<string, string>;
+  readonly query?: Record<string, string>;
+  readonly body?: unknown;
+}
+
+/** Org B's all-scope token on the same request. */
+type OtherOrg =
+  | { readonly status: 404; readonly code: string }
+  /** Routes that address no resource of org A (lists, creations): they act in org B only. */
+  | { readonly status: 200 | 201; readonly check: (body: Body) => Promise<void> | void };
+
+type Row =
+  | { readonly public: true }
+  | {
+      readonly public?: false;
+      /** A valid request for org A's resources. */
+      readonly request: () => Request;
+      /** The documented success status of the right token. */
+      readonly success: 200 | 201;
+      readonly otherOrg: OtherOrg;
+      /** Extra checks of the right token's answer. */
+      readonly check?: (body: Body) => Promise<void> | void;
+    };
+
+/** Everything the rows address, made in beforeAll. */
+interface Fixtures {
+  a: Dataset;
+  /** A second knowledge base of org A's agent, deleted by the DeleteKnowledgeBase cell. */
+  kbToDelete: string;
+  s3Key: string;
+  /** A document deleted by the DeleteDocument cell. */
+  s3KeyToDelete: string;
+  /** A PUT but not completed upload, completed by the UploadComplete cell. */
+  pendingUploadId: string;
+  /** A PUT but not completed update, completed by the UpdateUploadComplete cell. */
+  pendingUpdateId: string;
+  zipJobId: string;
+  sessionId: string;
+  /** Org B's own agent, which its lists must show. */
+  agentB: string;
+}
+
+let service: TestService;
+let shortTtl: TestService;
+let orgA: Call;
+let orgB: Call;
+const fx = {} as Fixtures;
+/** Org A tokens with every scope but one. */
+const allBut = {} as Record<Scope, string>;
+/** An upload link of the short-TTL runtime, issued in beforeAll; its URL lives one second. */
+let expiringLink: { link: UploadLink; issuedAt: number };
+
+const definition = {
+  instructions: 'You are the support assistant of Acme routers.',
+  flows: [
+    {
+      name: 'hello',
+      nodes: [
+        { name: 'Start', type: 'trigger', triggerType: 'webhook', displayName: 'Hello' },
+        { name: 'Greet', type: 'promptNode', displayName: 'Greet', prompt: 'Say hello to the customer.' },
+      ],
+      edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
+    },
+    {
+      name: 'crm',
+      nodes: [
+        { name: 'TicketCreated', type: 'trigger', triggerType: 'app', appName: 'crm', eventName: 'ticket.created' },
+        { name: 'Ack', type: 'promptNode', displayName: 'Acknowledge', prompt: 'Acknowledge the ticket.' },
+      ],
+      edges: [{ from: 'TicketCreated', to: 'Ack', type: 'stepForward' }],
+    },
+  ],
+};
+
+const dataset = () => ({ ...fx.a });
+const agentPath = () => ({ agentId: fx.a.agentId });
+const envPath = () => ({ agentId: fx.a.agentId, environment: fx.a.environment });
+const kbPath = () => ({ agentId: fx.a.agentId, knowledgeBaseId: fx.a.knowledgeBaseId });
+const kbInEnvPath = () => ({ ...envPath(), knowledgeBaseId: fx.a.knowledgeBaseId });
+const notFound = (code: string): OtherOrg => ({ status: 404, code });
+const ids = (body: Body) => (body.data as { agentId: string }[]).map((agent) => agent.agentId);
+
+/** Org B lists its own agents: its agent is there, org A's is not. */
+const onlyOrgBAgents: OtherOrg = {
+  status: 200,
+  check: (body) => {
+    expect(ids(body)).toContain(fx.agentB);
+    expect(ids(body)).not.toContain(fx.a.agentId);
+  },
+};
+
+const ROWS: Record<string, Row> = {
+  Health: { public: true },
+  OpenApi: { public: true },
+  UploadLink: {
+    request: () => ({ body: { ...dataset(), fileName: 'matrix.txt' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.uploadUrl).toEqual(expect.any(String)),
+  },
+  UploadComplete: {
+    request: () => ({ body: { uploadId: fx.pendingUploadId } }),
+    success: 200,
+    otherOrg: notFound('UPLOAD_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ type: 'document', status: 'uploaded' }),
+  },
+  UpdateUploadLink: {
+    request: () => ({ body: { ...dataset(), s3Key: fx.s3Key, fileName: 'matrix-v2.txt' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.s3Key).toBe(fx.s3Key),
+  },
+  UpdateUploadComplete: {
+    request: () => ({ body: { uploadId: fx.pendingUpdateId } }),
+    success: 200,
+    otherOrg: notFound('UPLOAD_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ type: 'document', status: 'uploaded' }),
+  },
+  PatchMetadata: {
+    request: () => ({ body: { ...dataset(), s3Key: fx.s3Key, label2: 'checked:matrix' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ s3Key: fx.s3Key, label2: 'checked:matrix' }),
+  },
+  GetDocument: {
+    request: () => ({ query: { ...dataset(), s3Key: fx.s3Key } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.s3Key).toBe(fx.s3Key),
+  },
+  DeleteDocument: {
+    request: () => ({ body: { ...dataset(), s3Key: fx.s3KeyToDelete } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ s3Key: fx.s3KeyToDelete, deleted: true }),
+  },
+  GetZipJob: {
+    request: () => ({ params: { zipJobId: fx.zipJobId } }),
+    success: 200,
+    otherOrg: notFound('ZIP_JOB_NOT_FOUND'),
+    check: (body) => expect(body.zipJobId).toBe(fx.zipJobId),
+  },
+  AgentsList: { request: () => ({}), success: 200, otherOrg: onlyOrgBAgents, check: (b) => expectAgentA(b) },
+  QueryEvents: {
+    request: () => ({ body: { agentId: fx.a.agentId } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect((body.data as unknown[]).length).toBeGreaterThan(0),
+  },
+  CreateAgent: {
+    request: () => ({ body: { displayName: 'Matrix bot' } }),
+    success: 201,
+    otherOrg: {
+      status: 201,
+      // Created in org B: org A does not see it.
+      check: async (body) => {
+        const listA = await orgA<Body>('GET', '/dashboard/agents');
+        expect(ids(listA.body)).not.toContain(body.agentId);
+      },
+    },
+  },
+  ListAgents: { request: () => ({}), success: 200, otherOrg: onlyOrgBAgents, check: (b) => expectAgentA(b) },
+  CreateKnowledgeBase: {
+    request: () => ({ params: agentPath(), body: { name: 'Matrix' } }),
+    success: 201,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+  },
+  ListKnowledgeBases: {
+    request: () => ({ params: agentPath() }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) =>
+      expect((body.data as { knowledgeBaseId: string }[]).map((kb) => kb.knowledgeBaseId)).toContain(
+        fx.a.knowledgeBaseId,
+      ),
+  },
+  GetKnowledgeBase: {
+    request: () => ({ params: kbPath() }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.knowledgeBaseId).toBe(fx.a.knowledgeBaseId),
+  },
+  UpdateKnowledgeBase: {
+    request: () => ({ params: kbPath(), body: { description: 'Checked by the access matrix' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.description).toBe('Checked by the access matrix'),
+  },
+  DeleteKnowledgeBase: {
+    request: () => ({ params: { agentId: fx.a.agentId, knowledgeBaseId: fx.kbToDelete } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ knowledgeBaseId: fx.kbToDelete, deleted: true }),
+  },
+  QueryKnowledgeBase: {
+    request: () => ({ params: kbInEnvPath(), body: { query: 'power button' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect((body.results as unknown[]).length).toBeGreaterThan(0),
+  },
+  GenerateFromKnowledgeBase: {
+    request: () => ({ params: kbInEnvPath(), body: { query: 'power button' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.answer).toEqual(expect.any(String)),
+  },
+  GetRetrievalConfig: {
+    request: () => ({ params: envPath() }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+  },
+  PutRetrievalConfig: {
+    request: () => ({
+      params: envPath(),
+      body: { enabled: true, knowledgeBases: [{ knowledgeBaseId: fx.a.knowledgeBaseId }] },
+    }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.enabled).toBe(true),
+  },
+  PreviewDefaultRetrieval: {
+    request: () => ({ params: envPath(), body: { query: 'power button' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+  },
+  PutAgentDefinition: {
+    request: () => ({ params: envPath(), body: definition }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.version).toEqual(expect.any(Number)),
+  },
+  GetAgentDefinition: {
+    request: () => ({ params: envPath() }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.definition).toMatchObject({ flows: expect.any(Array) }),
+  },
+  ValidateAgentDefinition: {
+    request: () => ({ params: envPath(), body: definition }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ valid: true, problems: [] }),
+  },
+  GetSession: {
+    request: () => ({ params: { ...envPath(), sessionId: fx.sessionId } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.sessionId).toBe(fx.sessionId),
+  },
+  InvokeWebhook: {
+    request: () => ({ params: { ...envPath(), triggerName: 'Start' }, body: { message: 'Hello there' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.status).toBe('completed'),
+  },
+  SendAppEvent: {
+    request: () => ({ params: envPath(), body: { appName: 'crm', eventName: 'ticket.created', payload: { id: 7 } } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ status: 'completed', flowName: 'crm' }),
+  },
+  CreateToken: {
+    request: () => ({ body: { scopes: ['analytics'], name: 'matrix' } }),
+    success: 201,
+    otherOrg: {
+      status: 201,
+      // The token belongs to org B: org A's agent is not found with it.
+      check: async (body) => {
+        const probe = await orgA('POST', '/api/v1/events/agent', {
+          token: body.token as string,
+          body: { agentId: fx.a.agentId },
+        });
+        expect(probe.status).toBe(404);
+      },
+    },
+    check: (body) => expect(body.scopes).toEqual(['analytics']),
+  },
+};
+
+function expectAgentA(body: Body) {
+  expect(ids(body)).toContain(fx.a.agentId);
+  expect(ids(body)).not.toContain(fx.agentB);
+}
+
+/** The route's path with its `{name}` parameters filled in; a missing one is an error of the row. */
+function pathOf(route: HttpRoute, params: Record<string, string> = {}): string {
+  return route.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`row ${route.id} gives no path parameter ${name}`);
+    return encodeURIComponent(value);
+  });
+}
+
+function tokenFor(route: HttpRoute, cell: Case): string | null {
+  switch (cell) {
+    case 'no token':
+      return null;
+    case 'bad token':
+      return BAD_TOKEN;
+    case 'wrong scope':
+      return allBut[route.scope as Scope];
+    case 'other organization':
+      return service.tokens[1];
+    case 'right':
+      return service.tokens[0];
+  }
+}
+
+function expectError(response: ApiResponse<Body>, status: number, code: string) {
+  expect({ status: response.status, body: response.body }).toEqual({
+    status,
+    body: { success: false, error: { code, message: expect.any(String), details: expect.any(Array) } },
+  });
+}
+
+/** Every cell's status, for the printed matrix. */
+const observed = new Map<string, Map<Case, number>>();
+
+const cells = ROUTES.flatMap((route) => CASES.map((cell) => [route.id, cell] as const));
+
+beforeAll(async () => {
+  [service, shortTtl] = await Promise.all([startService(), startService({ env: { UPLOAD_URL_TTL_SECONDS: '1' } })]);
+  orgA = client(service, service.tokens[0]);
+  orgB = client(service, service.tokens[1]);
+
+  // The short-TTL runtime's link first: its second runs out while the rest is made.
+  const shortA = client(shortTtl, shortTtl.tokens[0]);
+  const shortDataset = await createDataset(shortA);
+  const expiring = await shortA<UploadLink>('POST', `${DOCS}/upload-link`, {
+    body: { ...shortDataset, fileName: 'late.txt' },
+  });
+  expect(expiring.status).toBe(200);
+  expect(expiring.body.expiresIn).toBe(1);
+  expiringLink = { link: expiring.body, issuedAt: Date.now() };
+
+  for (const scope of SCOPES) {
+    const others = SCOPES.filter((s) => s !== scope);
+    const token = await orgA<{ token: string; scopes: string[] }>('POST', '/dashboard/tokens', {
+      body: { scopes: others, name: `all but ${scope}` },
+    });
+    expect(token.status).toBe(201);
+    expect(token.body.scopes).toEqual(others);
+    allBut[scope] = token.body.token;
+  }
+
+  fx.a = await createDataset(orgA);
+  const second = await orgA<{ knowledgeBaseId: string }>('POST', `/dashboard/agents/${fx.a.agentId}/knowledge/bases`, {
+    body: { name: 'To delete' },
+  });
+  fx.kbToDelete = second.body.knowledgeBaseId;
+  const agentB = await orgB<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'B bot' } });
+  fx.agentB = agentB.body.agentId;
+
+  const main = await uploadDocument(orgA, fx.a, { fileName: 'guide.txt' }, 'Hold the power button for five seconds.');
+  fx.s3Key = main.link.s3Key;
+  const toUpdate = await uploadDocument(orgA, fx.a, { fileName: 'update-me.txt' }, 'Version one.');
+  fx.s3KeyToDelete = (await uploadDocument(orgA, fx.a, { fileName: 'delete-me.txt' }, 'Short lived.')).link.s3Key;
+
+  const pending = await orgA<UploadLink>('POST', `${DOCS}/upload-link`, {
+    body: { ...fx.a, fileName: 'pending.txt' },
+  });
+  expect((await putFile(pending.body, 'Waiting for upload-complete.')).status).toBe(200);
+  fx.pendingUploadId = pending.body.uploadId;
+  const update = await orgA<UploadLink>('POST', `${DOCS}/update/upload-link`, {
+    body: { ...fx.a, s3Key: toUpdate.link.s3Key, fileName: 'update-me.txt' },
+  });
+  expect((await putFile(update.body, 'Version two.')).status).toBe(200);
+  fx.pendingUpdateId = update.body.uploadId;
+
+  // An empty archive (just its end record) is a valid ZIP import of no files.
+  fx.zipJobId = (
+    await uploadDocument(orgA, fx.a, { fileName: 'batch.zip' }, Buffer.from('PK\u0005\u0006'.padEnd(22, '\u0000')))
+  ).link.zipJobId as string;
+
+  const stored = await orgA('PUT', `/dashboard/agents/${fx.a.agentId}/definition/${fx.a.environment}`, {
+    body: definition,
+  });
+  expect(stored.status).toBe(200);
+  const run = await orgA<{ sessionId: string; status: string }>(
+    'POST',
+    `/api/v1/webhooks/${fx.a.agentId}/${fx.a.environment}/Start`,
+    { body: { message: 'First visit' } },
+  );
+  expect(run.body.status).toBe('completed');
+  fx.sessionId = run.body.sessionId;
+
+  // Query and generate have something to find.
+  const ready = await pollUntil(
+    () => orgA<{ status: string }>('GET', DOCS, { query: { ...fx.a, s3Key: fx.s3Key } }),
+    (response) => response.body.status !== 'uploaded',
+  );
+  expect(ready.body.status).toBe('ready');
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([service?.stop(), shortTtl?.stop()]);
+});
+
+describe('the table', () => {
+  it('has a row for every route of lib/routes.ts and none for a route that does not exist', () => {
+    expect(Object.keys(ROWS).sort()).toEqual(ROUTES.map((route) => route.id).sort());
+  });
+
+  it('marks public exactly the routes that need no token', () => {
+    const publicRows = Object.entries(ROWS)
+      .filter(([, row]) => row.public)
+      .map(([id]) => id)
+      .sort();
+    expect(publicRows).toEqual(
+      ROUTES.filter((route) => route.scope === null)
+        .map((route) => route.id)
+        .sort(),
+    );
+  });
+});
+
+describe('access matrix', () => {
+  it.each(cells)('%s with %s', async (routeId, cell) => {
+    const route = routeById(routeId);
+    const row = ROWS[routeId];
+    expect(row).toBeDefined();
+    const token = tokenFor(route, cell);
+    let response: ApiResponse<Body>;
+    if (row.public) {
+      // No scope: every caller gets the same 200, whatever token it sends.
+      expect(route.scope).toBeNull();
+      response = await orgA<Body>(route.method, route.path, { token });
+      expect(response.status).toBe(200);
+    } else {
+      const request = row.request();
+      response = await orgA<Body>(route.method, pathOf(route, request.params), {
+        token,
+        query: request.query,
+        body: request.body,
+      });
+      if (cell === 'no token' || cell === 'bad token') expectError(response, 401, 'UNAUTHORIZED');
+      else if (cell === 'wrong scope') expectError(response, 403, 'FORBIDDEN');
+      else if (cell === 'other organization') {
+        if (row.otherOrg.status === 404) expectError(response, 404, row.otherOrg.code);
+        else {
+          expect(response.status).toBe(row.otherOrg.status);
+          expect(response.body.success).toBe(true);
+          await row.otherOrg.check(response.body);
+        }
+      } else {
+        expect({ status: response.status, success: response.body.success }).toEqual({
+          status: row.success,
+          success: true,
+        });
+        await row.check?.(response.body);
+      }
+    }
+    const statuses = observed.get(routeId) ?? new Map<Case, number>();
+    statuses.set(cell, response.status);
+    observed.set(routeId, statuses);
+  });
+
+  it('left org A as the right cells made it: nothing an other-organization cell sent changed it', async () => {
+    const doc = await orgA<Body>('GET', DOCS, { query: { ...fx.a, s3Key: fx.s3Key } });
+    expect(doc.body).toMatchObject({ label1: null, label2: 'checked:matrix' });
+    const kb = await orgA<Body>('GET', `/dashboard/agents/${fx.a.agentId}/knowledge/bases/${fx.a.knowledgeBaseId}`);
+    expect(kb.body).toMatchObject({ name: 'Manuals', description: 'Checked by the access matrix' });
+    const gone = await orgA<Body>('GET', `/dashboard/agents/${fx.a.agentId}/knowledge/bases/${fx.kbToDelete}`);
+    expectError(gone, 404, 'KNOWLEDGE_BASE_NOT_FOUND');
+  });
+});
+
+/** The S3 error code of an XML error body. */
+async function s3Code(response: Response): Promise<{ status: number; code: string | undefined; message?: string }> {
+  const text = await response.text();
+  return {
+    status: response.status,
+    code: /<Code>([^<]*)<\/Code>/.exec(text)?.[1],
+    message: /<Message>([^<]*)<\/Message>/.exec(text)?.[1],
+  };
+}
+
+/** Counts of pre-signed URL checks, for the printed figures. */
+const urlFigures: string[] = [];
+
+describe('pre-signed upload URLs', () => {
+  it('refuse every tampered request with 403 and store nothing', async () => {
+    const link = (
+      await orgA<UploadLink>('POST', `${DOCS}/upload-link`, { body: { ...fx.a, fileName: 'tampered.txt' } })
+    ).body;
+    expect(link.requiredHeaders).toEqual({ 'Content-Type': 'text/plain', 'If-None-Match': '*' });
+    const guideBefore = await orgA<Body>('GET', DOCS, { query: { ...fx.a, s3Key: fx.s3Key } });
+    const url = new URL(link.uploadUrl);
+    const bucket = url.pathname.split('/')[1];
+    const withParam = (name: string, change: (value: string) => string) => {
+      const changed = new URL(url);
+      changed.searchParams.set(name, change(url.searchParams.get(name) ?? ''));
+      return changed.toString();
+    };
+    const flipLast = (value: string) => `${value.slice(0, -1)}${value.endsWith('0') ? '1' : '0'}`;
+    // 20261122T131849Z → …50Z (the last digit only, so the day and the signing key stay the same).
+    const nextSecond = (value: string) => value.replace(/(\d)Z$/, (_, digit: string) => `${(Number(digit) + 1) % 10}Z`);
+    const otherKey = new URL(url);
+    otherKey.pathname = `/${bucket}/${link.s3Key.replace('tampered.txt', 'other.txt')}`;
+    const existingDocument = new URL(url);
+    existingDocument.pathname = `/${bucket}/${fx.s3Key}`;
+    const headers = link.requiredHeaders;
+    const { 'If-None-Match': _condition, ...withoutCondition } = headers;
+
+    const attempts: [string, string, Record<string, string>, number, string][] = [
+      ['another key', otherKey.toString(), headers, 403, 'SignatureDoesNotMatch'],
+      ["another document's key", existingDocument.toString(), headers, 403, 'SignatureDoesNotMatch'],
+      ['X-Amz-Signature, one character', withParam('X-Amz-Signature', flipLast), headers, 403, 'SignatureDoesNotMatch'],
+      ['X-Amz-Expires longer', withParam('X-Amz-Expires', () => '604800'), headers, 403, 'SignatureDoesNotMatch'],
+      ['X-Amz-Expires shorter', withParam('X-Amz-Expires', () => '60'), headers, 403, 'SignatureDoesNotMatch'],
+      ['X-Amz-Date, one second', withParam('X-Amz-Date', nextSecond), headers, 403, 'SignatureDoesNotMatch'],
+      [
+        'X-Amz-Credential access key',
+        withParam('X-Amz-Credential', (v) => `SOMEONE-ELSE${v.slice(v.indexOf('/'))}`),
+        headers,
+        403,
+        'InvalidAccessKeyId',
+      ],
+      [
+        'X-Amz-Credential region',
+        withParam('X-Amz-Credential', (v) => v.replace(/\/[a-z]{2}-[a-z]+-\d\//, '/eu-west-3/')),
+        headers,
+        403,
+        'AuthorizationQueryParametersError',
+      ],
+      [
+        'X-Amz-SignedHeaders without content-type',
+        withParam('X-Amz-SignedHeaders', () => 'host;if-none-match'),
+        headers,
+        403,
+        'SignatureDoesNotMatch',
+      ],
+      ['Content-Type', link.uploadUrl, { ...headers, 'Content-Type': 'text/html' }, 403, 'SignatureDoesNotMatch'],
+      ['If-None-Match left out', link.uploadUrl, withoutCondition, 403, 'SignatureDoesNotMatch'],
+      ['unsigned x-amz-meta-owner', link.uploadUrl, { ...headers, 'x-amz-meta-owner': 'mallory' }, 403, 'AccessDenied'],
+    ];
+    const results: [string, number, string | undefined][] = [];
+    for (const [name, target, sent] of attempts) {
+      const answer = await s3Code(await fetch(target, { method: 'PUT', headers: sent, body: `tampered: ${name}` }));
+      results.push([name, answer.status, answer.code]);
+    }
+    expect(results).toEqual(attempts.map(([name, , , status, code]) => [name, status, code]));
+
+    // Nothing was stored: the upload is still not received, and the other document is as it was.
+    const complete = await orgA<Body>('POST', `${DOCS}/upload-complete`, { body: { uploadId: link.uploadId } });
+    expectError(complete, 409, 'UPLOAD_NOT_RECEIVED');
+    const guideAfter = await orgA<Body>('GET', DOCS, { query: { ...fx.a, s3Key: fx.s3Key } });
+    expect(guideAfter.body).toEqual(guideBefore.body);
+    // The untampered URL still works, so each refusal above was the tampering's.
+    expect((await putFile(link, 'the real content')).status).toBe(200);
+    expect((await orgA('POST', `${DOCS}/upload-complete`, { body: { uploadId: link.uploadId } })).status).toBe(200);
+    urlFigures.push(`tampered: ${attempts.length} variants → 403, nothing stored; the untampered URL → 200`);
+  });
+
+  it('refuse a PUT after expiresIn with 403, and nothing is stored', async () => {
+    const { link, issuedAt } = expiringLink;
+    // X-Amz-Date has whole seconds: two seconds after the link, its one second is over for sure.
+    const wait = issuedAt + 2100 - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const late = await s3Code(await putFile(link, 'too late'));
+    expect(late).toEqual({ status: 403, code: 'AccessDenied', message: 'Request has expired' });
+    const complete = await client(shortTtl)<Body>('POST', `${DOCS}/upload-complete`, {
+      body: { uploadId: link.uploadId },
+    });
+    expectError(complete, 409, 'UPLOAD_NOT_RECEIVED');
+    urlFigures.push('expired: PUT after expiresIn → 403 AccessDenied, nothing stored');
+  });
+
+  describe('replayed after upload-complete', () => {
+    let replayData: Dataset;
+    const query = (text: string) =>
+      orgA<{ results: { content: string; metadata: { documentId: string } }[] }>(
+        'POST',
+        `/dashboard/agents/${replayData.agentId}/knowledge/${replayData.environment}/kb/${replayData.knowledgeBaseId}/query`,
+        { body: { query: text, numberOfResults: 20 } },
+      );
+    const getDoc = () => orgA<Body>('GET', DOCS, { query: { ...replayData, customDocumentId: 'replayed-1' } });
+    const settled = () => pollUntil(getDoc, (response) => response.body.status !== 'uploaded');
+
+    beforeAll(async () => {
+      replayData = await createDataset(orgA);
+    });
+
+    it('answers 412 to the replay, before and after processing, and the document keeps its content', async () => {
+      const original = 'Zebras are striped. The original upload names the zebra.';
+      const { link } = await uploadDocument(
+        orgA,
+        replayData,
+        { fileName: 'replayed.txt', customDocumentId: 'replayed-1' },
+        original,
+      );
+      // At once, while the document is still `uploaded` and its processing may not have read the object yet.
+      const early = await s3Code(await putFile(link, 'Giraffes replace zebras in the early replay.'));
+      expect(early).toMatchObject({ status: 412, code: 'PreconditionFailed' });
+      const ready = await settled();
+      expect(ready.body).toMatchObject({ status: 'ready', fileSize: Buffer.byteLength(original) });
+
+      const late = await s3Code(await putFile(link, 'Giraffes replace zebras in the late replay, a longer text.'));
+      expect(late).toMatchObject({ status: 412, code: 'PreconditionFailed' });
+      // The upload-complete of the consumed upload still answers what it answered.
+      const again = await orgA<Body>('POST', `${DOCS}/upload-complete`, { body: { uploadId: link.uploadId } });
+      expect(again.status).toBe(200);
+
+      // Nothing to reprocess, no second document, no second set of chunks.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await getDoc()).body).toEqual(ready.body);
+      const zebra = await query('zebra');
+      expect(zebra.body.results.map((r) => r.content)).toEqual([original]);
+      expect((await query('giraffes')).body.results).toEqual([]);
+      urlFigures.push(
+        'replayed after upload-complete: 412 PreconditionFailed (while uploaded and when ready), document unchanged',
+      );
+    });
+
+    it('answers 412 to the replay of an update URL, and the document keeps the updated content', async () => {
+      const update = await orgA<UploadLink>('POST', `${DOCS}/update/upload-link`, {
+        body: { ...replayData, customDocumentId: 'replayed-1', fileName: 'replayed.txt' },
+      });
+      const second = 'Okapis are the second version of this document.';
+      expect((await putFile(update.body, second)).status).toBe(200);
+      const done = await orgA('POST', `${DOCS}/update/upload-complete`, { body: { uploadId: update.body.uploadId } });
+      expect(done.status).toBe(200);
+      const ready = await settled();
+      expect(ready.body).toMatchObject({ status: 'ready', fileSize: Buffer.byteLength(second) });
+
+      const replay = await s3Code(await putFile(update.body, 'Giraffes, replayed into the update.'));
+      expect(replay).toMatchObject({ status: 412, code: 'PreconditionFailed' });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await getDoc()).body).toEqual(ready.body);
+      expect((await query('okapis')).body.results.map((r) => r.content)).toEqual([second]);
+      expect((await query('giraffes')).body.results).toEqual([]);
+      urlFigures.push('update URL replayed after update/upload-complete: 412, document unchanged');
+    });
+  });
+});
+
+afterAll(() => {
+  const lines: string[] = [];
+  /** Per column (public routes apart): how many cells answered each status. */
+  const totals = new Map<string, Map<number, number>>();
+  for (const route of ROUTES) {
+    const statuses = observed.get(route.id);
+    const row = CASES.map((cell) => statuses?.get(cell) ?? '—').join(' ');
+    lines.push(`${route.id.padEnd(26)} ${route.method.padEnd(6)} ${(route.scope ?? 'public').padEnd(20)} ${row}`);
+    for (const [cell, status] of statuses ?? []) {
+      const column = route.scope === null ? 'public (any token)' : cell;
+      const counts = totals.get(column) ?? new Map<number, number>();
+      counts.set(status, (counts.get(status) ?? 0) + 1);
+      totals.set(column, counts);
+    }
+  }
+  const scoped = ROUTES.filter((route) => route.scope !== null).length;
+  const measured = [...observed.values()].reduce((sum, statuses) => sum + statuses.size, 0);
+  printFigures('access', [
+    `${ROUTES.length} routes (${scoped} scoped, ${ROUTES.length - scoped} public) × ${CASES.length} cases = ${
+      ROUTES.length * CASES.length
+    } cells, ${measured} measured`,
+    `columns: ${CASES.join(' | ')}`,
+    ...lines,
+    ...[...totals].map(
+      ([column, counts]) =>
+        `${column}: ${[...counts]
+          .sort(([a], [b]) => a - b)
+          .map(([status, n]) => `${status} × ${n}`)
+          .join(', ')}`,
+    ),
+    ...urlFigures,
+  ]);
+});
