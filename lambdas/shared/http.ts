@@ -12,6 +12,7 @@ import { requireScope } from '../core/auth/tokens';
 import { AppError, UnauthorizedError } from '../core/errors';
 import type { Caller } from '../core/tenancy/tenancy';
 import { parseInput } from '../core/validation';
+import { MAX_JSON_DEPTH, nestingDepthOver } from './json-depth';
 import { logger } from './logger';
 
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
@@ -64,6 +65,11 @@ function readJsonBody(event: APIGatewayProxyEvent): Record<string, unknown> | un
     parsed = JSON.parse(text);
   } catch {
     throw new AppError(400, 'INVALID_JSON', 'The request body is not valid JSON');
+  }
+  if (nestingDepthOver(text, MAX_JSON_DEPTH)) {
+    throw new AppError(400, 'VALIDATION_ERROR', `The request body nests deeper than ${MAX_JSON_DEPTH} levels`, [
+      { field: '', rule: 'maxDepth', message: `objects and arrays may nest at most ${MAX_JSON_DEPTH} levels deep` },
+    ]);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new AppError(400, 'VALIDATION_ERROR', 'The request body must be a JSON object', [

@@ -65,15 +65,37 @@ function gatewayError(statusCode: number, code: string, message: string): APIGat
   };
 }
 
+/**
+ * The body, or `too-large` past API Gateway's limit. An oversized body is still read to its end (and dropped): a
+ * request left half-read would leave its remaining bytes on a keep-alive connection, where they would be parsed as
+ * the next request's and stall it until the server's header timeout.
+ */
 async function readBody(request: IncomingMessage): Promise<Buffer | 'too-large'> {
-  const chunks: Buffer[] = [];
+  let chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size > MAX_REQUEST_BYTES) return 'too-large';
-    chunks.push(chunk as Buffer);
+    if (size > MAX_REQUEST_BYTES) chunks = [];
+    else chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks);
+  return size > MAX_REQUEST_BYTES ? 'too-large' : Buffer.concat(chunks);
+}
+
+/**
+ * Groups name/value pairs into the single- and multi-value maps of an API Gateway event. Object.fromEntries makes
+ * every name an own property, so a query key or header named `__proto__`, `constructor` or `toString` is a
+ * parameter like any other, as it is in the JSON event API Gateway sends, not a lookup on Object.prototype.
+ */
+function valueMaps(pairs: Iterable<[string, string]>): {
+  single: Record<string, string>;
+  multi: Record<string, string[]>;
+} {
+  const grouped = new Map<string, string[]>();
+  for (const [name, value] of pairs) grouped.set(name, [...(grouped.get(name) ?? []), value]);
+  return {
+    single: Object.fromEntries([...grouped].map(([name, values]) => [name, values[values.length - 1]])),
+    multi: Object.fromEntries(grouped),
+  };
 }
 
 function safeDecode(value: string): string {
@@ -132,20 +154,16 @@ export function createRouter(rootDir: string, routes: readonly HttpRoute[] = ROU
     const body = await readBody(request);
     if (body === 'too-large') return gatewayError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large');
 
-    const headers: Record<string, string> = {};
-    const multiValueHeaders: Record<string, string[]> = {};
+    const headerPairs: [string, string][] = [];
     for (const [name, value] of Object.entries(request.headers)) {
       if (value === undefined) continue;
-      const values = Array.isArray(value) ? value : [value];
-      headers[name] = values.join(',');
-      multiValueHeaders[name] = values;
+      for (const item of Array.isArray(value) ? value : [value]) headerPairs.push([name, item]);
     }
-    const query: Record<string, string> = {};
-    const multiQuery: Record<string, string[]> = {};
-    for (const [name, value] of url.searchParams) {
-      query[name] = value;
-      multiQuery[name] = [...(multiQuery[name] ?? []), value];
-    }
+    const multiValueHeaders = valueMaps(headerPairs).multi;
+    const headers = Object.fromEntries(
+      Object.entries(multiValueHeaders).map(([name, values]) => [name, values.join(',')]),
+    );
+    const { single: query, multi: multiQuery } = valueMaps(url.searchParams);
     const pathParameters: Record<string, string> = {};
     parameterNames.forEach((name, index) => {
       pathParameters[name] = safeDecode(match.m[index + 1]);

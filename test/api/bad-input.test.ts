@@ -1,4 +1,5 @@
 /** Each broken field, sent over HTTP, answers 400 with the error code and the field and rule it broke. */
+import { Agent, request as httpRequest } from 'node:http';
 import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
 import { client, startService, type TestService } from '../helpers/service';
 
@@ -220,4 +221,87 @@ it('answers 413 for a JSON body over 1 MiB', async () => {
   });
   expect(response.status).toBe(413);
   expect(response.body).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+});
+
+// Found by test/proof/fuzz.test.ts: each of these was a 500, a lost answer or a stalled connection.
+
+it('answers query keys named like Object.prototype members as unknown fields', async () => {
+  const response = await call('GET', '/dashboard/agents', {
+    // fromEntries: in an object literal `__proto__` would set the prototype instead of making a key.
+    query: Object.fromEntries([
+      ['__proto__', 'x'],
+      ['constructor', 'y'],
+      ['toString', 'z'],
+    ]),
+  });
+  expect(response.status).toBe(400);
+  expect(response.body).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR' } });
+  const fields = (response.body as { error: { details: { field: string; rule: string }[] } }).error.details;
+  expect(fields).toEqual(
+    expect.arrayContaining(
+      ['__proto__', 'constructor', 'toString'].map((field) => expect.objectContaining({ field, rule: 'unknownField' })),
+    ),
+  );
+});
+
+it.each([
+  ['objects', `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`],
+  ['arrays', `{"flows":${'['.repeat(5000)}${']'.repeat(5000)}}`],
+])('answers a body of %s nested 5000 deep with 400 maxDepth', async (_kind, rawBody) => {
+  for (const path of [
+    `/dashboard/agents/${dataset.agentId}/definition/production/validate`,
+    `/api/v1/webhooks/${dataset.agentId}/production/Start`,
+  ]) {
+    const response = await call('POST', path, { rawBody, headers: { 'content-type': 'application/json' } });
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({
+      error: { code: 'VALIDATION_ERROR', details: [{ field: '', rule: 'maxDepth' }] },
+    });
+  }
+});
+
+it('answers a default retrieval minScore that DynamoDB cannot store with 400', async () => {
+  const response = await call('PUT', `/dashboard/agents/${dataset.agentId}/retrieval/production`, {
+    body: { enabled: true, knowledgeBases: [{ knowledgeBaseId: dataset.knowledgeBaseId, minScore: 1e-200 }] },
+  });
+  expect(response.status).toBe(400);
+  expect(response.body).toMatchObject({
+    error: { details: [{ field: 'knowledgeBases.0.minScore', rule: 'minScore.precision' }] },
+  });
+});
+
+it('answers 413 to a body over 10 MB and then the next request on the same connection', async () => {
+  // One keep-alive socket: the oversized body must be read to its end, not left to be parsed as the next request.
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const { hostname, port } = new URL(service.baseUrl);
+  const send = (method: string, path: string, headers: Record<string, string>, body?: Buffer) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const request = httpRequest({ agent, host: hostname, port, method, path, headers, timeout: 10_000 }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      });
+      request.on('timeout', () => request.destroy(new Error('no answer within 10 s')));
+      request.on('error', reject);
+      request.end(body);
+    });
+  try {
+    const body = Buffer.alloc(11 * 1024 * 1024, 0x20);
+    const big = await send(
+      'POST',
+      '/dashboard/agents',
+      {
+        authorization: `Bearer ${service.tokens[0]}`,
+        'content-type': 'application/json',
+        'content-length': String(body.length),
+      },
+      body,
+    );
+    expect(big.status).toBe(413);
+    expect(JSON.parse(big.text)).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', details: [] } });
+    const next = await send('GET', '/health', {});
+    expect(next.status).toBe(200);
+  } finally {
+    agent.destroy();
+  }
 });

@@ -8,8 +8,18 @@ import { ValidationError } from '../errors';
 import { type Environment, environment as environmentField, uuid } from '../knowledge/fields';
 import type { Caller } from '../tenancy/tenancy';
 import { requireAgent } from '../tenancy/tenancy';
+import { withRules } from '../validation';
 import { filterEntrySchema } from './filters';
 import { MAX_NUMBER_OF_RESULTS, type RetrievalDeps, type RetrievalResult, retrieve } from './retrieve';
+
+/** The configuration is stored in DynamoDB, which stores no number closer to 0 than this (other than 0 itself). */
+const SMALLEST_STORED_MAGNITUDE = 1e-130;
+
+const storedMinScore = withRules(z.number().min(0).max(1), (value) =>
+  value > 0 && value < SMALLEST_STORED_MAGNITUDE
+    ? [{ rule: 'minScore.precision', message: `must be 0 or at least ${SMALLEST_STORED_MAGNITUDE}` }]
+    : [],
+);
 
 export const retrievalConfigSchema = z.strictObject({
   enabled: z.boolean(),
@@ -19,7 +29,7 @@ export const retrievalConfigSchema = z.strictObject({
         knowledgeBaseId: uuid,
         environment: environmentField.optional(),
         numberOfResults: z.number().int().min(1).max(MAX_NUMBER_OF_RESULTS).optional(),
-        minScore: z.number().min(0).max(1).optional(),
+        minScore: storedMinScore.optional(),
         filters: z.array(filterEntrySchema).max(20).optional(),
       }),
     )
