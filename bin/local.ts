@@ -1,8 +1,10 @@
 /**
  * `npm start`: the whole service on this machine, no cloud account needed.
  *   PORT (4000), S3_PORT (4001; upload URLs point here), DATA_DIR (.data), DEV_TOKEN (comma-separated tokens),
- *   LOCAL_WORKER (`on`; `off` leaves the processing queue to a separate worker), SCHEDULER_INTERVAL_MS (15000),
- *   SCHEDULER_CLOCK_FILE (tests: the scheduler's "now" read from a file).
+ *   LOCAL_WORKER (`on`; `off` leaves the processing queue to a separate worker: `npm run worker`, bin/worker.ts),
+ *   PROCESSING_VISIBILITY_TIMEOUT_SECONDS (60; how long a received processing message stays hidden before it is
+ *   delivered again), SCHEDULER_INTERVAL_MS (15000), SCHEDULER_CLOCK_FILE (tests: the scheduler's "now" read from a
+ *   file).
  */
 import { readFileSync } from 'node:fs';
 import { startLocalRuntime } from '../lib/local/runtime';
@@ -35,6 +37,16 @@ function milliseconds(name: string, fallback: number): number {
   return value;
 }
 
+function seconds(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 43_200) {
+    console.error(`${name} must be a whole number of seconds from 1 to 43200, got ${raw}`);
+    process.exit(2);
+  }
+  return value;
+}
+
 function port(name: string, fallback: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
@@ -52,6 +64,7 @@ async function main(): Promise<void> {
     dataDir: process.env.DATA_DIR || '.data',
     devTokens: process.env.DEV_TOKEN || undefined,
     worker: process.env.LOCAL_WORKER !== 'off',
+    visibilityTimeoutSeconds: seconds('PROCESSING_VISIBILITY_TIMEOUT_SECONDS', 60),
     scheduleIntervalMs: milliseconds('SCHEDULER_INTERVAL_MS', 15_000),
     scheduleClock: schedulerClock(process.env.SCHEDULER_CLOCK_FILE),
   });

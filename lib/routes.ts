@@ -390,7 +390,7 @@ export const WORKERS = {
   },
   watchdog: {
     handler: 'lambdas/handlers/scheduled/watchdog.ts',
-    access: { tables: { documents: 'readWrite' }, processingQueue: 'send' },
+    access: { tables: { documents: 'readWrite', zipJobs: 'readWrite' }, processingQueue: 'send' },
   },
   /** Every minute: runs the schedule triggers whose cron fired in their time zone since the last tick. */
   scheduleTick: {

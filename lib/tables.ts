@@ -52,7 +52,19 @@ export const TABLES: Record<TableName, TableSchema> = {
   /** Upload sessions; expired ones are removed by TTL (they are also refused by time, TTL is only cleanup). */
   uploads: { partitionKey: 'uploadId', timeToLiveAttribute: 'expiresAtEpoch' },
   /** ZIP imports: `itemKey` = `job` for the job, `file#<00000>` for each file of the archive. */
-  zipJobs: { partitionKey: 'zipJobId', sortKey: 'itemKey' },
+  zipJobs: {
+    partitionKey: 'zipJobId',
+    sortKey: 'itemKey',
+    // Sparse: `pendingKey` exists only on a job whose archive is not read through yet, for the watchdog.
+    indexes: [
+      {
+        indexName: 'pending',
+        partitionKey: { name: 'pendingKey' },
+        sortKey: { name: 'updatedAt' },
+        nonKeyAttributes: [],
+      },
+    ],
+  },
   /**
    * Analytics events (docs/analytics.md). `pk` = `event#<agentId>#<eventKey>`, one item per event key so a retried
    * write cannot store an event twice, or `counter#<agentId>`, the agent's last id. Each filter combination is one

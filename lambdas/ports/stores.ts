@@ -103,7 +103,10 @@ export interface DocumentStore {
     metadata: MetadataChanges,
     updatedAt: string,
   ): Promise<DocumentRecord | undefined>;
-  /** Sets the processing outcome, only while the document still holds `uploadId`. */
+  /**
+   * Sets the processing outcome (`ready` or `failed`), only while the document is `uploaded` and still holds
+   * `uploadId`: an outcome is written once per upload, so the first of two racing writers wins.
+   */
   setStatus(
     ref: DatasetRef,
     documentId: string,

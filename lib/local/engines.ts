@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import {
   CreateTableCommand,
   type CreateTableCommandInput,
+  DescribeTableCommand,
   DynamoDBClient,
   type KeySchemaElement,
   ListTablesCommand,
@@ -34,9 +35,18 @@ export interface EngineOptions {
   readonly host: string;
   /** Port of the S3 endpoint pre-signed URLs point at; 0 picks a free one. */
   readonly s3Port: number;
+  /**
+   * How long a received processing message stays invisible before it is delivered again (default 60 s): what a
+   * worker killed mid-batch costs before another picks its messages up.
+   */
+  readonly visibilityTimeoutSeconds?: number;
 }
 
-export interface Engines {
+/** The default visibility timeout of the local processing queue. */
+export const DEFAULT_VISIBILITY_TIMEOUT_SECONDS = 60;
+
+/** Where the engines answer: what a handler, or a worker in another process, needs to reach them. */
+export interface EngineEndpoints {
   readonly dynamodbEndpoint: string;
   readonly s3Endpoint: string;
   readonly sqsEndpoint: string;
@@ -44,6 +54,9 @@ export interface Engines {
   readonly deadLetterQueueUrl: string;
   /** Physical table name of each logical table. */
   readonly tableNames: Record<TableName, string>;
+}
+
+export interface Engines extends EngineEndpoints {
   stop(): Promise<void>;
 }
 
@@ -95,13 +108,29 @@ async function createTables(endpoint: string): Promise<Record<TableName, string>
   const names = {} as Record<TableName, string>;
   for (const [logical, schema] of Object.entries(TABLES) as [TableName, TableSchema][]) {
     names[logical] = logical;
-    if (!existing.has(logical)) await client.send(new CreateTableCommand(createTableInput(logical, schema)));
+    if (!existing.has(logical)) {
+      await client.send(new CreateTableCommand(createTableInput(logical, schema)));
+      continue;
+    }
+    // dynalite cannot add an index to an existing table: a data folder made before an index was added lacks it.
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: logical }));
+    const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName));
+    for (const { indexName } of schema.indexes ?? []) {
+      if (present.has(indexName)) continue;
+      console.warn(
+        `The ${logical} table of this DATA_DIR predates its index ${indexName}: what reads that index (the watchdog, the scheduler) fails until the data folder is made anew.`,
+      );
+    }
   }
   client.destroy();
   return names;
 }
 
 export async function startEngines(options: EngineOptions): Promise<Engines> {
+  const visibilityTimeout = options.visibilityTimeoutSeconds ?? DEFAULT_VISIBILITY_TIMEOUT_SECONDS;
+  if (!Number.isInteger(visibilityTimeout) || visibilityTimeout < 1 || visibilityTimeout > 43_200) {
+    throw new Error(`The visibility timeout must be 1 to 43200 seconds, got ${visibilityTimeout}`);
+  }
   const stops: (() => Promise<unknown>)[] = [];
   try {
     mkdirSync(join(options.dataDir, 'dynamodb'), { recursive: true });
@@ -136,7 +165,7 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
         new CreateQueueCommand({
           QueueName: PROCESSING_QUEUE,
           Attributes: {
-            VisibilityTimeout: '60',
+            VisibilityTimeout: String(visibilityTimeout),
             RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterArn, maxReceiveCount: '3' }),
           },
         }),

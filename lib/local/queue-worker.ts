@@ -46,6 +46,12 @@ export function startQueueWorker(options: {
           idleWaiters = [];
           continue;
         }
+        for (const message of messages) {
+          const receives = Number(message.Attributes?.ApproximateReceiveCount ?? 1);
+          // A message comes back when its handler failed, or its worker died, before deleting it.
+          if (receives > 1)
+            log(`local queue worker: message ${message.MessageId} delivered again (receive ${receives})`);
+        }
         const event: SQSEvent = {
           Records: messages.map((message) => ({
             messageId: message.MessageId ?? randomUUID(),

@@ -3,7 +3,7 @@
  * development tokens, and the HTTP server of the local router.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -17,7 +17,14 @@ import type { Embedder } from '../../lambdas/ports/processing';
 import { container } from '../../lambdas/shared/container';
 import { useKnowledgeIndex } from '../../lambdas/shared/knowledge-index';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
-import { DOCUMENTS_BUCKET, type Engines, LOCAL_CREDENTIALS, LOCAL_REGION, startEngines } from './engines';
+import {
+  DOCUMENTS_BUCKET,
+  type EngineEndpoints,
+  type Engines,
+  LOCAL_CREDENTIALS,
+  LOCAL_REGION,
+  startEngines,
+} from './engines';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
 import { createRouter } from './router';
 
@@ -30,8 +37,13 @@ export interface LocalRuntimeOptions {
   /** Comma-separated development tokens: one organization each, all scopes. */
   readonly devTokens?: string;
   readonly log?: (line: string) => void;
-  /** Run the processing worker in this process (default); false leaves the queue to a separate worker. */
+  /**
+   * Run the processing worker in this process (default); false leaves the queue to a separate worker
+   * (`bin/worker.ts`, which finds the engines through DATA_DIR/engines.json).
+   */
   readonly worker?: boolean;
+  /** Visibility timeout of the processing queue (default 60 s). */
+  readonly visibilityTimeoutSeconds?: number;
   /** The scheduler's clock (tests move it by hand); default the system clock. */
   readonly scheduleClock?: { now(): Date };
   /** How often the scheduler ticks; 0 = never by itself (tests call `scheduler.tick()`). Default 15 s. */
@@ -54,7 +66,7 @@ export interface LocalRuntime {
 const ROOT = resolve(__dirname, '..', '..');
 
 /** Points the handlers' AWS clients and resource names at the engines, as the stack's environment does in AWS. */
-function configureHandlers(engines: Engines): void {
+export function configureHandlers(engines: EngineEndpoints): void {
   Object.assign(process.env, {
     AWS_REGION: LOCAL_REGION,
     AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
@@ -123,7 +135,7 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
 }
 
 /** EMBEDDER=bedrock-titan gives the embedded index vectors (hybrid retrieval); unset, retrieval is lexical (BM25). */
-function embedderFromEnv(): Embedder | null {
+export function embedderFromEnv(): Embedder | null {
   const name = process.env.EMBEDDER;
   if (!name) return null;
   if (name !== 'bedrock-titan') throw new Error(`EMBEDDER must be bedrock-titan or unset, not ${name}`);
@@ -152,7 +164,7 @@ function embedderFromEnv(): Embedder | null {
  * The processing worker: the embedded index under DATA_DIR/index installed in the processing container, and the
  * queue polled into the same SQS handler the stack deploys.
  */
-export async function startProcessing(engines: Engines): Promise<QueueWorker> {
+export async function startProcessing(engines: EngineEndpoints): Promise<QueueWorker> {
   const { handler } = await import('../../lambdas/handlers/queue/process-documents');
   const sqs = new SQSClient({ endpoint: engines.sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
   const worker = startQueueWorker({
@@ -175,6 +187,147 @@ export async function startProcessing(engines: Engines): Promise<QueueWorker> {
       sqs.destroy();
     },
   };
+}
+
+/** The file under DATA_DIR where a running runtime tells a separate worker where its engines answer. */
+export const ENGINES_FILE = 'engines.json';
+
+/** What DATA_DIR/engines.json holds: the engines' endpoints and the process that runs them. */
+export interface EnginesFile extends EngineEndpoints {
+  readonly pid: number;
+  readonly startedAt: string;
+}
+
+function writeEnginesFile(dataDir: string, engines: EngineEndpoints): void {
+  const { dynamodbEndpoint, s3Endpoint, sqsEndpoint, processingQueueUrl, deadLetterQueueUrl, tableNames } = engines;
+  const file: EnginesFile = {
+    dynamodbEndpoint,
+    s3Endpoint,
+    sqsEndpoint,
+    processingQueueUrl,
+    deadLetterQueueUrl,
+    tableNames,
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+  };
+  // Written aside and renamed, so a worker starting at that moment never reads half a file.
+  const path = join(dataDir, ENGINES_FILE);
+  writeFileSync(`${path}.${process.pid}.tmp`, JSON.stringify(file, null, 2));
+  renameSync(`${path}.${process.pid}.tmp`, path);
+}
+
+function removeEnginesFile(dataDir: string): void {
+  try {
+    if (readEnginesFile(dataDir).pid === process.pid) rmSync(join(dataDir, ENGINES_FILE), { force: true });
+  } catch {
+    // already gone, or another runtime's
+  }
+}
+
+/** Reads DATA_DIR/engines.json; throws, saying what to do, when there is none or its runtime is gone. */
+export function readEnginesFile(dataDir: string): EnginesFile {
+  const path = join(resolve(dataDir), ENGINES_FILE);
+  let file: EnginesFile;
+  try {
+    file = JSON.parse(readFileSync(path, 'utf8')) as EnginesFile;
+  } catch {
+    throw new Error(`${path} not found: start the runtime first (LOCAL_WORKER=off npm start, same DATA_DIR)`);
+  }
+  if (!isRunning(file.pid)) {
+    throw new Error(`${path} names process ${file.pid}, which is not running: start the runtime first`);
+  }
+  return file;
+}
+
+/** Whether a process of that id exists (signal 0 checks without sending anything). */
+export function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** DATA_DIR/worker.pid: the process that runs the processing worker of that data folder. */
+export const WORKER_LOCK_FILE = 'worker.pid';
+
+/**
+ * One processing worker per data folder: LanceDB keeps both copies when two processes insert the same new chunks
+ * at once (see lancedb-index.ts), so a second worker is refused while the first one's process lives. A worker
+ * that died (even by SIGKILL) leaves its file behind; the next one sees its process gone and takes over.
+ * Returns the release.
+ */
+export async function acquireWorkerLock(dataDir: string): Promise<() => void> {
+  const path = join(resolve(dataDir), WORKER_LOCK_FILE);
+  const mine = String(process.pid);
+  for (let attempt = 1; attempt <= 20; attempt++) {
+    try {
+      writeFileSync(path, mine, { flag: 'wx' });
+      return () => {
+        try {
+          if (readFileSync(path, 'utf8') === mine) rmSync(path, { force: true });
+        } catch {
+          // already gone
+        }
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    let holder = '';
+    try {
+      holder = readFileSync(path, 'utf8').trim();
+    } catch {
+      continue; // removed meanwhile: try again
+    }
+    if (holder === '') {
+      await new Promise((wait) => setTimeout(wait, 50)); // being written by a worker starting this very moment
+      continue;
+    }
+    if (holder !== mine && isRunning(Number(holder))) {
+      throw new Error(
+        `process ${holder} already runs the processing worker of ${resolve(dataDir)} (${path}); one worker per DATA_DIR`,
+      );
+    }
+    rmSync(path, { force: true });
+  }
+  throw new Error(`could not take ${path}`);
+}
+
+export interface SeparateWorker {
+  /** The engines it works against, as the runtime's engines.json gave them. */
+  readonly engines: EnginesFile;
+  stop(): Promise<void>;
+}
+
+/**
+ * The processing worker as a process of its own (`bin/worker.ts`), against the engines of a runtime started with
+ * LOCAL_WORKER=off on the same DATA_DIR: the same handler configuration, the same embedded index directory, the
+ * same queue worker and watchdog as the runtime's own worker.
+ */
+export async function startSeparateWorker(options: { dataDir?: string } = {}): Promise<SeparateWorker> {
+  const dataDir = resolve(options.dataDir ?? '.data');
+  const embedder = embedderFromEnv();
+  const engines = readEnginesFile(dataDir);
+  const release = await acquireWorkerLock(dataDir);
+  configureHandlers(engines);
+  const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'), { embedder: embedder ?? undefined });
+  try {
+    useKnowledgeIndex(index, embedder);
+    const processing = await startProcessing(engines);
+    return {
+      engines,
+      stop: async () => {
+        await processing.stop();
+        await index.close();
+        release();
+      },
+    };
+  } catch (error) {
+    await index.close();
+    release();
+    throw error;
+  }
 }
 
 /** Ticks the schedule handler's use case on a timer, one tick at a time, with the given clock. */
@@ -214,13 +367,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const dataDir = resolve(options.dataDir ?? '.data');
   const log = options.log ?? ((line: string) => console.log(line));
   const embedder = embedderFromEnv();
-  const engines = await startEngines({ dataDir, host, s3Port: options.s3Port ?? 0 });
+  const engines = await startEngines({
+    dataDir,
+    host,
+    s3Port: options.s3Port ?? 0,
+    visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
+  });
+  let releaseWorkerLock: (() => void) | undefined;
   try {
     configureHandlers(engines);
     await bootstrapOrganizations(dataDir, options.devTokens, log);
     // The embedded index serves retrieval in this process and processing wherever the worker runs.
     const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'), { embedder: embedder ?? undefined });
     useKnowledgeIndex(index, embedder);
+    if (options.worker !== false) releaseWorkerLock = await acquireWorkerLock(dataDir);
     const worker = options.worker === false ? undefined : await startProcessing(engines);
     const scheduler = await startScheduler(options);
     const router = createRouter(ROOT);
@@ -240,6 +400,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       server.listen(options.port ?? 4000, host, () => resolveListen());
     });
     const { port } = server.address() as AddressInfo;
+    writeEnginesFile(dataDir, engines);
     return {
       url: `http://${host}:${port}`,
       engines,
@@ -253,10 +414,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         });
         await worker?.stop();
         await index.close();
+        releaseWorkerLock?.();
+        removeEnginesFile(dataDir);
         await engines.stop();
       },
     };
   } catch (error) {
+    releaseWorkerLock?.();
     await engines.stop();
     throw error;
   }

@@ -461,6 +461,14 @@ describe('document processing', () => {
   test('the watchdog runs on a schedule', () => {
     template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
   });
+
+  test('the watchdog sees stuck documents and stuck ZIP imports', () => {
+    const watchdogId = stack.getLogicalId(stack.processing.watchdog.node.defaultChild as CfnElement);
+    const { Variables: environment } = resources[watchdogId].Properties.Environment as {
+      Variables: Record<string, unknown>;
+    };
+    expect(Object.keys(environment)).toEqual(expect.arrayContaining(['DOCUMENTS_TABLE', 'ZIP_JOBS_TABLE']));
+  });
 });
 
 describe('retrieval', () => {

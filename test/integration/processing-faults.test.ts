@@ -1,16 +1,27 @@
 /**
  * Processing under redelivery and crashes, against the real local queue: the same message twice leaves one set of
- * chunks and a true status; a runtime killed with work queued (fauxqs keeps its messages in memory, so they are
- * lost) is repaired after restart by the watchdog, and the document still ends `ready`, indexed once.
+ * chunks and a true status, and a ZIP import's message coming again after the import leaves the job `completed`; a
+ * runtime killed with work queued (fauxqs keeps its messages in memory, so they are lost) is repaired after restart
+ * by the watchdog, and the document still ends `ready`, indexed once; an import the queue dead-lettered is queued
+ * again by the watchdog of a separate worker process (`bin/worker.ts`, one per data folder) and completes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetQueueUrlCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { ZipFile } from 'yazl';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
-import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
+import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
+import { startWorker } from '../helpers/worker';
 
 const DOCS = '/api/v1/knowledge/documents';
 const TEXT = 'Backups run at midnight. Restores take about ten minutes. '.repeat(60);
@@ -23,24 +34,42 @@ async function readyStatus(call: ReturnType<typeof client>, dataset: Dataset, s3
   );
 }
 
+function makeZip(files: Record<string, string>): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const zip = new ZipFile();
+    for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name);
+    zip.end();
+    const parts: Buffer[] = [];
+    zip.outputStream.on('data', (part: Buffer) => parts.push(part));
+    zip.outputStream.on('end', () => resolve(Buffer.concat(parts)));
+    zip.outputStream.on('error', reject);
+  });
+}
+
 describe('redelivery', () => {
   let service: TestService;
+  let sqs: SQSClient;
+  let queueUrl: string | undefined;
   beforeAll(async () => {
     service = await startService();
-  });
-  afterAll(() => service?.stop());
-
-  it('processes duplicate messages into one set of chunks', async () => {
-    const call = client(service);
-    const dataset = await createDataset(call);
-    const { link } = await uploadDocument(call, dataset, { fileName: 'backups.txt' }, TEXT);
-    const sqs = new SQSClient({
+    sqs = new SQSClient({
       endpoint: /SQS at (http:\/\/[^\s,]+)/.exec(service.output())?.[1],
       region: 'us-east-1',
       credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
       useQueueUrlAsEndpoint: false,
     });
-    const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: 'processing' }));
+    queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'processing' }))).QueueUrl;
+  });
+  afterAll(async () => {
+    sqs?.destroy();
+    await service?.stop();
+  });
+
+  it('processes duplicate messages into one set of chunks', async () => {
+    const call = client(service);
+    const dataset = await createDataset(call);
+    const { link } = await uploadDocument(call, dataset, { fileName: 'backups.txt' }, TEXT);
+    const QueueUrl = queueUrl;
     const message = JSON.stringify({
       kind: 'process-document',
       ...dataset,
@@ -66,7 +95,39 @@ describe('redelivery', () => {
     expect((await call('GET', DOCS, { query: { ...dataset, s3Key: link.s3Key } })).body).toMatchObject({
       status: 'ready',
     });
-    sqs.destroy();
+  });
+
+  it('leaves a ZIP import completed when its message comes again after the import', async () => {
+    // As SQS may deliver a message twice, or a worker may die after the import and before deleting the message.
+    const call = client(service);
+    const dataset = await createDataset(call);
+    const link = await call<UploadLink>('POST', `${DOCS}/upload-link`, { body: { ...dataset, fileName: 'twice.zip' } });
+    await putFile(link.body, await makeZip({ 'a.txt': 'Alpha manual.', 'b.txt': 'Beta manual.' }));
+    expect((await call('POST', `${DOCS}/upload-complete`, { body: { uploadId: link.body.uploadId } })).status).toBe(
+      200,
+    );
+    const jobPath = `/api/v1/knowledge/zip-jobs/${link.body.zipJobId}`;
+    const job = () => call<{ status: string; error: unknown; files: { status: string }[] }>('GET', jobPath);
+    const finished = (r: Awaited<ReturnType<typeof job>>) =>
+      r.body.status === 'completed' || r.body.status === 'failed';
+    expect((await pollUntil(job, finished, 30_000)).body.status).toBe('completed');
+
+    const message = { kind: 'process-zip', ...dataset, zipJobId: link.body.zipJobId, uploadId: link.body.uploadId };
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
+    // Once the worker has consumed (and deleted) the copy, the job must still be what it was.
+    const depth = async () => {
+      const { Attributes = {} } = await sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: queueUrl,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      return Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible);
+    };
+    expect(await pollUntil(depth, (n) => n === 0, 30_000)).toBe(0);
+    const after = await job();
+    expect(after.body).toMatchObject({ status: 'completed', error: null });
+    expect(after.body.files.map((f) => f.status)).toEqual(['ready', 'ready']);
   });
 });
 
@@ -105,6 +166,76 @@ describe('a crash with work queued', () => {
       }
     } finally {
       await second.stop();
+    }
+  });
+});
+
+describe('a ZIP import the queue gave up on', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'aps-dlq-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('is imported after the watchdog queues it again, by a separate worker process', async () => {
+    const service = await startService({
+      dataDir,
+      env: { LOCAL_WORKER: 'off', PROCESSING_VISIBILITY_TIMEOUT_SECONDS: '1' },
+    });
+    const sqs = new SQSClient({
+      endpoint: /SQS at (http:\/\/[^\s,]+)/.exec(service.output())?.[1],
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      useQueueUrlAsEndpoint: false,
+    });
+    try {
+      const call = client(service);
+      const dataset = await createDataset(call);
+      const link = await call<UploadLink>('POST', `${DOCS}/upload-link`, {
+        body: { ...dataset, fileName: 'lost.zip' },
+      });
+      await putFile(link.body, await makeZip({ 'a.txt': 'Alpha manual.', 'b.txt': 'Beta manual.' }));
+      expect((await call('POST', `${DOCS}/upload-complete`, { body: { uploadId: link.body.uploadId } })).status).toBe(
+        200,
+      );
+
+      // A consumer that takes the import and dies before finishing, three times: the queue then dead-letters it.
+      const queue = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'processing' }))).QueueUrl;
+      const deadLetters = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'processing-dlq' }))).QueueUrl;
+      const dlqDepth = async () =>
+        Number(
+          (
+            await sqs.send(
+              new GetQueueAttributesCommand({ QueueUrl: deadLetters, AttributeNames: ['ApproximateNumberOfMessages'] }),
+            )
+          ).Attributes?.ApproximateNumberOfMessages,
+        );
+      const deadline = Date.now() + 30_000;
+      while ((await dlqDepth()) === 0 && Date.now() < deadline) {
+        const { Messages = [] } = await sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queue, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+        );
+        for (const message of Messages) {
+          if (JSON.parse(message.Body ?? '{}').kind === 'process-zip') continue; // dies with it
+          await sqs.send(new DeleteMessageCommand({ QueueUrl: queue, ReceiptHandle: message.ReceiptHandle }));
+        }
+      }
+      expect(await dlqDepth()).toBe(1);
+      const jobPath = `/api/v1/knowledge/zip-jobs/${link.body.zipJobId}`;
+      const job = () => call<{ status: string; files: { status: string }[] }>('GET', jobPath);
+      expect((await job()).body).toMatchObject({ status: 'uploaded', files: [] });
+
+      const worker = await startWorker(dataDir, { PROCESSING_TIMEOUT_SECONDS: '1', WATCHDOG_INTERVAL_SECONDS: '1' });
+      try {
+        // One worker per data folder: a second one is refused while the first lives.
+        await expect(startWorker(dataDir)).rejects.toThrow(/already runs the processing worker/);
+        const done = await pollUntil(job, (r) => r.body.status === 'completed' || r.body.status === 'failed', 30_000);
+        expect(done.body.status).toBe('completed');
+        expect(done.body.files.map((f) => f.status)).toEqual(['ready', 'ready']);
+        expect(worker.output()).toMatch(/"importsRetried":1/);
+      } finally {
+        await worker.stop();
+      }
+    } finally {
+      sqs.destroy();
+      await service.stop();
     }
   });
 });

@@ -1,10 +1,13 @@
 /**
  * The local KnowledgeIndex: one embedded LanceDB table on disk holds the chunks of every dataset, searched with BM25
  * (plus cosine vector search, fused, when an embedder is configured). The API process and the worker process may
- * open the same directory: every read checks for the latest committed version. Layout, scores and filter semantics
- * are described in docs/retrieval.md.
+ * open the same directory: every read checks for the latest committed version. Writes of one document run one at a
+ * time in a process, and one process writes a directory (the local runtime holds a worker lock): LanceDB does not
+ * detect two concurrent merge-inserts of the same new rows, and would keep both. Layout, scores and filter
+ * semantics are described in docs/retrieval.md.
  */
 import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { Field, FixedSizeList, Float32, Int32, Schema, Utf8 } from 'apache-arrow';
 import type { DatasetRef } from '../../core/knowledge/document';
@@ -247,6 +250,28 @@ function byScoreThenPosition(a: IndexHit, b: IndexHit): number {
 
 const candidateKey = (chunk: Omit<IndexedChunk, 'vector'>) => `${chunk.documentId}\u0000${chunk.chunkId}`;
 
+/**
+ * The write running (or last queued) for each document of each index directory in this process. LanceDB's
+ * merge-insert does not see a concurrent merge-insert of the same new rows as a conflict: both commit, and the
+ * chunks are there twice (lancedb/lancedb#2463). A worker runs the records of a batch in parallel, and the S3 event
+ * and the message of one upload often share a batch, so writes of one document are queued here, across every
+ * handle this process has on the directory.
+ */
+const documentWrites = new Map<string, Promise<unknown>>();
+
+function oneWriteAtATime<T>(key: string, write: () => Promise<T>): Promise<T> {
+  const run = (documentWrites.get(key) ?? Promise.resolve()).then(write, write);
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  documentWrites.set(key, settled);
+  void settled.then(() => {
+    if (documentWrites.get(key) === settled) documentWrites.delete(key);
+  });
+  return run;
+}
+
 export class LanceKnowledgeIndex implements KnowledgeIndex {
   private readonly lexicalWeight: number;
   private readonly refreshDelayMs: number;
@@ -256,6 +281,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   private closed = false;
 
   private constructor(
+    private readonly directory: string,
     private readonly connection: lancedb.Connection,
     private readonly table: lancedb.Table,
     private readonly embedder: Embedder | undefined,
@@ -280,7 +306,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       connection.createEmptyTable(name, schemaFor(dimensions), { mode: 'create', existOk: true }),
     );
     await ensureIndexes(table);
-    return new LanceKnowledgeIndex(connection, table, options.embedder, options);
+    return new LanceKnowledgeIndex(resolve(directory), connection, table, options.embedder, options);
   }
 
   /** Name of the table this index reads and writes (`chunks`, or `chunks_vec<dimensions>` with an embedder). */
@@ -293,7 +319,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     const rows = await this.rowsOf(chunks);
     // One commit: upsert the new chunks and delete the document's chunks that are not among them, so a reader
     // sees the old set or the new one, never a mix, and a repeated call changes nothing.
-    await withCommitRetry(() =>
+    await this.writeOf(ref, () =>
       this.table
         .mergeInsert(MERGE_KEY)
         .whenMatchedUpdateAll()
@@ -301,23 +327,41 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
         .whenNotMatchedBySourceDelete({ where: documentClause(ref) })
         .execute(rows),
     );
-    this.scheduleIndexRefresh();
   }
 
   async deleteDocument(ref: DocumentRef): Promise<void> {
-    await withCommitRetry(() => this.table.delete(documentClause(ref)));
-    this.scheduleIndexRefresh();
+    await this.writeOf(ref, () => this.table.delete(documentClause(ref)));
   }
 
   async updateDocumentMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void> {
     const values: Record<string, string | null> = {};
     for (const column of METADATA_COLUMNS) values[column] = metadata[column];
-    await withCommitRetry(() => this.table.update({ where: documentClause(ref), values }));
+    await this.writeOf(ref, () => this.table.update({ where: documentClause(ref), values }));
+  }
+
+  /** A write of one document's rows: after the writes of that document before it, retried on commit conflicts. */
+  private async writeOf(ref: DocumentRef, write: () => Promise<unknown>): Promise<void> {
+    const key = [this.directory, this.table.name, ref.agentId, ref.environment, ref.knowledgeBaseId, ref.documentId];
+    await oneWriteAtATime(key.join('\u0000'), () => withCommitRetry(write));
     this.scheduleIndexRefresh();
   }
 
   async countDocumentChunks(ref: DocumentRef): Promise<number> {
     return this.table.countRows(documentClause(ref));
+  }
+
+  /**
+   * Every chunk of a dataset (without vectors), in no particular order: for checks and tools that need the index's
+   * whole content, such as the fault-injection proof. Reads all of it at once, so not for serving requests.
+   */
+  async listChunks(scope: DatasetRef): Promise<Omit<IndexedChunk, 'vector'>[]> {
+    // A plain query (no search) has no limit unless given one.
+    const rows: Record<string, unknown>[] = await this.table
+      .query()
+      .where(scopeClause(scope))
+      .select([...CHUNK_COLUMNS])
+      .toArray();
+    return rows.map(chunkOf);
   }
 
   /** The SQL `where` clause a query with this scope and these filters sends (for `explain`). */

@@ -67,8 +67,18 @@ function refOf(doc: DatasetRef & { documentId: string }): DocumentRef {
 /** The document while it still waits for this upload's processing; undefined for a stale or finished message. */
 async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId: string) {
   const doc = await deps.documents.get(ref, ref.documentId);
+  if (doc?.status === 'failed' && doc.uploadId === uploadId) await removeChunksOfFailed(deps, ref);
   if (doc?.status !== 'uploaded' || doc.uploadId !== uploadId) return undefined;
   return doc;
+}
+
+/**
+ * A failed document has no chunks. Whoever fails it removes them after the status is written; a worker that was
+ * indexing the same upload at that moment (its `ready` is then refused), or a message of that upload coming again
+ * after a crash between the two writes, removes them too.
+ */
+async function removeChunksOfFailed(deps: ProcessingDeps, ref: DocumentRef): Promise<void> {
+  await deps.index.deleteDocument(ref);
 }
 
 /** The chunks of the document's current content, with its current metadata. */
@@ -101,8 +111,9 @@ export async function buildChunks(deps: ProcessingDeps, doc: DocumentRecord): Pr
 }
 
 async function fail(deps: ProcessingDeps, doc: DocumentRecord, error: ProcessingError): Promise<ProcessingOutcome> {
-  // A failed document is not retrievable: chunks of an earlier version go too, so the status tells the truth.
-  await deps.index.deleteDocument(refOf(doc));
+  // The status first, and only while the document still waits for this upload: a worker that made it `ready`
+  // meanwhile is not overruled (the watchdog may have read it before), and one still indexing it finds its own
+  // `ready` refused and removes what it wrote.
   const updated = await deps.documents.setStatus(
     doc,
     doc.documentId,
@@ -111,7 +122,10 @@ async function fail(deps: ProcessingDeps, doc: DocumentRecord, error: Processing
     { code: error.code, message: error.message },
     deps.clock.now().toISOString(),
   );
-  return updated ? 'failed' : 'skipped';
+  if (!updated) return 'skipped';
+  // A failed document is not retrievable: chunks of an earlier version go too, so the status tells the truth.
+  await removeChunksOfFailed(deps, refOf(doc));
+  return 'failed';
 }
 
 /** Ends a stuck document `failed` with INDEXING_FAILED; false when it moved on meanwhile. */
@@ -131,9 +145,11 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord): Promise<Pro
     deps.clock.now().toISOString(),
   );
   if (!updated) {
-    // Deleted or replaced while we worked. A deleted document leaves no chunks behind; a replaced one is
-    // re-indexed by its own message.
-    if (!(await deps.documents.get(ref, ref.documentId))) await deps.index.deleteDocument(ref);
+    // Deleted, failed (by the watchdog) or replaced while we worked. A deleted or failed document keeps no chunks;
+    // a replaced one is re-indexed by its own message.
+    const now = await deps.documents.get(ref, ref.documentId);
+    if (!now) await deps.index.deleteDocument(ref);
+    else if (now.status === 'failed' && now.uploadId === doc.uploadId) await removeChunksOfFailed(deps, ref);
     return 'skipped';
   }
   if (!sameMetadata(chunkMetadataOf(updated), chunkMetadataOf(doc))) {

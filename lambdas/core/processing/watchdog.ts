@@ -2,21 +2,28 @@
  * The watchdog: no document stays `uploaded` for good. A document still `uploaded` `timeoutSeconds` after its last
  * change is processed again once (its message may have been lost, e.g. a local queue restarted, or sent to the
  * DLQ); if it is still `uploaded` another `timeoutSeconds` later, it ends `failed` with INDEXING_FAILED.
+ * ZIP imports alike: a job whose archive is not read through `timeoutSeconds` after its last change (its message
+ * lost, or dead-lettered after the import was cut off three times) is queued again once, then `failed` with
+ * IMPORT_FAILED; the documents it had created by then go on as any other.
  */
 import { failStuck, type ProcessingDeps } from './process-document';
+import { wasRead, type ZipJobStore } from './zip-job';
 
 export interface WatchdogReport {
   readonly retried: number;
   readonly failed: number;
+  readonly importsRetried: number;
+  readonly importsFailed: number;
 }
 
 export async function runWatchdog(
-  deps: ProcessingDeps,
+  deps: ProcessingDeps & { readonly zipJobs: ZipJobStore },
   options: { timeoutSeconds: number; maxRetries?: number; batch?: number },
 ): Promise<WatchdogReport> {
   const now = deps.clock.now();
   const cutoff = new Date(now.getTime() - options.timeoutSeconds * 1000).toISOString();
   const maxRetries = options.maxRetries ?? 1;
+  const minutes = Math.round((options.timeoutSeconds * (maxRetries + 1)) / 60);
   let retried = 0;
   let failed = 0;
   for (const ref of await deps.documents.listPending(cutoff, options.batch ?? 100)) {
@@ -37,10 +44,29 @@ export async function runWatchdog(
       }
       continue;
     }
-    const minutes = Math.round((options.timeoutSeconds * (maxRetries + 1)) / 60);
     if (await failStuck(deps, doc, `Processing did not finish within ${minutes} minutes (retried ${retries} times)`)) {
       failed += 1;
     }
   }
-  return { retried, failed };
+  let importsRetried = 0;
+  let importsFailed = 0;
+  for (const zipJobId of await deps.zipJobs.listPending(cutoff, options.batch ?? 100)) {
+    const job = await deps.zipJobs.get(zipJobId);
+    if (!job || job.status === 'failed' || wasRead(job) || job.updatedAt >= cutoff) continue;
+    const retries = job.watchdogRetries ?? 0;
+    if (retries < maxRetries) {
+      if (await deps.zipJobs.recordWatchdogRetry(zipJobId, retries + 1, now.toISOString())) {
+        const { agentId, environment, knowledgeBaseId, uploadId } = job;
+        await deps.queue.send({ kind: 'process-zip', agentId, environment, knowledgeBaseId, zipJobId, uploadId });
+        importsRetried += 1;
+      }
+      continue;
+    }
+    const error = {
+      code: 'IMPORT_FAILED',
+      message: `The archive was not imported within ${minutes} minutes (retried ${retries} times)`,
+    };
+    if (await deps.zipJobs.failUnread(zipJobId, error, now.toISOString())) importsFailed += 1;
+  }
+  return { retried, failed, importsRetried, importsFailed };
 }

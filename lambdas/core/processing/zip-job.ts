@@ -3,7 +3,8 @@
  * `process-zip`; the worker reads the archive entry by entry, turns each accepted file into a document of its own
  * (labels from the request, or from the archive's CSV), and queues its processing. The job's file list keeps each
  * file's outcome; a file's status is read live from its document, so it is always true.
- * Redelivery is safe: documentIds are derived from (zipJobId, path), so a second run finds what the first created.
+ * Redelivery is safe: documentIds are derived from (zipJobId, path), so a second run finds what the first created,
+ * and goes on after the files the first one listed; a copy of the message after the archive was read does nothing.
  */
 import { createHash } from 'node:crypto';
 import type { BlobStore, Clock, ProcessingQueue } from '../../ports/services';
@@ -30,6 +31,8 @@ export interface ZipJobRecord extends DatasetRef {
   readonly fileCount: number | null;
   /** What the archive rules noticed without failing a file (unmatched CSV rows, duplicate rows, …). */
   readonly warnings?: readonly string[];
+  /** How often the watchdog re-queued the import. */
+  readonly watchdogRetries?: number;
   readonly createdAt: string;
   readonly updatedAt: string;
 }
@@ -49,12 +52,19 @@ export interface ZipJobStore {
   /** Records the job unless it exists; returns the stored job either way. */
   create(job: ZipJobRecord): Promise<ZipJobRecord>;
   get(zipJobId: string): Promise<ZipJobRecord | undefined>;
+  /** Sets the job's status, unless it is `failed` already (a failed job stays failed). */
   setStatus(zipJobId: string, status: ZipJobStatus, error: ZipJobRecord['error'], updatedAt: string): Promise<void>;
   /** The archive has been read through: its files are all listed. */
   markRead(zipJobId: string, fileCount: number, warnings: readonly string[], updatedAt: string): Promise<void>;
   /** Writes the file entry at `index` (idempotent: the same index is overwritten). */
   putFile(zipJobId: string, index: number, file: ZipJobFile): Promise<void>;
   listFiles(zipJobId: string): Promise<ZipJobFile[]>;
+  /** Jobs neither read through nor failed whose last change is before `updatedBefore`, oldest first, at most `limit`. */
+  listPending(updatedBefore: string, limit: number): Promise<string[]>;
+  /** Counts a watchdog retry and restarts the job's clock, only while it is neither read through nor failed. */
+  recordWatchdogRetry(zipJobId: string, retries: number, updatedAt: string): Promise<boolean>;
+  /** `failed` with this error, only while the job is neither read through nor failed; false otherwise. */
+  failUnread(zipJobId: string, error: NonNullable<ZipJobRecord['error']>, updatedAt: string): Promise<boolean>;
 }
 
 export interface ZipImportDeps {
@@ -99,16 +109,29 @@ export function zipDocumentId(zipJobId: string, fileName: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
+/** Whether the job's archive has been read through (every file listed), which happens once per job. */
+export function wasRead(job: ZipJobRecord | undefined): boolean {
+  return typeof job?.fileCount === 'number';
+}
+
 export async function importZip(
   deps: ZipImportDeps,
   message: DatasetRef & { zipJobId: string; uploadId: string },
 ): Promise<ProcessingOutcome> {
   const job = await deps.zipJobs.get(message.zipJobId);
   if (!job || job.status === 'completed' || job.status === 'failed') return 'skipped';
+  // Read through already: this is a copy of the message (SQS delivers at least once, and a worker may die between
+  // the import and deleting the message). The job stays as it is; only the archive may be left to delete.
+  if (wasRead(job)) {
+    await deps.blobs.delete([job.s3Key]);
+    return 'skipped';
+  }
   const now = () => deps.clock.now().toISOString();
   await deps.zipJobs.setStatus(job.zipJobId, 'processing', null, now());
   const archive = await deps.blobs.get(job.s3Key);
   if (!archive) {
+    // A copy of this message running at the same time may have finished the import and deleted the archive.
+    if (wasRead(await deps.zipJobs.get(job.zipJobId))) return 'skipped';
     await deps.zipJobs.setStatus(
       job.zipJobId,
       'failed',
@@ -124,9 +147,14 @@ export async function importZip(
     await deps.zipJobs.setStatus(job.zipJobId, 'failed', plan.error, now());
     return 'failed';
   }
-  let index = 0;
-  for (const file of plan.files) {
-    index += 1;
+  // An earlier attempt cut off (a worker killed, a Lambda timed out) listed a first part of the files: each entry is
+  // written in archive order, after its document was created and its processing queued. The plan of the same
+  // archive is the same, so this attempt goes on from there, and an import cut off again and again still gets
+  // through instead of starting over each time.
+  const listed = await deps.zipJobs.listFiles(job.zipJobId);
+  const resumeAt = listed.every((entry, i) => entry.fileName === plan.files[i]?.fileName) ? listed.length : 0;
+  for (let index = resumeAt + 1; index <= plan.files.length; index++) {
+    const file = plan.files[index - 1];
     if ('error' in file) {
       await deps.zipJobs.putFile(job.zipJobId, index, {
         fileName: file.fileName,

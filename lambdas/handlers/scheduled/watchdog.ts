@@ -12,6 +12,8 @@ export function processingTimeoutSeconds(): number {
 
 export const handler = async () => {
   const report = await runWatchdog(processingContainer, { timeoutSeconds: processingTimeoutSeconds() });
-  if (report.retried || report.failed) logger.warn('watchdog acted on stuck documents', { ...report });
+  if (report.retried || report.failed || report.importsRetried || report.importsFailed) {
+    logger.warn('watchdog acted on stuck documents', { ...report });
+  }
   return report;
 };

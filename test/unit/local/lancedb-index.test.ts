@@ -165,6 +165,31 @@ describe('replaceDocument', () => {
     for (const doc of docs) expect(await first.countDocumentChunks(doc)).toBe(2);
     expect(await first.query(search('shared topic', { limit: 100 }))).toHaveLength(40);
   });
+
+  test('concurrent replacements of the same new document leave one set (LanceDB alone would keep both)', async () => {
+    const first = await openIndex();
+    const second = await openIndex();
+    const docs = Array.from({ length: 5 }, (_, i) => ref(`doc-${i}`));
+    // As a worker batch holding the S3 event and the message of one upload does: the same chunks, at once.
+    await Promise.all(
+      docs.flatMap((doc) => {
+        const chunks = chunksOf(doc, ['concurrent part one', 'concurrent part two', 'concurrent part three']);
+        return [
+          first.replaceDocument(doc, chunks),
+          first.replaceDocument(doc, chunks),
+          second.replaceDocument(doc, chunks),
+        ];
+      }),
+    );
+    // and a delete and a replacement racing: whichever was called last wins.
+    const last = ref('doc-0');
+    await Promise.all([first.deleteDocument(last), second.replaceDocument(last, chunksOf(last, ['final words']))]);
+
+    expect(await first.countDocumentChunks(last)).toBe(1);
+    for (const doc of docs.slice(1)) expect(await first.countDocumentChunks(doc)).toBe(3);
+    const listed = (await first.listChunks(scope)).map((chunk) => chunk.chunkId);
+    expect(new Set(listed).size).toBe(listed.length);
+  });
 });
 
 describe('deleteDocument and updateDocumentMetadata', () => {
@@ -406,6 +431,25 @@ describe('lexical scores', () => {
     expect(await index.query(search('the and of'))).toEqual([]);
     expect(await index.query(search('"unbalanced AND (plain -words* OR'))).toHaveLength(1);
     expect(await index.query(search('plain', { limit: 0 }))).toEqual([]);
+  });
+});
+
+describe('listChunks', () => {
+  test('lists every chunk of the dataset, more than a search would return, and none of another dataset', async () => {
+    const index = await openIndex();
+    const texts = Array.from({ length: 30 }, (_, i) => `listed paragraph number ${i}`);
+    const docs = [ref('doc-1'), ref('doc-2')];
+    for (const doc of docs) await index.replaceDocument(doc, chunksOf(doc, texts, { label1: 'kind:list' }));
+    const elsewhere = ref('doc-1', { knowledgeBaseId: 'kb-2' });
+    await index.replaceDocument(elsewhere, chunksOf(elsewhere, ['listed elsewhere']));
+    await index.deleteDocument(docs[1]);
+    await index.replaceDocument(docs[1], chunksOf(docs[1], ['listed again']));
+
+    const listed = await index.listChunks(scope);
+    const expected = [...chunksOf(docs[0], texts, { label1: 'kind:list' }), ...chunksOf(docs[1], ['listed again'])];
+    const byId = (a: { chunkId: string }, b: { chunkId: string }) => (a.chunkId < b.chunkId ? -1 : 1);
+    expect(listed.sort(byId)).toEqual(expected.sort(byId));
+    expect(await index.listChunks({ ...scope, agentId: 'nobody' })).toEqual([]);
   });
 });
 

@@ -279,8 +279,8 @@ export class DynamoDocumentStore implements DocumentStore {
       ref,
       documentId,
       { status, error, updatedAt },
-      'attribute_exists(documentId) AND #status <> :reserved AND uploadId = :upload',
-      { ':reserved': 'reserved', ':upload': uploadId },
+      'attribute_exists(documentId) AND #status = :uploaded AND uploadId = :upload',
+      { ':uploaded': 'uploaded', ':upload': uploadId },
       ['pendingKey'],
     );
   }
@@ -379,6 +379,8 @@ export class DynamoUploadSessionStore implements UploadSessionStore {
 
 const JOB_ITEM = 'job';
 const fileItemKey = (index: number) => `file#${String(index).padStart(5, '0')}`;
+/** Value of `pendingKey` while a job's archive is not read through (the watchdog's sparse index). */
+const UNREAD = 'unread';
 
 export class DynamoZipJobStore implements ZipJobStore {
   constructor(
@@ -391,7 +393,7 @@ export class DynamoZipJobStore implements ZipJobStore {
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...job, itemKey: JOB_ITEM },
+          Item: { ...job, itemKey: JOB_ITEM, pendingKey: UNREAD },
           ConditionExpression: 'attribute_not_exists(zipJobId)',
         }),
       ),
@@ -404,17 +406,27 @@ export class DynamoZipJobStore implements ZipJobStore {
       new GetCommand({ TableName: this.tableName, Key: { zipJobId, itemKey: JOB_ITEM }, ConsistentRead: true }),
     );
     if (!Item) return undefined;
-    const { itemKey: _key, ...job } = Item;
+    const { itemKey: _key, pendingKey: _pending, ...job } = Item;
     return job as ZipJobRecord;
   }
 
   async setStatus(zipJobId: string, status: ZipJobStatus, error: ZipJobRecord['error'], updatedAt: string) {
-    await this.client.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: { zipJobId, itemKey: JOB_ITEM },
-        ...setExpression({ status, error, updatedAt }),
-      }),
+    const parts = setExpression(
+      { status, error, updatedAt },
+      { ':failed': 'failed' },
+      status === 'failed' ? ['pendingKey'] : [],
+    );
+    // A failed job stays failed (the watchdog may have given up on it while an import attempt was starting).
+    await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { zipJobId, itemKey: JOB_ITEM },
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: 'attribute_exists(zipJobId) AND #status <> :failed',
+        }),
+      ),
     );
   }
 
@@ -423,9 +435,44 @@ export class DynamoZipJobStore implements ZipJobStore {
       new UpdateCommand({
         TableName: this.tableName,
         Key: { zipJobId, itemKey: JOB_ITEM },
-        ...setExpression({ fileCount, warnings, updatedAt }),
+        ...setExpression({ fileCount, warnings, updatedAt }, {}, ['pendingKey']),
       }),
     );
+  }
+
+  async listPending(updatedBefore: string, limit: number): Promise<string[]> {
+    const { Items } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'pending',
+        KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
+        ExpressionAttributeValues: { ':p': UNREAD, ':before': updatedBefore },
+        Limit: limit,
+      }),
+    );
+    return (Items ?? []).map((item) => String(item.zipJobId));
+  }
+
+  private async updateUnread(zipJobId: string, fields: Record<string, unknown>, remove: readonly string[] = []) {
+    const written = await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { zipJobId, itemKey: JOB_ITEM },
+          ...setExpression(fields, { ':unread': UNREAD }, remove),
+          ConditionExpression: 'pendingKey = :unread',
+        }),
+      ),
+    );
+    return written !== undefined;
+  }
+
+  recordWatchdogRetry(zipJobId: string, retries: number, updatedAt: string): Promise<boolean> {
+    return this.updateUnread(zipJobId, { watchdogRetries: retries, updatedAt });
+  }
+
+  failUnread(zipJobId: string, error: NonNullable<ZipJobRecord['error']>, updatedAt: string): Promise<boolean> {
+    return this.updateUnread(zipJobId, { status: 'failed', error, updatedAt }, ['pendingKey']);
   }
 
   async putFile(zipJobId: string, index: number, file: ZipJobFile): Promise<void> {

@@ -1,0 +1,76 @@
+/**
+ * A separate processing worker (`bin/worker.ts`) beside a runtime started with LOCAL_WORKER=off on the same data
+ * folder. Spawned as one process (not the tsx launcher, which runs the code in a child of its own), so SIGKILL
+ * really kills the worker, mid-batch, as a crash would.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+
+export interface TestWorker {
+  readonly pid: number;
+  /** Everything the process printed so far. */
+  output(): string;
+  /** SIGKILL; resolves once the process is gone. */
+  kill(): Promise<void>;
+  /** SIGTERM (the worker finishes its batch and stops), SIGKILL after 10 s. */
+  stop(): Promise<void>;
+}
+
+const ROOT = resolve(__dirname, '..', '..');
+
+/** Starts the worker and resolves once it polls the queue; rejects after `timeoutMs` or if it exits first. */
+export async function startWorker(
+  dataDir: string,
+  env: Record<string, string> = {},
+  timeoutMs = 60_000,
+): Promise<TestWorker> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/worker.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  if (process.env.TEST_SERVICE_LOG) {
+    child.stdout?.pipe(process.stderr);
+    child.stderr?.pipe(process.stderr);
+  }
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  await new Promise<void>((ready, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the worker did not start within ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    const check = () => {
+      if (/Processing worker \d+ polling/.test(output)) {
+        clearTimeout(timer);
+        ready();
+      }
+    };
+    child.stdout?.on('data', check);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the worker exited (${code ?? signal}) before it started:\n${output}`));
+    });
+  });
+  const gone = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null;
+  return {
+    pid: child.pid as number,
+    output: () => output,
+    kill: async () => {
+      if (!gone(child)) child.kill('SIGKILL');
+      await exited;
+    },
+    stop: async () => {
+      if (gone(child)) return;
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.kill('SIGTERM');
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,372 @@
+/**
+ * The watchdog against the real stores (DynamoDB on an in-process dynalite, with the tables of lib/tables.ts) and
+ * the real embedded index. With a worker acting on the same document at once: whichever order their writes land
+ * in, the document ends `ready` with its chunks or `failed` with none, and a `ready` document is never failed by a
+ * watchdog that read it before it was ready (each test forces one order with gates around the real adapters).
+ * And ZIP imports: one cut off goes on where it stopped, one the queue gave up on is queued again once, then
+ * failed, and none is left `processing` for good.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import dynalite from 'dynalite';
+import { ZipFile } from 'yazl';
+import { ZipArchiveImporter } from '../../lambdas/adapters/archive/zip-importer';
+import { DynamoDocumentStore, DynamoZipJobStore } from '../../lambdas/adapters/aws/dynamodb/stores';
+import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
+import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
+import { type DocumentRecord, reservationRecord } from '../../lambdas/core/knowledge/document';
+import { type ProcessingDeps, processDocument } from '../../lambdas/core/processing/process-document';
+import { runWatchdog } from '../../lambdas/core/processing/watchdog';
+import { importZip, type ZipJobRecord, type ZipJobStore } from '../../lambdas/core/processing/zip-job';
+import type { DocumentRef, KnowledgeIndex } from '../../lambdas/ports/processing';
+import type { BlobStore, ProcessingMessage } from '../../lambdas/ports/services';
+import type { DocumentStore } from '../../lambdas/ports/stores';
+import { createTableInput } from '../../lib/local/engines';
+import { TABLES } from '../../lib/tables';
+
+const TEXT = 'The backup runs at midnight and keeps thirty days. '.repeat(40);
+const LONG_AGO = '2020-01-01T00:00:00.000Z';
+
+let server: ReturnType<typeof dynalite>;
+let client: DynamoDBDocumentClient;
+let store: DocumentStore;
+let zipJobs: ZipJobStore;
+let index: LanceKnowledgeIndex;
+let dir: string;
+let documents = 0;
+
+beforeAll(async () => {
+  server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  client = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    }),
+    { marshallOptions: { removeUndefinedValues: true } },
+  );
+  await client.send(new CreateTableCommand(createTableInput('documents', TABLES.documents)));
+  await client.send(new CreateTableCommand(createTableInput('zipJobs', TABLES.zipJobs)));
+  store = new DynamoDocumentStore(client, 'documents');
+  zipJobs = new DynamoZipJobStore(client, 'zipJobs');
+  dir = mkdtempSync(join(tmpdir(), 'aps-races-'));
+  index = await LanceKnowledgeIndex.open(dir, { indexRefreshDelayMs: 60_000 });
+});
+
+afterAll(async () => {
+  await index?.close();
+  client?.destroy();
+  await new Promise((resolve) => server?.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const blobs: BlobStore = {
+  presignPut: async () => {
+    throw new Error('not used');
+  },
+  head: async () => ({ size: Buffer.byteLength(TEXT), contentType: 'text/plain' }),
+  get: async () => Buffer.from(TEXT),
+  put: async () => undefined,
+  delete: async () => undefined,
+};
+
+function depsWith(
+  overrides: Partial<ProcessingDeps> = {},
+): ProcessingDeps & { zipJobs: ZipJobStore; sent: ProcessingMessage[] } {
+  const sent: ProcessingMessage[] = [];
+  return {
+    documents: store,
+    zipJobs,
+    blobs,
+    queue: {
+      send: async (message) => {
+        sent.push(message);
+      },
+    },
+    index,
+    extractor: new DocumentTextExtractor(),
+    embedder: null,
+    clock: { now: () => new Date() },
+    settings: { maxFileBytes: 1_000_000, confirmAttempts: 1, confirmDelaySeconds: 1 },
+    sent,
+    ...overrides,
+  };
+}
+
+/**
+ * A document `uploaded` long ago whose processing the watchdog has already retried once, so the watchdog's next
+ * look fails it.
+ */
+async function stuckDocument(): Promise<DocumentRef & { uploadId: string }> {
+  documents += 1;
+  const ref: DocumentRef = {
+    agentId: 'agent-1',
+    environment: 'production',
+    knowledgeBaseId: 'kb-1',
+    documentId: `doc-${documents}`,
+  };
+  const uploadId = `upload-${documents}`;
+  const s3Key = `${ref.agentId}/${ref.environment}/${ref.knowledgeBaseId}/${ref.documentId}/notes.txt`;
+  await store.reserve(
+    reservationRecord({
+      ...ref,
+      organizationId: 'org-1',
+      customDocumentId: null,
+      s3Key,
+      fileName: 'notes.txt',
+      uploadId,
+      reservedUntil: LONG_AGO,
+      contentType: 'text/plain',
+      createdAt: LONG_AGO,
+    }),
+    LONG_AGO,
+  );
+  const content = {
+    uploadId,
+    objectKey: s3Key,
+    fileName: 'notes.txt',
+    contentType: 'text/plain',
+    fileSize: Buffer.byteLength(TEXT),
+    updatedAt: LONG_AGO,
+  };
+  expect(await store.completeReservation(ref, ref.documentId, content, {}, LONG_AGO)).toBeDefined();
+  expect(await store.recordWatchdogRetry(ref, ref.documentId, uploadId, 1, LONG_AGO)).toBeDefined();
+  return { ...ref, uploadId };
+}
+
+/** Status and chunk count must agree: `ready` with chunks, `failed` with none. */
+async function outcome(ref: DocumentRef) {
+  const doc = (await store.get(ref, ref.documentId)) as DocumentRecord;
+  return { status: doc.status, code: doc.error?.code ?? null, chunks: await index.countDocumentChunks(ref) };
+}
+
+function gate() {
+  let open: () => void = () => undefined;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { open, opened };
+}
+
+/** Waits for `promise`, at most 10 s: a gate nobody opens fails the test instead of hanging it. */
+function atMost<T>(promise: Promise<T>, what: string): Promise<T> {
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} did not happen within 10 s`)), 10_000)),
+  ]);
+}
+
+it('a document the watchdog fails while a worker indexes it ends failed without chunks', async () => {
+  const doc = await stuckDocument();
+  const watchdogDeleted = gate();
+  const workerDone = gate();
+  // The watchdog removes the chunks and then, before it writes the status, the worker indexes and finishes.
+  const watchdogIndex: KnowledgeIndex = Object.assign(Object.create(index) as LanceKnowledgeIndex, {
+    deleteDocument: async (ref: DocumentRef) => {
+      await index.deleteDocument(ref);
+      watchdogDeleted.open();
+      await atMost(workerDone.opened, 'the worker finishing');
+    },
+  });
+  const workerIndex: KnowledgeIndex = Object.assign(Object.create(index) as LanceKnowledgeIndex, {
+    replaceDocument: async (...args: Parameters<KnowledgeIndex['replaceDocument']>) => {
+      await atMost(watchdogDeleted.opened, "the watchdog's delete");
+      await index.replaceDocument(...args);
+    },
+  });
+  const worker = processDocument(depsWith({ index: workerIndex }), doc, doc.uploadId).finally(workerDone.open);
+  const report = await runWatchdog(depsWith({ index: watchdogIndex }), { timeoutSeconds: 1 });
+  await worker;
+
+  expect(report).toMatchObject({ retried: 0, failed: 1 });
+  expect(await outcome(doc)).toEqual({ status: 'failed', code: 'INDEXING_FAILED', chunks: 0 });
+});
+
+it('a watchdog that read the document before a worker made it ready leaves it ready', async () => {
+  const doc = await stuckDocument();
+  const workerDone = gate();
+  // The watchdog reads the document while it is still `uploaded`, then acts only after the worker has finished.
+  const staleStore: DocumentStore = Object.assign(Object.create(store) as DocumentStore, {
+    get: async (...args: Parameters<DocumentStore['get']>) => {
+      const read = await store.get(...args);
+      await atMost(workerDone.opened, 'the worker finishing');
+      return read;
+    },
+  });
+  const watchdog = runWatchdog(depsWith({ documents: staleStore }), { timeoutSeconds: 1 });
+  await processDocument(depsWith(), doc, doc.uploadId).finally(workerDone.open);
+  const report = await watchdog;
+
+  expect(report).toMatchObject({ retried: 0, failed: 0 });
+  expect(await outcome(doc)).toMatchObject({ status: 'ready', code: null });
+  expect((await outcome(doc)).chunks).toBeGreaterThan(0);
+});
+
+it('a message for a document that failed meanwhile removes the chunks a crash may have left', async () => {
+  // A worker died after the document was failed and before its chunks were removed; its message comes again.
+  const doc = await stuckDocument();
+  await processDocument(depsWith(), doc, doc.uploadId);
+  const leftover = await index.countDocumentChunks(doc);
+  expect(leftover).toBeGreaterThan(0);
+  const ready = (await store.get(doc, doc.documentId)) as DocumentRecord;
+  expect(ready.status).toBe('ready');
+  // Failed by hand, as the watchdog's status write would have done, with the chunks still there.
+  await client.send(
+    new UpdateCommand({
+      TableName: 'documents',
+      Key: { tenantKey: `${doc.agentId}#${doc.environment}#${doc.knowledgeBaseId}`, documentId: doc.documentId },
+      UpdateExpression: 'SET #s = :failed, #e = :error',
+      ExpressionAttributeNames: { '#s': 'status', '#e': 'error' },
+      ExpressionAttributeValues: { ':failed': 'failed', ':error': { code: 'INDEXING_FAILED', message: 'stuck' } },
+    }),
+  );
+
+  expect(await processDocument(depsWith(), doc, doc.uploadId)).toBe('skipped');
+  expect(await outcome(doc)).toEqual({ status: 'failed', code: 'INDEXING_FAILED', chunks: 0 });
+});
+
+describe('a ZIP import whose archive is never read through', () => {
+  let jobs = 0;
+  async function unreadJob(): Promise<ZipJobRecord> {
+    jobs += 1;
+    const job: ZipJobRecord = {
+      agentId: 'agent-1',
+      environment: 'production',
+      knowledgeBaseId: 'kb-1',
+      zipJobId: `zip-job-${jobs}`,
+      organizationId: 'org-1',
+      uploadId: `zip-upload-${jobs}`,
+      s3Key: `agent-1/production/kb-1/_zip/zip-job-${jobs}/batch.zip`,
+      label1: null,
+      label2: null,
+      status: 'uploaded',
+      error: null,
+      fileCount: null,
+      createdAt: LONG_AGO,
+      updatedAt: LONG_AGO,
+    };
+    await zipJobs.create(job);
+    return job;
+  }
+  const watchdog = (deps = depsWith()) => runWatchdog(deps, { timeoutSeconds: 1 });
+
+  it('is queued again once, then failed with IMPORT_FAILED, and then left alone', async () => {
+    const job = await unreadJob();
+    const deps = depsWith();
+    expect(await watchdog(deps)).toMatchObject({ importsRetried: 1, importsFailed: 0 });
+    expect(deps.sent).toEqual([
+      {
+        kind: 'process-zip',
+        agentId: job.agentId,
+        environment: job.environment,
+        knowledgeBaseId: job.knowledgeBaseId,
+        zipJobId: job.zipJobId,
+        uploadId: job.uploadId,
+      },
+    ]);
+    // The retry restarted its clock: nothing to do until another timeout has passed.
+    expect(await watchdog()).toMatchObject({ importsRetried: 0, importsFailed: 0 });
+    expect(await zipJobs.get(job.zipJobId)).toMatchObject({ status: 'uploaded', watchdogRetries: 1 });
+
+    await zipJobs.recordWatchdogRetry(job.zipJobId, 1, LONG_AGO); // as if that timeout had passed
+    expect(await watchdog()).toMatchObject({ importsRetried: 0, importsFailed: 1 });
+    expect(await zipJobs.get(job.zipJobId)).toMatchObject({ status: 'failed', error: { code: 'IMPORT_FAILED' } });
+    expect(await watchdog()).toMatchObject({ importsRetried: 0, importsFailed: 0 });
+    // An import attempt starting late does not bring a failed job back.
+    await zipJobs.setStatus(job.zipJobId, 'processing', null, new Date().toISOString());
+    expect(await zipJobs.get(job.zipJobId)).toMatchObject({ status: 'failed', error: { code: 'IMPORT_FAILED' } });
+  });
+
+  it('is not watched once read through, nor once failed by its own import', async () => {
+    const read = await unreadJob();
+    await zipJobs.markRead(read.zipJobId, 2, [], LONG_AGO);
+    const invalid = await unreadJob();
+    await zipJobs.setStatus(invalid.zipJobId, 'failed', { code: 'INVALID_ARCHIVE', message: 'x' }, LONG_AGO);
+    const deps = depsWith();
+    expect(await watchdog(deps)).toMatchObject({ importsRetried: 0, importsFailed: 0 });
+    expect(deps.sent).toEqual([]);
+    expect(await zipJobs.listPending(new Date().toISOString(), 100)).toEqual([]);
+  });
+});
+
+describe('a ZIP import cut off half-way', () => {
+  function zipOf(files: Record<string, string>): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const zip = new ZipFile();
+      for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name);
+      zip.end();
+      const parts: Buffer[] = [];
+      zip.outputStream.on('data', (part: Buffer) => parts.push(part));
+      zip.outputStream.on('end', () => resolve(Buffer.concat(parts)));
+      zip.outputStream.on('error', reject);
+    });
+  }
+
+  it('goes on after the files it listed, and lists every file once', async () => {
+    const names = Array.from({ length: 12 }, (_, i) => `file-${String(i).padStart(2, '0')}.txt`);
+    const objects = new Map<string, Buffer>();
+    const job: ZipJobRecord = {
+      agentId: 'agent-1',
+      environment: 'production',
+      knowledgeBaseId: 'kb-2',
+      zipJobId: 'zip-cut-off',
+      organizationId: 'org-1',
+      uploadId: 'zip-cut-off-upload',
+      s3Key: 'agent-1/production/kb-2/_zip/zip-cut-off/batch.zip',
+      label1: 'source:zip',
+      label2: null,
+      status: 'uploaded',
+      error: null,
+      fileCount: null,
+      createdAt: LONG_AGO,
+      updatedAt: LONG_AGO,
+    };
+    objects.set(job.s3Key, await zipOf(Object.fromEntries(names.map((name) => [name, `Text of ${name}.`]))));
+    await zipJobs.create(job);
+    const sent: string[] = [];
+    const deps = (failAfter = Number.POSITIVE_INFINITY) => ({
+      documents: store,
+      zipJobs,
+      archives: new ZipArchiveImporter(),
+      clock: { now: () => new Date() },
+      blobs: {
+        ...blobs,
+        get: async (key: string) => objects.get(key),
+        put: async (key: string, bytes: Buffer) => {
+          objects.set(key, bytes);
+        },
+        delete: async (keys: readonly string[]) => {
+          for (const key of keys) objects.delete(key);
+        },
+      },
+      queue: {
+        send: async (message: ProcessingMessage) => {
+          // The worker dies while queueing the processing of the file after `failAfter`.
+          if (sent.length >= failAfter) throw new Error('worker killed');
+          if (message.kind === 'process-document') sent.push(message.documentId);
+        },
+      },
+    });
+    const message = { ...job, zipJobId: job.zipJobId, uploadId: job.uploadId };
+
+    await expect(importZip(deps(5), message)).rejects.toThrow('worker killed');
+    expect((await zipJobs.listFiles(job.zipJobId)).map((f) => f.fileName)).toEqual(names.slice(0, 5));
+    expect(await importZip(deps(), message)).toBe('ready');
+
+    // The second attempt queued only the files the first did not list (the sixth's document, created by the first
+    // before it died, is found and queued): each file's processing once.
+    expect(sent).toHaveLength(names.length);
+    expect(new Set(sent).size).toBe(names.length);
+    const files = await zipJobs.listFiles(job.zipJobId);
+    expect(files.map((f) => f.fileName)).toEqual(names);
+    expect(files.every((f) => f.documentId !== null && f.error === null)).toBe(true);
+    expect(await zipJobs.get(job.zipJobId)).toMatchObject({ fileCount: names.length });
+    expect(objects.has(job.s3Key)).toBe(false);
+  });
+});
