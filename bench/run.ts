@@ -1,8 +1,14 @@
 /**
- * `npm run bench [-- id …]`: runs every benchmark of the project (or the named ones), prints each section and
- * writes bench/RESULTS.md. Benchmarks register in BENCHMARKS below.
+ * `npm run bench [-- id …]`: runs every benchmark of the project (or the named ones), prints each section and,
+ * for a full run, writes bench/RESULTS.md. Benchmarks register in BENCHMARKS below.
+ *
+ * Each benchmark runs in a process of its own (this file again, with `--section <id> <file>`): a local runtime
+ * started by one benchmark leaves module state behind (the handlers' AWS clients point at its engines' ports,
+ * timers, LanceDB caches), and one benchmark's heap and timers would otherwise weigh on the next one's figures.
  */
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { analyticsBenchmark } from './analytics';
 import { ingestionBenchmark } from './ingestion';
@@ -12,25 +18,53 @@ import { retrievalBenchmark } from './retrieval';
 
 const BENCHMARKS: Benchmark[] = [analyticsBenchmark, ingestionBenchmark, retrievalBenchmark, loadBenchmark];
 
+/** Child mode: run one benchmark and write its section as JSON to `file`. */
+async function runSection(id: string, file: string): Promise<void> {
+  const benchmark = BENCHMARKS.find((b) => b.id === id);
+  if (!benchmark) throw new Error(`unknown benchmark ${id}`);
+  writeFileSync(file, JSON.stringify(await benchmark.run()));
+}
+
+function runInChild(benchmark: Benchmark, file: string): Promise<BenchSection> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', __filename, '--section', benchmark.id, file], {
+      stdio: 'inherit',
+    });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      if (code !== 0) return reject(new Error(`benchmark ${benchmark.id} failed (exit ${code ?? signal})`));
+      resolve(JSON.parse(readFileSync(file, 'utf8')) as BenchSection);
+    });
+  });
+}
+
 async function main(): Promise<void> {
-  const wanted = process.argv.slice(2);
-  const selected = wanted.length ? BENCHMARKS.filter((b) => wanted.includes(b.id)) : BENCHMARKS;
+  const args = process.argv.slice(2);
+  if (args[0] === '--section') return runSection(args[1], args[2]);
+  const selected = args.length ? BENCHMARKS.filter((b) => args.includes(b.id)) : BENCHMARKS;
   if (selected.length === 0) {
     console.error(
-      `no benchmark matches ${wanted.join(', ')}; known: ${BENCHMARKS.map((b) => b.id).join(', ') || 'none'}`,
+      `no benchmark matches ${args.join(', ')}; known: ${BENCHMARKS.map((b) => b.id).join(', ') || 'none'}`,
     );
-    process.exit(wanted.length ? 2 : 0);
+    process.exit(args.length ? 2 : 0);
   }
-  const sections: BenchSection[] = [];
-  for (const benchmark of selected) {
-    console.error(`running ${benchmark.id} …`);
-    const section = await benchmark.run();
-    sections.push(section);
-    console.log(`${renderSection(section)}\n`);
-  }
-  if (!wanted.length) {
-    const header = `# Benchmark results\n\nWritten by \`npm run bench\` on ${new Date().toISOString()} (2 cores, ${process.version}).\n`;
-    writeFileSync(join(__dirname, 'RESULTS.md'), `${header}\n${sections.map(renderSection).join('\n\n')}\n`);
+  const dir = mkdtempSync(join(tmpdir(), 'aps-bench-'));
+  try {
+    const sections: BenchSection[] = [];
+    for (const benchmark of selected) {
+      console.error(`running ${benchmark.id} …`);
+      const section = await runInChild(benchmark, join(dir, `${benchmark.id}.json`));
+      sections.push(section);
+      console.log(`${renderSection(section)}\n`);
+    }
+    if (!args.length) {
+      const header =
+        `# Benchmark results\n\nWritten by \`npm run bench\` on ${new Date().toISOString()} ` +
+        `(${cpus().length} cores, ${process.version}); each benchmark in a process of its own.\n`;
+      writeFileSync(join(__dirname, 'RESULTS.md'), `${header}\n${sections.map(renderSection).join('\n\n')}\n`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

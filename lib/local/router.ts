@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { resolve } from 'node:path';
+import type { Duplex } from 'node:stream';
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayProxyEvent,
@@ -63,6 +64,29 @@ function gatewayError(statusCode: number, code: string, message: string): APIGat
     headers: { 'content-type': 'application/json; charset=utf-8' },
     body: JSON.stringify({ success: false, error: { code, message, details: [] } }),
   };
+}
+
+/**
+ * A request Node's HTTP parser refuses before any route sees it (bytes that are not HTTP, headers over 16 KB, a
+ * request that never finished arriving) gets the service's error body too, instead of Node's bare status line. In
+ * AWS such requests stop at API Gateway's front. Register with `server.on('clientError', answerClientError)`.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason, code, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE', 'The request headers exceed 16 KB']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'REQUEST_TIMEOUT', 'The request did not arrive in time']
+        : [400, 'Bad Request', 'BAD_REQUEST', 'The request is not valid HTTP'];
+  const body = JSON.stringify({ success: false, error: { code, message, details: [] } });
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**

@@ -26,7 +26,7 @@ import {
   startEngines,
 } from './engines';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
-import { createRouter } from './router';
+import { answerClientError, createRouter } from './router';
 
 export interface LocalRuntimeOptions {
   readonly host?: string;
@@ -395,6 +395,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     // busy event loop, e.g. the first PDF, would otherwise turn that race into ECONNRESET).
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
+    server.on('clientError', answerClientError);
     await new Promise<void>((resolveListen, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? 4000, host, () => resolveListen());

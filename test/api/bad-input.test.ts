@@ -1,5 +1,6 @@
 /** Each broken field, sent over HTTP, answers 400 with the error code and the field and rule it broke. */
 import { Agent, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
 import { client, startService, type TestService } from '../helpers/service';
 
@@ -305,3 +306,45 @@ it('answers 413 to a body over 10 MB and then the next request on the same conne
     agent.destroy();
   }
 });
+
+// Node's HTTP parser refuses these before any route; in AWS, API Gateway's front does, so only the local runtime
+// is asked.
+if (!process.env.TEST_BASE_URL) {
+  /** Raw bytes to the service's port; the whole answer once the server closes the connection. */
+  function sendRaw(bytes: Buffer): Promise<string> {
+    const { hostname, port } = new URL(service.baseUrl);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      const chunks: Buffer[] = [];
+      socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('end', () => resolve(Buffer.concat(chunks).toString('latin1')));
+      socket.on('error', reject);
+      socket.end(bytes);
+    });
+  }
+
+  it.each([
+    [
+      'bytes that are not HTTP in the request line',
+      Buffer.from('GET /h\xe9alth HTTP/1.1\r\nHost: x\r\n\r\n', 'latin1'),
+      400,
+      'BAD_REQUEST',
+    ],
+    [
+      'headers over 16 KB',
+      Buffer.from(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      431,
+      'HEADERS_TOO_LARGE',
+    ],
+  ])('answers %s with the error body, before any route', async (_name, bytes, status, code) => {
+    const answer = await sendRaw(bytes);
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe(
+      `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : 'Request Header Fields Too Large'}`,
+    );
+    expect(head.toLowerCase()).toContain('content-type: application/json');
+    expect(JSON.parse(body)).toEqual({ success: false, error: { code, message: expect.any(String), details: [] } });
+    expect((await client(service)('GET', '/health')).status).toBe(200);
+  });
+}

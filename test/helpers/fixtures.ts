@@ -1,4 +1,5 @@
 /** Helpers that build what a test needs through the public API, as a user would. */
+import { ZipFile } from 'yazl';
 import type { client } from './service';
 
 type Call = ReturnType<typeof client>;
@@ -56,4 +57,17 @@ export async function uploadDocument(
   });
   if (complete.status !== 200) throw new Error(`upload-complete: ${complete.status} ${JSON.stringify(complete.body)}`);
   return { link: link.body, complete: complete.body };
+}
+
+/** A ZIP archive of `files` (name → content), entries in the given order. */
+export function zipOf(files: Record<string, string | Buffer>): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const zip = new ZipFile();
+    for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name);
+    zip.end();
+    const parts: Buffer[] = [];
+    zip.outputStream.on('data', (part: Buffer) => parts.push(part));
+    zip.outputStream.on('end', () => resolve(Buffer.concat(parts)));
+    zip.outputStream.on('error', reject);
+  });
 }

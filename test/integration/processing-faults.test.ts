@@ -16,9 +16,8 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { ZipFile } from 'yazl';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
-import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument } from '../helpers/fixtures';
+import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 import { startWorker } from '../helpers/worker';
@@ -32,18 +31,6 @@ async function readyStatus(call: ReturnType<typeof client>, dataset: Dataset, s3
     (r) => r.body?.status === 'ready' || r.body?.status === 'failed',
     30_000,
   );
-}
-
-function makeZip(files: Record<string, string>): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const zip = new ZipFile();
-    for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name);
-    zip.end();
-    const parts: Buffer[] = [];
-    zip.outputStream.on('data', (part: Buffer) => parts.push(part));
-    zip.outputStream.on('end', () => resolve(Buffer.concat(parts)));
-    zip.outputStream.on('error', reject);
-  });
 }
 
 describe('redelivery', () => {
@@ -102,7 +89,7 @@ describe('redelivery', () => {
     const call = client(service);
     const dataset = await createDataset(call);
     const link = await call<UploadLink>('POST', `${DOCS}/upload-link`, { body: { ...dataset, fileName: 'twice.zip' } });
-    await putFile(link.body, await makeZip({ 'a.txt': 'Alpha manual.', 'b.txt': 'Beta manual.' }));
+    await putFile(link.body, await zipOf({ 'a.txt': 'Alpha manual.', 'b.txt': 'Beta manual.' }));
     expect((await call('POST', `${DOCS}/upload-complete`, { body: { uploadId: link.body.uploadId } })).status).toBe(
       200,
     );
@@ -191,7 +178,7 @@ describe('a ZIP import the queue gave up on', () => {
       const link = await call<UploadLink>('POST', `${DOCS}/upload-link`, {
         body: { ...dataset, fileName: 'lost.zip' },
       });
-      await putFile(link.body, await makeZip({ 'a.txt': 'Alpha manual.', 'b.txt': 'Beta manual.' }));
+      await putFile(link.body, await zipOf({ 'a.txt': 'Alpha manual.', 'b.txt': 'Beta manual.' }));
       expect((await call('POST', `${DOCS}/upload-complete`, { body: { uploadId: link.body.uploadId } })).status).toBe(
         200,
       );

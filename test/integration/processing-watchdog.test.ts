@@ -7,13 +7,9 @@
  * failed, and none is left `processing` for good.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import dynalite from 'dynalite';
-import { ZipFile } from 'yazl';
+import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ZipArchiveImporter } from '../../lambdas/adapters/archive/zip-importer';
 import { DynamoDocumentStore, DynamoZipJobStore } from '../../lambdas/adapters/aws/dynamodb/stores';
 import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
@@ -25,13 +21,14 @@ import { importZip, type ZipJobRecord, type ZipJobStore } from '../../lambdas/co
 import type { DocumentRef, KnowledgeIndex } from '../../lambdas/ports/processing';
 import type { BlobStore, ProcessingMessage } from '../../lambdas/ports/services';
 import type { DocumentStore } from '../../lambdas/ports/stores';
-import { createTableInput } from '../../lib/local/engines';
 import { TABLES } from '../../lib/tables';
+import { type LocalDynamo, startDynalite } from '../helpers/dynalite';
+import { zipOf } from '../helpers/fixtures';
 
 const TEXT = 'The backup runs at midnight and keeps thirty days. '.repeat(40);
 const LONG_AGO = '2020-01-01T00:00:00.000Z';
 
-let server: ReturnType<typeof dynalite>;
+let dynamo: LocalDynamo;
 let client: DynamoDBDocumentClient;
 let store: DocumentStore;
 let zipJobs: ZipJobStore;
@@ -40,19 +37,10 @@ let dir: string;
 let documents = 0;
 
 beforeAll(async () => {
-  server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  client = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      endpoint: `http://127.0.0.1:${port}`,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    }),
-    { marshallOptions: { removeUndefinedValues: true } },
-  );
-  await client.send(new CreateTableCommand(createTableInput('documents', TABLES.documents)));
-  await client.send(new CreateTableCommand(createTableInput('zipJobs', TABLES.zipJobs)));
+  dynamo = await startDynalite();
+  client = dynamo.client;
+  await dynamo.createTable('documents', TABLES.documents);
+  await dynamo.createTable('zipJobs', TABLES.zipJobs);
   store = new DynamoDocumentStore(client, 'documents');
   zipJobs = new DynamoZipJobStore(client, 'zipJobs');
   dir = mkdtempSync(join(tmpdir(), 'aps-races-'));
@@ -61,8 +49,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await index?.close();
-  client?.destroy();
-  await new Promise((resolve) => server?.close(resolve));
+  await dynamo?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -296,18 +283,6 @@ describe('a ZIP import whose archive is never read through', () => {
 });
 
 describe('a ZIP import cut off half-way', () => {
-  function zipOf(files: Record<string, string>): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      const zip = new ZipFile();
-      for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name);
-      zip.end();
-      const parts: Buffer[] = [];
-      zip.outputStream.on('data', (part: Buffer) => parts.push(part));
-      zip.outputStream.on('end', () => resolve(Buffer.concat(parts)));
-      zip.outputStream.on('error', reject);
-    });
-  }
-
   it('goes on after the files it listed, and lists every file once', async () => {
     const names = Array.from({ length: 12 }, (_, i) => `file-${String(i).padStart(2, '0')}.txt`);
     const objects = new Map<string, Buffer>();

@@ -7,10 +7,9 @@
 import { join } from 'node:path';
 import { Document, Packer, Paragraph, Table, TableCell, TableRow, TextRun } from 'docx';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import { ZipFile } from 'yazl';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
 import type { KnowledgeIndex } from '../../lambdas/ports/processing';
-import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument } from '../helpers/fixtures';
+import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 
@@ -80,18 +79,6 @@ async function makeDocx(): Promise<Buffer> {
     ],
   });
   return Packer.toBuffer(doc);
-}
-
-function makeZip(files: Record<string, string | Buffer>): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const zip = new ZipFile();
-    for (const [name, content] of Object.entries(files)) zip.addBuffer(Buffer.from(content), name);
-    zip.end();
-    const chunks: Buffer[] = [];
-    zip.outputStream.on('data', (c: Buffer) => chunks.push(c));
-    zip.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
-    zip.outputStream.on('error', reject);
-  });
 }
 
 it('indexes a PDF with its labels and custom metadata on every chunk', async () => {
@@ -197,7 +184,7 @@ it('follows metadata changes, content updates and deletes in the index', async (
 });
 
 it('imports a ZIP with per-file labels from its CSV', async () => {
-  const archive = await makeZip({
+  const archive = await zipOf({
     'labels.csv': 'file,label1,label2\nrouter.txt,product:router,kind:guide\nswitch.txt,,kind:faq\n',
     'router.txt': 'The router has four ports.',
     'switch.txt': 'The switch is silent.',

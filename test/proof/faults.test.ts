@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ZipFile } from 'yazl';
+import { seededRandom } from '../../bench/ingestion-corpus';
 import { DynamoDocumentStore } from '../../lambdas/adapters/aws/dynamodb/stores';
 import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
@@ -24,7 +24,7 @@ import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '../../lambdas/cor
 import { ProcessingError } from '../../lambdas/core/processing/errors';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../lib/local/engines';
 import { readEnginesFile } from '../../lib/local/runtime';
-import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument } from '../helpers/fixtures';
+import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { client, startService, type TestService } from '../helpers/service';
 import { startWorker, type TestWorker } from '../helpers/worker';
 import { FULL_SIZE, printFigures, proofSize } from './size';
@@ -47,18 +47,6 @@ const SEED = Number(process.env.FAULTS_SEED ?? Math.floor(Math.random() * 2 ** 3
 const UPLOADS_IN_FLIGHT = 8;
 
 jest.setTimeout(SIZE.settleMs + (FULL_SIZE ? 900_000 : 120_000));
-
-/** mulberry32: a small seeded generator, so a failing kill schedule can be replayed. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -165,19 +153,6 @@ async function expectOutcome(extractor: DocumentTextExtractor, file: Planned): P
   }
 }
 
-function zipOf(files: readonly Planned[], csv: string): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const zip = new ZipFile();
-    zip.addBuffer(Buffer.from(csv), 'labels.csv');
-    for (const file of files) zip.addBuffer(file.bytes, file.fileName);
-    zip.end();
-    const parts: Buffer[] = [];
-    zip.outputStream.on('data', (part: Buffer) => parts.push(part));
-    zip.outputStream.on('end', () => resolve(Buffer.concat(parts)));
-    zip.outputStream.on('error', reject);
-  });
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 
 interface ZipJobView {
@@ -213,13 +188,16 @@ it('ends every document ready or failed, indexed exactly once and retrievable, w
   const started = Date.now();
   const call = client(service);
   const dataset: Dataset = await createDataset(call);
-  const random = seeded(SEED);
+  const random = seededRandom(SEED);
   const uploads = planUploads(random);
   const zip = planZip(random);
   const all = [...uploads, ...zip.files];
   const extractor = new DocumentTextExtractor();
   for (const file of all) await expectOutcome(extractor, file);
-  const archive = await zipOf(zip.files, zip.csv);
+  const archive = await zipOf({
+    'labels.csv': zip.csv,
+    ...Object.fromEntries(zip.files.map((f) => [f.fileName, f.bytes])),
+  });
 
   // The worker, and the killer: SIGKILL at a random moment after each start, then a new worker.
   const workerEnv = {

@@ -1,78 +1,32 @@
-/**
- * The chunk-table index (the knowledge index of a LocalStack deployment) against an in-process dynalite with the
- * table of lib/tables.ts: the KnowledgeIndex contract (idempotent replace, delete, metadata update, tenant
- * isolation, 0..1 scores), and its filters answering exactly what the embedded LanceDB index answers for the same
- * chunks and filters, over generated cases.
- */
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import dynalite from 'dynalite';
 import fc from 'fast-check';
 import { DynamoChunkIndex, passes, terms } from '../../../lambdas/adapters/aws/dynamodb/chunk-index';
 import { LanceKnowledgeIndex } from '../../../lambdas/adapters/local/lancedb-index';
 import type { DatasetRef } from '../../../lambdas/core/knowledge/document';
-import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexFilter } from '../../../lambdas/ports/processing';
-import { createTableInput } from '../../../lib/local/engines';
+import type { DocumentRef, IndexFilter } from '../../../lambdas/ports/processing';
 import { CHUNK_INDEX_TABLE } from '../../../lib/tables';
+import { chunksOf, NO_METADATA } from '../../helpers/chunks';
+import { type LocalDynamo, startDynalite } from '../../helpers/dynalite';
 
 const scope: DatasetRef = { agentId: 'agent-1', environment: 'production', knowledgeBaseId: 'kb-1' };
-const NO_METADATA: ChunkMetadata = {
-  label1: null,
-  label2: null,
-  svc_internal_meta1: null,
-  svc_internal_meta2: null,
-  svc_internal_meta3: null,
-  svc_internal_meta4: null,
-};
 
-let server: ReturnType<typeof dynalite>;
-let client: DynamoDBDocumentClient;
+let dynamo: LocalDynamo;
 let tables = 0;
 
 beforeAll(async () => {
-  server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  client = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      endpoint: `http://127.0.0.1:${port}`,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    }),
-    { marshallOptions: { removeUndefinedValues: true } },
-  );
+  dynamo = await startDynalite();
 });
-afterAll(async () => {
-  client?.destroy();
-  await new Promise((resolve) => server?.close(resolve));
-});
+afterAll(() => dynamo?.stop());
 
 async function newIndex(): Promise<DynamoChunkIndex> {
   tables += 1;
-  const name = `chunks${tables}`;
-  await client.send(new CreateTableCommand(createTableInput(name, CHUNK_INDEX_TABLE)));
-  return new DynamoChunkIndex(client, name);
+  return new DynamoChunkIndex(dynamo.client, await dynamo.createTable(`chunks${tables}`, CHUNK_INDEX_TABLE));
 }
 
 function ref(documentId: string, dataset: Partial<typeof scope> = {}): DocumentRef {
   return { ...scope, ...dataset, documentId };
-}
-
-function chunksOf(doc: DocumentRef, texts: readonly string[], metadata: Partial<ChunkMetadata> = {}): IndexedChunk[] {
-  return texts.map((text, position) => ({
-    ...doc,
-    ...NO_METADATA,
-    ...metadata,
-    chunkId: `${doc.documentId}#${position}#${createHash('sha256').update(text).digest('hex').slice(0, 12)}`,
-    s3Key: `${doc.agentId}/${doc.knowledgeBaseId}/${doc.documentId}/file.txt`,
-    position,
-    text,
-  }));
 }
 
 const ids = (hits: { chunk: { chunkId: string } }[]) => hits.map((h) => h.chunk.chunkId).sort();

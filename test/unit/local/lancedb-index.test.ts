@@ -11,42 +11,16 @@ import {
   vectorScore,
 } from '../../../lambdas/adapters/local/lancedb-index';
 import type { Environment } from '../../../lambdas/core/knowledge/fields';
-import type {
-  ChunkMetadata,
-  DocumentRef,
-  Embedder,
-  IndexedChunk,
-  IndexFilter,
-  IndexQuery,
-} from '../../../lambdas/ports/processing';
+import type { ChunkMetadata, DocumentRef, Embedder, IndexFilter, IndexQuery } from '../../../lambdas/ports/processing';
+import { chunksOf, NO_METADATA } from '../../helpers/chunks';
 
 const AGENT = 'agent-1';
 const KB = 'kb-1';
 const ENV: Environment = 'development';
 const scope = { agentId: AGENT, environment: ENV, knowledgeBaseId: KB };
-const NO_METADATA: ChunkMetadata = {
-  label1: null,
-  label2: null,
-  svc_internal_meta1: null,
-  svc_internal_meta2: null,
-  svc_internal_meta3: null,
-  svc_internal_meta4: null,
-};
 
 function ref(documentId: string, dataset: Partial<typeof scope> = {}): DocumentRef {
   return { ...scope, ...dataset, documentId };
-}
-
-function chunksOf(doc: DocumentRef, texts: readonly string[], metadata: Partial<ChunkMetadata> = {}): IndexedChunk[] {
-  return texts.map((text, position) => ({
-    ...doc,
-    ...NO_METADATA,
-    ...metadata,
-    chunkId: `${doc.documentId}#${position}#${createHash('sha256').update(text).digest('hex').slice(0, 12)}`,
-    s3Key: `${doc.agentId}/${doc.knowledgeBaseId}/${doc.documentId}`,
-    position,
-    text,
-  }));
 }
 
 function search(text: string, options: Partial<IndexQuery> = {}): IndexQuery {

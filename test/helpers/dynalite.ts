@@ -1,0 +1,39 @@
+/** An in-process dynalite for tests of DynamoDB adapters: a document client on a free port, and its tables by schema. */
+import type { AddressInfo } from 'node:net';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import dynalite from 'dynalite';
+import { createTableInput } from '../../lib/local/engines';
+import type { TableSchema } from '../../lib/tables';
+
+export interface LocalDynamo {
+  readonly client: DynamoDBDocumentClient;
+  /** Creates `name` with the keys and indexes of `schema` (lib/tables.ts), as the local runtime does. */
+  createTable(name: string, schema: TableSchema): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startDynalite(): Promise<LocalDynamo> {
+  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const client = DynamoDBDocumentClient.from(
+    new DynamoDBClient({
+      endpoint: `http://127.0.0.1:${port}`,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    }),
+    { marshallOptions: { removeUndefinedValues: true } },
+  );
+  return {
+    client,
+    createTable: async (name, schema) => {
+      await client.send(new CreateTableCommand(createTableInput(name, schema)));
+      return name;
+    },
+    stop: async () => {
+      client.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
