@@ -29,6 +29,16 @@ export interface ChunkMetadata {
   readonly svc_internal_meta4: string | null;
 }
 
+/** The keys of ChunkMetadata, in the order every index stores them. */
+export const CHUNK_METADATA_KEYS = [
+  'label1',
+  'label2',
+  'svc_internal_meta1',
+  'svc_internal_meta2',
+  'svc_internal_meta3',
+  'svc_internal_meta4',
+] as const satisfies readonly (keyof ChunkMetadata)[];
+
 export interface IndexedChunk extends DocumentRef, ChunkMetadata {
   /** Stable for the same document and content: `<documentId>#<position>#<hash of text>`. */
   readonly chunkId: string;

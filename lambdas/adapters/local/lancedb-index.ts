@@ -14,6 +14,7 @@ import type { DatasetRef } from '../../core/knowledge/document';
 import type { Environment } from '../../core/knowledge/fields';
 import {
   assertChunksOfDocument,
+  CHUNK_METADATA_KEYS,
   type ChunkMetadata,
   type DocumentRef,
   type Embedder,
@@ -51,14 +52,6 @@ const TEXT_COLUMN = 'text';
 const VECTOR_COLUMN = 'vector';
 /** A chunk's identity: chunkId alone is the pipeline's business, the tenant columns make it safe across datasets. */
 const MERGE_KEY = ['agentId', 'environment', 'knowledgeBaseId', 'documentId', 'chunkId'];
-const METADATA_COLUMNS = [
-  'label1',
-  'label2',
-  'svc_internal_meta1',
-  'svc_internal_meta2',
-  'svc_internal_meta3',
-  'svc_internal_meta4',
-] as const;
 const CHUNK_COLUMNS = [
   'chunkId',
   'agentId',
@@ -68,7 +61,7 @@ const CHUNK_COLUMNS = [
   's3Key',
   'position',
   TEXT_COLUMN,
-  ...METADATA_COLUMNS,
+  ...CHUNK_METADATA_KEYS,
 ] as const;
 
 export interface LanceKnowledgeIndexOptions {
@@ -186,7 +179,7 @@ function schemaFor(dimensions: number | null): Schema {
     text('s3Key'),
     new Field('position', new Int32(), false),
     text(TEXT_COLUMN),
-    ...METADATA_COLUMNS.map((name) => text(name, true)),
+    ...CHUNK_METADATA_KEYS.map((name) => text(name, true)),
   ];
   if (dimensions !== null) {
     fields.push(new Field(VECTOR_COLUMN, new FixedSizeList(dimensions, new Field('item', new Float32(), true)), false));
@@ -335,7 +328,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
 
   async updateDocumentMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void> {
     const values: Record<string, string | null> = {};
-    for (const column of METADATA_COLUMNS) values[column] = metadata[column];
+    for (const column of CHUNK_METADATA_KEYS) values[column] = metadata[column];
     await this.writeOf(ref, () => this.table.update({ where: documentClause(ref), values }));
   }
 

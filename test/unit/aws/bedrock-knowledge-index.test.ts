@@ -41,6 +41,7 @@ import {
 } from '../../../lambdas/adapters/aws/bedrock-knowledge-index';
 import type { DatasetRef } from '../../../lambdas/core/knowledge/document';
 import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexFilter } from '../../../lambdas/ports/processing';
+import { NO_METADATA } from '../../helpers/chunks';
 
 const AGENT = '11111111-1111-4111-8111-111111111111';
 const KB = '22222222-2222-4222-8222-222222222222';
@@ -54,14 +55,6 @@ const KNOWLEDGE_BASES: BedrockKnowledgeBases = {
   production: { knowledgeBaseId: 'KBPRD00001', dataSourceId: 'DSPRD00001' },
 };
 const STAGING = KNOWLEDGE_BASES.staging;
-const NO_METADATA: ChunkMetadata = {
-  label1: null,
-  label2: null,
-  svc_internal_meta1: null,
-  svc_internal_meta2: null,
-  svc_internal_meta3: null,
-  svc_internal_meta4: null,
-};
 
 function chunk(position: number, overrides: Partial<IndexedChunk> = {}): IndexedChunk {
   const documentId = overrides.documentId ?? DOC;

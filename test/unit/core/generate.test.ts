@@ -10,6 +10,7 @@ import {
 } from '../../../lambdas/core/retrieval/generate';
 import type { ModelProvider, ModelRequest } from '../../../lambdas/ports/model';
 import type { IndexHit } from '../../../lambdas/ports/processing';
+import { NO_METADATA } from '../../helpers/chunks';
 
 function hit(documentId: string, text: string, score = 0.5, position = 0): IndexHit {
   return {
@@ -22,12 +23,7 @@ function hit(documentId: string, text: string, score = 0.5, position = 0): Index
       s3Key: `agent-1/production/kb-1/${documentId}/${documentId}.txt`,
       position,
       text,
-      label1: null,
-      label2: null,
-      svc_internal_meta1: null,
-      svc_internal_meta2: null,
-      svc_internal_meta3: null,
-      svc_internal_meta4: null,
+      ...NO_METADATA,
     },
     score,
   };

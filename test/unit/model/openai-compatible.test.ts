@@ -8,6 +8,7 @@ import { modelProviderFromEnv, OpenAiCompatibleModel } from '../../../lambdas/ad
 import { generateWithCitations } from '../../../lambdas/core/retrieval/generate';
 import { ModelError } from '../../../lambdas/ports/model';
 import type { IndexHit } from '../../../lambdas/ports/processing';
+import { NO_METADATA } from '../../helpers/chunks';
 
 interface Recorded {
   readonly method: string;
@@ -180,12 +181,7 @@ describe('OpenAiCompatibleModel', () => {
         s3Key: `agent-1/production/kb-1/doc-${i}/f.txt`,
         position: 0,
         text,
-        label1: null,
-        label2: null,
-        svc_internal_meta1: null,
-        svc_internal_meta2: null,
-        svc_internal_meta3: null,
-        svc_internal_meta4: null,
+        ...NO_METADATA,
       },
       score: 0.5,
     }));

@@ -17,6 +17,7 @@ import {
 import type { DatasetRef } from '../../../core/knowledge/document';
 import {
   assertChunksOfDocument,
+  CHUNK_METADATA_KEYS,
   type ChunkMetadata,
   type DocumentRef,
   FILTERABLE_KEYS,
@@ -37,15 +38,6 @@ const BM25_K1 = 1.2;
 const BM25_B = 0.75;
 const BATCH_SIZE = 25;
 const MAX_BATCH_ATTEMPTS = 8;
-
-const METADATA_KEYS = [
-  'label1',
-  'label2',
-  'svc_internal_meta1',
-  'svc_internal_meta2',
-  'svc_internal_meta3',
-  'svc_internal_meta4',
-] as const satisfies readonly (keyof ChunkMetadata)[];
 
 /** English stop words, as the embedded index's analyzer removes them. */
 const STOP_WORDS = new Set(
@@ -114,15 +106,15 @@ export class DynamoChunkIndex implements KnowledgeIndex {
 
   async updateDocumentMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void> {
     const key = tenantKey(ref);
-    const names = Object.fromEntries(METADATA_KEYS.map((name, i) => [`#m${i}`, name]));
-    const values = Object.fromEntries(METADATA_KEYS.map((name, i) => [`:m${i}`, metadata[name]]));
+    const names = Object.fromEntries(CHUNK_METADATA_KEYS.map((name, i) => [`#m${i}`, name]));
+    const values = Object.fromEntries(CHUNK_METADATA_KEYS.map((name, i) => [`:m${i}`, metadata[name]]));
     for (const chunkId of await this.chunkIds(ref)) {
       await this.client
         .send(
           new UpdateCommand({
             TableName: this.tableName,
             Key: { tenantKey: key, chunkId },
-            UpdateExpression: `SET ${METADATA_KEYS.map((_, i) => `#m${i} = :m${i}`).join(', ')}`,
+            UpdateExpression: `SET ${CHUNK_METADATA_KEYS.map((_, i) => `#m${i} = :m${i}`).join(', ')}`,
             // A chunk removed by a concurrent replace is not brought back as a bare item.
             ConditionExpression: 'attribute_exists(chunkId)',
             ExpressionAttributeNames: names,
