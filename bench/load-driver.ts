@@ -16,7 +16,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDocumentStore } from '../lambdas/adapters/aws/dynamodb/stores';
 import type { DocumentRecord } from '../lambdas/core/knowledge/document';
-import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../lib/local/engines';
+import { LOCAL_REGION, type LocalCredentials } from '../lib/local/engines';
 
 export const REQUEST_TIMEOUT_MS = 30_000;
 /** Each phase (seeding, the load, waiting for `ready`, the checks) must end within this. */
@@ -35,8 +35,12 @@ export interface LoadTarget {
   readonly baseUrl: string;
   /** A token with every scope. */
   readonly token: string;
-  /** The runtime's DynamoDB endpoint and its documents table, where the records are counted. */
-  readonly dynamodb: { readonly endpoint: string; readonly documentsTable: string };
+  /** The runtime's DynamoDB endpoint, its documents table (where the records are counted) and its credentials. */
+  readonly dynamodb: {
+    readonly endpoint: string;
+    readonly documentsTable: string;
+    readonly credentials: LocalCredentials;
+  };
 }
 
 export interface LoadDataset {
@@ -353,7 +357,7 @@ export async function documentRecords(target: LoadTarget, dataset: LoadDataset):
   const dynamo = new DynamoDBClient({
     endpoint: target.dynamodb.endpoint,
     region: LOCAL_REGION,
-    credentials: LOCAL_CREDENTIALS,
+    credentials: target.dynamodb.credentials,
   });
   try {
     const store = new DynamoDocumentStore(DynamoDBDocumentClient.from(dynamo), target.dynamodb.documentsTable);

@@ -37,7 +37,11 @@ async function run(): Promise<BenchSection> {
     const target: LoadTarget = {
       baseUrl: runtime.url,
       token: TOKEN,
-      dynamodb: { endpoint: runtime.engines.dynamodbEndpoint, documentsTable: runtime.engines.tableNames.documents },
+      dynamodb: {
+        endpoint: runtime.engines.dynamodbEndpoint,
+        documentsTable: runtime.engines.tableNames.documents,
+        credentials: runtime.engines.credentials,
+      },
     };
     const dataset = await createLoadDataset(target, 'load');
     const seeds = await seedDocuments(target, dataset, SEEDS);

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 /**
- * The CDK app: typed configuration from context (`cdk synth -c stage=prod`), the platform stack, and cdk-nag's
+ * The CDK app: typed configuration from context (`cdk synth -c stage=prod -c waf=off`), the platform stack, and cdk-nag's
  * AWS Solutions checks over the whole app. Tests build the same app through `createApp`.
  */
 import { App, type AppProps, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
+import { DEFAULT_RATE_LIMIT_PER_5_MINUTES } from '../lib/constructs/api-firewall';
 
 export interface AppConfig {
   /** Deployment stage: the API Gateway stage name and a tag; one stack per stage and account. */
@@ -14,6 +15,10 @@ export interface AppConfig {
   readonly generateModelId?: string;
   /** `-c knowledgeIndex=dynamodb`: a DynamoDB chunk table instead of Bedrock knowledge bases (for LocalStack). */
   readonly knowledgeIndex: 'bedrock' | 'dynamodb';
+  /** `-c waf=off` leaves the WAF web ACL out of the stack; on by default. */
+  readonly waf: boolean;
+  /** `-c wafRateLimit=5000`: requests per source IP per five minutes before WAF answers 429 (default 2,000). */
+  readonly wafRateLimit: number;
 }
 
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
@@ -35,7 +40,24 @@ export function readConfig(app: App): AppConfig {
   if (knowledgeIndex !== 'bedrock' && knowledgeIndex !== 'dynamodb') {
     throw new Error(`Invalid context knowledgeIndex=${JSON.stringify(knowledgeIndex)}: expected bedrock or dynamodb`);
   }
-  return { stage, knowledgeIndex, ...(generateModelId ? { generateModelId } : {}) };
+  const waf: unknown = app.node.tryGetContext('waf') ?? 'on';
+  if (waf !== 'on' && waf !== 'off' && waf !== true && waf !== false) {
+    throw new Error(`Invalid context waf=${JSON.stringify(waf)}: expected on or off`);
+  }
+  const rawLimit: unknown = app.node.tryGetContext('wafRateLimit') ?? DEFAULT_RATE_LIMIT_PER_5_MINUTES;
+  const wafRateLimit = typeof rawLimit === 'string' && /^\d+$/.test(rawLimit) ? Number(rawLimit) : rawLimit;
+  if (typeof wafRateLimit !== 'number' || !Number.isInteger(wafRateLimit) || wafRateLimit < 10 || wafRateLimit > 2e9) {
+    throw new Error(
+      `Invalid context wafRateLimit=${JSON.stringify(rawLimit)}: expected a whole number from 10 to 2000000000`,
+    );
+  }
+  return {
+    stage,
+    knowledgeIndex,
+    waf: waf === 'on' || waf === true,
+    wafRateLimit,
+    ...(generateModelId ? { generateModelId } : {}),
+  };
 }
 
 export function createApp(props?: AppProps): { app: App; stack: AgentPlatformStack; config: AppConfig } {
@@ -48,6 +70,8 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     stage: config.stage,
     generateModelId: config.generateModelId,
     knowledgeIndex: config.knowledgeIndex,
+    waf: config.waf,
+    wafRateLimit: config.wafRateLimit,
   });
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);

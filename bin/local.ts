@@ -4,9 +4,12 @@
  *   LOCAL_WORKER (`on`; `off` leaves the processing queue to a separate worker: `npm run worker`, bin/worker.ts),
  *   PROCESSING_VISIBILITY_TIMEOUT_SECONDS (60; how long a received processing message stays hidden before it is
  *   delivered again), SCHEDULER_INTERVAL_MS (15000), SCHEDULER_CLOCK_FILE (tests: the scheduler's "now" read from a
- *   file).
+ *   file), MAX_UPLOAD_BYTES (most bytes one request may store through the local S3 endpoint; default the larger of
+ *   MAX_FILE_BYTES and ZIP_MAX_ARCHIVE_BYTES, 256 MiB).
+ * The engines' credentials are made at the first start of a DATA_DIR: DATA_DIR/engine-credentials.json.
  */
 import { readFileSync } from 'node:fs';
+import { defaultMaxUploadBytes } from '../lib/local/engines';
 import { startLocalRuntime } from '../lib/local/runtime';
 
 /**
@@ -47,6 +50,16 @@ function seconds(name: string, fallback: number): number {
   return value;
 }
 
+function bytes(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    console.error(`${name} must be a whole number of bytes, at least 1, got ${raw}`);
+    process.exit(2);
+  }
+  return value;
+}
+
 function port(name: string, fallback: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
@@ -65,6 +78,7 @@ async function main(): Promise<void> {
     devTokens: process.env.DEV_TOKEN || undefined,
     worker: process.env.LOCAL_WORKER !== 'off',
     visibilityTimeoutSeconds: seconds('PROCESSING_VISIBILITY_TIMEOUT_SECONDS', 60),
+    maxUploadBytes: bytes('MAX_UPLOAD_BYTES', defaultMaxUploadBytes()),
     scheduleIntervalMs: milliseconds('SCHEDULER_INTERVAL_MS', 15_000),
     scheduleClock: schedulerClock(process.env.SCHEDULER_CLOCK_FILE),
   });

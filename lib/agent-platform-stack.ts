@@ -1,6 +1,7 @@
 /** The whole platform in one stack: data tables, document storage with its processing queue, and the REST API. */
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { ApiFirewall } from './constructs/api-firewall';
 import { ChunkTableIndex } from './constructs/chunk-table-index';
 import { DataTables, pascalCase } from './constructs/data-tables';
 import { DocumentProcessing } from './constructs/document-processing';
@@ -9,6 +10,11 @@ import { FlowScheduler } from './constructs/flow-scheduler';
 import { type KnowledgeIndexBackend, KnowledgeIndexInfra } from './constructs/knowledge-index';
 import { PlatformApi } from './constructs/platform-api';
 import type { TableName } from './routes';
+
+/** Largest document processed: 50 MB, Bedrock's own limit. */
+const MAX_FILE_BYTES = 50 * 1024 * 1024;
+/** Largest ZIP archive imported; the processing function copies it to its temporary storage. */
+const MAX_ARCHIVE_BYTES = 256 * 1024 * 1024;
 
 export interface AgentPlatformStackProps extends StackProps {
   /** Deployment stage (`dev`, `prod`, ...): the API Gateway stage name. */
@@ -20,6 +26,10 @@ export interface AgentPlatformStackProps extends StackProps {
    * `dynamodb`, a chunk table ranked with BM25 by the functions, for deployments without Bedrock (LocalStack).
    */
   readonly knowledgeIndex?: 'bedrock' | 'dynamodb';
+  /** A WAF web ACL on the API stage (default true): per-IP rate rule and AWS managed rules (api-firewall.ts). */
+  readonly waf?: boolean;
+  /** Requests per source IP per five minutes before WAF answers 429 (default 2,000). */
+  readonly wafRateLimit?: number;
 }
 
 export class AgentPlatformStack extends Stack {
@@ -29,13 +39,16 @@ export class AgentPlatformStack extends Stack {
   public readonly knowledgeIndex: KnowledgeIndexBackend;
   public readonly processing: DocumentProcessing;
   public readonly scheduler: FlowScheduler;
+  /** The API's web ACL; undefined with `-c waf=off`. */
+  public readonly firewall: ApiFirewall | undefined;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps) {
     super(scope, id, props);
 
     this.data = new DataTables(this, 'Data');
     this.storage = new DocumentStorage(this, 'DocumentStorage', {
-      // Six times the 150 s a processing function is expected to need.
+      // Longer than the processing function's 360 s (a batch of hostile files at the extraction limit), with room
+      // for one throttled retry; see docs/processing.md, "Hostile files".
       processingVisibilityTimeout: Duration.seconds(900),
       maxReceiveCount: 3,
     });
@@ -55,7 +68,25 @@ export class AgentPlatformStack extends Stack {
       resources,
       uploadUrlTtl: Duration.seconds(900),
       uploadSessionTtl: Duration.seconds(3600),
+      maxFileBytes: MAX_FILE_BYTES,
+      maxArchiveBytes: MAX_ARCHIVE_BYTES,
     });
+
+    if (props.waf === false) {
+      this.firewall = undefined;
+      Validations.of(this.api.api.deploymentStage).acknowledge({
+        id: 'AwsSolutions-APIG3',
+        reason:
+          "Deployed with -c waf=off, the operator's choice (a web ACL costs per month and per request): every " +
+          'non-public route still needs a bearer token checked by the authorizer, and the stage is throttled (burst ' +
+          '100, rate 50/s).',
+      });
+    } else {
+      this.firewall = new ApiFirewall(this, 'ApiFirewall', {
+        api: this.api.api,
+        rateLimitPer5Minutes: props.wafRateLimit,
+      });
+    }
 
     this.processing = new DocumentProcessing(this, 'DocumentProcessing', {
       resources: {
@@ -65,9 +96,8 @@ export class AgentPlatformStack extends Stack {
       },
       processingQueue: this.storage.queue,
       knowledgeIndex: this.knowledgeIndex,
-      // The queue's visibility timeout (900 s) is six times this.
-      timeout: Duration.seconds(150),
-      maxFileBytes: 50 * 1024 * 1024,
+      maxFileBytes: MAX_FILE_BYTES,
+      maxArchiveBytes: MAX_ARCHIVE_BYTES,
     });
 
     this.scheduler = new FlowScheduler(this, 'FlowScheduler', { resources });

@@ -2,11 +2,29 @@
  * The embedded engines of the local runtime: DynamoDB (dynalite, LevelDB on disk), S3 (s3rver on disk, behind a
  * SigV4 check), SQS (fauxqs, in memory), and the forwarding of S3 object-created events into the processing queue,
  * as the S3 → SQS notification does in AWS.
+ *
+ * Every engine asks for the credentials of its data folder (random, made at its first start, DATA_DIR/
+ * engine-credentials.json, mode 0600): neither dynalite nor fauxqs checks a signature itself, so a SigV4 check runs
+ * in front of their handlers, and s3rver answers only on a Unix socket in a private directory, behind the proxy.
  */
-import { mkdirSync } from 'node:fs';
-import type { Server } from 'node:http';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import {
+  chmodSync,
+  createWriteStream,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { type Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   CreateTableCommand,
   type CreateTableCommandInput,
@@ -18,13 +36,21 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
-import S3rver from 's3rver';
+import { config } from '../../lambdas/shared/config';
 import type { TableName } from '../routes';
 import { TABLES, type TableSchema } from '../tables';
-import { startS3SignatureProxy } from './s3-signature-proxy';
+import { type SigV4ErrorCode, startS3SignatureProxy, verifySigV4 } from './s3-signature-proxy';
+import S3rver from './s3rver';
 
-/** s3rver's fixed credentials; the signature proxy checks requests against them. */
-export const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
+/** The access key pair every local engine checks requests against. */
+export interface LocalCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
+/** The file under DATA_DIR that keeps the engines' credentials of that data folder (mode 0600). */
+export const CREDENTIALS_FILE = 'engine-credentials.json';
+
 export const LOCAL_REGION = 'us-east-1';
 export const DOCUMENTS_BUCKET = 'documents';
 export const PROCESSING_QUEUE = 'processing';
@@ -40,6 +66,18 @@ export interface EngineOptions {
    * worker killed mid-batch costs before another picks its messages up.
    */
   readonly visibilityTimeoutSeconds?: number;
+  /** Most bytes one request may store through the local S3 endpoint (default defaultMaxUploadBytes()). */
+  readonly maxUploadBytes?: number;
+}
+
+/**
+ * What one PUT to the local S3 endpoint may store unless MAX_UPLOAD_BYTES says otherwise: the larger of the file
+ * limit (MAX_FILE_BYTES, 50 MB) and the archive limit (ZIP_MAX_ARCHIVE_BYTES, 256 MiB), so 256 MiB by default. In
+ * AWS, S3 allows 5 GiB; what bounds an upload there is the size signed into its URL.
+ */
+export function defaultMaxUploadBytes(): number {
+  const { maxFileBytes, maxArchiveBytes } = config.uploads();
+  return Math.max(maxFileBytes, maxArchiveBytes);
 }
 
 /** The default visibility timeout of the local processing queue. */
@@ -54,6 +92,8 @@ export interface EngineEndpoints {
   readonly deadLetterQueueUrl: string;
   /** Physical table name of each logical table. */
   readonly tableNames: Record<TableName, string>;
+  /** What every engine checks a request's signature against. */
+  readonly credentials: LocalCredentials;
 }
 
 export interface Engines extends EngineEndpoints {
@@ -102,8 +142,211 @@ export function createTableInput(name: string, schema: TableSchema): CreateTable
   };
 }
 
-async function createTables(endpoint: string): Promise<Record<TableName, string>> {
-  const client = new DynamoDBClient({ endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+/**
+ * Fixes a file or folder that group or others may read to owner-only: the engines' data and credentials are this
+ * user's alone. Says so when it changes anything.
+ */
+export function makePrivate(path: string, mode: 0o600 | 0o700): void {
+  const current = statSync(path).mode & 0o777;
+  if ((current & 0o077) === 0) return;
+  chmodSync(path, mode);
+  console.warn(`${path} was open to other users (mode ${current.toString(8)}): made it ${mode.toString(8)}`);
+}
+
+const ACCESS_KEY_ID = /^LOCAL[0-9A-Z]{16}$/;
+const SECRET_ACCESS_KEY = /^[A-Za-z0-9_-]{40}$/;
+
+/**
+ * The credentials of a data folder: made at its first start (random, never the same for two folders), then read
+ * from DATA_DIR/engine-credentials.json. Pre-signed URLs issued before a restart keep working after it.
+ */
+export function loadEngineCredentials(dataDir: string): LocalCredentials {
+  const path = join(dataDir, CREDENTIALS_FILE);
+  const made: LocalCredentials = {
+    accessKeyId: `LOCAL${randomBytes(8).toString('hex').toUpperCase()}`,
+    secretAccessKey: randomBytes(30).toString('base64url'),
+  };
+  try {
+    // `wx`: of two runtimes starting on one new folder, the second reads what the first wrote.
+    writeFileSync(path, `${JSON.stringify(made, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+    return made;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  makePrivate(path, 0o600);
+  let stored: Partial<LocalCredentials> = {};
+  try {
+    stored = JSON.parse(readFileSync(path, 'utf8')) as Partial<LocalCredentials>;
+  } catch {
+    // reported below
+  }
+  if (!ACCESS_KEY_ID.test(stored.accessKeyId ?? '') || !SECRET_ACCESS_KEY.test(stored.secretAccessKey ?? '')) {
+    throw new Error(`${path} does not hold the engines' credentials: remove it, and the next start makes new ones`);
+  }
+  return { accessKeyId: stored.accessKeyId as string, secretAccessKey: stored.secretAccessKey as string };
+}
+
+/** The JSON error AWS's JSON services (DynamoDB, SQS) answer a request they cannot authenticate with. */
+const JSON_AUTH_ERRORS: Record<SigV4ErrorCode, string> = {
+  InvalidAccessKeyId: 'UnrecognizedClientException',
+  SignatureDoesNotMatch: 'InvalidSignatureException',
+  RequestTimeTooSkewed: 'InvalidSignatureException',
+  AccessDenied: 'MissingAuthenticationTokenException',
+  AuthorizationQueryParametersError: 'IncompleteSignatureException',
+  AuthorizationHeaderMalformed: 'IncompleteSignatureException',
+  MissingSecurityHeader: 'IncompleteSignatureException',
+  InvalidArgument: 'IncompleteSignatureException',
+};
+
+/**
+ * Checks a DynamoDB or SQS request's SigV4 signature against the data folder's credentials: undefined when it holds,
+ * else the JSON body those services answer (with 400). The body is not hashed: the signature binds the
+ * x-amz-content-sha256 the SDK sends, the same limit as the S3 proxy's (see s3-signature-proxy.ts).
+ */
+function refusal(req: IncomingMessage, credentials: LocalCredentials, service: 'dynamodb' | 'sqs'): string | undefined {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const verdict = verifySigV4(
+    {
+      method: req.method ?? 'GET',
+      path: q < 0 ? url : url.slice(0, q),
+      query: q < 0 ? '' : url.slice(q + 1),
+      headers: req.headersDistinct,
+    },
+    { credentials, region: LOCAL_REGION, service },
+  );
+  if (verdict.ok) return undefined;
+  return JSON.stringify({
+    __type: `com.amazon.coral.service#${JSON_AUTH_ERRORS[verdict.code]}`,
+    message: verdict.message,
+  });
+}
+
+const AWS_JSON = 'application/x-amz-json-1.0';
+
+/**
+ * Puts the signature check in front of an engine's own request handlers (dynalite's; fauxqs's Fastify, whose routes
+ * under /_fauxqs list queued messages): a request that fails it never reaches the engine.
+ */
+function guardServer(server: Server, credentials: LocalCredentials, service: 'dynamodb' | 'sqs'): void {
+  const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  if (handlers.length === 0) throw new Error(`the ${service} engine has no request handler to guard`);
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const body = refusal(req, credentials, service);
+    if (body === undefined) {
+      for (const handler of handlers) handler.call(server, req, res);
+      return;
+    }
+    req.resume();
+    res.writeHead(400, { 'content-type': AWS_JSON, 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+}
+
+/** What engines.ts uses of s3rver beyond its typed API: its store, and listening on a path. */
+interface S3rverInternals {
+  store: S3rverStore;
+  httpServer?: Server;
+  configureBuckets(): Promise<void>;
+  listen(path: string): Promise<Server>;
+}
+
+interface S3rverObject {
+  bucket: string;
+  key: string;
+  content: Readable | Buffer;
+  metadata: Record<string, unknown>;
+}
+
+interface S3rverStore {
+  rootDirectory: string;
+  getResourcePath(bucket: string, key: string | undefined, resource: string): string;
+  putMetadata(bucket: string, key: string, metadata: Record<string, unknown>, md5: string): Promise<void>;
+  putObject(object: S3rverObject): Promise<{ size: number; md5: string }>;
+  putPart(
+    bucket: string,
+    uploadId: string,
+    partNumber: number,
+    content: Readable,
+  ): Promise<{ size: number; md5: string }>;
+  deleteObject(bucket: string, key: string): Promise<void>;
+}
+
+/**
+ * Writes `content` to `target` through a file in `incoming`, renamed into place once complete. s3rver's own writes
+ * have no error handler on their file stream (a name too long for the disk, a folder in the way: the error ends the
+ * process) and leave half an object behind when the request breaks off; here a failure rejects, and leaves nothing.
+ */
+async function storeAtomically(
+  incoming: string,
+  target: string,
+  content: Readable | Buffer,
+): Promise<{ size: number; md5: string }> {
+  await mkdir(dirname(target), { recursive: true });
+  const temporary = join(incoming, randomUUID());
+  const md5 = createHash('md5');
+  let size = 0;
+  try {
+    if (Buffer.isBuffer(content)) {
+      md5.update(content);
+      size = content.length;
+      await writeFile(temporary, content);
+    } else {
+      const count = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          md5.update(chunk);
+          size += chunk.length;
+          done(null, chunk);
+        },
+      });
+      await pipeline(content, count, createWriteStream(temporary));
+    }
+    await rename(temporary, target);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
+  return { size, md5: md5.digest('hex') };
+}
+
+/**
+ * Replaces s3rver's two streaming writes (PutObject, UploadPart) with storeAtomically; `incoming` must be on the
+ * file system of s3rver's directory, and not inside it. Also lets deletes race: after removing an object's files,
+ * s3rver removes the folders the delete left empty, and of the deletes of one DeleteObjects request in the same
+ * folder, all but the first find that folder gone (ENOENT) and the whole request answered 500.
+ */
+export function storeObjectsSafely(s3: InstanceType<typeof S3rver>, incoming: string): void {
+  const { store } = s3 as unknown as S3rverInternals;
+  const deleteObject = store.deleteObject.bind(store);
+  store.deleteObject = async (bucket, key) => {
+    try {
+      await deleteObject(bucket, key);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTEMPTY') throw error;
+    }
+  };
+  store.putObject = async (object) => {
+    const stored = await storeAtomically(
+      incoming,
+      store.getResourcePath(object.bucket, object.key, 'object'),
+      object.content,
+    );
+    await store.putMetadata(object.bucket, object.key, object.metadata, stored.md5);
+    return stored;
+  };
+  store.putPart = async (bucket, uploadId, partNumber, content) => {
+    const partPath = join(store.getResourcePath(bucket, undefined, 'uploads'), uploadId, String(partNumber));
+    const stored = await storeAtomically(incoming, partPath, content);
+    await writeFile(`${partPath}.md5`, stored.md5);
+    return stored;
+  };
+}
+
+async function createTables(endpoint: string, credentials: LocalCredentials): Promise<Record<TableName, string>> {
+  // A copy: the SDK writes its own bookkeeping into the credentials object it is given.
+  const client = new DynamoDBClient({ endpoint, region: LOCAL_REGION, credentials: { ...credentials } });
   const existing = new Set((await client.send(new ListTablesCommand({}))).TableNames ?? []);
   const names = {} as Record<TableName, string>;
   for (const [logical, schema] of Object.entries(TABLES) as [TableName, TableSchema][]) {
@@ -133,8 +376,16 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
   }
   const stops: (() => Promise<unknown>)[] = [];
   try {
+    // The files of every organization live here: owner-only, whatever the umask.
+    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    makePrivate(options.dataDir, 0o700);
+    const credentials = loadEngineCredentials(options.dataDir);
     mkdirSync(join(options.dataDir, 'dynamodb'), { recursive: true });
     mkdirSync(join(options.dataDir, 's3'), { recursive: true });
+    // Objects are written here first and renamed into DATA_DIR/s3 once complete (same file system).
+    const incoming = join(options.dataDir, 's3-incoming');
+    rmSync(incoming, { recursive: true, force: true });
+    mkdirSync(incoming, { recursive: true });
 
     const dynamo = dynalite({
       path: join(options.dataDir, 'dynamodb'),
@@ -142,18 +393,20 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
       deleteTableMs: 0,
       updateTableMs: 0,
     });
+    guardServer(dynamo, credentials, 'dynamodb');
     const dynamoAddress = await listen(dynamo, options.host);
     stops.push(() => new Promise((resolve) => dynamo.close(resolve)));
     const dynamodbEndpoint = `http://${options.host}:${dynamoAddress.port}`;
-    const tableNames = await createTables(dynamodbEndpoint);
+    const tableNames = await createTables(dynamodbEndpoint, credentials);
 
     // fauxqs is published as ES modules only. Its app is bound to loopback here (startFauxqs binds 0.0.0.0).
     const { buildApp } = await import('fauxqs');
     const sqsApp = buildApp({ logger: false });
+    guardServer(sqsApp.server, credentials, 'sqs');
     await sqsApp.listen({ port: 0, host: options.host });
     stops.push(() => sqsApp.close());
     const sqsEndpoint = `http://${options.host}:${(sqsApp.server.address() as AddressInfo).port}`;
-    const sqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+    const sqs = new SQSClient({ endpoint: sqsEndpoint, region: LOCAL_REGION, credentials: { ...credentials } });
     stops.push(async () => sqs.destroy());
     const deadLetterQueueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: PROCESSING_DLQ })))
       .QueueUrl as string;
@@ -173,13 +426,19 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
     ).QueueUrl as string;
 
     const s3 = new S3rver({
-      port: 0,
-      address: options.host,
       silent: true,
       directory: join(options.dataDir, 's3'),
       configureBuckets: [{ name: DOCUMENTS_BUCKET }],
     });
-    const s3Address = await s3.run();
+    const s3rver = s3 as unknown as S3rverInternals;
+    storeObjectsSafely(s3, incoming);
+    // s3rver serves anyone who reaches it, signed or not: it listens on a socket in a directory only this user may
+    // enter (mkdtemp makes it 0700), so the proxy is the only way in.
+    const socketDirectory = mkdtempSync(join(tmpdir(), 'aps-s3-'));
+    stops.push(async () => rmSync(socketDirectory, { recursive: true, force: true }));
+    const socketPath = join(socketDirectory, 's3rver.sock');
+    await s3rver.configureBuckets();
+    s3rver.httpServer = await s3rver.listen(socketPath);
     stops.push(() => s3.close());
     // S3 → SQS notification: the same JSON body S3 sends for ObjectCreated events.
     s3.on('event', (event: { Records: { eventName: string }[] }) => {
@@ -193,11 +452,12 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
     });
 
     const proxy = await startS3SignatureProxy({
-      upstream: `http://${options.host}:${s3Address.port}`,
-      credentials: LOCAL_CREDENTIALS,
+      upstream: { socketPath },
+      credentials,
       region: LOCAL_REGION,
       host: options.host,
       port: options.s3Port,
+      maxUploadBytes: options.maxUploadBytes ?? defaultMaxUploadBytes(),
     });
     stops.push(() => proxy.close());
 
@@ -208,6 +468,7 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
       processingQueueUrl,
       deadLetterQueueUrl,
       tableNames,
+      credentials,
       stop: async () => {
         for (const stop of stops.reverse()) await stop().catch(() => undefined);
       },

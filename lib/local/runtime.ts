@@ -3,7 +3,7 @@
  * development tokens, and the HTTP server of the local router.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -21,8 +21,8 @@ import {
   DOCUMENTS_BUCKET,
   type EngineEndpoints,
   type Engines,
-  LOCAL_CREDENTIALS,
   LOCAL_REGION,
+  makePrivate,
   startEngines,
 } from './engines';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
@@ -44,6 +44,8 @@ export interface LocalRuntimeOptions {
   readonly worker?: boolean;
   /** Visibility timeout of the processing queue (default 60 s). */
   readonly visibilityTimeoutSeconds?: number;
+  /** Most bytes one request may store through the local S3 endpoint (MAX_UPLOAD_BYTES; engines.ts has the default). */
+  readonly maxUploadBytes?: number;
   /** The scheduler's clock (tests move it by hand); default the system clock. */
   readonly scheduleClock?: { now(): Date };
   /** How often the scheduler ticks; 0 = never by itself (tests call `scheduler.tick()`). Default 15 s. */
@@ -69,13 +71,13 @@ const ROOT = resolve(__dirname, '..', '..');
 export function configureHandlers(engines: EngineEndpoints): void {
   Object.assign(process.env, {
     AWS_REGION: LOCAL_REGION,
-    AWS_ACCESS_KEY_ID: LOCAL_CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: LOCAL_CREDENTIALS.secretAccessKey,
+    AWS_ACCESS_KEY_ID: engines.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: engines.credentials.secretAccessKey,
     AWS_ENDPOINT_URL_DYNAMODB: engines.dynamodbEndpoint,
     AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
     AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
     S3_FORCE_PATH_STYLE: 'true',
-    // browserTask nodes run in the system Chromium here; the stack's functions have no browser.
+    // browserTask nodes run in Chromium here (@sparticuz/chromium's, or CHROMIUM_PATH); the stack's functions have none.
     BROWSER_DRIVER: process.env.BROWSER_DRIVER ?? 'playwright',
     [RESOURCE_ENV.documentsBucket]: DOCUMENTS_BUCKET,
     [RESOURCE_ENV.processingQueue]: engines.processingQueueUrl,
@@ -166,7 +168,11 @@ export function embedderFromEnv(): Embedder | null {
  */
 export async function startProcessing(engines: EngineEndpoints): Promise<QueueWorker> {
   const { handler } = await import('../../lambdas/handlers/queue/process-documents');
-  const sqs = new SQSClient({ endpoint: engines.sqsEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS });
+  const sqs = new SQSClient({
+    endpoint: engines.sqsEndpoint,
+    region: LOCAL_REGION,
+    credentials: { ...engines.credentials },
+  });
   const worker = startQueueWorker({
     sqs,
     queueUrl: engines.processingQueueUrl,
@@ -192,7 +198,7 @@ export async function startProcessing(engines: EngineEndpoints): Promise<QueueWo
 /** The file under DATA_DIR where a running runtime tells a separate worker where its engines answer. */
 export const ENGINES_FILE = 'engines.json';
 
-/** What DATA_DIR/engines.json holds: the engines' endpoints and the process that runs them. */
+/** What DATA_DIR/engines.json (mode 0600) holds: the engines' endpoints and credentials, and their process. */
 export interface EnginesFile extends EngineEndpoints {
   readonly pid: number;
   readonly startedAt: string;
@@ -207,13 +213,17 @@ function writeEnginesFile(dataDir: string, engines: EngineEndpoints): void {
     processingQueueUrl,
     deadLetterQueueUrl,
     tableNames,
+    credentials: { accessKeyId: engines.credentials.accessKeyId, secretAccessKey: engines.credentials.secretAccessKey },
     pid: process.pid,
     startedAt: new Date().toISOString(),
   };
-  // Written aside and renamed, so a worker starting at that moment never reads half a file.
+  // Written aside and renamed, so a worker starting at that moment never reads half a file. It holds the
+  // credentials: owner-only (chmod too, for a leftover of a crashed start that `mode` would not change).
   const path = join(dataDir, ENGINES_FILE);
-  writeFileSync(`${path}.${process.pid}.tmp`, JSON.stringify(file, null, 2));
-  renameSync(`${path}.${process.pid}.tmp`, path);
+  const aside = `${path}.${process.pid}.tmp`;
+  writeFileSync(aside, JSON.stringify(file, null, 2), { mode: 0o600 });
+  chmodSync(aside, 0o600);
+  renameSync(aside, path);
 }
 
 function removeEnginesFile(dataDir: string): void {
@@ -233,6 +243,7 @@ export function readEnginesFile(dataDir: string): EnginesFile {
   } catch {
     throw new Error(`${path} not found: start the runtime first (LOCAL_WORKER=off npm start, same DATA_DIR)`);
   }
+  makePrivate(path, 0o600);
   if (!isRunning(file.pid)) {
     throw new Error(`${path} names process ${file.pid}, which is not running: start the runtime first`);
   }
@@ -372,6 +383,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     host,
     s3Port: options.s3Port ?? 0,
     visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
+    maxUploadBytes: options.maxUploadBytes,
   });
   let releaseWorkerLock: (() => void) | undefined;
   try {

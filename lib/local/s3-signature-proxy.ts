@@ -5,7 +5,11 @@
  * (`Authorization: AWS4-HMAC-SHA256 …`) and query auth (pre-signed URLs) the way S3 does, answers rejections with
  * S3's XML error body, and streams accepted requests to s3rver and its responses back, without buffering bodies.
  * It also does what s3rver leaves out of a PUT: the conditional write `If-None-Match: *` (412 when the key exists),
- * which makes the service's upload URLs write-once.
+ * which makes the service's upload URLs write-once; S3's key length limit (KeyTooLongError) and a cap on what one
+ * request may store (EntityTooLarge), counted while the body streams through.
+ *
+ * s3rver knows one fixed key pair; the proxy verifies requests against the data folder's own credentials and hands
+ * them on under s3rver's key id (s3rver never recomputes a V4 signature, so the signature itself is left as it is).
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import {
@@ -23,8 +27,8 @@ import { isIP } from 'node:net';
 import { hostname as osHostname } from 'node:os';
 
 export interface S3SignatureProxyOptions {
-  /** Base URL of s3rver, e.g. http://127.0.0.1:45678. */
-  upstream: string;
+  /** Where s3rver answers: a base URL (http://127.0.0.1:45678), or a Unix socket. */
+  upstream: string | { socketPath: string };
   credentials: { accessKeyId: string; secretAccessKey: string };
   /** e.g. us-east-1 */
   region: string;
@@ -36,7 +40,25 @@ export interface S3SignatureProxyOptions {
   now?: () => Date;
   /** Longest accepted X-Amz-Expires of a pre-signed URL, default 604800 (seven days, as S3). */
   maxPresignExpiresSeconds?: number;
+  /** Most bytes one request body may carry (default S3's 5 GiB); more is refused as EntityTooLarge. */
+  maxUploadBytes?: number;
 }
+
+/** S3's own limit of one PUT: 5 GiB. The local runtime passes the service's limits instead (engines.ts). */
+export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
+
+/** S3's longest key, in UTF-8 bytes. */
+export const MAX_KEY_BYTES = 1024;
+
+/**
+ * The longest name of one file or folder on the disk store (NAME_MAX of Linux and macOS file systems). s3rver stores
+ * a key's last segment as `<segment>._S3rver_metadata.json`, 22 bytes longer, so that segment may have 233.
+ */
+const NAME_MAX = 255;
+const STORE_SUFFIX_BYTES = '._S3rver_metadata.json'.length;
+
+/** s3rver's own, fixed access key id: what requests carry once the proxy has verified them. */
+const UPSTREAM_ACCESS_KEY_ID = 'S3RVER';
 
 export interface S3SignatureProxy {
   url: string;
@@ -463,17 +485,109 @@ export function verifySigV4(req: SigV4Request, opts: SigV4VerifyOptions): SigV4R
 const escapeXml = (text: string): string =>
   text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c] ?? c);
 
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+/** S3's XML error body; `details` are the extra elements S3 adds for some codes (Size, MaxSizeAllowed, ...). */
+function sendError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  details: Record<string, string | number> = {},
+  close = false,
+): void {
   if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
   }
-  const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${escapeXml(code)}</Code><Message>${escapeXml(message)}</Message></Error>`;
+  const extra = Object.entries(details)
+    .map(([name, value]) => `<${name}>${escapeXml(String(value))}</${name}>`)
+    .join('');
+  const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${escapeXml(code)}</Code><Message>${escapeXml(message)}</Message>${extra}</Error>`;
   res.writeHead(status, {
     'content-type': 'application/xml',
     'content-length': Buffer.byteLength(body),
+    ...(close ? { connection: 'close' } : {}),
   });
   res.end(body);
+}
+
+const INTERNAL_ERROR = 'We encountered an internal error. Please try again.';
+
+/**
+ * Why the key a request addresses cannot be stored: longer than S3 allows, or (stricter than S3, which stores any
+ * key up to 1,024 bytes) a segment too long for a file name of the disk store, or a `.`/`..` segment, which the
+ * disk store would resolve to another folder. undefined when the key is fine, or the request names no key.
+ */
+function keyRefusal(
+  path: string,
+  host: string | undefined,
+): { code: 'KeyTooLongError' | 'InvalidArgument'; message: string; details: Record<string, number> } | undefined {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return undefined; // s3rver answers a malformed path itself
+  }
+  // Virtual-hosted style (`<bucket>.s3.amazonaws.com`): the whole path is the key; path style: all after the bucket.
+  const name = (host ?? '').replace(/:\d+$/, '');
+  const virtualHosted = /^.+\.s3(-website)?([-.].+)?\.amazonaws\.com$/.test(name);
+  const rest = decoded.replace(/^\//, '');
+  const key = virtualHosted ? rest : rest.slice(rest.indexOf('/') + 1 || rest.length);
+  if (key === '') return undefined;
+  const size = Buffer.byteLength(key, 'utf8');
+  if (size > MAX_KEY_BYTES) {
+    return {
+      code: 'KeyTooLongError',
+      message: 'Your key is too long',
+      details: { Size: size, MaxSizeAllowed: MAX_KEY_BYTES },
+    };
+  }
+  const segments = key.split('/');
+  for (const [index, segment] of segments.entries()) {
+    if (segment === '.' || segment === '..') {
+      return {
+        code: 'InvalidArgument',
+        message: `The local S3 engine cannot store a key with a '${segment}' segment (S3 itself would accept it).`,
+        details: {},
+      };
+    }
+    const limit = index === segments.length - 1 ? NAME_MAX - STORE_SUFFIX_BYTES : NAME_MAX;
+    const bytes = Buffer.byteLength(segment, 'utf8');
+    if (bytes > limit) {
+      return {
+        code: 'KeyTooLongError',
+        message:
+          `Your key is too long for the local S3 engine: it stores each segment between slashes as a file name, and ` +
+          `one has ${bytes} bytes, over its ${limit} (S3 itself accepts any key up to ${MAX_KEY_BYTES} bytes).`,
+        details: { Size: size, MaxSizeAllowed: MAX_KEY_BYTES },
+      };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The request as s3rver is to see it: the verified access key id replaced by s3rver's own, in the Authorization
+ * header or in X-Amz-Credential. Everything else (and so the signature) is left as it came.
+ */
+function asUpstream(url: string, headers: OutgoingHttpHeaders): string {
+  const authorization = headers.authorization;
+  if (typeof authorization === 'string') {
+    headers.authorization = authorization.replace(/Credential=[^/,\s]*\//, `Credential=${UPSTREAM_ACCESS_KEY_ID}/`);
+    return url;
+  }
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const query = url
+    .slice(q + 1)
+    .split('&')
+    .map((part) => {
+      const eq = part.indexOf('=');
+      if (eq < 0 || decodeComponent(part.slice(0, eq)) !== 'X-Amz-Credential') return part;
+      const scope = decodeComponent(part.slice(eq + 1));
+      return `${part.slice(0, eq)}=${uriEncode(`${UPSTREAM_ACCESS_KEY_ID}${scope.slice(scope.indexOf('/'))}`)}`;
+    })
+    .join('&');
+  return `${url.slice(0, q)}?${query}`;
 }
 
 /** Hop-by-hop headers, which belong to one connection and are not forwarded. */
@@ -541,12 +655,27 @@ async function exclusively(locks: Map<string, Promise<void>>, key: string, work:
 
 /** Starts the SigV4-checking proxy in front of s3rver. */
 export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise<S3SignatureProxy> {
-  const upstream = new URL(options.upstream);
-  if (upstream.protocol !== 'http:') throw new Error(`upstream must be an http:// URL, got ${options.upstream}`);
-  const upstreamPort = Number(upstream.port || 80);
+  const target = upstreamTarget(options.upstream);
   const agent = new Agent({ keepAlive: true });
   const now = options.now ?? (() => new Date());
+  const maxUploadBytes = options.maxUploadBytes ?? S3_MAX_PUT_BYTES;
   const writeLocks = new Map<string, Promise<void>>();
+
+  /**
+   * Refuses a body over the cap: stores nothing, answers S3's EntityTooLarge at once and closes the connection after
+   * the answer, as S3 does. ProposedSize is what arrived so far when no Content-Length said more.
+   */
+  const tooLarge = (req: IncomingMessage, res: ServerResponse, proposed: number): void => {
+    sendError(
+      res,
+      400,
+      'EntityTooLarge',
+      'Your proposed upload exceeds the maximum allowed size',
+      { ProposedSize: proposed, MaxSizeAllowed: maxUploadBytes },
+      true,
+    );
+    req.resume(); // what the client still sends until then is dropped
+  };
 
   /** Streams an accepted request to s3rver and its answer back; resolves when the exchange is over. */
   const forward = (req: IncomingMessage, res: ServerResponse, url: string): Promise<void> => {
@@ -567,13 +696,13 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
     });
     req.on('error', abort);
 
+    const headers = forwardHeaders(req.headers, target.host);
     upstreamReq = httpRequest(
       {
-        host: upstream.hostname.replace(/^\[|\]$/g, ''),
-        port: upstreamPort,
+        ...target.connect,
         method: req.method,
-        path: url,
-        headers: forwardHeaders(req.headers, upstream.host),
+        path: asUpstream(url, headers),
+        headers,
         agent,
       },
       (response) => {
@@ -582,11 +711,11 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
         for (const [name, value] of Object.entries(response.headers)) {
           if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
         }
-        if (res.destroyed) {
+        if (res.destroyed || res.headersSent) {
           response.destroy();
           return;
         }
-        res.writeHead(response.statusCode ?? 502, response.statusMessage, headers);
+        res.writeHead(response.statusCode ?? 500, response.statusMessage, headers);
         response.on('error', () => res.destroy());
         response.pipe(res);
       },
@@ -599,23 +728,44 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
         res.destroy(); // a truncated response must not look complete
         return;
       }
-      sendError(res, 502, 'BadGateway', `The local S3 engine did not answer: ${error.message}`);
+      sendError(res, 500, 'InternalError', `${INTERNAL_ERROR} (The local S3 engine failed: ${error.message})`);
     });
-    req.pipe(upstreamReq);
+
+    // The body is counted as it passes: a declared Content-Length is not taken on trust, and s3rver, cut off
+    // before the end of a body over the cap, keeps nothing of it (see engines.ts, storeAtomically).
+    let received = 0;
+    let refused = false;
+    const outgoing = upstreamReq;
+    req.on('data', (chunk: Buffer) => {
+      if (refused || outgoing.destroyed) return; // after a refusal or a failed upstream, the rest is dropped
+      received += chunk.length;
+      if (received > maxUploadBytes) {
+        refused = true;
+        tooLarge(req, res, received);
+        outgoing.destroy();
+        return;
+      }
+      if (!outgoing.write(chunk)) req.pause();
+    });
+    outgoing.on('drain', () => {
+      if (!refused) req.resume();
+    });
+    req.on('end', () => {
+      if (!refused && !outgoing.destroyed) outgoing.end();
+    });
     return over;
   };
 
-  /** Whether the object exists: an anonymous HEAD to s3rver (which serves anonymous requests). */
+  /** Whether the object exists: a HEAD to s3rver. */
   const objectExists = (req: IncomingMessage, url: string): Promise<boolean> =>
     new Promise((resolve, reject) => {
       const q = url.indexOf('?');
       const head = httpRequest(
         {
-          host: upstream.hostname.replace(/^\[|\]$/g, ''),
-          port: upstreamPort,
+          ...target.connect,
           method: 'HEAD',
           path: q < 0 ? url : url.slice(0, q),
-          headers: { host: forwardHeaders({ host: req.headers.host }, upstream.host).host },
+          headers: { host: forwardHeaders({ host: req.headers.host }, target.host).host },
           agent,
         },
         (response) => {
@@ -653,7 +803,12 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
         exists = await objectExists(req, url);
       } catch (error) {
         req.resume();
-        sendError(res, 502, 'BadGateway', `The local S3 engine did not answer: ${(error as Error).message}`);
+        sendError(
+          res,
+          500,
+          'InternalError',
+          `${INTERNAL_ERROR} (The local S3 engine failed: ${(error as Error).message})`,
+        );
         return;
       }
       if (exists) {
@@ -668,11 +823,12 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
     if (req.method !== 'OPTIONS') {
       const verdict = verifySigV4(
         {
           method: req.method ?? 'GET',
-          path: q < 0 ? url : url.slice(0, q),
+          path,
           query: q < 0 ? '' : url.slice(q + 1),
           headers: req.headersDistinct,
         },
@@ -688,6 +844,17 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
         sendError(res, STATUS[verdict.code], verdict.code, verdict.message);
         return;
       }
+    }
+    const badKey = keyRefusal(path, req.headers.host);
+    if (badKey) {
+      req.resume();
+      sendError(res, 400, badKey.code, badKey.message, badKey.details);
+      return;
+    }
+    const declared = Number(req.headers['content-length']);
+    if (declared > maxUploadBytes) {
+      tooLarge(req, res, declared); // S3 refuses it before reading the body; so does this
+      return;
     }
 
     if (req.method === 'PUT' && req.headers['if-none-match'] !== undefined && !isPartUpload(url)) {
@@ -722,4 +889,18 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
       });
     });
   });
+}
+
+/** How to reach s3rver, and the Host it is told when the client's would be taken for a bucket name. */
+function upstreamTarget(upstream: S3SignatureProxyOptions['upstream']): {
+  connect: { socketPath: string } | { host: string; port: number };
+  host: string;
+} {
+  if (typeof upstream !== 'string') return { connect: { socketPath: upstream.socketPath }, host: 'localhost' };
+  const url = new URL(upstream);
+  if (url.protocol !== 'http:') throw new Error(`upstream must be an http:// URL, got ${upstream}`);
+  return {
+    connect: { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) },
+    host: url.host,
+  };
 }

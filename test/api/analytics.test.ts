@@ -9,7 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoAnalyticsStore } from '../../lambdas/adapters/aws/dynamodb/analytics-store';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '../../lambdas/core/analytics/event';
 import type { Environment } from '../../lambdas/core/knowledge/fields';
-import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../lib/local/engines';
+import { LOCAL_REGION } from '../../lib/local/engines';
 import { client, startService, type TestService } from '../helpers/service';
 
 const PATH = '/api/v1/events/agent';
@@ -88,7 +88,11 @@ beforeAll(async () => {
   siblingId = await createAgent(orgA, 'Sales bot');
   otherOrgAgentId = await createAgent(orgB, 'Their bot');
   dynamo = DynamoDBDocumentClient.from(
-    new DynamoDBClient({ endpoint: service.dynamodbEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS }),
+    new DynamoDBClient({
+      endpoint: service.dynamodbEndpoint,
+      region: LOCAL_REGION,
+      credentials: service.engineCredentials ?? undefined,
+    }),
   );
   sink = new DynamoAnalyticsStore(dynamo, 'analytics', { clock, retentionDays: 400 });
   // Three days, eight batches a day, 3 hours apart; each batch mixes sessions, names, environments and agents.

@@ -4,9 +4,10 @@
  * (LocalStack through `npm run test:localstack`, or a local runtime started by hand).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { LocalCredentials } from '../../lib/local/engines';
 
 export interface TestService {
   readonly baseUrl: string;
@@ -15,6 +16,10 @@ export interface TestService {
   readonly dataDir: string | null;
   /** The local runtime's DynamoDB endpoint (tables are named by their logical names); null for a deployment. */
   readonly dynamodbEndpoint: string | null;
+  /** The credentials the local runtime's engines check (its DATA_DIR/engines.json); null for a deployment. */
+  readonly engineCredentials: LocalCredentials | null;
+  /** The runtime's process id (its memory can be read from /proc); null for a deployment. */
+  readonly pid: number | null;
   /** Everything the process printed so far. */
   output(): string;
   stop(): Promise<void>;
@@ -37,6 +42,8 @@ export async function startService(
       tokens: [tokens[0], tokens[1]],
       dataDir: null,
       dynamodbEndpoint: null,
+      engineCredentials: null,
+      pid: null,
       output: () => '',
       stop: async () => undefined,
       kill: async () => {
@@ -76,6 +83,11 @@ export async function startService(
     tokens: DEFAULT_TOKENS,
     dataDir,
     dynamodbEndpoint: /DynamoDB at (http:\/\/[^\s,]+)/.exec(output)?.[1] ?? null,
+    // Written by the runtime before it says it listens.
+    engineCredentials: (
+      JSON.parse(readFileSync(join(dataDir, 'engines.json'), 'utf8')) as { credentials: LocalCredentials }
+    ).credentials,
+    pid: child.pid ?? null,
     output: () => output,
     stop: async () => {
       await stopChild(child);

@@ -42,7 +42,7 @@ describe('redelivery', () => {
     sqs = new SQSClient({
       endpoint: /SQS at (http:\/\/[^\s,]+)/.exec(service.output())?.[1],
       region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      credentials: service.engineCredentials ?? undefined,
       useQueueUrlAsEndpoint: false,
     });
     queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'processing' }))).QueueUrl;
@@ -169,7 +169,7 @@ describe('a ZIP import the queue gave up on', () => {
     const sqs = new SQSClient({
       endpoint: /SQS at (http:\/\/[^\s,]+)/.exec(service.output())?.[1],
       region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      credentials: service.engineCredentials ?? undefined,
       useQueueUrlAsEndpoint: false,
     });
     try {

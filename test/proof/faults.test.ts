@@ -22,7 +22,7 @@ import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index'
 import type { DocumentRecord } from '../../lambdas/core/knowledge/document';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '../../lambdas/core/processing/chunking';
 import { ProcessingError } from '../../lambdas/core/processing/errors';
-import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../lib/local/engines';
+import { LOCAL_REGION } from '../../lib/local/engines';
 import { readEnginesFile } from '../../lib/local/runtime';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { client, startService, type TestService } from '../helpers/service';
@@ -287,14 +287,18 @@ it('ends every document ready or failed, indexed exactly once and retrievable, w
   const engines = readEnginesFile(dataDir);
   const store = new DynamoDocumentStore(
     DynamoDBDocumentClient.from(
-      new DynamoDBClient({ endpoint: engines.dynamodbEndpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS }),
+      new DynamoDBClient({
+        endpoint: engines.dynamodbEndpoint,
+        region: LOCAL_REGION,
+        credentials: engines.credentials,
+      }),
     ),
     engines.tableNames.documents,
   );
   const sqs = new SQSClient({
     endpoint: engines.sqsEndpoint,
     region: LOCAL_REGION,
-    credentials: LOCAL_CREDENTIALS,
+    credentials: engines.credentials,
     useQueueUrlAsEndpoint: false,
   });
   const queueDepth = async (QueueUrl: string) => {

@@ -29,11 +29,17 @@ let outcome: LoadOutcome;
 
 beforeAll(async () => {
   service = await startService();
-  if (!service.dynamodbEndpoint) throw new Error('the load counts document records in the local runtime’s DynamoDB');
+  if (!service.dynamodbEndpoint || !service.engineCredentials) {
+    throw new Error('the load counts document records in the local runtime’s DynamoDB');
+  }
   const target: LoadTarget = {
     baseUrl: service.baseUrl,
     token: service.tokens[0],
-    dynamodb: { endpoint: service.dynamodbEndpoint, documentsTable: 'documents' },
+    dynamodb: {
+      endpoint: service.dynamodbEndpoint,
+      documentsTable: 'documents',
+      credentials: service.engineCredentials,
+    },
   };
   const dataset = await createLoadDataset(target, 'proof');
   seeds = await seedDocuments(target, dataset, SEEDS);

@@ -1,20 +1,26 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import S3rver from 's3rver';
+import { storeObjectsSafely } from '../../../lib/local/engines';
 import { type S3SignatureProxy, startS3SignatureProxy, verifySigV4 } from '../../../lib/local/s3-signature-proxy';
+import S3rver from '../../../lib/local/s3rver';
 
 const BUCKET = 'docs';
-const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+// Not s3rver's own pair: the proxy verifies these and hands requests on under s3rver's key id.
+const CREDENTIALS = {
+  accessKeyId: 'LOCAL0123456789ABCDEF',
+  secretAccessKey: 'a-secret-of-this-data-folder-only-000000',
+};
 const REGION = 'us-east-1';
 
 let directory: string;
-let s3rver: S3rver;
+let s3rver: InstanceType<typeof S3rver>;
+let s3rverAddress: AddressInfo;
 let proxy: S3SignatureProxy;
 let clockOffsetMs = 0;
 const clients: S3Client[] = [];
@@ -74,10 +80,19 @@ const sdkError = (promise: Promise<unknown>): Promise<{ name: string; status?: n
 
 beforeAll(async () => {
   directory = mkdtempSync(join(tmpdir(), 's3-signature-proxy-'));
-  s3rver = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: BUCKET }] });
-  const { port } = await s3rver.run();
+  s3rver = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    silent: true,
+    directory: join(directory, 's3'),
+    configureBuckets: [{ name: BUCKET }],
+  });
+  // As the local runtime composes it: a body cut off before its end leaves nothing (engines.ts).
+  mkdirSync(join(directory, 'incoming'));
+  storeObjectsSafely(s3rver, join(directory, 'incoming'));
+  s3rverAddress = await s3rver.run();
   proxy = await startS3SignatureProxy({
-    upstream: `http://127.0.0.1:${port}`,
+    upstream: `http://127.0.0.1:${s3rverAddress.port}`,
     credentials: CREDENTIALS,
     region: REGION,
     now: () => new Date(Date.now() + clockOffsetMs),
@@ -281,15 +296,22 @@ describe('unsigned x-amz-* headers', () => {
 
 describe('SDK requests (header auth) through the proxy', () => {
   it('fails with SignatureDoesNotMatch for a wrong secret key', async () => {
-    const wrong = client({ accessKeyId: 'S3RVER', secretAccessKey: 'not-the-secret' });
+    const wrong = client({ accessKeyId: CREDENTIALS.accessKeyId, secretAccessKey: 'not-the-secret' });
     const error = await sdkError(wrong.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'sdk/wrong.txt', Body: 'x' })));
     expect(error).toEqual({ name: 'SignatureDoesNotMatch', status: 403 });
   });
 
   it('fails with InvalidAccessKeyId for an unknown access key', async () => {
-    const unknown = client({ accessKeyId: 'SOMEONE', secretAccessKey: 'S3RVER' });
+    const unknown = client({ accessKeyId: 'SOMEONE', secretAccessKey: CREDENTIALS.secretAccessKey });
     const error = await sdkError(unknown.send(new GetObjectCommand({ Bucket: BUCKET, Key: 'notes/hello.txt' })));
     expect(error).toEqual({ name: 'InvalidAccessKeyId', status: 403 });
+  });
+
+  it("refuses s3rver's own fixed pair, which s3rver itself accepts", async () => {
+    const fixed = client({ accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' });
+    const error = await sdkError(fixed.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'sdk/fixed.txt', Body: 'x' })));
+    expect(error).toEqual({ name: 'InvalidAccessKeyId', status: 403 });
+    expect((await sdkError(getBytes('sdk/fixed.txt'))).name).toBe('NoSuchKey');
   });
 
   it('rejects a request whose clock is too far off', async () => {
@@ -410,7 +432,7 @@ describe('the Host header', () => {
 });
 
 describe('failures around the upstream', () => {
-  it('answers 502 with an XML error when s3rver is not reachable', async () => {
+  it('answers 500 InternalError, as S3 would, when s3rver is not reachable', async () => {
     const closed = await new Promise<number>((resolve) => {
       const probe = createNetServer();
       probe.listen(0, '127.0.0.1', () => {
@@ -434,7 +456,7 @@ describe('failures around the upstream', () => {
       clients.push(deadClient);
       const signed = await getSignedUrl(deadClient, new GetObjectCommand({ Bucket: BUCKET, Key: 'notes/dead.txt' }));
       const error = await s3Error(await fetch(signed));
-      expect(error).toMatchObject({ status: 502, code: 'BadGateway', type: 'application/xml' });
+      expect(error).toMatchObject({ status: 500, code: 'InternalError', type: 'application/xml' });
     } finally {
       await dead.close();
     }
@@ -454,6 +476,149 @@ describe('failures around the upstream', () => {
     const again = await presignPut('notes/after-abort.txt');
     expect((await put(again, 'still here')).status).toBe(200);
     expect((await getBytes('notes/after-abort.txt')).toString()).toBe('still here');
+  });
+});
+
+/** A PUT sent chunk by chunk over one connection; `declared` sets Content-Length (else the body is chunked). */
+function rawPut(
+  url: string,
+  chunks: Buffer[],
+  headers: Record<string, string> = {},
+): Promise<{ status?: number; code?: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'PUT', headers }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      res.on('end', () => resolve({ status: res.statusCode, code: /<Code>([^<]*)<\/Code>/.exec(body)?.[1], body }));
+    });
+    req.on('error', reject);
+    for (const chunk of chunks) req.write(chunk);
+    req.end();
+  });
+}
+
+describe('keys S3 or the disk store cannot hold', () => {
+  it.each([
+    ['a key over 1,024 UTF-8 bytes (2,004)', `zip/${'n'.repeat(2000)}`, 'KeyTooLongError'],
+    ["a 254-byte name ('é' × 125 + '.txt')", `org/agent/${'é'.repeat(125)}.txt`, 'KeyTooLongError'],
+    ['a 245-character ASCII name', `org/agent/${'a'.repeat(241)}.txt`, 'KeyTooLongError'],
+    ['a folder segment over 255 bytes', `org/${'f'.repeat(256)}/x.txt`, 'KeyTooLongError'],
+    ["a '..' segment (the disk store would write outside the bucket)", 'org/../../escaped.txt', 'InvalidArgument'],
+  ])('refuses %s with 400, and answers the next request', async (_label, key, code) => {
+    const error = await sdkError(client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: 'x' })));
+    expect(error).toEqual({ name: code, status: 400 });
+    const url = await presignPut('notes/after-refusal.txt');
+    expect((await put(url, `after ${code}`)).status).toBe(200);
+    expect((await getBytes('notes/after-refusal.txt')).toString()).toBe(`after ${code}`);
+  });
+
+  it("answers S3's XML body, with the key's size", async () => {
+    const key = `zip/${'n'.repeat(2000)}`;
+    const url = await getSignedUrl(client(), new PutObjectCommand({ Bucket: BUCKET, Key: key }), { expiresIn: 60 });
+    const response = await fetch(url, { method: 'PUT', body: 'x' });
+    const text = await response.text();
+    expect(response.status).toBe(400);
+    expect(text).toContain('<Code>KeyTooLongError</Code><Message>Your key is too long</Message>');
+    expect(text).toContain('<Size>2004</Size><MaxSizeAllowed>1024</MaxSizeAllowed>');
+  });
+
+  it('stores the longest name the disk store can hold (233 bytes) and a 1,024-byte key of short segments', async () => {
+    const longest = `org/${'é'.repeat(114)}.txt`; // 228 + 4 bytes in the last segment
+    const deep = Array.from({ length: 128 }, (_, i) => `s${String(i).padStart(6, '0')}`).join('/'); // 1,023 bytes
+    for (const key of [longest, `${deep}x`]) {
+      await client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: key.slice(0, 10) }));
+      expect((await getBytes(key)).toString()).toBe(key.slice(0, 10));
+    }
+  });
+});
+
+describe('the size of what one request may store', () => {
+  const LIMIT = 64 * 1024;
+  let capped: S3SignatureProxy;
+  let cappedClient: S3Client;
+
+  beforeAll(async () => {
+    capped = await startS3SignatureProxy({
+      upstream: `http://127.0.0.1:${s3rverAddress.port}`,
+      credentials: CREDENTIALS,
+      region: REGION,
+      maxUploadBytes: LIMIT,
+    });
+    cappedClient = new S3Client({
+      endpoint: capped.url,
+      forcePathStyle: true,
+      region: REGION,
+      credentials: CREDENTIALS,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      maxAttempts: 1,
+    });
+    clients.push(cappedClient);
+  });
+  afterAll(() => capped?.close());
+
+  const presignCapped = (key: string): Promise<string> =>
+    getSignedUrl(cappedClient, new PutObjectCommand({ Bucket: BUCKET, Key: key }), { expiresIn: 60 });
+
+  it('stores a body of exactly the limit', async () => {
+    const response = await rawPut(await presignCapped('capped/exact.bin'), [Buffer.alloc(LIMIT, 1)]);
+    expect(response.status).toBe(200);
+    expect((await getBytes('capped/exact.bin')).length).toBe(LIMIT);
+  });
+
+  it('refuses a chunked body that passes the limit while streaming (no Content-Length to trust), storing nothing', async () => {
+    const chunks = Array.from({ length: 8 }, () => Buffer.alloc(16 * 1024, 2)); // 128 KiB in 16 KiB chunks
+    const response = await rawPut(await presignCapped('capped/streamed.bin'), chunks);
+    expect(response).toMatchObject({ status: 400, code: 'EntityTooLarge' });
+    expect(response.body).toContain(`<MaxSizeAllowed>${LIMIT}</MaxSizeAllowed>`);
+    expect((await sdkError(getBytes('capped/streamed.bin'))).name).toBe('NoSuchKey');
+  });
+
+  it('refuses a declared Content-Length over the limit before reading the body', async () => {
+    const response = await rawPut(await presignCapped('capped/declared.bin'), [Buffer.alloc(LIMIT + 1, 3)], {
+      'content-length': String(LIMIT + 1),
+    });
+    expect(response).toMatchObject({ status: 400, code: 'EntityTooLarge' });
+    expect((await sdkError(getBytes('capped/declared.bin'))).name).toBe('NoSuchKey');
+  });
+
+  it('keeps the object a refused overwrite would have replaced', async () => {
+    expect((await rawPut(await presignCapped('capped/kept.bin'), [Buffer.from('first')])).status).toBe(200);
+    const chunks = Array.from({ length: 8 }, () => Buffer.alloc(16 * 1024, 4));
+    expect((await rawPut(await presignCapped('capped/kept.bin'), chunks)).status).toBe(400);
+    expect((await getBytes('capped/kept.bin')).toString()).toBe('first');
+  });
+});
+
+describe('a pre-signed URL that signs content-length', () => {
+  /** What upload-link issues when the declared size is signed into the URL. */
+  const presignSized = (key: string, size: number): Promise<string> =>
+    getSignedUrl(client(), new PutObjectCommand({ Bucket: BUCKET, Key: key, ContentLength: size }), {
+      expiresIn: 60,
+      signableHeaders: new Set(['content-length']),
+    });
+
+  it('stores a body of the signed length', async () => {
+    const url = await presignSized('sized/ten.txt', 10);
+    expect(new URL(url).searchParams.get('X-Amz-SignedHeaders')).toBe('content-length;host');
+    expect((await fetch(url, { method: 'PUT', body: '0123456789' })).status).toBe(200);
+    expect((await getBytes('sized/ten.txt')).toString()).toBe('0123456789');
+  });
+
+  it('refuses 11 bytes on a URL signed for 10 (SignatureDoesNotMatch), storing nothing', async () => {
+    const url = await presignSized('sized/eleven.txt', 10);
+    const error = await s3Error(await fetch(url, { method: 'PUT', body: '0123456789X' }));
+    expect(error).toMatchObject({ status: 403, code: 'SignatureDoesNotMatch' });
+    expect((await sdkError(getBytes('sized/eleven.txt'))).name).toBe('NoSuchKey');
+  });
+
+  it('refuses the body sent without Content-Length (chunked): the signed header is missing', async () => {
+    const url = await presignSized('sized/chunked.txt', 10);
+    const response = await rawPut(url, [Buffer.from('01234'), Buffer.from('56789')]);
+    expect(response).toMatchObject({ status: 403, code: 'SignatureDoesNotMatch' });
+    expect(response.body).toContain('Signed header missing: content-length');
+    expect((await sdkError(getBytes('sized/chunked.txt'))).name).toBe('NoSuchKey');
   });
 });
 
@@ -511,7 +676,7 @@ describe('verifySigV4 against AWS published examples', () => {
       method: 'GET',
       path: '/',
       query:
-        'X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=S3RVER%2F20240101%2Fus-east-1%2Fs3%2Faws4_request' +
+        `X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=${CREDENTIALS.accessKeyId}%2F20240101%2Fus-east-1%2Fs3%2Faws4_request` +
         '&X-Amz-Date=20240101T000000Z&X-Amz-Expires=60&X-Amz-SignedHeaders=content-type&X-Amz-Signature=00',
       headers: { host: 'h', 'content-type': 'text/plain' },
     };

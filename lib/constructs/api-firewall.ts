@@ -1,0 +1,96 @@
+/**
+ * The API's edge in AWS: a WAF web ACL on the API Gateway stage with a per-source-IP rate rule, AWS's managed common
+ * rule set and its known-bad-inputs set. Per-organization limits are not the firewall's: it sees addresses, not
+ * tokens.
+ */
+import { ResponseType, type RestApi } from 'aws-cdk-lib/aws-apigateway';
+import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
+import { Construct } from 'constructs';
+
+/** Requests one source address may send in five minutes (WAF's window) before it is answered 429. */
+export const DEFAULT_RATE_LIMIT_PER_5_MINUTES = 2000;
+
+/** The handlers' error body (lambdas/shared/http.ts). */
+const errorBody = (code: string, message: string): string =>
+  JSON.stringify({ success: false, error: { code, message, details: [] } });
+
+export interface ApiFirewallProps {
+  /** The API whose deployment stage the web ACL guards. */
+  readonly api: RestApi;
+  /** Requests per source IP per five minutes (default DEFAULT_RATE_LIMIT_PER_5_MINUTES); WAF allows 10 to 2e9. */
+  readonly rateLimitPer5Minutes?: number;
+}
+
+export class ApiFirewall extends Construct {
+  public readonly webAcl: CfnWebACL;
+
+  constructor(scope: Construct, id: string, props: ApiFirewallProps) {
+    super(scope, id);
+    const limit = props.rateLimitPer5Minutes ?? DEFAULT_RATE_LIMIT_PER_5_MINUTES;
+    if (!Number.isInteger(limit) || limit < 10 || limit > 2_000_000_000) {
+      throw new Error(`The WAF rate limit must be a whole number from 10 to 2000000000, got ${limit}`);
+    }
+    const visibility = (metricName: string): CfnWebACL.VisibilityConfigProperty => ({
+      cloudWatchMetricsEnabled: true,
+      metricName,
+      sampledRequestsEnabled: true,
+    });
+    const managed = (priority: number, name: string, overrides?: CfnWebACL.RuleActionOverrideProperty[]) => ({
+      name,
+      priority,
+      overrideAction: { none: {} },
+      statement: {
+        managedRuleGroupStatement: {
+          vendorName: 'AWS',
+          name,
+          ...(overrides ? { ruleActionOverrides: overrides } : {}),
+        },
+      },
+      visibilityConfig: visibility(name),
+    });
+
+    this.webAcl = new CfnWebACL(this, 'WebAcl', {
+      scope: 'REGIONAL',
+      description: 'Agent platform API: per-IP rate limit and AWS managed rules',
+      defaultAction: { allow: {} },
+      visibilityConfig: visibility('AgentPlatformApi'),
+      customResponseBodies: {
+        rateLimited: {
+          contentType: 'APPLICATION_JSON',
+          content: errorBody(
+            'RATE_LIMITED',
+            `More than ${limit} requests from this address in five minutes; try again in a few minutes`,
+          ),
+        },
+      },
+      rules: [
+        {
+          name: 'RateLimitPerSourceIp',
+          priority: 0,
+          action: { block: { customResponse: { responseCode: 429, customResponseBodyKey: 'rateLimited' } } },
+          statement: { rateBasedStatement: { limit, aggregateKeyType: 'IP', evaluationWindowSec: 300 } },
+          visibilityConfig: visibility('RateLimitPerSourceIp'),
+        },
+        // SizeRestrictions_BODY blocks bodies over 8 KB, and flow definitions and document metadata are larger:
+        // it only counts, the handlers bound bodies themselves (1 MiB, 413 PAYLOAD_TOO_LARGE).
+        managed(1, 'AWSManagedRulesCommonRuleSet', [{ name: 'SizeRestrictions_BODY', actionToUse: { count: {} } }]),
+        managed(2, 'AWSManagedRulesKnownBadInputsRuleSet'),
+      ],
+    });
+
+    new CfnWebACLAssociation(this, 'StageAssociation', {
+      resourceArn: props.api.deploymentStage.stageArn,
+      webAclArn: this.webAcl.attrArn,
+    });
+
+    // A request a managed rule blocks gets the API's JSON error shape, naming the firewall, instead of WAF's bare 403.
+    props.api.addGatewayResponse('WafFiltered', {
+      type: ResponseType.WAF_FILTERED,
+      statusCode: '403',
+      responseHeaders: { 'Access-Control-Allow-Origin': "'*'" },
+      templates: {
+        'application/json': errorBody('REQUEST_BLOCKED', 'The API firewall (AWS WAF) refused this request'),
+      },
+    });
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * The WAF web ACL on the API stage (lib/constructs/api-firewall.ts), synthesized the way `cdk synth` builds the app
+ * (bin/app.ts, cdk.json's context, cdk-nag): on by default, left out with `-c waf=off`. Bundling is skipped
+ * (`aws:cdk:bundling-stacks`): test/infra/stack.test.ts bundles the handlers already.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { App, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import { createApp, readConfig } from '../../bin/app';
+import type { AgentPlatformStack } from '../../lib/agent-platform-stack';
+
+const cdkJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'cdk.json'), 'utf8')) as {
+  context: Record<string, unknown>;
+};
+
+interface Synthesized {
+  stack: AgentPlatformStack;
+  template: Template;
+  violations: unknown[];
+}
+
+const outdirs: string[] = [];
+
+function synthesize(context: Record<string, unknown>): Synthesized {
+  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'api-firewall-'));
+  outdirs.push(outdir);
+  const built = createApp({
+    context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [], ...context },
+    outdir,
+  });
+  // An unacknowledged cdk-nag finding makes synth() throw here, with the report as the message.
+  const assembly = built.app.synth();
+  const report = path.join(assembly.directory, 'validation-report.json');
+  const violations = fs.existsSync(report)
+    ? (
+        JSON.parse(fs.readFileSync(report, 'utf8')) as { pluginReports: { violations: unknown[] }[] }
+      ).pluginReports.flatMap((r) => r.violations)
+    : [];
+  return { stack: built.stack, template: Template.fromStack(built.stack), violations };
+}
+
+/** The rule ids acknowledged on a construct (Validations.acknowledge), whatever namespace CDK gives them. */
+function acknowledged(construct: IConstruct): string[] {
+  return construct.node.metadata
+    .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+    .flatMap((entry) => Object.keys(entry.data as Record<string, string>));
+}
+
+let on: Synthesized;
+let off: Synthesized;
+
+beforeAll(() => {
+  on = synthesize({});
+  off = synthesize({ waf: 'off' });
+});
+
+afterAll(() => {
+  for (const outdir of outdirs) fs.rmSync(outdir, { recursive: true, force: true });
+});
+
+describe('by default', () => {
+  it('puts a regional web ACL that allows what no rule blocks', () => {
+    on.template.resourceCountIs('AWS::WAFv2::WebACL', 1);
+    on.template.hasResourceProperties('AWS::WAFv2::WebACL', {
+      Scope: 'REGIONAL',
+      DefaultAction: { Allow: {} },
+      VisibilityConfig: Match.objectLike({ CloudWatchMetricsEnabled: true, SampledRequestsEnabled: true }),
+    });
+  });
+
+  it('limits each source IP to 2,000 requests in five minutes, answering 429 RATE_LIMITED in the API error shape', () => {
+    on.template.hasResourceProperties('AWS::WAFv2::WebACL', {
+      Rules: Match.arrayWith([
+        Match.objectLike({
+          Name: 'RateLimitPerSourceIp',
+          Priority: 0,
+          Statement: { RateBasedStatement: { Limit: 2000, AggregateKeyType: 'IP', EvaluationWindowSec: 300 } },
+          Action: { Block: { CustomResponse: { ResponseCode: 429, CustomResponseBodyKey: 'rateLimited' } } },
+        }),
+      ]),
+      CustomResponseBodies: {
+        rateLimited: {
+          ContentType: 'APPLICATION_JSON',
+          Content: Match.stringLikeRegexp('"success":false,"error":\\{"code":"RATE_LIMITED"'),
+        },
+      },
+    });
+  });
+
+  it("runs AWS's common rule set with its 8 KB body rule only counting, and the known-bad-inputs set", () => {
+    on.template.hasResourceProperties('AWS::WAFv2::WebACL', {
+      Rules: Match.arrayWith([
+        Match.objectLike({
+          Name: 'AWSManagedRulesCommonRuleSet',
+          OverrideAction: { None: {} },
+          Statement: {
+            ManagedRuleGroupStatement: {
+              VendorName: 'AWS',
+              Name: 'AWSManagedRulesCommonRuleSet',
+              RuleActionOverrides: [{ Name: 'SizeRestrictions_BODY', ActionToUse: { Count: {} } }],
+            },
+          },
+        }),
+        Match.objectLike({
+          Name: 'AWSManagedRulesKnownBadInputsRuleSet',
+          OverrideAction: { None: {} },
+          Statement: {
+            ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesKnownBadInputsRuleSet' },
+          },
+        }),
+      ]),
+    });
+  });
+
+  it('is associated with the API stage', () => {
+    const stageId = on.stack.getLogicalId(on.stack.api.api.deploymentStage.node.defaultChild as never);
+    const apiId = on.stack.getLogicalId(on.stack.api.api.node.defaultChild as never);
+    const aclId = on.stack.getLogicalId(on.stack.firewall?.webAcl as never);
+    on.template.resourceCountIs('AWS::WAFv2::WebACLAssociation', 1);
+    on.template.hasResourceProperties('AWS::WAFv2::WebACLAssociation', {
+      WebACLArn: { 'Fn::GetAtt': [aclId, 'Arn'] },
+      ResourceArn: {
+        'Fn::Join': ['', Match.arrayWith([':apigateway:', { Ref: apiId }, '/stages/', { Ref: stageId }])],
+      },
+    });
+  });
+
+  it('answers what a managed rule blocks with the API error shape (403 REQUEST_BLOCKED)', () => {
+    on.template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+      ResponseType: 'WAF_FILTERED',
+      StatusCode: '403',
+      ResponseTemplates: { 'application/json': Match.stringLikeRegexp('"code":"REQUEST_BLOCKED"') },
+    });
+  });
+
+  it('satisfies cdk-nag without acknowledging the missing-WAF rule (AwsSolutions-APIG3)', () => {
+    expect(on.violations).toEqual([]);
+    expect(acknowledged(on.stack.api.api.deploymentStage).filter((id) => id.endsWith('APIG3'))).toEqual([]);
+  });
+});
+
+describe('with -c waf=off', () => {
+  it('leaves the web ACL, its association and its gateway response out', () => {
+    off.template.resourceCountIs('AWS::WAFv2::WebACL', 0);
+    off.template.resourceCountIs('AWS::WAFv2::WebACLAssociation', 0);
+    expect(
+      off.template.findResources('AWS::ApiGateway::GatewayResponse', { Properties: { ResponseType: 'WAF_FILTERED' } }),
+    ).toEqual({});
+    expect(off.stack.firewall).toBeUndefined();
+  });
+
+  it('acknowledges AwsSolutions-APIG3 with the reason, and cdk-nag reports nothing else', () => {
+    expect(off.violations).toEqual([]);
+    expect(
+      acknowledged(off.stack.api.api.deploymentStage).filter((id) => id.endsWith('AwsSolutions-APIG3')),
+    ).toHaveLength(1);
+  });
+});
+
+describe('the context', () => {
+  const config = (context: Record<string, unknown>) => readConfig(new App({ context }));
+
+  it('takes waf on/off and a rate limit', () => {
+    expect(config({})).toMatchObject({ waf: true, wafRateLimit: 2000 });
+    expect(config({ waf: 'off' })).toMatchObject({ waf: false });
+    expect(config({ waf: 'on', wafRateLimit: '500' })).toMatchObject({ waf: true, wafRateLimit: 500 });
+  });
+
+  it.each([
+    [{ waf: 'no' }, /Invalid context waf="no"/],
+    [{ wafRateLimit: '9' }, /Invalid context wafRateLimit="9"/],
+    [{ wafRateLimit: '2.5' }, /Invalid context wafRateLimit="2.5"/],
+    [{ wafRateLimit: 'many' }, /Invalid context wafRateLimit="many"/],
+  ])('refuses %j', (context, message) => {
+    expect(() => config(context)).toThrow(message);
+  });
+});
