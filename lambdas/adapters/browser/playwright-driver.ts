@@ -1,11 +1,12 @@
 /**
- * BrowserDriver for browserTask nodes: the system Chromium through playwright-core, launched on the first task and
- * reused. Every request of a task's page leaves through a guard proxy of that task (see GuardProxy), so the outbound
- * guard holds for the page, its redirects, subresources, frames and WebSockets alike.
+ * BrowserDriver for browserTask nodes: Chromium through playwright-core, launched on the first task and reused; the
+ * Chromium of the `@sparticuz/chromium` package unless CHROMIUM_PATH names another. Every request of a task's page
+ * leaves through a guard proxy of that task (see GuardProxy), so the outbound guard holds for the page, its redirects,
+ * subresources, frames and WebSockets alike; WebRTC, which would send UDP past any proxy, is off.
  */
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
-import { access } from 'node:fs/promises';
+import { constants, createReadStream, createWriteStream } from 'node:fs';
+import { access, lstat, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
 import {
   createServer,
   request as httpRequest,
@@ -15,15 +16,24 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { connect, type LookupFunction, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createBrotliDecompress } from 'node:zlib';
 import { type Browser, chromium, errors, type Page, type Response as PageResponse } from 'playwright-core';
 import { type BrowserDriver, type BrowserTaskRequest, type BrowserTaskResult, OutboundError } from '../../ports/flows';
 import { allowPrivateNetworkFromEnv, checkTarget, guardedLookup, type TargetGuardOptions } from '../network/url-guard';
 
-export const DEFAULT_CHROMIUM_PATH = '/usr/bin/chromium';
 export const DEFAULT_BROWSER_TIMEOUT_MS = 15_000;
 export const MAX_PAGE_TEXT_CHARS = 20_000;
 
-/** Without the background-networking flags Chromium keeps calling Google services (refused on a closed network). */
+/**
+ * Without the background-networking flags Chromium keeps calling Google services (refused on a closed network).
+ * WebRTC's UDP does not go through the guard proxy, so it may use the proxy (TCP) or nothing. Of the flags
+ * `@sparticuz/chromium` recommends (`chromium.args`) none is needed here, and several must stay out for hostile pages:
+ * --disable-web-security, --allow-running-insecure-content and the site-isolation switches; --single-process and
+ * --no-zygote are for Lambda's sandbox only.
+ */
 export const CHROMIUM_FLAGS = [
   '--headless',
   '--no-sandbox',
@@ -33,12 +43,23 @@ export const CHROMIUM_FLAGS = [
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];
 
-const INSTALL_HINT = 'install it with `apt-get install chromium` or set CHROMIUM_PATH';
+/**
+ * Runs in every page and frame before its own scripts: without the WebRTC constructors a page cannot open a peer
+ * connection at all (the flag above is the second line). The whole RTC family goes, RTCPeerConnection and its
+ * webkit alias included.
+ */
+export const WEBRTC_OFF_SCRIPT = `for (const name of Object.getOwnPropertyNames(globalThis)) {
+  if (name.startsWith('RTC') || name.startsWith('webkitRTC')) delete globalThis[name];
+}`;
+
+const PACKAGE = '@sparticuz/chromium';
+const CHROMIUM_HINT = `set CHROMIUM_PATH to a Chromium binary, or leave it unset for the one of ${PACKAGE}`;
 
 export interface PlaywrightBrowserDriverOptions extends TargetGuardOptions {
-  /** Default: CHROMIUM_PATH, else /usr/bin/chromium. */
+  /** Default: CHROMIUM_PATH, else the Chromium of @sparticuz/chromium. */
   readonly executablePath?: string;
   /** For loading the page and reading it. */
   readonly timeoutMs?: number;
@@ -46,12 +67,13 @@ export interface PlaywrightBrowserDriverOptions extends TargetGuardOptions {
 
 export class PlaywrightBrowserDriver implements BrowserDriver {
   readonly name = 'playwright-chromium';
-  private readonly executablePath: string;
+  /** Undefined: the packaged Chromium. */
+  private readonly executablePath: string | undefined;
   private readonly timeoutMs: number;
   private browser: Promise<Browser> | undefined;
 
   constructor(private readonly options: PlaywrightBrowserDriverOptions) {
-    this.executablePath = options.executablePath ?? (process.env.CHROMIUM_PATH || DEFAULT_CHROMIUM_PATH);
+    this.executablePath = options.executablePath ?? (process.env.CHROMIUM_PATH || undefined);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_BROWSER_TIMEOUT_MS;
   }
 
@@ -75,6 +97,7 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
         acceptDownloads: false,
       });
       try {
+        await context.addInitScript(WEBRTC_OFF_SCRIPT);
         return await this.read(await context.newPage(), target, proxy, deadline);
       } finally {
         await context.close().catch(() => {});
@@ -134,26 +157,24 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
 
   private launched(): Promise<Browser> {
     this.browser ??= this.launch().catch((error: unknown) => {
-      this.browser = undefined; // the next task tries again (Chromium may have been installed since)
+      this.browser = undefined; // the next task tries again (the binary may be there by then)
       throw error;
     });
     return this.browser;
   }
 
   private async launch(): Promise<Browser> {
+    const executablePath = this.executablePath ?? (await packagedChromiumOrUnavailable());
     try {
-      await access(this.executablePath, constants.X_OK);
+      await access(executablePath, constants.X_OK);
     } catch {
-      throw new OutboundError('BROWSER_UNAVAILABLE', `No Chromium at ${this.executablePath}: ${INSTALL_HINT}`);
+      throw new OutboundError('BROWSER_UNAVAILABLE', `No Chromium at ${executablePath}: ${CHROMIUM_HINT}`);
     }
     let browser: Browser;
     try {
-      browser = await chromium.launch({ executablePath: this.executablePath, args: CHROMIUM_FLAGS, timeout: 30_000 });
+      browser = await chromium.launch({ executablePath, args: CHROMIUM_FLAGS, timeout: 30_000 });
     } catch {
-      throw new OutboundError(
-        'BROWSER_UNAVAILABLE',
-        `Chromium at ${this.executablePath} did not start: ${INSTALL_HINT}`,
-      );
+      throw new OutboundError('BROWSER_UNAVAILABLE', `Chromium at ${executablePath} did not start: ${CHROMIUM_HINT}`);
     }
     browser.on('disconnected', () => {
       this.browser = undefined;
@@ -168,14 +189,97 @@ export function browserDriverFromEnv(
 ): PlaywrightBrowserDriver {
   return new PlaywrightBrowserDriver({
     allowPrivateNetwork: allowPrivateNetworkFromEnv(env),
-    executablePath: env.CHROMIUM_PATH || DEFAULT_CHROMIUM_PATH,
+    executablePath: env.CHROMIUM_PATH || undefined,
   });
 }
 
-/** The first http(s) URL in a prompt, without the punctuation that ends the sentence around it. */
+const SENTENCE_END = new Set('.,;:!?)]}');
+
+/**
+ * The first http(s) URL in a prompt, without the punctuation that ends the sentence around it. The trailing run is
+ * trimmed by a loop: the pattern `[.,;:!?)\]}]+$` retried its run from every position of it (quadratic).
+ */
 export function firstHttpUrl(prompt: string): string | undefined {
   const found = /https?:\/\/[^\s<>"'`]+/i.exec(prompt)?.[0];
-  return found?.replace(/[.,;:!?)\]}]+$/, (tail) => (found.includes('(') && tail.startsWith(')') ? ')' : ''));
+  if (found === undefined) return undefined;
+  let end = found.length;
+  while (end > 0 && SENTENCE_END.has(found[end - 1])) end -= 1;
+  // A link that opened a parenthesis keeps the one that closes it: .../Foo_(bar)).
+  if (found[end] === ')' && found.includes('(')) end += 1;
+  return found.slice(0, end);
+}
+
+let packaged: Promise<string> | undefined;
+
+/** The Chromium of @sparticuz/chromium in the temporary folder, unpacked on the first call of the process. */
+export function packagedChromium(): Promise<string> {
+  packaged ??= unpackChromium(tmpdir()).catch((error: unknown) => {
+    packaged = undefined;
+    throw error;
+  });
+  return packaged;
+}
+
+async function packagedChromiumOrUnavailable(): Promise<string> {
+  try {
+    return await packagedChromium();
+  } catch (error) {
+    const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]; // not require's stack
+    throw new OutboundError(
+      'BROWSER_UNAVAILABLE',
+      `The Chromium of ${PACKAGE} could not be unpacked (${reason}): run npm ci, or set CHROMIUM_PATH`,
+    );
+  }
+}
+
+/**
+ * Unpacks the binary that @sparticuz/chromium ships brotli-compressed in its bin/ into `<parent>/<folder of this
+ * version and user>/chromium`, unless it is there. Not through the package's `executablePath()`: the package is ES
+ * modules only (jest's CommonJS runtime cannot load it), and it writes the fixed /tmp/chromium, which any local user
+ * may have put there, and which another process already runs while it is still being written. Here the binary is
+ * written into a private staging folder that is then renamed into place, so the folder, when it exists, is complete;
+ * of processes unpacking at once, the first rename wins and the others use its copy. Fonts and SwiftShader, also in
+ * the package, are not needed: the pages are read, not drawn.
+ */
+export async function unpackChromium(parent: string): Promise<string> {
+  const bin = join(dirname(require.resolve(PACKAGE)), '..', 'bin');
+  const { version } = JSON.parse(await readFile(join(bin, '..', 'package.json'), 'utf8')) as { version: string };
+  const folder = join(parent, `agent-platform-chromium-${version}-${process.getuid?.() ?? 'user'}`);
+  const binary = join(folder, 'chromium');
+  if (await unpackedIn(folder, binary)) return binary;
+  const staging = await mkdtemp(`${folder}.`);
+  try {
+    await pipeline(
+      createReadStream(join(bin, 'chromium.br')),
+      createBrotliDecompress(),
+      createWriteStream(join(staging, 'chromium'), { mode: 0o700 }),
+    );
+    await rename(staging, folder);
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    if (!(await unpackedIn(folder, binary))) throw error;
+  }
+  return binary;
+}
+
+/**
+ * Whether `folder` holds the binary. A folder another user owns or may write is refused, never run; one of ours
+ * without its binary (a cleaner of old temporary files took it) is removed, to be unpacked again.
+ */
+async function unpackedIn(folder: string, binary: string): Promise<boolean> {
+  const stats = await lstat(folder).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (stats === undefined) return false;
+  const uid = process.getuid?.();
+  if (!stats.isDirectory() || (uid !== undefined && stats.uid !== uid) || (stats.mode & 0o022) !== 0) {
+    throw new Error(`${folder} is not a folder that only this user can write: remove it`);
+  }
+  const file = await lstat(binary).catch(() => undefined);
+  if (file?.isFile() && (uid === undefined || file.uid === uid)) return true;
+  await rm(folder, { recursive: true, force: true });
+  return false;
 }
 
 function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {

@@ -1,18 +1,29 @@
 /**
- * PlaywrightBrowserDriver with the real Chromium (/usr/bin/chromium or CHROMIUM_PATH) against a real HTTP server on
- * 127.0.0.1 that records every request it receives. Guard decisions are real: loopback is let through by
+ * PlaywrightBrowserDriver with the real Chromium (the one of @sparticuz/chromium, or CHROMIUM_PATH) against a real HTTP
+ * server on 127.0.0.1 that records every request it receives, and a UDP socket on 127.0.0.1 that records every
+ * datagram (WebRTC). Guard decisions are real: loopback is let through by
  * allowPrivateNetwork or allowedKinds, and the names the pages use resolve through an injected lookup that the guard
  * proxy also connects with: only the guard can resolve `allowed.test` (to loopback), so reaching it proves the request
  * went through the proxy; Chromium would resolve `blocked.localhost` (private for the guard) to loopback by itself,
  * so the server would see any request to it that got past the guard.
  */
+import { execFile } from 'node:child_process';
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
 import {
   browserDriverFromEnv,
+  CHROMIUM_FLAGS,
   firstHttpUrl,
   MAX_PAGE_TEXT_CHARS,
   PlaywrightBrowserDriver,
+  packagedChromium,
+  unpackChromium,
 } from '../../../lambdas/adapters/browser/playwright-driver';
 import type { HostLookup } from '../../../lambdas/adapters/network/url-guard';
 import { type BrowserTaskRequest, OutboundError } from '../../../lambdas/ports/flows';
@@ -29,6 +40,11 @@ let base: string;
 let recorded: Recorded[];
 let socketOpened: () => void;
 let socketSeen: Promise<void>;
+let udp: UdpSocket;
+let udpPort: number;
+let datagrams: string[];
+let datagramArrived: () => void;
+let datagramSeen: Promise<void>;
 
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
@@ -75,6 +91,36 @@ function answer(request: IncomingMessage, response: ServerResponse) {
            <img src="/after-socket.gif">
          </body>`,
       );
+    case '/webrtc':
+      // Every way to a peer connection the page has (its own, the webkit alias, a new frame's): each one that exists
+      // gathers ICE candidates with a STUN server at the UDP socket, a private address.
+      return html(
+        response,
+        `<title>WebRTC</title><body><p id="out"></p>
+           <script>
+             const frame = document.body.appendChild(document.createElement('iframe'));
+             document.getElementById('out').textContent = 'RTCPeerConnection: ' + typeof RTCPeerConnection +
+               ', webkitRTCPeerConnection: ' + typeof webkitRTCPeerConnection +
+               ', in a new frame: ' + typeof frame.contentWindow.RTCPeerConnection;
+             const constructors = [window.RTCPeerConnection, window.webkitRTCPeerConnection, frame.contentWindow.RTCPeerConnection];
+             for (const Connection of constructors.filter(Boolean)) {
+               const connection = new Connection({ iceServers: [{ urls: 'stun:127.0.0.1:${udpPort}' }] });
+               connection.createDataChannel('out');
+               connection.createOffer().then((offer) => connection.setLocalDescription(offer));
+             }
+           </script>
+           <img src="/after-datagram.gif">
+         </body>`,
+      );
+    case '/after-datagram.gif': {
+      // The page's load waits for the first datagram, or 2 s: time enough for a STUN request to arrive.
+      const gif = () => response.writeHead(200, { 'content-type': 'image/gif' }).end(PIXEL);
+      const timer = setTimeout(gif, 2_000);
+      return void datagramSeen.then(() => {
+        clearTimeout(timer);
+        gif();
+      });
+    }
     case '/after-socket.gif': {
       const gif = () => response.writeHead(200, { 'content-type': 'image/gif' }).end(PIXEL);
       const timer = setTimeout(gif, 5_000);
@@ -102,6 +148,13 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
   base = `http://127.0.0.1:${port}`;
+  udp = createSocket('udp4');
+  udp.on('message', (message, from) => {
+    datagrams.push(`${message.length} bytes from ${from.address}:${from.port}`);
+    datagramArrived();
+  });
+  await new Promise<void>((resolve) => udp.bind(0, '127.0.0.1', resolve));
+  udpPort = udp.address().port;
 });
 
 beforeEach(() => {
@@ -109,12 +162,17 @@ beforeEach(() => {
   socketSeen = new Promise((resolve) => {
     socketOpened = resolve;
   });
+  datagrams = [];
+  datagramSeen = new Promise((resolve) => {
+    datagramArrived = resolve;
+  });
 });
 
 afterAll(async () => {
   await Promise.all([everything.close(), loopbackOnly.close()]);
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
+  await new Promise<void>((resolve) => udp.close(resolve));
 });
 
 const lookup: HostLookup = async (host) =>
@@ -219,12 +277,22 @@ describe('PlaywrightBrowserDriver', () => {
     expect(recorded).toContainEqual({ host: `allowed.test:${port}`, path: '/socket', upgrade: true });
   });
 
-  it('fails with BROWSER_UNAVAILABLE, saying how to install Chromium, when there is none', async () => {
+  it('gives a page no WebRTC: no peer connection in it or its frames, and no datagram to a private address', async () => {
+    const result = await everything.run({ prompt: 'Open it', url: `${base}/webrtc` });
+    expect(result).toMatchObject({ status: 200, title: 'WebRTC' });
+    expect(datagrams).toEqual([]);
+    expect(result.text).toBe(
+      'RTCPeerConnection: undefined, webkitRTCPeerConnection: undefined, in a new frame: undefined',
+    );
+  });
+
+  it('fails with BROWSER_UNAVAILABLE, naming CHROMIUM_PATH and the package, when the binary is missing', async () => {
     const missing = new PlaywrightBrowserDriver({ allowPrivateNetwork: true, executablePath: '/nonexistent/chromium' });
     const error = await failure(missing, { prompt: 'Open it', url: `${base}/page` });
     expect(error.code).toBe('BROWSER_UNAVAILABLE');
-    expect(error.message).toContain('apt-get install chromium');
-    expect(error.message).toContain('CHROMIUM_PATH');
+    expect(error.message).toBe(
+      'No Chromium at /nonexistent/chromium: set CHROMIUM_PATH to a Chromium binary, or leave it unset for the one of @sparticuz/chromium',
+    );
     await missing.close();
   });
 
@@ -244,13 +312,89 @@ describe('PlaywrightBrowserDriver', () => {
   });
 });
 
+describe('the launch flags', () => {
+  /** A page that gathers ICE candidates with a STUN server at the UDP socket; its title says when gathering ended. */
+  async function gatherIce(flags: string[]): Promise<{ gathered: () => Promise<unknown>; close: () => Promise<void> }> {
+    const browser = await chromium.launch({ executablePath: await packagedChromium(), args: flags });
+    // Pages of a task always have a proxy; with one, the flag leaves WebRTC only what goes through it (TCP).
+    const context = await browser.newContext({ proxy: { server: base } });
+    const page = await context.newPage();
+    await page.setContent(`<script>
+      const connection = new RTCPeerConnection({ iceServers: [{ urls: 'stun:127.0.0.1:${udpPort}' }] });
+      connection.onicegatheringstatechange = () => { document.title = connection.iceGatheringState; };
+      connection.createDataChannel('out');
+      connection.createOffer().then((offer) => connection.setLocalDescription(offer));
+    </script>`);
+    return { gathered: () => page.waitForFunction('document.title === "complete"'), close: () => browser.close() };
+  }
+
+  it('keep WebRTC from sending UDP past the proxy, even where a page has RTCPeerConnection', async () => {
+    const withFlags = await gatherIce(CHROMIUM_FLAGS);
+    try {
+      // Gathering ends once every way out was tried; a datagram that arrives first ends the wait too.
+      await Promise.race([withFlags.gathered(), datagramSeen]);
+      expect(datagrams).toEqual([]);
+    } finally {
+      await withFlags.close();
+    }
+    // The same page without the WebRTC flag: the STUN request reaches the socket, so the probe above could see one.
+    const without = await gatherIce(CHROMIUM_FLAGS.filter((flag) => !flag.startsWith('--force-webrtc')));
+    try {
+      await datagramSeen;
+      expect(datagrams[0]).toMatch(/^\d+ bytes from 127\.0\.0\.1:/);
+    } finally {
+      await without.close();
+    }
+  });
+});
+
+describe('unpackChromium', () => {
+  let parent: string;
+  beforeAll(async () => {
+    parent = await mkdtemp(join(tmpdir(), 'unpack-chromium-'));
+  });
+  afterAll(async () => {
+    await chmod(parent, 0o700);
+    await rm(parent, { recursive: true, force: true });
+  });
+
+  const version = async (binary: string) => (await promisify(execFile)(binary, ['--version'])).stdout;
+
+  it('unpacks one complete binary for callers racing each other, and again when it was removed', async () => {
+    const [first, second] = await Promise.all([unpackChromium(parent), unpackChromium(parent)]);
+    expect(second).toBe(first);
+    expect(await readdir(parent)).toEqual([basename(dirname(first))]); // no staging folder left
+    expect(await version(first)).toMatch(/^Chromium \d+\./);
+
+    await rm(first);
+    expect(await unpackChromium(parent)).toBe(first);
+    expect(await version(first)).toMatch(/^Chromium \d+\./);
+  });
+
+  it('refuses a folder that others may write, rather than run what it holds', async () => {
+    const folder = dirname(await unpackChromium(parent));
+    await chmod(folder, 0o777);
+    await expect(unpackChromium(parent)).rejects.toThrow(
+      `${folder} is not a folder that only this user can write: remove it`,
+    );
+  });
+});
+
 describe('firstHttpUrl', () => {
   it.each([
     ['Open https://example.com/a?b=1.', 'https://example.com/a?b=1'],
     ['See (https://en.wikipedia.org/wiki/Foo_(bar)), please', 'https://en.wikipedia.org/wiki/Foo_(bar)'],
     ['Read "http://example.com/x" and ftp://other', 'http://example.com/x'],
+    ['Go to https://example.com/a).', 'https://example.com/a'],
+    ['Only http://', undefined],
     ['No link here', undefined],
   ])('finds the URL in %p', (prompt, url) => {
     expect(firstHttpUrl(prompt)).toBe(url);
+  });
+
+  it('reads a 200,000-character URL of punctuation runs (the old trailing pattern was quadratic on it)', () => {
+    const dots = '.'.repeat(100_000);
+    expect(firstHttpUrl(`Open http://a${dots}b${')'.repeat(99_990)}`)).toBe(`http://a${dots}b`);
+    expect(firstHttpUrl(`Open http://a(${dots}b${')'.repeat(99_990)}`)).toBe(`http://a(${dots}b)`);
   });
 });
