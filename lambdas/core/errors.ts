@@ -54,8 +54,8 @@ export class UnauthorizedError extends AppError {
 }
 
 export class ForbiddenError extends AppError {
-  constructor(message: string) {
-    super(403, 'FORBIDDEN', message);
+  constructor(message: string, details: readonly ErrorDetail[] = []) {
+    super(403, 'FORBIDDEN', message, details);
   }
 }
 

@@ -8,7 +8,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { z } from 'zod';
 import { type HttpRoute, routeById } from '../../lib/routes';
-import { requireScope } from '../core/auth/tokens';
+import { callerFromContext, requireScope } from '../core/auth/tokens';
 import { AppError, UnauthorizedError } from '../core/errors';
 import type { Caller } from '../core/tenancy/tenancy';
 import { parseInput } from '../core/validation';
@@ -30,12 +30,9 @@ export function errorResponse(error: AppError): APIGatewayProxyResult {
   });
 }
 
-/** What the authorizer put in the request context: organizationId, tokenId and comma-separated scopes. */
+/** What the authorizer put in the request context (core/auth/tokens.ts, callerContext). */
 export function callerFromEvent(event: APIGatewayProxyEvent): Caller | undefined {
-  const context = event.requestContext?.authorizer;
-  if (!context || typeof context.organizationId !== 'string') return undefined;
-  const scopes = typeof context.scopes === 'string' && context.scopes !== '' ? context.scopes.split(',') : [];
-  return { organizationId: context.organizationId, tokenId: String(context.tokenId ?? ''), scopes };
+  return callerFromContext(event.requestContext?.authorizer);
 }
 
 function header(event: APIGatewayProxyEvent, name: string): string | undefined {

@@ -34,6 +34,9 @@ export interface PlatformApiProps {
   /** Upload settings every function receives (the handlers validate and default them). */
   readonly uploadUrlTtl?: Duration;
   readonly uploadSessionTtl?: Duration;
+  /** Largest document and largest ZIP archive: a larger declared `fileSize` is refused at upload-link. */
+  readonly maxFileBytes: number;
+  readonly maxArchiveBytes: number;
 }
 
 /** The handlers' error body (lambdas/shared/http.ts); `messageJson` is a JSON literal or a VTL expression yielding one. */
@@ -69,6 +72,8 @@ export class PlatformApi extends Construct {
     this.commonEnvironment = {
       UPLOAD_URL_TTL_SECONDS: String((props.uploadUrlTtl ?? Duration.seconds(900)).toSeconds()),
       UPLOAD_SESSION_TTL_SECONDS: String((props.uploadSessionTtl ?? Duration.seconds(3600)).toSeconds()),
+      MAX_FILE_BYTES: String(props.maxFileBytes),
+      ZIP_MAX_ARCHIVE_BYTES: String(props.maxArchiveBytes),
     };
 
     const accessLogs = new LogGroup(this, 'AccessLogs', { retention: RetentionDays.ONE_MONTH });
@@ -122,7 +127,8 @@ export class PlatformApi extends Construct {
     this.authorizer = new RequestAuthorizer(this, 'TokenAuthorizer', {
       handler: this.authorizerFunction,
       identitySources: [IdentitySource.header('Authorization')],
-      resultsCacheTtl: Duration.seconds(300),
+      // How long a deleted token, or one whose scopes or agents were changed, keeps its old answer (README, "Tokens").
+      resultsCacheTtl: Duration.seconds(60),
     });
 
     const functions: Record<string, ServiceFunction> = {};
@@ -220,13 +226,6 @@ export class PlatformApi extends Construct {
       reason:
         'Every handler validates its path, query and body with a zod schema beside it and answers 400 in the API error ' +
         'shape; an API Gateway request validator would duplicate that with different error bodies.',
-    });
-    Validations.of(this.api.deploymentStage).acknowledge({
-      id: 'AwsSolutions-APIG3',
-      reason:
-        'No WAF web ACL yet: every non-public route needs a bearer token checked by the authorizer, the stage is ' +
-        'throttled (burst 100, rate 50/s), and the public routes are static. A web ACL is a per-account cost decision ' +
-        'for the operators; associate one with this stage when the API faces untrusted traffic at scale.',
     });
     const cloudWatchRole = this.api.node.tryFindChild('CloudWatchRole');
     if (cloudWatchRole) {

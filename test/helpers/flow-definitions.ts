@@ -118,3 +118,26 @@ export function scheduleFlow(cronExpression: string, timezone: string) {
     edges: [{ from: 'Morning', to: 'Report', type: 'stepForward' }],
   };
 }
+
+/** A webhook flow and an app-event flow, each one prompt node: the smallest definition every trigger route accepts. */
+export const helloAndTicketDefinition = {
+  instructions: 'You are the support assistant of Acme routers.',
+  flows: [
+    {
+      name: 'hello',
+      nodes: [
+        { name: 'Start', type: 'trigger', triggerType: 'webhook', displayName: 'Hello' },
+        { name: 'Greet', type: 'promptNode', displayName: 'Greet', prompt: 'Say hello to the customer.' },
+      ],
+      edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
+    },
+    {
+      name: 'crm',
+      nodes: [
+        { name: 'TicketCreated', type: 'trigger', triggerType: 'app', appName: 'crm', eventName: 'ticket.created' },
+        { name: 'Ack', type: 'promptNode', displayName: 'Acknowledge', prompt: 'Acknowledge the ticket.' },
+      ],
+      edges: [{ from: 'TicketCreated', to: 'Ack', type: 'stepForward' }],
+    },
+  ],
+};

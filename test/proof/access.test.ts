@@ -3,14 +3,22 @@
  * organization, right token } → the status the README promises, each cell a named test; then the pre-signed upload
  * URLs: tampered, expired, and replayed after upload-complete.
  *
+ * Issue 22 adds two matrices: every scope set a caller (with `dashboard`) can hold × every scope set it can ask
+ * POST /dashboard/tokens for (a wider one → 403 FORBIDDEN and no token stored), and every scoped route with a token
+ * of org A restricted to one of its agents: with another agent of org A → the 404 another organization gets, with
+ * its own agent → the right token's answer.
+ *
  * The table is keyed by route id and checked against ROUTES, so a new route without a row fails here. Org A's
  * resources are made through the public API before the matrix runs; every route that deletes or consumes something
  * gets a resource of its own, so the order of the cells does not matter for the others.
  */
+
 import { type HttpRoute, ROUTES, routeById, SCOPES, type Scope } from '../../lib/routes';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument } from '../helpers/fixtures';
+import { helloAndTicketDefinition as definition } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
 import { type ApiResponse, client, startService, type TestService } from '../helpers/service';
+import { tokenTable } from '../helpers/token-table';
 import { printFigures } from './size';
 
 type Call = ReturnType<typeof client>;
@@ -39,14 +47,27 @@ type Row =
   | { readonly public: true }
   | {
       readonly public?: false;
-      /** A valid request for org A's resources. */
-      readonly request: () => Request;
+      /** A valid request for the resources of one agent of org A (`fx` in the main matrix). */
+      readonly request: (f: Fixtures) => Request;
       /** The documented success status of the right token. */
       readonly success: 200 | 201;
       readonly otherOrg: OtherOrg;
       /** Extra checks of the right token's answer. */
-      readonly check?: (body: Body) => Promise<void> | void;
+      readonly check?: (body: Body, f: Fixtures) => Promise<void> | void;
+      /** What a token restricted to one agent gets; by default (otherOrg 404) as described at Restricted. */
+      readonly restricted?: Restricted;
     };
+
+/**
+ * A token of org A restricted to agent `own`, against `sibling`, another agent of org A.
+ * - `agent` (the default of every row whose otherOrg is a 404): `request(sibling)` → that same 404 (or `code`),
+ *   `request(own)` → the right token's status and checks; `request` here replaces the row's.
+ * - `organization`: the route addresses no agent; `check` gets the answer (lists show `own` alone), or `forbidden`.
+ */
+type Restricted =
+  | { readonly addresses: 'agent'; readonly code?: string; readonly request?: (f: Fixtures) => Request }
+  | { readonly addresses: 'organization'; readonly status: 200; readonly check: (body: Body) => void }
+  | { readonly addresses: 'organization'; readonly status: 403 };
 
 /** Everything the rows address, made in beforeAll. */
 interface Fixtures {
@@ -58,51 +79,36 @@ interface Fixtures {
   s3KeyToDelete: string;
   /** A PUT but not completed upload, completed by the UploadComplete cell. */
   pendingUploadId: string;
+  /** Its document's key: not found until the upload is completed. */
+  pendingS3Key: string;
   /** A PUT but not completed update, completed by the UpdateUploadComplete cell. */
   pendingUpdateId: string;
   zipJobId: string;
   sessionId: string;
-  /** Org B's own agent, which its lists must show. */
-  agentB: string;
 }
 
 let service: TestService;
 let shortTtl: TestService;
 let orgA: Call;
 let orgB: Call;
-const fx = {} as Fixtures;
+let fx: Fixtures;
+/** Org B's own agent, which its lists must show. */
+let agentB: string;
+/** Two more agents of org A, with everything `fx` has: the restricted token's own agent, and one it must not see. */
+let own: Fixtures;
+let sibling: Fixtures;
+/** An org A token with every scope, restricted to `own`'s agent. */
+let restrictedToken: string;
 /** Org A tokens with every scope but one. */
 const allBut = {} as Record<Scope, string>;
 /** An upload link of the short-TTL runtime, issued in beforeAll; its URL lives one second. */
 let expiringLink: { link: UploadLink; issuedAt: number };
 
-const definition = {
-  instructions: 'You are the support assistant of Acme routers.',
-  flows: [
-    {
-      name: 'hello',
-      nodes: [
-        { name: 'Start', type: 'trigger', triggerType: 'webhook', displayName: 'Hello' },
-        { name: 'Greet', type: 'promptNode', displayName: 'Greet', prompt: 'Say hello to the customer.' },
-      ],
-      edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
-    },
-    {
-      name: 'crm',
-      nodes: [
-        { name: 'TicketCreated', type: 'trigger', triggerType: 'app', appName: 'crm', eventName: 'ticket.created' },
-        { name: 'Ack', type: 'promptNode', displayName: 'Acknowledge', prompt: 'Acknowledge the ticket.' },
-      ],
-      edges: [{ from: 'TicketCreated', to: 'Ack', type: 'stepForward' }],
-    },
-  ],
-};
-
-const dataset = () => ({ ...fx.a });
-const agentPath = () => ({ agentId: fx.a.agentId });
-const envPath = () => ({ agentId: fx.a.agentId, environment: fx.a.environment });
-const kbPath = () => ({ agentId: fx.a.agentId, knowledgeBaseId: fx.a.knowledgeBaseId });
-const kbInEnvPath = () => ({ ...envPath(), knowledgeBaseId: fx.a.knowledgeBaseId });
+const dataset = (f: Fixtures) => ({ ...f.a });
+const agentPath = (f: Fixtures) => ({ agentId: f.a.agentId });
+const envPath = (f: Fixtures) => ({ agentId: f.a.agentId, environment: f.a.environment });
+const kbPath = (f: Fixtures) => ({ agentId: f.a.agentId, knowledgeBaseId: f.a.knowledgeBaseId });
+const kbInEnvPath = (f: Fixtures) => ({ ...envPath(f), knowledgeBaseId: f.a.knowledgeBaseId });
 const notFound = (code: string): OtherOrg => ({ status: 404, code });
 const ids = (body: Body) => (body.data as { agentId: string }[]).map((agent) => agent.agentId);
 
@@ -110,7 +116,7 @@ const ids = (body: Body) => (body.data as { agentId: string }[]).map((agent) => 
 const onlyOrgBAgents: OtherOrg = {
   status: 200,
   check: (body) => {
-    expect(ids(body)).toContain(fx.agentB);
+    expect(ids(body)).toContain(agentB);
     expect(ids(body)).not.toContain(fx.a.agentId);
   },
 };
@@ -119,62 +125,70 @@ const ROWS: Record<string, Row> = {
   Health: { public: true },
   OpenApi: { public: true },
   UploadLink: {
-    request: () => ({ body: { ...dataset(), fileName: 'matrix.txt' } }),
+    request: (f) => ({ body: { ...dataset(f), fileName: 'matrix.txt' } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.uploadUrl).toEqual(expect.any(String)),
   },
   UploadComplete: {
-    request: () => ({ body: { uploadId: fx.pendingUploadId } }),
+    request: (f) => ({ body: { uploadId: f.pendingUploadId } }),
     success: 200,
     otherOrg: notFound('UPLOAD_NOT_FOUND'),
     check: (body) => expect(body).toMatchObject({ type: 'document', status: 'uploaded' }),
   },
   UpdateUploadLink: {
-    request: () => ({ body: { ...dataset(), s3Key: fx.s3Key, fileName: 'matrix-v2.txt' } }),
+    request: (f) => ({ body: { ...dataset(f), s3Key: f.s3Key, fileName: 'matrix-v2.txt' } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
-    check: (body) => expect(body.s3Key).toBe(fx.s3Key),
+    check: (body, f) => expect(body.s3Key).toBe(f.s3Key),
   },
   UpdateUploadComplete: {
-    request: () => ({ body: { uploadId: fx.pendingUpdateId } }),
+    request: (f) => ({ body: { uploadId: f.pendingUpdateId } }),
     success: 200,
     otherOrg: notFound('UPLOAD_NOT_FOUND'),
     check: (body) => expect(body).toMatchObject({ type: 'document', status: 'uploaded' }),
   },
   PatchMetadata: {
-    request: () => ({ body: { ...dataset(), s3Key: fx.s3Key, label2: 'checked:matrix' } }),
+    request: (f) => ({ body: { ...dataset(f), s3Key: f.s3Key, label2: 'checked:matrix' } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
-    check: (body) => expect(body).toMatchObject({ s3Key: fx.s3Key, label2: 'checked:matrix' }),
+    check: (body, f) => expect(body).toMatchObject({ s3Key: f.s3Key, label2: 'checked:matrix' }),
   },
   GetDocument: {
-    request: () => ({ query: { ...dataset(), s3Key: fx.s3Key } }),
+    request: (f) => ({ query: { ...dataset(f), s3Key: f.s3Key } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
-    check: (body) => expect(body.s3Key).toBe(fx.s3Key),
+    check: (body, f) => expect(body.s3Key).toBe(f.s3Key),
   },
   DeleteDocument: {
-    request: () => ({ body: { ...dataset(), s3Key: fx.s3KeyToDelete } }),
+    request: (f) => ({ body: { ...dataset(f), s3Key: f.s3KeyToDelete } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
-    check: (body) => expect(body).toMatchObject({ s3Key: fx.s3KeyToDelete, deleted: true }),
+    check: (body, f) => expect(body).toMatchObject({ s3Key: f.s3KeyToDelete, deleted: true }),
   },
   GetZipJob: {
-    request: () => ({ params: { zipJobId: fx.zipJobId } }),
+    request: (f) => ({ params: { zipJobId: f.zipJobId } }),
     success: 200,
     otherOrg: notFound('ZIP_JOB_NOT_FOUND'),
-    check: (body) => expect(body.zipJobId).toBe(fx.zipJobId),
+    check: (body, f) => expect(body.zipJobId).toBe(f.zipJobId),
   },
-  AgentsList: { request: () => ({}), success: 200, otherOrg: onlyOrgBAgents, check: (b) => expectAgentA(b) },
+  AgentsList: {
+    request: () => ({}),
+    success: 200,
+    otherOrg: onlyOrgBAgents,
+    check: (b) => expectAgentA(b),
+    restricted: { addresses: 'organization', status: 200, check: (b) => expectOwnAgentOnly(b) },
+  },
   QueryEvents: {
-    request: () => ({ body: { agentId: fx.a.agentId } }),
+    request: (f) => ({ body: { agentId: f.a.agentId } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect((body.data as unknown[]).length).toBeGreaterThan(0),
   },
   CreateAgent: {
     request: () => ({ body: { displayName: 'Matrix bot' } }),
+    // An agent it made would be one it cannot use: creating agents is the organization's.
+    restricted: { addresses: 'organization', status: 403 },
     success: 201,
     otherOrg: {
       status: 201,
@@ -185,108 +199,120 @@ const ROWS: Record<string, Row> = {
       },
     },
   },
-  ListAgents: { request: () => ({}), success: 200, otherOrg: onlyOrgBAgents, check: (b) => expectAgentA(b) },
+  ListAgents: {
+    request: () => ({}),
+    success: 200,
+    otherOrg: onlyOrgBAgents,
+    check: (b) => expectAgentA(b),
+    restricted: { addresses: 'organization', status: 200, check: (b) => expectOwnAgentOnly(b) },
+  },
   CreateKnowledgeBase: {
-    request: () => ({ params: agentPath(), body: { name: 'Matrix' } }),
+    request: (f) => ({ params: agentPath(f), body: { name: 'Matrix' } }),
     success: 201,
     otherOrg: notFound('AGENT_NOT_FOUND'),
   },
   ListKnowledgeBases: {
-    request: () => ({ params: agentPath() }),
+    request: (f) => ({ params: agentPath(f) }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
-    check: (body) =>
+    check: (body, f) =>
       expect((body.data as { knowledgeBaseId: string }[]).map((kb) => kb.knowledgeBaseId)).toContain(
-        fx.a.knowledgeBaseId,
+        f.a.knowledgeBaseId,
       ),
   },
   GetKnowledgeBase: {
-    request: () => ({ params: kbPath() }),
+    request: (f) => ({ params: kbPath(f) }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
-    check: (body) => expect(body.knowledgeBaseId).toBe(fx.a.knowledgeBaseId),
+    check: (body, f) => expect(body.knowledgeBaseId).toBe(f.a.knowledgeBaseId),
   },
   UpdateKnowledgeBase: {
-    request: () => ({ params: kbPath(), body: { description: 'Checked by the access matrix' } }),
+    request: (f) => ({ params: kbPath(f), body: { description: 'Checked by the access matrix' } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.description).toBe('Checked by the access matrix'),
   },
   DeleteKnowledgeBase: {
-    request: () => ({ params: { agentId: fx.a.agentId, knowledgeBaseId: fx.kbToDelete } }),
+    request: (f) => ({ params: { agentId: f.a.agentId, knowledgeBaseId: f.kbToDelete } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
-    check: (body) => expect(body).toMatchObject({ knowledgeBaseId: fx.kbToDelete, deleted: true }),
+    check: (body, f) => expect(body).toMatchObject({ knowledgeBaseId: f.kbToDelete, deleted: true }),
   },
   QueryKnowledgeBase: {
-    request: () => ({ params: kbInEnvPath(), body: { query: 'power button' } }),
+    request: (f) => ({ params: kbInEnvPath(f), body: { query: 'power button' } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect((body.results as unknown[]).length).toBeGreaterThan(0),
   },
   GenerateFromKnowledgeBase: {
-    request: () => ({ params: kbInEnvPath(), body: { query: 'power button' } }),
+    request: (f) => ({ params: kbInEnvPath(f), body: { query: 'power button' } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.answer).toEqual(expect.any(String)),
   },
   GetRetrievalConfig: {
-    request: () => ({ params: envPath() }),
+    request: (f) => ({ params: envPath(f) }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
   },
   PutRetrievalConfig: {
-    request: () => ({
-      params: envPath(),
-      body: { enabled: true, knowledgeBases: [{ knowledgeBaseId: fx.a.knowledgeBaseId }] },
+    request: (f) => ({
+      params: envPath(f),
+      body: { enabled: true, knowledgeBases: [{ knowledgeBaseId: f.a.knowledgeBaseId }] },
     }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.enabled).toBe(true),
   },
   PreviewDefaultRetrieval: {
-    request: () => ({ params: envPath(), body: { query: 'power button' } }),
+    request: (f) => ({ params: envPath(f), body: { query: 'power button' } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
   },
   PutAgentDefinition: {
-    request: () => ({ params: envPath(), body: definition }),
+    request: (f) => ({ params: envPath(f), body: definition }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.version).toEqual(expect.any(Number)),
   },
   GetAgentDefinition: {
-    request: () => ({ params: envPath() }),
+    request: (f) => ({ params: envPath(f) }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.definition).toMatchObject({ flows: expect.any(Array) }),
   },
   ValidateAgentDefinition: {
-    request: () => ({ params: envPath(), body: definition }),
+    request: (f) => ({ params: envPath(f), body: definition }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body).toMatchObject({ valid: true, problems: [] }),
   },
   GetSession: {
-    request: () => ({ params: { ...envPath(), sessionId: fx.sessionId } }),
+    request: (f) => ({ params: { ...envPath(f), sessionId: f.sessionId } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
-    check: (body) => expect(body.sessionId).toBe(fx.sessionId),
+    check: (body, f) => expect(body.sessionId).toBe(f.sessionId),
   },
   InvokeWebhook: {
-    request: () => ({ params: { ...envPath(), triggerName: 'Start' }, body: { message: 'Hello there' } }),
+    request: (f) => ({ params: { ...envPath(f), triggerName: 'Start' }, body: { message: 'Hello there' } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.status).toBe('completed'),
   },
   SendAppEvent: {
-    request: () => ({ params: envPath(), body: { appName: 'crm', eventName: 'ticket.created', payload: { id: 7 } } }),
+    request: (f) => ({ params: envPath(f), body: { appName: 'crm', eventName: 'ticket.created', payload: { id: 7 } } }),
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body).toMatchObject({ status: 'completed', flowName: 'crm' }),
   },
   CreateToken: {
     request: () => ({ body: { scopes: ['analytics'], name: 'matrix' } }),
+    // The agents are in the body; without agentIds it is the 403 of the minting matrix below.
+    restricted: {
+      addresses: 'agent',
+      code: 'AGENT_NOT_FOUND',
+      request: (f) => ({ body: { scopes: ['analytics'], name: 'matrix', agentIds: [f.a.agentId] } }),
+    },
     success: 201,
     otherOrg: {
       status: 201,
@@ -305,7 +331,12 @@ const ROWS: Record<string, Row> = {
 
 function expectAgentA(body: Body) {
   expect(ids(body)).toContain(fx.a.agentId);
-  expect(ids(body)).not.toContain(fx.agentB);
+  expect(ids(body)).not.toContain(agentB);
+}
+
+/** A list of a token restricted to `own`: that agent and no other. */
+function expectOwnAgentOnly(body: Body) {
+  expect({ ids: ids(body), count: body.count }).toEqual({ ids: [own.a.agentId], count: 1 });
 }
 
 /** The route's path with its `{name}` parameters filled in; a missing one is an error of the row. */
@@ -344,6 +375,57 @@ const observed = new Map<string, Map<Case, number>>();
 
 const cells = ROUTES.flatMap((route) => CASES.map((cell) => [route.id, cell] as const));
 
+/** An agent of org A with everything the rows address, made through the public API. */
+async function makeFixtures(call: Call): Promise<Fixtures> {
+  const a = await createDataset(call);
+  const second = await call<{ knowledgeBaseId: string }>('POST', `/dashboard/agents/${a.agentId}/knowledge/bases`, {
+    body: { name: 'To delete' },
+  });
+  const kbToDelete = second.body.knowledgeBaseId;
+
+  const main = await uploadDocument(call, a, { fileName: 'guide.txt' }, 'Hold the power button for five seconds.');
+  const s3Key = main.link.s3Key;
+  const toUpdate = await uploadDocument(call, a, { fileName: 'update-me.txt' }, 'Version one.');
+  const s3KeyToDelete = (await uploadDocument(call, a, { fileName: 'delete-me.txt' }, 'Short lived.')).link.s3Key;
+
+  const pending = await call<UploadLink>('POST', `${DOCS}/upload-link`, {
+    body: { ...a, fileName: 'pending.txt' },
+  });
+  expect((await putFile(pending.body, 'Waiting for upload-complete.')).status).toBe(200);
+  const pendingUploadId = pending.body.uploadId;
+  const pendingS3Key = pending.body.s3Key;
+  const update = await call<UploadLink>('POST', `${DOCS}/update/upload-link`, {
+    body: { ...a, s3Key: toUpdate.link.s3Key, fileName: 'update-me.txt' },
+  });
+  expect((await putFile(update.body, 'Version two.')).status).toBe(200);
+  const pendingUpdateId = update.body.uploadId;
+
+  // An empty archive (just its end record) is a valid ZIP import of no files.
+  const zipJobId = (
+    await uploadDocument(call, a, { fileName: 'batch.zip' }, Buffer.from('PK\u0005\u0006'.padEnd(22, '\u0000')))
+  ).link.zipJobId as string;
+
+  const stored = await call('PUT', `/dashboard/agents/${a.agentId}/definition/${a.environment}`, {
+    body: definition,
+  });
+  expect(stored.status).toBe(200);
+  const run = await call<{ sessionId: string; status: string }>(
+    'POST',
+    `/api/v1/webhooks/${a.agentId}/${a.environment}/Start`,
+    { body: { message: 'First visit' } },
+  );
+  expect(run.body.status).toBe('completed');
+  const sessionId = run.body.sessionId;
+
+  // Query and generate have something to find.
+  const ready = await pollUntil(
+    () => call<{ status: string }>('GET', DOCS, { query: { ...a, s3Key } }),
+    (response) => response.body.status !== 'uploaded',
+  );
+  expect(ready.body.status).toBe('ready');
+  return { a, kbToDelete, s3Key, s3KeyToDelete, pendingUploadId, pendingS3Key, pendingUpdateId, zipJobId, sessionId };
+}
+
 beforeAll(async () => {
   [service, shortTtl] = await Promise.all([startService(), startService({ env: { UPLOAD_URL_TTL_SECONDS: '1' } })]);
   orgA = client(service, service.tokens[0]);
@@ -369,54 +451,19 @@ beforeAll(async () => {
     allBut[scope] = token.body.token;
   }
 
-  fx.a = await createDataset(orgA);
-  const second = await orgA<{ knowledgeBaseId: string }>('POST', `/dashboard/agents/${fx.a.agentId}/knowledge/bases`, {
-    body: { name: 'To delete' },
+  fx = await makeFixtures(orgA);
+  const agentOfB = await orgB<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'B bot' } });
+  agentB = agentOfB.body.agentId;
+
+  own = await makeFixtures(orgA);
+  sibling = await makeFixtures(orgA);
+  const restricted = await orgA<{ token: string; agentIds: string[] }>('POST', '/dashboard/tokens', {
+    body: { scopes: [...SCOPES], agentIds: [own.a.agentId], name: 'own agent only' },
   });
-  fx.kbToDelete = second.body.knowledgeBaseId;
-  const agentB = await orgB<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'B bot' } });
-  fx.agentB = agentB.body.agentId;
-
-  const main = await uploadDocument(orgA, fx.a, { fileName: 'guide.txt' }, 'Hold the power button for five seconds.');
-  fx.s3Key = main.link.s3Key;
-  const toUpdate = await uploadDocument(orgA, fx.a, { fileName: 'update-me.txt' }, 'Version one.');
-  fx.s3KeyToDelete = (await uploadDocument(orgA, fx.a, { fileName: 'delete-me.txt' }, 'Short lived.')).link.s3Key;
-
-  const pending = await orgA<UploadLink>('POST', `${DOCS}/upload-link`, {
-    body: { ...fx.a, fileName: 'pending.txt' },
-  });
-  expect((await putFile(pending.body, 'Waiting for upload-complete.')).status).toBe(200);
-  fx.pendingUploadId = pending.body.uploadId;
-  const update = await orgA<UploadLink>('POST', `${DOCS}/update/upload-link`, {
-    body: { ...fx.a, s3Key: toUpdate.link.s3Key, fileName: 'update-me.txt' },
-  });
-  expect((await putFile(update.body, 'Version two.')).status).toBe(200);
-  fx.pendingUpdateId = update.body.uploadId;
-
-  // An empty archive (just its end record) is a valid ZIP import of no files.
-  fx.zipJobId = (
-    await uploadDocument(orgA, fx.a, { fileName: 'batch.zip' }, Buffer.from('PK\u0005\u0006'.padEnd(22, '\u0000')))
-  ).link.zipJobId as string;
-
-  const stored = await orgA('PUT', `/dashboard/agents/${fx.a.agentId}/definition/${fx.a.environment}`, {
-    body: definition,
-  });
-  expect(stored.status).toBe(200);
-  const run = await orgA<{ sessionId: string; status: string }>(
-    'POST',
-    `/api/v1/webhooks/${fx.a.agentId}/${fx.a.environment}/Start`,
-    { body: { message: 'First visit' } },
-  );
-  expect(run.body.status).toBe('completed');
-  fx.sessionId = run.body.sessionId;
-
-  // Query and generate have something to find.
-  const ready = await pollUntil(
-    () => orgA<{ status: string }>('GET', DOCS, { query: { ...fx.a, s3Key: fx.s3Key } }),
-    (response) => response.body.status !== 'uploaded',
-  );
-  expect(ready.body.status).toBe('ready');
-}, 60_000);
+  expect(restricted.status).toBe(201);
+  expect(restricted.body.agentIds).toEqual([own.a.agentId]);
+  restrictedToken = restricted.body.token;
+}, 90_000);
 
 afterAll(async () => {
   await Promise.all([service?.stop(), shortTtl?.stop()]);
@@ -453,7 +500,7 @@ describe('access matrix', () => {
       response = await orgA<Body>(route.method, route.path, { token });
       expect(response.status).toBe(200);
     } else {
-      const request = row.request();
+      const request = row.request(fx);
       response = await orgA<Body>(route.method, pathOf(route, request.params), {
         token,
         query: request.query,
@@ -473,7 +520,7 @@ describe('access matrix', () => {
           status: row.success,
           success: true,
         });
-        await row.check?.(response.body);
+        await row.check?.(response.body, fx);
       }
     }
     const statuses = observed.get(routeId) ?? new Map<Case, number>();
@@ -489,6 +536,231 @@ describe('access matrix', () => {
     const gone = await orgA<Body>('GET', `/dashboard/agents/${fx.a.agentId}/knowledge/bases/${fx.kbToDelete}`);
     expectError(gone, 404, 'KNOWLEDGE_BASE_NOT_FOUND');
   });
+});
+
+/** The restricted token's answer for a row; undefined for a public row, or a row that forgot to say (the table fails). */
+function restrictedOf(row: Row): Restricted | undefined {
+  if (row.public) return undefined;
+  if (row.restricted) return row.restricted;
+  return row.otherOrg.status === 404 ? { addresses: 'agent', code: row.otherOrg.code } : undefined;
+}
+
+const RESTRICTED_CASES = ['a sibling agent', 'its own agent', 'its organization'] as const;
+type RestrictedCase = (typeof RESTRICTED_CASES)[number];
+
+const restrictedCells = ROUTES.filter((route) => route.scope !== null).flatMap((route) => {
+  const restricted = restrictedOf(ROWS[route.id]);
+  const cases: RestrictedCase[] =
+    restricted?.addresses === 'organization' ? ['its organization'] : ['a sibling agent', 'its own agent'];
+  return cases.map((cell) => [route.id, cell] as const);
+});
+
+/** Every restricted cell's status, for the printed figures. */
+const restrictedObserved = new Map<string, Map<RestrictedCase, number>>();
+/** Lines of the minting and restriction figures. */
+const tokenFigures: string[] = [];
+
+/** How many tokens the local tokens table holds; null against a deployment, whose table this test cannot read. */
+async function tokenCount(): Promise<number | null> {
+  const table = tokenTable(service);
+  if (!table) return null;
+  try {
+    return await table.count();
+  } finally {
+    table.close();
+  }
+}
+
+describe('agent-restricted token (issue 22)', () => {
+  let agentsBefore: number;
+
+  beforeAll(async () => {
+    agentsBefore = ((await orgA<Body>('GET', '/dashboard/agents')).body.data as unknown[]).length;
+  });
+
+  it('has an answer for every scoped row: agent rows by their 404, the others by name', () => {
+    const missing = ROUTES.filter((route) => route.scope !== null && !restrictedOf(ROWS[route.id])).map((r) => r.id);
+    expect(missing).toEqual([]);
+  });
+
+  it.each(restrictedCells)('%s with %s', async (routeId, cell) => {
+    const route = routeById(routeId);
+    const row = ROWS[routeId];
+    if (row.public) throw new Error(`${routeId} is public: it has no restricted cell`);
+    const restricted = restrictedOf(row);
+    if (!restricted) throw new Error(`row ${routeId} says nothing of a restricted token`);
+    const send = (request: Request) =>
+      orgA<Body>(route.method, pathOf(route, request.params), {
+        token: restrictedToken,
+        query: request.query,
+        body: request.body,
+      });
+    let response: ApiResponse<Body>;
+    if (restricted.addresses === 'organization') {
+      expect(cell).toBe('its organization');
+      response = await send(row.request(own));
+      if (restricted.status === 403) expectError(response, 403, 'FORBIDDEN');
+      else {
+        expect({ status: response.status, success: response.body.success }).toEqual({ status: 200, success: true });
+        restricted.check(response.body);
+      }
+    } else {
+      const requestOf = restricted.request ?? row.request;
+      const code = restricted.code ?? (row.otherOrg.status === 404 ? row.otherOrg.code : undefined);
+      if (cell === 'a sibling agent') {
+        response = await send(requestOf(sibling));
+        expectError(response, 404, code as string);
+      } else {
+        expect(cell).toBe('its own agent');
+        response = await send(requestOf(own));
+        expect({ status: response.status, success: response.body.success }).toEqual({
+          status: row.success,
+          success: true,
+        });
+        await row.check?.(response.body, own);
+      }
+    }
+    const statuses = restrictedObserved.get(routeId) ?? new Map<RestrictedCase, number>();
+    statuses.set(cell, response.status);
+    restrictedObserved.set(routeId, statuses);
+  });
+
+  it('left the sibling agent as it was: nothing a restricted cell sent changed it', async () => {
+    const { a } = sibling;
+    const doc = await orgA<Body>('GET', DOCS, { query: { ...a, s3Key: sibling.s3Key } });
+    expect(doc.body).toMatchObject({ status: 'ready', label1: null, label2: null });
+    const kb = await orgA<Body>('GET', `/dashboard/agents/${a.agentId}/knowledge/bases/${a.knowledgeBaseId}`);
+    expect(kb.body).toMatchObject({ name: 'Manuals', description: 'Product manuals' });
+    const toDelete = await orgA<Body>('GET', `/dashboard/agents/${a.agentId}/knowledge/bases/${sibling.kbToDelete}`);
+    expect(toDelete.status).toBe(200);
+    expect((await orgA<Body>('GET', DOCS, { query: { ...a, s3Key: sibling.s3KeyToDelete } })).status).toBe(200);
+    // Still reserved: the restricted upload-complete did not complete it.
+    expectError(
+      await orgA<Body>('GET', DOCS, { query: { ...a, s3Key: sibling.pendingS3Key } }),
+      404,
+      'DOCUMENT_NOT_FOUND',
+    );
+    const stored = await orgA<Body>('GET', `/dashboard/agents/${a.agentId}/definition/${a.environment}`);
+    expect(stored.body.version).toBe(1);
+    const retrieval = await orgA<Body>('GET', `/dashboard/agents/${a.agentId}/retrieval/${a.environment}`);
+    expect(retrieval.body.enabled).toBe(false);
+    // The restricted CreateAgent cell made no agent.
+    expect(((await orgA<Body>('GET', '/dashboard/agents')).body.data as unknown[]).length).toBe(agentsBefore);
+  });
+});
+
+/** Every non-empty subset of SCOPES, in SCOPES order. */
+const SCOPE_SETS: Scope[][] = Array.from({ length: 2 ** SCOPES.length - 1 }, (_, i) =>
+  SCOPES.filter((_, bit) => (i + 1) & (1 << bit)),
+);
+/** What a caller of POST /dashboard/tokens can hold: the route needs `dashboard`. */
+const HELD_SETS = SCOPE_SETS.filter((set) => set.includes('dashboard'));
+const key = (set: readonly string[]) => set.join('+');
+const mintCells = HELD_SETS.flatMap((held) => SCOPE_SETS.map((asked) => [key(held), key(asked)] as const));
+
+describe('minting tokens: a narrower caller never gets a wider token (issue 22)', () => {
+  /** Org A tokens holding each HELD_SET, unrestricted and restricted to `own`. */
+  const holders: Record<string, string> = {};
+  const restrictedHolders: Record<string, string> = {};
+  const outcome = { widening: 0, refused: 0, storedByRefused: 0, allowed: 0, created: 0 };
+
+  beforeAll(async () => {
+    for (const held of HELD_SETS) {
+      const whole = await orgA<{ token: string }>('POST', '/dashboard/tokens', { body: { scopes: held } });
+      const narrow = await orgA<{ token: string }>('POST', '/dashboard/tokens', {
+        body: { scopes: held, agentIds: [own.a.agentId] },
+      });
+      expect([whole.status, narrow.status]).toEqual([201, 201]);
+      holders[key(held)] = whole.body.token;
+      restrictedHolders[key(held)] = narrow.body.token;
+    }
+  });
+
+  afterAll(() => {
+    tokenFigures.push(
+      `minting: ${HELD_SETS.length} held scope sets × ${SCOPE_SETS.length} asked = ${mintCells.length} cells; ` +
+        `${outcome.widening} widening → 403 × ${outcome.refused}, tokens stored by them: ${outcome.storedByRefused}; ` +
+        `${outcome.allowed} within → 201 × ${outcome.created}`,
+    );
+  });
+
+  it.each(mintCells)('a token with %s asking for %s', async (heldKey, askedKey) => {
+    const held = heldKey.split('+');
+    const asked = askedKey.split('+');
+    const notHeld = asked.filter((scope) => !held.includes(scope));
+    const before = await tokenCount();
+    const response = await orgA<Body>('POST', '/dashboard/tokens', {
+      token: holders[heldKey],
+      body: { scopes: asked },
+    });
+    const after = await tokenCount();
+    if (notHeld.length > 0) {
+      outcome.widening += 1;
+      expect({ status: response.status, body: response.body }).toEqual({
+        status: 403,
+        body: {
+          success: false,
+          error: {
+            code: 'FORBIDDEN',
+            message: `A token cannot create a token with a scope it does not hold: ${notHeld.join(', ')}`,
+            details: notHeld.map((scope) => ({
+              field: 'scopes',
+              rule: 'scopes.notHeld',
+              message: `this token does not hold scope ${scope}`,
+            })),
+          },
+        },
+      });
+      outcome.refused += 1;
+      expect(after).toBe(before);
+      if (before !== null && after !== null) outcome.storedByRefused += after - before;
+    } else {
+      outcome.allowed += 1;
+      expect({ status: response.status, scopes: response.body.scopes, agentIds: response.body.agentIds }).toEqual({
+        status: 201,
+        scopes: asked,
+        agentIds: null,
+      });
+      outcome.created += 1;
+      if (before !== null) expect(after).toBe(before + 1);
+    }
+  });
+
+  it.each(HELD_SETS.map((held) => [key(held)]))(
+    'a token with %s restricted to one agent: no unrestricted child (403), no other agent (404), its agent (201)',
+    async (heldKey) => {
+      const token = restrictedHolders[heldKey];
+      const held = heldKey.split('+');
+      const before = await tokenCount();
+      const unrestricted = await orgA<Body>('POST', '/dashboard/tokens', { token, body: { scopes: held } });
+      expectError(unrestricted, 403, 'FORBIDDEN');
+      expect(unrestricted.body).toMatchObject({
+        error: { details: [{ field: 'agentIds', rule: 'agentIds.notHeld' }] },
+      });
+      const wider = await orgA<Body>('POST', '/dashboard/tokens', {
+        token,
+        body: { scopes: held, agentIds: [own.a.agentId, sibling.a.agentId] },
+      });
+      expectError(wider, 404, 'AGENT_NOT_FOUND');
+      // Scopes are checked first: a widening scope is the 403 whatever the agents.
+      const widerScopes = await orgA<Body>('POST', '/dashboard/tokens', {
+        token,
+        body: { scopes: [...SCOPES], agentIds: [own.a.agentId] },
+      });
+      if (held.length < SCOPES.length) expectError(widerScopes, 403, 'FORBIDDEN');
+      else expect(widerScopes.status).toBe(201);
+      const within = await orgA<Body>('POST', '/dashboard/tokens', {
+        token,
+        body: { scopes: held, agentIds: [own.a.agentId] },
+      });
+      expect({ status: within.status, agentIds: within.body.agentIds }).toEqual({
+        status: 201,
+        agentIds: [own.a.agentId],
+      });
+      const after = await tokenCount();
+      if (before !== null) expect(after).toBe(before + (held.length < SCOPES.length ? 1 : 2));
+    },
+  );
 });
 
 /** The S3 error code of an XML error body. */
@@ -509,7 +781,11 @@ describe('pre-signed upload URLs', () => {
     const link = (
       await orgA<UploadLink>('POST', `${DOCS}/upload-link`, { body: { ...fx.a, fileName: 'tampered.txt' } })
     ).body;
-    expect(link.requiredHeaders).toEqual({ 'Content-Type': 'text/plain', 'If-None-Match': '*' });
+    expect(link.requiredHeaders).toEqual({
+      'Content-Type': 'text/plain',
+      'If-None-Match': '*',
+      'x-amz-tagging': 'upload=pending',
+    });
     const guideBefore = await orgA<Body>('GET', DOCS, { query: { ...fx.a, s3Key: fx.s3Key } });
     const url = new URL(link.uploadUrl);
     const bucket = url.pathname.split('/')[1];
@@ -527,6 +803,7 @@ describe('pre-signed upload URLs', () => {
     existingDocument.pathname = `/${bucket}/${fx.s3Key}`;
     const headers = link.requiredHeaders;
     const { 'If-None-Match': _condition, ...withoutCondition } = headers;
+    const { 'x-amz-tagging': _tag, ...withoutTag } = headers;
 
     const attempts: [string, string, Record<string, string>, number, string][] = [
       ['another key', otherKey.toString(), headers, 403, 'SignatureDoesNotMatch'],
@@ -551,13 +828,22 @@ describe('pre-signed upload URLs', () => {
       ],
       [
         'X-Amz-SignedHeaders without content-type',
-        withParam('X-Amz-SignedHeaders', () => 'host;if-none-match'),
+        withParam('X-Amz-SignedHeaders', () => 'host;if-none-match;x-amz-tagging'),
         headers,
         403,
         'SignatureDoesNotMatch',
       ],
       ['Content-Type', link.uploadUrl, { ...headers, 'Content-Type': 'text/html' }, 403, 'SignatureDoesNotMatch'],
       ['If-None-Match left out', link.uploadUrl, withoutCondition, 403, 'SignatureDoesNotMatch'],
+      // Without its pending-upload tag the object would escape the lifecycle rule for abandoned uploads.
+      ['x-amz-tagging left out', link.uploadUrl, withoutTag, 403, 'SignatureDoesNotMatch'],
+      [
+        'x-amz-tagging changed',
+        link.uploadUrl,
+        { ...headers, 'x-amz-tagging': 'upload=done' },
+        403,
+        'SignatureDoesNotMatch',
+      ],
       ['unsigned x-amz-meta-owner', link.uploadUrl, { ...headers, 'x-amz-meta-owner': 'mallory' }, 403, 'AccessDenied'],
     ];
     const results: [string, number, string | undefined][] = [];
@@ -660,6 +946,25 @@ describe('pre-signed upload URLs', () => {
   });
 });
 
+/** The restricted matrix, one line per route, and its totals. */
+function restrictedLines(): string[] {
+  const lines = [`restricted to one agent: columns ${RESTRICTED_CASES.join(' | ')}`];
+  const totals = new Map<RestrictedCase, Map<number, number>>();
+  for (const route of ROUTES.filter((r) => r.scope !== null)) {
+    const statuses = restrictedObserved.get(route.id);
+    lines.push(`${route.id.padEnd(26)} ${RESTRICTED_CASES.map((cell) => statuses?.get(cell) ?? '—').join(' ')}`);
+    for (const [cell, status] of statuses ?? []) {
+      const counts = totals.get(cell) ?? new Map<number, number>();
+      counts.set(status, (counts.get(status) ?? 0) + 1);
+      totals.set(cell, counts);
+    }
+  }
+  for (const [cell, counts] of totals) {
+    lines.push(`${cell}: ${[...counts].map(([status, n]) => `${status} × ${n}`).join(', ')}`);
+  }
+  return lines;
+}
+
 afterAll(() => {
   const lines: string[] = [];
   /** Per column (public routes apart): how many cells answered each status. */
@@ -691,5 +996,7 @@ afterAll(() => {
           .join(', ')}`,
     ),
     ...urlFigures,
+    ...tokenFigures,
+    ...restrictedLines(),
   ]);
 });

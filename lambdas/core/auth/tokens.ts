@@ -30,12 +30,75 @@ export async function authenticate(tokens: TokenStore, authorizationHeader: stri
   if (!token) throw new UnauthorizedError();
   const record = await tokens.getByHash(hashToken(token));
   if (!record) throw new UnauthorizedError();
-  return { organizationId: record.organizationId, tokenId: record.tokenId, scopes: record.scopes };
+  return {
+    organizationId: record.organizationId,
+    tokenId: record.tokenId,
+    scopes: record.scopes,
+    ...(record.agentIds ? { agentIds: record.agentIds } : {}),
+  };
+}
+
+/**
+ * The caller as the authorizer hands it to the handlers: API Gateway's context takes flat strings only. `agentIds`
+ * is present only for a restricted token, so a context without it (or an answer cached before restriction existed)
+ * means the whole organization.
+ */
+export function callerContext(caller: Caller): Record<string, string> {
+  return {
+    organizationId: caller.organizationId,
+    tokenId: caller.tokenId,
+    scopes: caller.scopes.join(','),
+    ...(caller.agentIds ? { agentIds: caller.agentIds.join(',') } : {}),
+  };
+}
+
+/** The inverse of callerContext; undefined when the request was not authorized. */
+export function callerFromContext(context: Record<string, unknown> | null | undefined): Caller | undefined {
+  if (!context || typeof context.organizationId !== 'string') return undefined;
+  const list = (value: unknown) => (typeof value === 'string' ? value.split(',').filter(Boolean) : []);
+  return {
+    organizationId: context.organizationId,
+    tokenId: String(context.tokenId ?? ''),
+    scopes: list(context.scopes),
+    // Present but empty would be a token restricted to nothing: it stays restricted (to no agent), never widens.
+    ...(context.agentIds !== undefined ? { agentIds: list(context.agentIds) } : {}),
+  };
 }
 
 export function requireScope(caller: Caller, scope: Scope): void {
   if (!caller.scopes.includes(scope)) {
     throw new ForbiddenError(`This route needs a token with scope ${scope}`);
+  }
+}
+
+/**
+ * What a token may hand on to a token it creates: none of the scopes it lacks, and, when it is restricted to agents,
+ * a restriction to some of its own agents. Agents outside its restriction are the 404 of requireAgent, as for any
+ * agent it cannot see; this checks what is refused even for agents it can see.
+ */
+export function requireGrantable(caller: Caller, request: { scopes: readonly Scope[]; agentIds?: readonly string[] }) {
+  const notHeld = [...new Set(request.scopes)].filter((scope) => !caller.scopes.includes(scope));
+  if (notHeld.length > 0) {
+    throw new ForbiddenError(
+      `A token cannot create a token with a scope it does not hold: ${notHeld.join(', ')}`,
+      notHeld.map((scope) => ({
+        field: 'scopes',
+        rule: 'scopes.notHeld',
+        message: `this token does not hold scope ${scope}`,
+      })),
+    );
+  }
+  if (caller.agentIds !== undefined && request.agentIds === undefined) {
+    throw new ForbiddenError(
+      'A token restricted to agents can only create tokens restricted to some of its agents: give agentIds',
+      [
+        {
+          field: 'agentIds',
+          rule: 'agentIds.notHeld',
+          message: 'this token cannot grant every agent of the organization',
+        },
+      ],
+    );
   }
 }
 
@@ -47,10 +110,23 @@ export interface IssuedToken {
 /** Stores a new token of an organization and returns it: the only time the plain token exists. */
 export async function issueToken(
   tokens: TokenStore,
-  fields: { organizationId: string; tokenId: string; scopes: readonly Scope[]; name: string | null; createdAt: string },
+  fields: {
+    organizationId: string;
+    tokenId: string;
+    scopes: readonly Scope[];
+    agentIds?: readonly string[];
+    name: string | null;
+    createdAt: string;
+  },
   token: string = generateToken(),
 ): Promise<IssuedToken> {
-  const record: TokenRecord = { ...fields, scopes: [...new Set(fields.scopes)], tokenHash: hashToken(token) };
+  const { agentIds, ...rest } = fields;
+  const record: TokenRecord = {
+    ...rest,
+    scopes: [...new Set(fields.scopes)],
+    ...(agentIds ? { agentIds: [...new Set(agentIds)] } : {}),
+    tokenHash: hashToken(token),
+  };
   await tokens.put(record);
   return { token, record };
 }

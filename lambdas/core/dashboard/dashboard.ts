@@ -8,10 +8,16 @@ import type {
   KnowledgeBaseStore,
   TokenStore,
 } from '../../ports/stores';
-import { issueToken } from '../auth/tokens';
+import { issueToken, requireGrantable } from '../auth/tokens';
 import { NotFoundError } from '../errors';
 import { ENVIRONMENTS } from '../knowledge/fields';
-import { type Caller, requireAgent, requireKnowledgeBase } from '../tenancy/tenancy';
+import {
+  type Caller,
+  requireAgent,
+  requireKnowledgeBase,
+  requireWholeOrganization,
+  visibleAgents,
+} from '../tenancy/tenancy';
 
 export interface DashboardDeps {
   readonly agents: AgentStore;
@@ -29,6 +35,7 @@ export async function createAgent(
   caller: Caller,
   displayName: string,
 ) {
+  requireWholeOrganization(caller, 'create an agent');
   const agent = {
     organizationId: caller.organizationId,
     agentId: deps.ids.uuid(),
@@ -40,7 +47,7 @@ export async function createAgent(
 }
 
 export async function listAgents(deps: Pick<DashboardDeps, 'agents'>, caller: Caller) {
-  const agents = await deps.agents.list(caller.organizationId);
+  const agents = visibleAgents(caller, await deps.agents.list(caller.organizationId));
   return agents.map(({ agentId, displayName, createdAt }) => ({ agentId, displayName, createdAt }));
 }
 
@@ -134,17 +141,37 @@ export async function deleteKnowledgeBase(
   return { knowledgeBaseId, deleted: true as const, documentsDeleted };
 }
 
+/**
+ * A new token of the caller's organization, never wider than the caller's: its scopes among the caller's, its agents
+ * (when restricted) among those the caller may use. Every check runs before anything is stored.
+ */
 export async function createToken(
-  deps: Pick<DashboardDeps, 'tokens' | 'clock' | 'ids'>,
+  deps: Pick<DashboardDeps, 'agents' | 'tokens' | 'clock' | 'ids'>,
   caller: Caller,
-  request: { scopes: readonly Scope[]; name?: string },
+  request: { scopes: readonly Scope[]; agentIds?: readonly string[]; name?: string },
 ) {
+  requireGrantable(caller, request);
+  const agentIds = request.agentIds ? [...new Set(request.agentIds)] : undefined;
+  if (agentIds) {
+    // In parallel, but the first unknown agent in request order is the one reported, whatever answers first.
+    const checks = await Promise.allSettled(agentIds.map((agentId) => requireAgent(deps, caller, agentId)));
+    const refused = checks.find((check) => check.status === 'rejected');
+    if (refused) throw refused.reason;
+  }
   const { token, record } = await issueToken(deps.tokens, {
     organizationId: caller.organizationId,
     tokenId: deps.ids.uuid(),
     scopes: request.scopes,
+    ...(agentIds ? { agentIds } : {}),
     name: request.name ?? null,
     createdAt: deps.clock.now().toISOString(),
   });
-  return { token, tokenId: record.tokenId, name: record.name, scopes: record.scopes, createdAt: record.createdAt };
+  return {
+    token,
+    tokenId: record.tokenId,
+    name: record.name,
+    scopes: record.scopes,
+    agentIds: record.agentIds ?? null,
+    createdAt: record.createdAt,
+  };
 }

@@ -1,15 +1,18 @@
 /**
- * Tenancy: every request acts for the organization of its token. An agent or knowledge base of another
- * organization is answered exactly like one that does not exist, so existence never leaks.
+ * Tenancy: every request acts for the organization of its token, and a token restricted to agents acts for those
+ * agents only. An agent or knowledge base of another organization, or an agent outside the token's restriction, is
+ * answered exactly like one that does not exist, so existence never leaks.
  */
 
 import type { AgentRecord, AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore } from '../../ports/stores';
-import { NotFoundError } from '../errors';
+import { ForbiddenError, NotFoundError } from '../errors';
 
 export interface Caller {
   readonly organizationId: string;
   readonly tokenId: string;
   readonly scopes: readonly string[];
+  /** The agents a restricted token may address; absent for a token of the whole organization. */
+  readonly agentIds?: readonly string[];
 }
 
 export interface TenancyDeps {
@@ -17,12 +20,45 @@ export interface TenancyDeps {
   readonly knowledgeBases: KnowledgeBaseStore;
 }
 
+/** THE agent restriction rule; every agent-scoped check below and every record owner check goes through it. */
+export function mayUseAgent(caller: Caller, agentId: string): boolean {
+  return caller.agentIds === undefined || caller.agentIds.includes(agentId);
+}
+
+/**
+ * Whether a record found by its own id (an upload session, a ZIP import) is the caller's: same organization, and an
+ * agent the caller may use. Callers answer `false` with the same 404 as an id that does not exist.
+ */
+export function ownsRecord(caller: Caller, record: { organizationId: string; agentId: string }): boolean {
+  return record.organizationId === caller.organizationId && mayUseAgent(caller, record.agentId);
+}
+
+/** The agents of the caller's organization that the caller may see (all of them for an unrestricted token). */
+export function visibleAgents<T extends { agentId: string }>(caller: Caller, agents: readonly T[]): T[] {
+  return agents.filter((agent) => mayUseAgent(caller, agent.agentId));
+}
+
+/**
+ * Refuses an action on the organization as a whole to a token restricted to agents: an agent it created would be
+ * one it cannot use, and anything organization-wide would reach past its agents.
+ */
+export function requireWholeOrganization(caller: Caller, action: string): void {
+  if (caller.agentIds === undefined) return;
+  throw new ForbiddenError(`A token restricted to agents cannot ${action}`, [
+    {
+      field: '',
+      rule: 'token.agentRestricted',
+      message: `this token is restricted to ${caller.agentIds.length} agent(s)`,
+    },
+  ]);
+}
+
 export async function requireAgent(
   deps: Pick<TenancyDeps, 'agents'>,
   caller: Caller,
   agentId: string,
 ): Promise<AgentRecord> {
-  const agent = await deps.agents.get(caller.organizationId, agentId);
+  const agent = mayUseAgent(caller, agentId) ? await deps.agents.get(caller.organizationId, agentId) : undefined;
   if (!agent) throw new NotFoundError('AGENT_NOT_FOUND', `Agent ${agentId} was not found`);
   return agent;
 }

@@ -1,11 +1,12 @@
 /**
- * API Gateway REQUEST authorizer: `Authorization: Bearer <token>` → the token's organization and scopes, passed to
- * handlers in the request context. API Gateway caches the answer per header value, so the policy allows every
- * route of the API and each handler checks its own route's scope (403 there, not here).
- * Locally the router calls this same function.
+ * API Gateway REQUEST authorizer: `Authorization: Bearer <token>` → the token's organization, scopes and agent
+ * restriction, passed to handlers in the request context. API Gateway caches the answer per header value (60 s, so
+ * a deleted token works at most that long), so the policy allows every route of the API and each handler checks its
+ * own route's scope (403 there, not here) and the core its agents (404).
+ * Locally the router calls this same function on every request, with no cache.
  */
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { authenticate } from '../../core/auth/tokens';
+import { authenticate, callerContext } from '../../core/auth/tokens';
 import { UnauthorizedError } from '../../core/errors';
 import { container } from '../../shared/container';
 import { logger } from '../../shared/logger';
@@ -35,7 +36,7 @@ export const handler = async (event: APIGatewayRequestAuthorizerEvent): Promise<
         Version: '2012-10-17',
         Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: wholeApiArn(event.methodArn) }],
       },
-      context: { organizationId: caller.organizationId, tokenId: caller.tokenId, scopes: caller.scopes.join(',') },
+      context: callerContext(caller),
     };
   } catch (error) {
     if (!(error instanceof UnauthorizedError)) logger.error('authorizer failed', { error: error as Error });

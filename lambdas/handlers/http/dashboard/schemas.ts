@@ -28,7 +28,36 @@ export const updateKnowledgeBaseSchema = z
     params: { rule: 'atLeastOneOf' },
   });
 
+/** Most agents one token can be restricted to: the list travels in every authorizer answer. */
+export const MAX_TOKEN_AGENTS = 100;
+
+/** Each repeat of an earlier item, at its own index, so the detail names it (`agentIds.3`, rule `unique`). */
+const uniqueItems = <T>(items: readonly T[], ctx: z.RefinementCtx) => {
+  items.forEach((item, index) => {
+    const first = items.indexOf(item);
+    if (first !== index) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [index],
+        message: `is the same as item ${first}`,
+        params: { rule: 'unique' },
+      });
+    }
+  });
+};
+
 export const createTokenSchema = z.strictObject({
   scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
+  agentIds: z
+    .array(uuid)
+    .min(1)
+    .max(MAX_TOKEN_AGENTS)
+    .superRefine(uniqueItems)
+    .meta({
+      uniqueItems: true,
+      description:
+        'Restricts the token to these agents of the organization; any other agent is 404 to it. Absent: every agent. A token restricted to agents must give some of its own.',
+    })
+    .optional(),
   name: trimmed(100).optional(),
 });
