@@ -144,10 +144,27 @@ export interface DefinitionStore {
   listScheduled(): Promise<AgentDefinitionRecord[]>;
 }
 
+/**
+ * The session's state (memory, node outputs, messages) does not fit the store even with the oldest messages
+ * dropped. Nothing was written; the runtime ends the invocation `failed` with this code.
+ */
+export class SessionTooLargeError extends AppError {
+  constructor(readonly limitBytes: number) {
+    super(
+      413,
+      'SESSION_TOO_LARGE',
+      `The session's state (memory and node outputs) would exceed ${limitBytes} bytes; the invocation's changes were not kept`,
+    );
+  }
+}
+
 export interface SessionStore {
   get(agentId: string, environment: Environment, sessionId: string): Promise<FlowSession | undefined>;
-  /** Stores a new session; false (nothing written) when the id is taken. */
+  /** Stores a new session; false (nothing written) when the id is taken. Rejects with SessionTooLargeError. */
   create(session: FlowSession): Promise<boolean>;
-  /** Replaces the session only while its stored `version` is `expectedVersion`; false when another write won. */
+  /**
+   * Replaces the session only while its stored `version` is `expectedVersion`; false when another write won.
+   * Rejects with SessionTooLargeError when its state does not fit (nothing written).
+   */
   save(session: FlowSession, expectedVersion: number): Promise<boolean>;
 }

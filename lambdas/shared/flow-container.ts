@@ -94,4 +94,6 @@ export const flowContainer = {
   defaultRetrieval,
   clock: container.clock,
   ids: container.ids,
+  // The stack of a failed invocation is kept here, in the service log; analytics get only its code and message.
+  onFailure: (failure, error) => logger.warn('flow invocation failed', { ...failure, error: error as Error }),
 } satisfies FlowRuntimeDeps & { agents: unknown };

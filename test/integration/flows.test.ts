@@ -3,7 +3,9 @@
  * file this test writes, so the clock of schedule triggers moves by hand) with the offline model: definitions validated and stored through the API, webhooks and app events that run
  * real flows (an HTTP tool on a loopback server, a junction, a jump across flows, a human-in-the-loop pause and its
  * resume), default retrieval injected after the trigger, a missing jump target, a schedule trigger fired by the
- * clock, and the analytics events each of these records.
+ * clock, and the analytics events each of these records. Then what bounds a run's state and its failures: a 1 MB
+ * tool answer kept as a preview, a state still too large ending `failed` without holding the session, and (on a
+ * second runtime that refuses private targets, as a deployment does) a failure message embedding a 40 KB host.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -15,7 +17,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDefinitionStore } from '../../lambdas/adapters/aws/dynamodb/flow-stores';
 import { nextFire } from '../../lambdas/core/flows/schedule';
 import { fireSessionId } from '../../lambdas/core/flows/scheduler';
-import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../../lib/local/engines';
+import { LOCAL_REGION } from '../../lib/local/engines';
 import { createDataset, uploadDocument } from '../helpers/fixtures';
 import { refundFlow, scheduleFlow, supportDefinition, triageFlow } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
@@ -28,6 +30,7 @@ let call: ReturnType<typeof client>;
 let toolServer: Server;
 let toolUrl: string;
 const toolCalls: unknown[] = [];
+const ONE_MB_TOOL_ANSWER = { status: 'large', blob: 'x'.repeat(1_000_000) };
 const callbacks: Record<string, unknown>[] = [];
 let agentId: string;
 
@@ -57,6 +60,11 @@ beforeAll(async () => {
       if (request.url === '/status.html') {
         response.writeHead(200, { 'content-type': 'text/html' });
         response.end('<html><head><title>Router status</title></head><body><h1>All systems normal</h1></body></html>');
+        return;
+      }
+      if (request.url === '/big') {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify(ONE_MB_TOOL_ANSWER));
         return;
       }
       if (request.url === '/orders') {
@@ -146,8 +154,13 @@ function fullDefinition() {
 }
 
 async function events(sessionId: string): Promise<EventsPage['data']> {
+  return eventsOfAgent(agentId, sessionId);
+}
+
+/** The session's events, oldest first. */
+async function eventsOfAgent(agent: string, sessionId: string): Promise<EventsPage['data']> {
   const page = await call<EventsPage>('POST', '/api/v1/events/agent', {
-    body: { agentId, filters: { environment: 'production', sessionId }, limit: 1000 },
+    body: { agentId: agent, filters: { environment: 'production', sessionId }, limit: 1000 },
   });
   expect(page.status).toBe(200);
   return [...page.body.data].reverse();
@@ -338,7 +351,7 @@ describe('runs', () => {
     const dynamo = new DynamoDBClient({
       endpoint: service.dynamodbEndpoint,
       region: LOCAL_REGION,
-      credentials: LOCAL_CREDENTIALS,
+      credentials: service.engineCredentials ?? undefined,
     });
     const definitions = new DynamoDefinitionStore(DynamoDBDocumentClient.from(dynamo), 'agentDefinitions');
     const stored = await definitions.get(agentId, 'production');
@@ -359,11 +372,175 @@ describe('runs', () => {
     });
     expect(result.body.error?.message).toContain('Vanished');
     const error = (await events(result.body.sessionId)).find((e) => e.eventName === 'invocation_error');
-    expect(error?.payload).toMatchObject({ code: 'JUMP_TARGET_NOT_FOUND', nodeName: 'ToRefund' });
-    expect(String(error?.payload.message)).toContain('Vanished');
-    expect(String(error?.payload.stack)).toMatch(/^FlowError: jumpToNode ToRefund[^\n]*\n\s+at /);
+    expect(error?.payload).toEqual({
+      code: 'JUMP_TARGET_NOT_FOUND',
+      message: result.body.error?.message,
+      nodeName: 'ToRefund',
+    });
+    // The stack (server file paths) is in the service log only.
+    expect(service.output()).toMatch(/flow invocation failed.*JUMP_TARGET_NOT_FOUND/);
+    expect(service.output()).toMatch(/FlowError: jumpToNode ToRefund[^"]*\\n\s+at /);
 
     await call('PUT', definitionPath(), { body: fullDefinition() });
+  });
+});
+
+describe('bounded state and failures', () => {
+  let boundsAgent: string;
+  const bigTools = Array.from({ length: 12 }, (_, i) => ({
+    name: `Big${i + 1}`,
+    type: 'tool',
+    toolName: 'bigAnswer',
+  }));
+  const chain = (names: string[]) =>
+    names.slice(1).map((to, i) => ({ from: names[i], to, type: 'stepForward' as const }));
+  const boundsWebhook = (trigger: string, body: Record<string, unknown>) =>
+    call<Result>('POST', `/api/v1/webhooks/${boundsAgent}/production/${trigger}`, { body });
+
+  beforeAll(async () => {
+    boundsAgent = (await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Bounds' } }))
+      .body.agentId;
+    const definition = {
+      tools: [
+        { name: 'bigAnswer', url: `${toolUrl}/big` },
+        { name: 'lookupOrder', url: `${toolUrl}/orders`, parameters: { orderId: { type: 'string' } } },
+      ],
+      flows: [
+        {
+          name: 'big',
+          nodes: [
+            { name: 'BigStart', type: 'trigger', triggerType: 'webhook' },
+            { name: 'Big', type: 'tool', toolName: 'bigAnswer' },
+            { name: 'Order', type: 'tool', toolName: 'lookupOrder', parameters: { orderId: '{memory.orderId}' } },
+            {
+              name: 'Report',
+              type: 'promptNode',
+              displayName: 'Report',
+              prompt: 'Order {tools.Order.status}; the big answer truncated: {tools.Big.truncated}.',
+            },
+          ],
+          edges: chain(['BigStart', 'Big', 'Order', 'Report']),
+        },
+        {
+          name: 'huge',
+          nodes: [{ name: 'HugeStart', type: 'trigger', triggerType: 'webhook' }, ...bigTools],
+          edges: chain(['HugeStart', ...bigTools.map((n) => n.name)]),
+        },
+      ],
+    };
+    expect(
+      (await call('PUT', `/dashboard/agents/${boundsAgent}/definition/production`, { body: definition })).status,
+    ).toBe(200);
+  });
+
+  it('keeps a 1 MB tool answer as a bounded preview; later nodes read the other outputs', async () => {
+    const result = await boundsWebhook('BigStart', { orderId: 'A-1' });
+    expect(result.status).toBe(200);
+    expect(result.body).toMatchObject({ status: 'completed', error: null });
+    const big = result.body.outputs.Big as { truncated: boolean; bytes: number; preview: string };
+    expect(big).toMatchObject({ truncated: true, bytes: JSON.stringify(ONE_MB_TOOL_ANSWER).length });
+    expect(big.preview.startsWith('{"status":"large","blob":"xxx')).toBe(true);
+    expect(Buffer.byteLength(JSON.stringify(big))).toBeLessThanOrEqual(32 * 1024);
+    expect(result.body.aiMessages.map((m) => m.content)).toEqual(['Order shipped; the big answer truncated: true.']);
+    const session = await call<{ status: string; outputs: unknown }>(
+      'GET',
+      `/dashboard/agents/${boundsAgent}/sessions/production/${result.body.sessionId}`,
+    );
+    expect(session.body).toMatchObject({ status: 'completed', outputs: result.body.outputs });
+  });
+
+  it('ends a run whose state is still too large failed with SESSION_TOO_LARGE, and the session takes the next call', async () => {
+    const first = await boundsWebhook('HugeStart', { customer: 'Ada' });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ status: 'failed', error: { code: 'SESSION_TOO_LARGE' }, outputs: {} });
+    const { sessionId } = first.body;
+    const session = await call<{ status: string; error: unknown }>(
+      'GET',
+      `/dashboard/agents/${boundsAgent}/sessions/production/${sessionId}`,
+    );
+    expect(session.body).toMatchObject({ status: 'failed', error: first.body.error });
+
+    const recorded = await eventsOfAgent(boundsAgent, sessionId);
+    expect(recorded.map((e) => e.eventName)).toEqual([
+      'invocation_start',
+      ...Array(13).fill('node_execution'),
+      'invocation_error',
+    ]);
+    expect(recorded.at(-1)?.payload).toEqual({
+      code: 'SESSION_TOO_LARGE',
+      message: first.body.error?.message,
+      nodeName: null,
+    });
+
+    // Not held until a lease runs out (409 SESSION_BUSY), and not re-run by anyone: the next call is answered.
+    const second = await boundsWebhook('HugeStart', { sessionId });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ sessionId, status: 'failed', error: { code: 'SESSION_TOO_LARGE' } });
+  });
+
+  it('never returns a stack in an invocation_error event', async () => {
+    const payloads: Record<string, unknown>[] = [];
+    for (const agent of [agentId, boundsAgent]) {
+      const page = await call<EventsPage>('POST', '/api/v1/events/agent', {
+        body: { agentId: agent, filters: { environment: 'production', eventName: 'invocation_error' }, limit: 1000 },
+      });
+      payloads.push(...page.body.data.map((e) => e.payload));
+    }
+    // JUMP_TARGET_NOT_FOUND and SESSION_TOO_LARGE from the tests above, at least.
+    expect(payloads.map((p) => p.code)).toEqual(expect.arrayContaining(['JUMP_TARGET_NOT_FOUND', 'SESSION_TOO_LARGE']));
+    for (const payload of payloads) expect(Object.keys(payload).sort()).toEqual(['code', 'message', 'nodeName']);
+  });
+});
+
+describe('a failure message that embeds a 40 KB host, on a runtime that refuses private targets', () => {
+  let guarded: TestService;
+  let guardedCall: ReturnType<typeof client>;
+  let guardedAgent: string;
+
+  beforeAll(async () => {
+    guarded = await startService();
+    guardedCall = client(guarded);
+    guardedAgent = (
+      await guardedCall<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Host' } })
+    ).body.agentId;
+    const definition = {
+      flows: [
+        {
+          name: 'web',
+          nodes: [
+            { name: 'Browse', type: 'trigger', triggerType: 'webhook' },
+            { name: 'ReadPage', type: 'browserTask', prompt: 'Read the page', url: '{memory.page}' },
+          ],
+          edges: [{ from: 'Browse', to: 'ReadPage', type: 'stepForward' }],
+        },
+      ],
+    };
+    const put = await guardedCall('PUT', `/dashboard/agents/${guardedAgent}/definition/production`, {
+      body: definition,
+    });
+    expect(put.status).toBe(200);
+  });
+
+  afterAll(async () => {
+    await guarded?.stop();
+  });
+
+  it('fails the session with the message cut to 1,000 characters and records it, without a stack', async () => {
+    // The guard resolves the host before any browser starts, so this needs no Chromium.
+    const host = `${'a'.repeat(40_000)}.invalid`;
+    const result = await guardedCall<Result>('POST', `/api/v1/webhooks/${guardedAgent}/production/Browse`, {
+      body: { page: `http://${host}/` },
+    });
+    expect(result.status).toBe(200);
+    expect(result.body).toMatchObject({ status: 'failed', error: { code: 'BROWSER_FAILED', node: 'ReadPage' } });
+    const message = result.body.error?.message ?? '';
+    expect(message).toHaveLength(1_000);
+    expect(message).toMatch(/^The host a+…$/);
+
+    const page = await guardedCall<EventsPage>('POST', '/api/v1/events/agent', {
+      body: { agentId: guardedAgent, filters: { sessionId: result.body.sessionId, eventName: 'invocation_error' } },
+    });
+    expect(page.body.data.map((e) => e.payload)).toEqual([{ code: 'BROWSER_FAILED', message, nodeName: 'ReadPage' }]);
   });
 });
 

@@ -3,7 +3,8 @@
  * (the flow runtime: invocation_start, node_execution, invocation_error) only queue the event and return at once;
  * the recorder writes queued events to the AnalyticsSink in batches, in the background, and `flush()` at the end of
  * an invocation waits for all of them. A failed batch stays queued (nothing is dropped) and is retried; the sink's
- * event keys make a retry that did reach storage harmless.
+ * event keys make a retry that did reach storage harmless. `boundedValue` and `truncatedText` keep what the runtime
+ * records (and what it stores as node outputs) within their bounds.
  */
 import type { AnalyticsSink } from '../../ports/analytics';
 import type { IdGenerator } from '../../ports/services';
@@ -155,7 +156,21 @@ export function trackAnalyticsEvent(
   return recorder.record({ ...scope, eventName, payload, eventKey: options.eventKey });
 }
 
-/** Records a built-in event. The key is derived from the invocation, so a retried invocation does not count twice. */
+/**
+ * A built-in event the runtime could not record (its payload broke an event rule). Deliberately not an AppError: the
+ * runtime built the payload, so this is a fault of ours, never the caller's VALIDATION_ERROR.
+ */
+export class EventRecordingError extends Error {
+  constructor(eventName: BuiltInEventName, cause: ValidationError) {
+    super(`The built-in event ${eventName} could not be recorded: ${cause.message}`, { cause });
+    this.name = 'EventRecordingError';
+  }
+}
+
+/**
+ * Records a built-in event. The key is derived from the invocation, so a retried invocation does not count twice.
+ * Throws EventRecordingError when the payload breaks a rule (the runtime bounds each part with `boundedValue`).
+ */
 export function recordBuiltInEvent(
   recorder: AnalyticsRecorder,
   scope: AnalyticsScope,
@@ -164,10 +179,63 @@ export function recordBuiltInEvent(
   invocationKey: { readonly invocationId: string; readonly step?: string | number },
 ): string {
   const eventKey = builtInEventKey(invocationKey.invocationId, eventName, invocationKey.step);
-  return recorder.record({ ...scope, eventName, payload, eventKey });
+  try {
+    return recorder.record({ ...scope, eventName, payload, eventKey });
+  } catch (error) {
+    if (error instanceof ValidationError) throw new EventRecordingError(eventName, error);
+    throw error;
+  }
 }
 
 /** `<invocationId>:<eventName>[:<step>]`, e.g. `…:node_execution:3` for the third node the invocation ran. */
 export function builtInEventKey(invocationId: string, eventName: BuiltInEventName, step?: string | number): string {
   return step === undefined ? `${invocationId}:${eventName}` : `${invocationId}:${eventName}:${step}`;
+}
+
+/** What `boundedValue` keeps of a value too large for its bound. */
+export interface TruncatedPreview {
+  readonly truncated: true;
+  /** UTF-8 size of the whole value as JSON. */
+  readonly bytes: number;
+  /** The start of that JSON text (so usually not valid JSON itself). */
+  readonly preview: string;
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * The value as it is when its JSON takes at most `maxBytes` (UTF-8), else a TruncatedPreview whose own JSON fits in
+ * `maxBytes` (for any bound above ~64 bytes). The runtime bounds each part of a built-in event's payload with it, so
+ * an event always fits PAYLOAD_MAX_BYTES, and each node's output in a session, so one node cannot fill the state.
+ */
+export function boundedValue(value: unknown, maxBytes: number): unknown {
+  const text = JSON.stringify(value) ?? 'null';
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes <= maxBytes) return value;
+  // Re-escaping the preview as a JSON string can grow it (every `"` becomes `\"`): shrink until the whole fits.
+  let room = maxBytes;
+  for (;;) {
+    const preview: TruncatedPreview = { truncated: true, bytes, preview: utf8Prefix(text, room) };
+    const size = Buffer.byteLength(JSON.stringify(preview), 'utf8');
+    if (size <= maxBytes || room === 0) return preview;
+    room = Math.max(0, room - (size - maxBytes));
+  }
+}
+
+/** `text` cut to at most `maxChars` UTF-16 units, ending in `…` when it was cut (never inside a surrogate pair). */
+export function truncatedText(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  return `${withoutLoneHighSurrogate(text.slice(0, Math.max(0, maxChars - 1)))}…`;
+}
+
+/** The longest start of `text` of at most `maxBytes` in UTF-8, whole characters only. */
+function utf8Prefix(text: string, maxBytes: number): string {
+  const head = withoutLoneHighSurrogate(text.slice(0, maxBytes)); // a character takes at least one byte
+  const { read } = utf8.encodeInto(head, new Uint8Array(maxBytes));
+  return head.slice(0, read);
+}
+
+function withoutLoneHighSurrogate(text: string): string {
+  const last = text.charCodeAt(text.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text;
 }

@@ -4,7 +4,9 @@
  * its context as a system message; then nodes run one after another, each recorded as `node_execution`, following
  * edges (promptCondition edges decided by the model, stepForward edges by their `when`), jumping across flows, until
  * the flow ends or a humanInTheLoop node pauses it. A failure ends the session `failed` with its code and is recorded
- * as `invocation_error`. The session is written back guarded by its version, so two invocations never interleave.
+ * as `invocation_error` (its message bounded, its stack only in the service log). The session is written back
+ * guarded by its version, so two invocations never interleave; a state too large to store ends it `failed` with
+ * SESSION_TOO_LARGE instead of leaving it `running`. Whatever happens, the recorded events are flushed.
  */
 import type {
   BrowserDriver,
@@ -15,9 +17,17 @@ import type {
   SessionStore,
   ToolParameterSpec,
 } from '../../ports/flows';
+import { SessionTooLargeError } from '../../ports/flows';
 import type { Clock, IdGenerator } from '../../ports/services';
-import { type AnalyticsRecorder, recordBuiltInEvent, trackAnalyticsEvent } from '../analytics/track';
-import { AppError, ConflictError, NotFoundError } from '../errors';
+import {
+  type AnalyticsRecorder,
+  boundedValue,
+  EventRecordingError,
+  recordBuiltInEvent,
+  trackAnalyticsEvent,
+  truncatedText,
+} from '../analytics/track';
+import { AppError, ConflictError, NotFoundError, ValidationError } from '../errors';
 import type { Environment } from '../knowledge/fields';
 import {
   type AgentDefinition,
@@ -51,8 +61,15 @@ export const AgentEvents = {
 export const MAX_STEPS_PER_INVOCATION = 50;
 /** How long an invocation holds its session; one that crashed is taken over after this. */
 export const SESSION_LEASE_MS = 60_000;
-/** Analytics payload parts larger than this (as JSON) are recorded as a truncated preview (events hold 32 KB). */
-const PAYLOAD_PART_MAX = 8 * 1024;
+/** Analytics payload parts larger than this (UTF-8 JSON) are recorded as a truncated preview (events hold 32 KiB). */
+const PAYLOAD_PART_MAX_BYTES = 8 * 1024;
+/**
+ * A node output larger than this (UTF-8 JSON) is stored as a truncated preview, so one answer (an HTTP tool may send
+ * 1 MB) cannot fill the session's state; a browser task's 20,000 characters of text fit.
+ */
+export const NODE_OUTPUT_MAX_BYTES = 32 * 1024;
+/** Failure messages (session.error, invocation_error) are cut to this many characters: they may embed caller input. */
+export const FAILURE_MESSAGE_MAX_CHARS = 1_000;
 
 export type DefaultRetrievalRunner = (request: {
   readonly agentId: string;
@@ -72,6 +89,17 @@ export interface FlowRuntimeDeps {
   readonly defaultRetrieval: DefaultRetrievalRunner;
   readonly clock: Clock;
   readonly ids: IdGenerator;
+  /** Told every failed invocation with its error, stack included: the service log (analytics never get a stack). */
+  readonly onFailure?: (failure: InvocationFailure, error: unknown) => void;
+}
+
+export interface InvocationFailure {
+  readonly agentId: string;
+  readonly environment: Environment;
+  readonly sessionId: string;
+  readonly invocationId: string;
+  readonly code: string;
+  readonly node: string | null;
 }
 
 /** Which trigger an invocation comes through. */
@@ -145,64 +173,138 @@ export async function invoke(deps: FlowRuntimeDeps, invocation: Invocation): Pro
   }
   const trigger = findTrigger(record.definition, invocation.trigger);
   const now = deps.clock.now();
-  const { session, version, duplicate } = await claimSession(deps, record, invocation, trigger, now);
-  if (duplicate) return { ...resultOf(session, []), duplicate: true };
+  const claim = await claimSession(deps, record, invocation, trigger, now);
+  if (claim.duplicate) return { ...resultOf(claim.session, []), duplicate: true };
 
   const context: RunContext = {
     deps,
     record,
     definition: record.definition,
-    session,
+    session: claim.session,
     invocation,
     trigger,
     produced: [],
     step: 0,
   };
-  const scope = analyticsScope(session);
+  let settled = false;
+  try {
+    await run(context, claim);
+    settled = true;
+    return resultOf(context.session, context.produced);
+  } finally {
+    // Whatever threw, what this invocation recorded is written. When something already failed, that error is the
+    // one to answer: a flush that fails too leaves its events queued for the recorder's background retry.
+    if (settled) await deps.recorder.flush();
+    else await deps.recorder.flush().catch(() => undefined);
+  }
+}
+
+/** Runs the claimed session to its end, pause or failure and writes it back, releasing the lease. */
+async function run(context: RunContext, claim: Claim): Promise<void> {
+  const { deps, session, invocation, trigger } = context;
   const resumeAt = session.status === 'paused' && session.currentNode ? session.currentNode : null;
   session.status = 'running';
   session.error = null;
-  recordBuiltInEvent(
-    deps.recorder,
-    scope,
-    'invocation_start',
-    {
-      triggerName: trigger.name,
-      triggerType: trigger.triggerType,
-      body: bounded(invocation.body),
-      ...(invocation.message === undefined ? {} : { message: bounded(invocation.message) }),
-      resumedNode: resumeAt,
-    },
-    { invocationId: invocation.invocationId },
-  );
-
   try {
+    recordBuiltInEvent(
+      deps.recorder,
+      analyticsScope(session),
+      'invocation_start',
+      {
+        triggerName: trigger.name,
+        triggerType: trigger.triggerType,
+        body: boundedValue(invocation.body, PAYLOAD_PART_MAX_BYTES),
+        ...(invocation.message === undefined
+          ? {}
+          : { message: boundedValue(invocation.message, PAYLOAD_PART_MAX_BYTES) }),
+        resumedNode: resumeAt,
+      },
+      { invocationId: invocation.invocationId },
+    );
+    if (claim.refused) throw claim.refused;
     await afterTriggerEvent(context);
     if (resumeAt) await execute(context, { node: resumeAt, phase: 'route' });
     else await execute(context, { node: trigger.name, phase: 'run' });
   } catch (error) {
-    const failure = describeFailure(error);
-    session.status = 'failed';
-    session.error = { code: failure.code, message: failure.message, node: session.currentNode };
-    recordBuiltInEvent(
-      deps.recorder,
-      scope,
-      'invocation_error',
-      { code: failure.code, message: failure.message, stack: failure.stack, nodeName: session.currentNode },
-      { invocationId: invocation.invocationId },
-    );
+    fail(context, error);
   }
 
   session.leaseUntil = null;
   session.updatedAt = deps.clock.now().toISOString();
   session.messages = session.messages.slice(-MAX_STORED_MESSAGES);
   session.aiMessages = session.aiMessages.slice(-MAX_STORED_AI_MESSAGES);
-  session.version = version + 1;
-  if (!(await deps.sessions.save(session, version))) {
+  session.version = claim.version + 1;
+  let saved: boolean;
+  try {
+    saved = await deps.sessions.save(session, claim.version);
+  } catch (error) {
+    if (!(error instanceof SessionTooLargeError)) throw error;
+    saved = await saveWithoutChanges(context, claim.version, error);
+  }
+  if (!saved) {
     throw new ConflictError('SESSION_BUSY', `Session ${session.sessionId} was changed by another invocation`);
   }
-  await deps.recorder.flush();
-  return resultOf(session, context.produced);
+}
+
+/**
+ * The state grew too large to store: the session ends `failed` with SESSION_TOO_LARGE and the state as the claim
+ * wrote it (this invocation's memory, outputs and messages are dropped), so the lease is released and the next
+ * invocation is not refused. False when another invocation has taken the session over meanwhile.
+ */
+async function saveWithoutChanges(context: RunContext, version: number, error: SessionTooLargeError): Promise<boolean> {
+  const { deps, session } = context;
+  const stored = await deps.sessions.get(session.agentId, session.environment, session.sessionId);
+  if (!stored || stored.version !== version) return false;
+  // A run that had already failed recorded its own invocation_error; this one is the state's, under its own key.
+  fail(context, error, session.status === 'failed' ? 'state' : undefined);
+  session.memory = stored.memory;
+  session.messages = stored.messages;
+  session.outputs = stored.outputs;
+  session.aiMessages = stored.aiMessages;
+  context.produced.length = 0;
+  return deps.sessions.save(session, version);
+}
+
+/** Ends the session `failed` with the error's code and a bounded message; records invocation_error without stack. */
+function fail(context: RunContext, error: unknown, step?: string): void {
+  const { deps, session, invocation } = context;
+  const failure = describeFailure(error);
+  session.status = 'failed';
+  session.error = { code: failure.code, message: failure.message, node: session.currentNode };
+  deps.onFailure?.(
+    {
+      agentId: session.agentId,
+      environment: session.environment,
+      sessionId: session.sessionId,
+      invocationId: invocation.invocationId,
+      code: failure.code,
+      node: session.currentNode,
+    },
+    error,
+  );
+  try {
+    recordBuiltInEvent(
+      deps.recorder,
+      analyticsScope(session),
+      'invocation_error',
+      { code: failure.code, message: failure.message, nodeName: session.currentNode },
+      { invocationId: invocation.invocationId, step },
+    );
+  } catch (recording) {
+    // Bounded as it is, the event should always fit; if it does not, the session still ends failed and is stored.
+    if (!(recording instanceof EventRecordingError)) throw recording;
+    deps.onFailure?.(
+      {
+        agentId: session.agentId,
+        environment: session.environment,
+        sessionId: session.sessionId,
+        invocationId: invocation.invocationId,
+        code: 'EVENT_NOT_RECORDED',
+        node: session.currentNode,
+      },
+      recording,
+    );
+  }
 }
 
 function resultOf(session: FlowSession, produced: readonly AiMessage[]): InvocationResult {
@@ -241,6 +343,15 @@ function findTrigger(definition: AgentDefinition, selector: TriggerSelector): Tr
   return found;
 }
 
+interface Claim {
+  readonly session: FlowSession;
+  /** The stored version after the claim: the final write is guarded by it. */
+  readonly version: number;
+  readonly duplicate: boolean;
+  /** The input made the state too large: the session was claimed without it and the invocation fails with this. */
+  readonly refused?: SessionTooLargeError;
+}
+
 /**
  * Takes the session for this invocation: a new one, or the stored one when its id is given and it is not held by
  * a running invocation (a lease that ran out, after a crash, may be taken over). Writes `running` first, guarded
@@ -252,7 +363,7 @@ async function claimSession(
   invocation: Invocation,
   trigger: TriggerNode,
   now: Date,
-): Promise<{ session: FlowSession; version: number; duplicate: boolean }> {
+): Promise<Claim> {
   const at = now.toISOString();
   const leaseUntil = new Date(now.getTime() + SESSION_LEASE_MS).toISOString();
   const existing = invocation.sessionId
@@ -260,7 +371,7 @@ async function claimSession(
     : undefined;
   const triggerInfo = { name: trigger.name, type: trigger.triggerType };
   if (!existing) {
-    const session: FlowSession = {
+    const blank: FlowSession = {
       agentId: invocation.agentId,
       environment: invocation.environment,
       sessionId: invocation.sessionId ?? deps.ids.uuid(),
@@ -280,21 +391,25 @@ async function claimSession(
       createdAt: at,
       updatedAt: at,
     };
-    applyInput(session, invocation, at);
-    if (!(await deps.sessions.create(session))) {
+    const session = withInput(blank, invocation, at);
+    const { written, refused } = await withoutInputIfTooLarge(
+      () => deps.sessions.create(session),
+      () => deps.sessions.create(blank),
+    );
+    if (!written) {
       if (invocation.createOnly) {
         const stored = await deps.sessions.get(invocation.agentId, invocation.environment, session.sessionId);
         if (stored) return { session: stored, version: stored.version, duplicate: true };
       }
       throw new ConflictError('SESSION_BUSY', `Session ${session.sessionId} was started by another invocation`);
     }
-    return { session, version: 1, duplicate: false };
+    return { session: refused ? blank : session, version: 1, duplicate: false, refused };
   }
   if (invocation.createOnly) return { session: existing, version: existing.version, duplicate: true };
   if (existing.status === 'running' && existing.leaseUntil && existing.leaseUntil > at) {
     throw new ConflictError('SESSION_BUSY', `Session ${existing.sessionId} is running another invocation`);
   }
-  const session: FlowSession = {
+  const taken: FlowSession = {
     ...existing,
     // A session that crashed while running starts over from the trigger, keeping its memory and messages.
     status: existing.status === 'running' ? 'completed' : existing.status,
@@ -303,20 +418,44 @@ async function claimSession(
     leaseUntil,
     updatedAt: at,
   };
-  applyInput(session, invocation, at);
-  const claimed = { ...session, status: 'running' as const, version: existing.version + 1 };
-  if (!(await deps.sessions.save(claimed, existing.version))) {
+  const session = withInput(taken, invocation, at);
+  const claimed = (s: FlowSession): FlowSession => ({ ...s, status: 'running', version: existing.version + 1 });
+  const { written, refused } = await withoutInputIfTooLarge(
+    () => deps.sessions.save(claimed(session), existing.version),
+    () => deps.sessions.save(claimed(taken), existing.version),
+  );
+  if (!written) {
     throw new ConflictError('SESSION_BUSY', `Session ${existing.sessionId} is running another invocation`);
   }
-  return { session, version: existing.version + 1, duplicate: false };
+  return { session: refused ? taken : session, version: existing.version + 1, duplicate: false, refused };
 }
 
-/** The trigger's payload goes into memory (shallow merge); its message into the conversation. */
-function applyInput(session: FlowSession, invocation: Invocation, at: string): void {
-  session.memory = { ...session.memory, ...invocation.body };
-  if (invocation.message !== undefined && invocation.message !== '') {
-    session.messages.push({ role: 'user', content: invocation.message, at });
+/**
+ * Writes the claim with the invocation's input; when that makes the state too large, writes it without (the state
+ * as it was, which fit) so the invocation can still end `failed` with SESSION_TOO_LARGE and release its lease.
+ */
+async function withoutInputIfTooLarge(
+  withIt: () => Promise<boolean>,
+  withoutIt: () => Promise<boolean>,
+): Promise<{ written: boolean; refused?: SessionTooLargeError }> {
+  try {
+    return { written: await withIt() };
+  } catch (error) {
+    if (!(error instanceof SessionTooLargeError)) throw error;
+    return { written: await withoutIt(), refused: error };
   }
+}
+
+/** The trigger's payload goes into memory (shallow merge); its message into the conversation. A new object. */
+function withInput(session: FlowSession, invocation: Invocation, at: string): FlowSession {
+  const message = invocation.message !== undefined && invocation.message !== '';
+  return {
+    ...session,
+    memory: { ...session.memory, ...invocation.body },
+    messages: message
+      ? [...session.messages, { role: 'user', content: invocation.message ?? '', at }]
+      : [...session.messages],
+  };
 }
 
 /** After TRIGGER_EVENT: default retrieval, when the environment has it on, adds its context as a system message. */
@@ -412,7 +551,7 @@ async function runNode(context: RunContext, { node }: Located): Promise<'next' |
       const url = node.url === undefined ? undefined : renderText(node.url, scope);
       recordNode(context, node, { prompt, ...(url === undefined ? {} : { url }), model: node.model ?? null });
       const result = await context.deps.browser.run({ prompt, url, model: node.model });
-      context.session.outputs[node.name] = result;
+      setOutput(context, node, result);
       return 'next';
     }
   }
@@ -426,7 +565,7 @@ async function runPrompt(context: RunContext, node: PromptNode): Promise<'next' 
   const text = await model.respond(modelContext(context), prompt);
   const at = now(context);
   session.messages.push({ role: 'assistant', content: text, node: node.name, at });
-  session.outputs[node.name] = { response: text };
+  setOutput(context, node, { response: text });
   if (node.sendAiMessage) await emitAiMessage(context, node, text, model, at);
   return node.humanInTheLoop ? 'pause' : 'next';
 }
@@ -519,9 +658,15 @@ async function runTool(context: RunContext, node: ToolNode): Promise<void> {
     if (typeof eventName !== 'string' || (payload !== undefined && (typeof payload !== 'object' || payload === null))) {
       throw new FlowError('TOOL_FAILED', 'trackAnalyticsEvent needs eventName (string) and payload (object)');
     }
-    trackAnalyticsEvent(deps.recorder, analyticsScope(session), eventName, (payload ?? {}) as Record<string, unknown>, {
-      eventKey: `${context.invocation.invocationId}:${AgentEvents.ANALYTICS_EVENT}:${context.step}`,
-    });
+    const eventKey = `${context.invocation.invocationId}:${AgentEvents.ANALYTICS_EVENT}:${context.step}`;
+    const data = (payload ?? {}) as Record<string, unknown>;
+    try {
+      trackAnalyticsEvent(deps.recorder, analyticsScope(session), eventName, data, { eventKey });
+    } catch (error) {
+      // The flow's event breaks a rule: the node failed, not the request that started the flow.
+      if (error instanceof ValidationError) throw new FlowError('TOOL_FAILED', `trackAnalyticsEvent: ${error.message}`);
+      throw error;
+    }
     output = { eventName, recorded: true };
   } else if (declared) {
     const response = await deps.http.request({
@@ -535,8 +680,16 @@ async function runTool(context: RunContext, node: ToolNode): Promise<void> {
     }
     output = response.body;
   }
-  session.outputs[node.name] =
-    output !== null && typeof output === 'object' && !Array.isArray(output) ? output : { result: output ?? null };
+  setOutput(
+    context,
+    node,
+    output !== null && typeof output === 'object' && !Array.isArray(output) ? output : { result: output ?? null },
+  );
+}
+
+/** What `{tools.<node>.…}` reads: the output as it is up to NODE_OUTPUT_MAX_BYTES, else a truncated preview. */
+function setOutput(context: RunContext, node: FlowNode, output: unknown): void {
+  context.session.outputs[node.name] = boundedValue(output, NODE_OUTPUT_MAX_BYTES);
 }
 
 /**
@@ -640,7 +793,7 @@ function recordNode(context: RunContext, node: FlowNode, parameters: Record<stri
       nodeName: node.name,
       nodeType: node.type,
       displayName: node.displayName ?? null,
-      parameters: bounded(parameters),
+      parameters: boundedValue(parameters, PAYLOAD_PART_MAX_BYTES),
     },
     { invocationId: context.invocation.invocationId, step: context.step },
   );
@@ -650,18 +803,13 @@ function analyticsScope(session: FlowSession) {
   return { agentId: session.agentId, environment: session.environment, sessionId: session.sessionId };
 }
 
-/** A value for an analytics payload: as it is when small, else a preview of its JSON text. */
-function bounded(value: unknown): unknown {
-  const text = JSON.stringify(value) ?? 'null';
-  if (text.length <= PAYLOAD_PART_MAX) return value;
-  return { truncated: true, bytes: Buffer.byteLength(text, 'utf8'), preview: text.slice(0, PAYLOAD_PART_MAX) };
-}
-
-/** An AppError keeps its code and message; anything else is an internal error whose text is not shown. */
-function describeFailure(error: unknown): { code: string; message: string; stack: string | null } {
+/**
+ * An AppError keeps its code and message (cut to FAILURE_MESSAGE_MAX_CHARS: it may embed a caller's host or
+ * value); anything else is an internal error whose text is not shown. The stack goes to `onFailure` only.
+ */
+function describeFailure(error: unknown): { code: string; message: string } {
   if (error instanceof AppError) {
-    return { code: error.code, message: error.message, stack: error.stack?.slice(0, 4000) ?? null };
+    return { code: error.code, message: truncatedText(error.message, FAILURE_MESSAGE_MAX_CHARS) };
   }
-  const stack = error instanceof Error ? (error.stack?.slice(0, 4000) ?? null) : null;
-  return { code: 'INTERNAL_ERROR', message: 'The flow failed with an internal error', stack };
+  return { code: 'INTERNAL_ERROR', message: 'The flow failed with an internal error' };
 }

@@ -1,13 +1,20 @@
 /**
  * Recording from a flow: tracking returns at once, events reach the sink in batches, a failing sink keeps every event
- * queued until a retry stores it, and bad or reserved events fail in the code that tracked them.
+ * queued until a retry stores it, and bad or reserved events fail in the code that tracked them. Values and texts
+ * bounded for payloads (and node outputs) fit their bound whatever they hold, and a built-in event that breaks a
+ * rule is the runtime's fault, never a VALIDATION_ERROR.
  */
-import type { NewAnalyticsEvent } from '../../../lambdas/core/analytics/event';
+import fc from 'fast-check';
+import { type NewAnalyticsEvent, PAYLOAD_MAX_BYTES } from '../../../lambdas/core/analytics/event';
 import {
   AnalyticsRecorder,
+  boundedValue,
   builtInEventKey,
+  EventRecordingError,
   recordBuiltInEvent,
+  type TruncatedPreview,
   trackAnalyticsEvent,
+  truncatedText,
 } from '../../../lambdas/core/analytics/track';
 import { ValidationError } from '../../../lambdas/core/errors';
 import type { AnalyticsSink } from '../../../lambdas/ports/analytics';
@@ -185,4 +192,87 @@ it('stores the payload as plain JSON (dates become strings, undefined disappears
   trackAnalyticsEvent(recorder, scope, 'checkout', { at: new Date(0), gone: undefined, n: 1 });
   await recorder.flush();
   expect([...stored.values()][0].payload).toEqual({ at: '1970-01-01T00:00:00.000Z', n: 1 });
+});
+
+const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
+
+describe('boundedValue', () => {
+  it('returns a value whose JSON fits the bound as it is', () => {
+    const value = { status: 'shipped', items: [1, 2, 3] };
+    expect(boundedValue(value, jsonBytes(value))).toBe(value);
+  });
+
+  it('turns a value over the bound into a preview of its JSON that fits, counting UTF-8 bytes', () => {
+    // 3,000 characters but 9,000 bytes: a bound counted in characters would let it through.
+    const value = { text: '€'.repeat(3_000) };
+    const bounded = boundedValue(value, 4_096) as TruncatedPreview;
+    expect(bounded.truncated).toBe(true);
+    expect(bounded.bytes).toBe(jsonBytes(value));
+    expect(JSON.stringify(value).startsWith(bounded.preview)).toBe(true);
+    expect(bounded.preview.length).toBeGreaterThan(1_000);
+    expect(jsonBytes(bounded)).toBeLessThanOrEqual(4_096);
+  });
+
+  it('keeps the preview within the bound for any content, quotes, backslashes and control characters included', () => {
+    // Strings of any code points (lone surrogates too) and JSON documents, mostly larger than their bound.
+    const values = fc.oneof(
+      fc.string({ unit: 'binary', minLength: 20, maxLength: 4_000, size: 'max' }),
+      fc.array(fc.string({ unit: 'binary', maxLength: 200 }), { minLength: 5, maxLength: 40, size: 'max' }),
+      fc.jsonValue({ maxDepth: 4 }),
+    );
+    let truncated = 0;
+    fc.assert(
+      fc.property(values, fc.integer({ min: 64, max: 2_048 }), (value, maxBytes) => {
+        const bounded = boundedValue(value, maxBytes);
+        expect(jsonBytes(bounded)).toBeLessThanOrEqual(maxBytes);
+        if (bounded !== value) {
+          const { preview, bytes } = bounded as TruncatedPreview;
+          expect(bytes).toBe(jsonBytes(value));
+          expect(JSON.stringify(value).startsWith(preview)).toBe(true);
+          truncated += 1;
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(truncated).toBeGreaterThan(100);
+    // Each of these characters takes 2 to 6 bytes as JSON, and again more once the preview is escaped.
+    const hostile = { text: '"\\\u0001€'.repeat(20_000) };
+    const bounded = boundedValue(hostile, 8_192) as TruncatedPreview;
+    expect(jsonBytes(bounded)).toBeLessThanOrEqual(8_192);
+    expect(bounded.preview.length).toBeGreaterThan(2_000);
+  });
+});
+
+describe('truncatedText', () => {
+  it('leaves a text within the bound alone and cuts a longer one to the bound, ending in an ellipsis', () => {
+    expect(truncatedText('short', 1_000)).toBe('short');
+    const cut = truncatedText(`The host ${'a'.repeat(40_000)} could not be resolved`, 1_000);
+    expect(cut).toHaveLength(1_000);
+    expect(cut.startsWith('The host aaa')).toBe(true);
+    expect(cut.endsWith('…')).toBe(true);
+  });
+
+  it('never leaves half of a surrogate pair', () => {
+    const cut = truncatedText('😀'.repeat(10), 6);
+    expect(cut).toBe('😀😀…');
+  });
+});
+
+it('reports a built-in event that breaks a rule as the runtime’s fault, never as a VALIDATION_ERROR', () => {
+  const recorder = new AnalyticsRecorder(memorySink().sink, ids);
+  let error: unknown;
+  try {
+    recordBuiltInEvent(
+      recorder,
+      scope,
+      'invocation_error',
+      { message: `The host ${'a'.repeat(PAYLOAD_MAX_BYTES)} could not be resolved` },
+      { invocationId: 'inv-2' },
+    );
+  } catch (caught) {
+    error = caught;
+  }
+  expect(error).toBeInstanceOf(EventRecordingError);
+  expect(error).not.toBeInstanceOf(ValidationError);
+  expect(recorder.pending).toBe(0);
 });

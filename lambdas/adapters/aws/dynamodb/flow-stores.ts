@@ -3,18 +3,17 @@
  * JSON text: they hold caller-chosen keys (memory, variables, parameters) that DynamoDB maps would constrain.
  */
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { AppError } from '../../../core/errors';
 import type { AgentDefinition } from '../../../core/flows/definition';
 import type { AgentDefinitionRecord } from '../../../core/flows/definition-record';
 import type { FlowSession } from '../../../core/flows/session';
 import type { Environment } from '../../../core/knowledge/fields';
-import type { DefinitionStore, SessionStore } from '../../../ports/flows';
+import { type DefinitionStore, type SessionStore, SessionTooLargeError } from '../../../ports/flows';
 import { unlessConditionFails } from './expressions';
 import { collect, queryAll } from './stores';
 
 const SCHEDULED = 'scheduled';
 /** DynamoDB's item limit is 400 KB; session state is trimmed (oldest messages first) to stay under this. */
-const MAX_SESSION_STATE_BYTES = 350 * 1024;
+export const MAX_SESSION_STATE_BYTES = 350 * 1024;
 
 interface DefinitionItem extends Omit<AgentDefinitionRecord, 'definition'> {
   readonly definition: string;
@@ -132,11 +131,7 @@ function fittedState(state: SessionState): string {
   let text = JSON.stringify(fitted);
   while (Buffer.byteLength(text, 'utf8') > MAX_SESSION_STATE_BYTES) {
     if (fitted.messages.length === 0 && fitted.aiMessages.length === 0) {
-      throw new AppError(
-        413,
-        'SESSION_TOO_LARGE',
-        `The session's memory and node outputs exceed ${MAX_SESSION_STATE_BYTES} bytes`,
-      );
+      throw new SessionTooLargeError(MAX_SESSION_STATE_BYTES);
     }
     fitted = {
       ...fitted,
