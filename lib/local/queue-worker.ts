@@ -4,7 +4,13 @@
  * stay and come back after the visibility timeout; the queue's redrive policy moves them to the DLQ after 3 receives.
  */
 import { randomUUID } from 'node:crypto';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 
 export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
@@ -27,6 +33,17 @@ export function startQueueWorker(options: {
   let running = true;
   let idleWaiters: (() => void)[] = [];
   const controller = new AbortController();
+
+  let visibilitySeconds: number | undefined;
+  const visibilityTimeout = async () => {
+    if (visibilitySeconds === undefined) {
+      const { Attributes } = await options.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: options.queueUrl, AttributeNames: ['VisibilityTimeout'] }),
+      );
+      visibilitySeconds = Number(Attributes?.VisibilityTimeout ?? 30);
+    }
+    return visibilitySeconds;
+  };
 
   const loop = (async () => {
     while (running) {
@@ -65,11 +82,17 @@ export function startQueueWorker(options: {
             awsRegion: 'us-east-1',
           })),
         };
-        const result = await options.handler(event, {
-          functionName: 'ProcessDocuments',
-          awsRequestId: randomUUID(),
-          getRemainingTimeInMillis: () => 900_000,
-        } as Context);
+        // Lambda ends a batch at the function's timeout, which is shorter than the queue's visibility timeout; here
+        // a batch has no such end, so its messages are kept invisible while it runs. A worker that dies stops doing
+        // so, and its messages come back one visibility timeout later, as they would from a Lambda that crashed.
+        const heartbeat = keepInvisible(options.sqs, options.queueUrl, event.Records, await visibilityTimeout());
+        const result = await options
+          .handler(event, {
+            functionName: 'ProcessDocuments',
+            awsRequestId: randomUUID(),
+            getRemainingTimeInMillis: () => 900_000,
+          } as Context)
+          .finally(() => clearInterval(heartbeat));
         const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
         const done = event.Records.filter((record) => !failed.has(record.messageId));
         if (done.length > 0) {
@@ -98,4 +121,32 @@ export function startQueueWorker(options: {
       return new Promise((resolve) => idleWaiters.push(resolve));
     },
   };
+}
+
+/** Every half visibility timeout, makes the batch's messages invisible for one more visibility timeout. */
+function keepInvisible(
+  sqs: SQSClient,
+  queueUrl: string,
+  records: SQSEvent['Records'],
+  seconds: number,
+): ReturnType<typeof setInterval> {
+  const timer = setInterval(
+    () => {
+      sqs
+        .send(
+          new ChangeMessageVisibilityBatchCommand({
+            QueueUrl: queueUrl,
+            Entries: records.map((record, i) => ({
+              Id: String(i),
+              ReceiptHandle: record.receiptHandle,
+              VisibilityTimeout: seconds,
+            })),
+          }),
+        )
+        .catch(() => undefined); // a missed beat only lets a message come back early: processing is idempotent
+    },
+    Math.max(500, (seconds * 1000) / 2),
+  );
+  timer.unref();
+  return timer;
 }

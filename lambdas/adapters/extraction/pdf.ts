@@ -37,7 +37,16 @@ function packageDirectory(): string | undefined {
 /** A text gap larger than this many line heights starts a new paragraph. */
 const PARAGRAPH_GAP = 1.8;
 
-export async function pdfToText(bytes: Buffer): Promise<string> {
+/** Most pages read from one PDF: a page tree can list one page hundreds of thousands of times in a megabyte. */
+export const MAX_PDF_PAGES = 2000;
+
+export interface PdfLimits {
+  readonly maxPages: number;
+  /** Most characters of text; reading stops at the first page past it. */
+  readonly maxCharacters: number;
+}
+
+export async function pdfToText(bytes: Buffer, limits: PdfLimits): Promise<string> {
   const { getDocument } = await loadPdfJs();
   const packageRoot = packageDirectory();
   const task = getDocument({
@@ -54,15 +63,31 @@ export async function pdfToText(bytes: Buffer): Promise<string> {
   });
   try {
     const document = await task.promise;
+    if (document.numPages > limits.maxPages) {
+      throw new ProcessingError(
+        'FILE_TOO_LARGE',
+        `The PDF has ${document.numPages} pages; the limit is ${limits.maxPages} pages.`,
+      );
+    }
     const pages: string[] = [];
+    let characters = 0;
     for (let number = 1; number <= document.numPages; number++) {
       const page = await document.getPage(number);
       const content = await page.getTextContent();
-      pages.push(pageText(content.items as readonly TextRun[]));
+      const text = pageText(content.items as readonly TextRun[]);
       page.cleanup();
+      characters += text.length;
+      if (characters > limits.maxCharacters) {
+        throw new ProcessingError(
+          'FILE_TOO_LARGE',
+          `The PDF's text passes the limit of ${limits.maxCharacters} characters at page ${number}.`,
+        );
+      }
+      pages.push(text);
     }
     return pages.join('\n\n');
   } catch (error) {
+    if (error instanceof ProcessingError) throw error;
     // pdfjs-dist does not export PasswordException: its name is the stable part of its API.
     if (error instanceof Error && error.name === 'PasswordException') {
       throw new ProcessingError('PARSE_ERROR', 'The PDF is password-protected: its text cannot be read.');

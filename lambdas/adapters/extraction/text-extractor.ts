@@ -5,9 +5,9 @@
 
 import { ProcessingError } from '../../core/processing/errors';
 import type { ExtractedText, TextExtractor } from '../../ports/processing';
-import { docxToText, zipKind } from './docx';
+import { docxToText, MAX_DOCX_XML_BYTES, zipKind } from './docx';
 import { htmlToText, looksLikeHtml } from './html';
-import { pdfToText } from './pdf';
+import { MAX_PDF_PAGES, pdfToText } from './pdf';
 import { sniff } from './sniff';
 import { csvToText, jsonToText } from './structured';
 
@@ -40,40 +40,87 @@ const UNSUPPORTED_CONTAINERS = {
   other: 'a ZIP archive, not a DOCX document; archives are imported with a file name ending in .zip',
 } as const;
 
+/** What one file may expand to while its text is extracted; past any of them it ends `FILE_TOO_LARGE`. */
+export interface ExtractionCaps {
+  readonly maxPdfPages: number;
+  /** XML a DOCX may unpack to, counted while inflating. */
+  readonly maxDocxXmlBytes: number;
+  /** Characters of extracted text (50 million: a 50 MB plain-text file still fits). */
+  readonly maxCharacters: number;
+}
+
+export const DEFAULT_EXTRACTION_CAPS: ExtractionCaps = {
+  maxPdfPages: MAX_PDF_PAGES,
+  maxDocxXmlBytes: MAX_DOCX_XML_BYTES,
+  maxCharacters: 50_000_000,
+};
+
+/**
+ * Extraction on the calling thread. The service runs it only inside the extraction child process
+ * (`isolated-extractor.ts`), which bounds its time and memory; tests and benchmarks call it directly.
+ */
 export class DocumentTextExtractor implements TextExtractor {
+  private readonly caps: ExtractionCaps;
+
+  constructor(caps: Partial<ExtractionCaps> = {}) {
+    this.caps = { ...DEFAULT_EXTRACTION_CAPS, ...caps };
+  }
+
   async extract(bytes: Buffer, hints: { fileName: string; contentType: string }): Promise<ExtractedText> {
     const sniffed = sniff(bytes);
     switch (sniffed.kind) {
-      case 'pdf':
-        return result('pdf', await pdfToText(bytes), 'The PDF has no text layer (a scanned PDF is not read by OCR).');
+      case 'pdf': {
+        const text = await pdfToText(bytes, {
+          maxPages: this.caps.maxPdfPages,
+          maxCharacters: this.caps.maxCharacters,
+        });
+        return this.result('pdf', text, 'The PDF has no text layer (a scanned PDF is not read by OCR).');
+      }
       case 'zip': {
-        const kind = await zipKind(bytes);
+        const kind = await zipKind(bytes, this.caps.maxDocxXmlBytes);
         if (kind !== 'docx') {
           throw new ProcessingError('UNSUPPORTED_TYPE', `The file is ${UNSUPPORTED_CONTAINERS[kind]}.`);
         }
-        return result('docx', await docxToText(bytes), 'The DOCX document has no text.');
+        return this.result('docx', await docxToText(bytes), 'The DOCX document has no text.');
       }
       case 'binary':
         throw new ProcessingError('UNSUPPORTED_TYPE', `The file is ${sniffed.description}, not a supported document.`);
       case 'text':
-        return extractText(sniffed.text, textFormatOf(sniffed.text, hints));
+        this.checkLength(sniffed.text.length);
+        return this.extractText(sniffed.text, textFormatOf(sniffed.text, hints));
     }
   }
-}
 
-function extractText(text: string, format: TextFormat): ExtractedText {
-  // Checked before parsing, so that an empty .json or .csv file is empty rather than malformed.
-  if (text.trim() === '') throw new ProcessingError('EMPTY_DOCUMENT', 'The file is empty.');
-  switch (format) {
-    case 'html':
-      return result(format, htmlToText(text), 'The HTML page has no text.');
-    case 'csv':
-      return result(format, csvToText(text), 'The CSV file has a header but no values.');
-    case 'json':
-      return result(format, jsonToText(text), 'The JSON file has no values.');
-    case 'markdown':
-    case 'text':
-      return result(format, text, 'The file has no text.');
+  private extractText(text: string, format: TextFormat): ExtractedText {
+    // Checked before parsing, so that an empty .json or .csv file is empty rather than malformed.
+    if (text.trim() === '') throw new ProcessingError('EMPTY_DOCUMENT', 'The file is empty.');
+    switch (format) {
+      case 'html':
+        return this.result(format, htmlToText(text), 'The HTML page has no text.');
+      case 'csv':
+        return this.result(format, csvToText(text), 'The CSV file has a header but no values.');
+      case 'json':
+        return this.result(format, jsonToText(text), 'The JSON file has no values.');
+      case 'markdown':
+      case 'text':
+        return this.result(format, text, 'The file has no text.');
+    }
+  }
+
+  private result(format: ExtractedFormat, raw: string, emptyMessage: string): ExtractedText {
+    this.checkLength(raw.length);
+    const text = normalizeWhitespace(raw);
+    if (text === '') throw new ProcessingError('EMPTY_DOCUMENT', emptyMessage);
+    return { text, format };
+  }
+
+  private checkLength(characters: number): void {
+    if (characters > this.caps.maxCharacters) {
+      throw new ProcessingError(
+        'FILE_TOO_LARGE',
+        `The file's text has ${characters} characters; the limit is ${this.caps.maxCharacters}.`,
+      );
+    }
   }
 }
 
@@ -84,12 +131,6 @@ function textFormatOf(text: string, hints: { fileName: string; contentType: stri
   const extension = dot === -1 ? '' : hints.fileName.slice(dot + 1).toLowerCase();
   const mediaType = hints.contentType.split(';')[0].trim().toLowerCase();
   return TEXT_FORMAT_BY_EXTENSION.get(extension) ?? TEXT_FORMAT_BY_CONTENT_TYPE.get(mediaType) ?? 'text';
-}
-
-function result(format: ExtractedFormat, raw: string, emptyMessage: string): ExtractedText {
-  const text = normalizeWhitespace(raw);
-  if (text === '') throw new ProcessingError('EMPTY_DOCUMENT', emptyMessage);
-  return { text, format };
 }
 
 /**

@@ -29,7 +29,7 @@ export class OpenAiCompatibleModel implements ModelProvider {
 
   constructor(private readonly options: OpenAiCompatibleOptions) {
     this.name = `openai-compatible:${options.model}`;
-    this.url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+    this.url = `${withoutTrailingSlashes(options.baseUrl)}/chat/completions`;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
   }
 
@@ -142,4 +142,11 @@ export function modelProviderFromEnv(
   }
   const apiKey = env[MODEL_ENV.apiKey] || undefined;
   return new OpenAiCompatibleModel({ baseUrl, model, apiKey, timeoutMs });
+}
+
+/** `http://host/v1///` → `http://host/v1`, with a loop: `/\/+$/` is quadratic on a long run of slashes. */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
 }

@@ -127,11 +127,23 @@ function readCondition(text: string, count: number, allowStay: boolean): number 
   return chosen >= 1 && chosen <= count ? chosen - 1 : null;
 }
 
+/**
+ * The body of the first ``` fence (its first line, such as `json`, is the fence's label), or null. With indexOf: the
+ * regex it replaces was quadratic on a model answer full of unclosed fences.
+ */
+function fencedBlock(text: string): string | null {
+  const open = text.indexOf('```');
+  if (open === -1) return null;
+  const lineEnd = text.indexOf('\n', open + 3);
+  if (lineEnd === -1) return null;
+  const close = text.indexOf('```', lineEnd + 1);
+  return close === -1 ? null : text.slice(lineEnd + 1, close);
+}
+
 /** The object in a ```json fence, else the first balanced {...} of the answer; {} when there is none or it is not JSON. */
 function readJsonObject(text: string): Record<string, unknown> {
   const answer = withoutThinking(text);
-  const fenced = /```(?:json)?[^\n]*\n([\s\S]*?)```/i.exec(answer);
-  const block = firstBraceBlock(fenced ? fenced[1] : answer);
+  const block = firstBraceBlock(fencedBlock(answer) ?? answer);
   if (block === null) return {};
   try {
     const parsed: unknown = JSON.parse(block);

@@ -86,7 +86,8 @@ const IPV6_RANGES: readonly Range[] = [
 
 /** The kind of an IPv4 or IPv6 address (a zone index such as `%eth0` is ignored). Throws on anything else. */
 export function classifyAddress(ip: string): AddressKind {
-  const address = ip.replace(/%.*$/, '');
+  const zone = ip.indexOf('%');
+  const address = zone === -1 ? ip : ip.slice(0, zone);
   switch (isIP(address)) {
     case 4:
       return match(v4(address), 32, IPV4_RANGES) ?? 'public';
@@ -119,10 +120,11 @@ function v4(address: string): bigint {
 /** An IPv6 address (already valid per `isIP`) as a 128-bit number; a trailing dotted IPv4 part is allowed. */
 function v6(address: string): bigint {
   let text = address.toLowerCase();
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const value = v4(dotted[1]);
-    text = `${text.slice(0, dotted.index)}${(value >> 16n).toString(16)}:${(value & 0xffffn).toString(16)}`;
+  // The dotted part can only follow the last colon; testing just that part keeps the match linear.
+  const lastGroup = text.slice(text.lastIndexOf(':') + 1);
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(lastGroup)) {
+    const value = v4(lastGroup);
+    text = `${text.slice(0, text.length - lastGroup.length)}${(value >> 16n).toString(16)}:${(value & 0xffffn).toString(16)}`;
   }
   const [head, tail] = text.split('::');
   const headGroups = head === '' ? [] : head.split(':');

@@ -76,8 +76,6 @@ const MIN_WORD_LENGTH = 3;
 const NUMERIC = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 const RETRIEVAL_HEADER = 'Relevant knowledge';
 const FIRST_ENTRY = '[1] (';
-/** `[1] (document <id>, score 0.82) `: the id may hold commas or parentheses, the score never does. */
-const FIRST_ENTRY_PREFIX = /^\[1\] (?:\(document .*?, score [^)]*\)\s*)?/;
 
 export class OfflineFlowModel implements FlowModel {
   readonly name = 'offline';
@@ -166,6 +164,18 @@ function firstRetrievedEntry(system: string | undefined): string | null {
   if (header < 0) return null;
   const entry = lines.slice(header + 1).find((line) => line.startsWith(FIRST_ENTRY));
   if (entry === undefined) return null;
-  const text = [...entry.replace(FIRST_ENTRY_PREFIX, '').trim()].slice(0, OFFLINE_KNOWLEDGE_MAX_CHARACTERS).join('');
+  const text = [...withoutEntryPrefix(entry).trim()].slice(0, OFFLINE_KNOWLEDGE_MAX_CHARACTERS).join('');
   return text === '' ? null : text;
+}
+
+/**
+ * The entry after `[1] (document <id>, score 0.82) `: the id may hold commas or parentheses, the score never does.
+ * With indexOf, not a lazy regex, which was quadratic on an id full of `, score `.
+ */
+function withoutEntryPrefix(entry: string): string {
+  const rest = entry.slice('[1] '.length);
+  if (!rest.startsWith('(document ')) return rest;
+  const score = rest.indexOf(', score ');
+  const close = score === -1 ? -1 : rest.indexOf(')', score);
+  return close === -1 ? rest : rest.slice(close + 1);
 }

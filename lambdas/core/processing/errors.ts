@@ -5,6 +5,7 @@ export const PROCESSING_ERROR_CODES = [
   'FILE_TOO_LARGE',
   'EMPTY_DOCUMENT',
   'PARSE_ERROR',
+  'EXTRACTION_TIMEOUT',
   'INDEXING_FAILED',
 ] as const;
 export type ProcessingErrorCode = (typeof PROCESSING_ERROR_CODES)[number];

@@ -81,7 +81,7 @@ const ERROR_BODY: JsonSchema = {
 };
 
 function pathParameterNames(path: string): string[] {
-  return [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+  return [...path.matchAll(/\{([^{}]+)\}/g)].map((m) => m[1]);
 }
 
 export function buildOpenApiDocument() {

@@ -4,6 +4,7 @@ import { Document, HeadingLevel, Packer, Paragraph, Table, TableCell, TableRow }
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { ZipFile } from 'yazl';
 import { MAX_DOCX_XML_BYTES } from '../../../lambdas/adapters/extraction/docx';
+import { looksLikeHtml } from '../../../lambdas/adapters/extraction/html';
 import { DocumentTextExtractor } from '../../../lambdas/adapters/extraction/text-extractor';
 import { ProcessingError } from '../../../lambdas/core/processing/errors';
 import type { ChildInput, ChildOutcome } from './extract-in-child';
@@ -212,6 +213,16 @@ describe('HTML extraction', () => {
 
   it('recognizes an HTML document by its content under a .txt name', async () => {
     expect(await extract(page, 'hours.txt', 'text/plain')).toMatchObject({ format: 'html' });
+  });
+
+  it('looks past leading comments, and reads a run of empty comments that is not HTML as text', async () => {
+    expect(looksLikeHtml(`<!-- a -->\n<!---->  <!DOCTYPE html><p>x</p>`)).toBe(true);
+    expect(looksLikeHtml('<!-- unclosed <html>')).toBe(false);
+    // 281 bytes that the old regex backtracked on for about 1.5 hours: now one pass over the comments.
+    const hostile = `${'<!---->'.repeat(40)}x`;
+    expect(looksLikeHtml(hostile)).toBe(false);
+    expect(looksLikeHtml(`${'<!---->'.repeat(40)}<html>`)).toBe(true);
+    expect(await extract(hostile, 'notes.txt', 'text/plain')).toEqual({ format: 'text', text: hostile });
   });
 
   it('fails a page with no visible text with EMPTY_DOCUMENT', async () => {

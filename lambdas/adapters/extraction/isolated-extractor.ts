@@ -1,0 +1,244 @@
+/**
+ * Text extraction in a child process of its own, never on the thread that serves requests or runs the queue: a
+ * hostile file (a parser that backtracks, inflates or recurses without end) costs that child, not the service.
+ * The child is killed when it runs past the wall-clock limit or its resident memory passes the limit, and a child
+ * that dies on a file (out of memory, a crash) fails that file. Every outcome is the document's own, so it ends
+ * `failed` on its first delivery; only failing to start a child at all is an error worth a retry.
+ *
+ * The child is this very module run again (`fork(__filename)`): from source under tsx, and in the Lambda bundle as
+ * the bundle file itself, so the function package needs no second entry point. It serves one file at a time and is
+ * kept for the next while it stays healthy.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { ProcessingError, type ProcessingErrorCode } from '../../core/processing/errors';
+import type { ExtractedText, TextExtractor } from '../../ports/processing';
+import { DocumentTextExtractor, type ExtractionCaps } from './text-extractor';
+
+export interface ExtractionLimits extends ExtractionCaps {
+  /** Wall-clock time one file may take (`EXTRACTION_TIMEOUT_SECONDS`). */
+  readonly timeoutMs: number;
+  /** Resident memory of the child (`EXTRACTION_MEMORY_MB`); also its V8 heap limit. */
+  readonly memoryBytes: number;
+}
+
+/** Set in the child's environment: the module then serves extraction requests instead of being a library. */
+const CHILD_FLAG = 'TEXT_EXTRACTION_CHILD';
+const CAPS_VARIABLE = 'TEXT_EXTRACTION_CAPS';
+/** How often the child's resident memory is read. */
+const MEMORY_POLL_MS = 50;
+
+interface Request {
+  readonly id: number;
+  readonly bytes: Uint8Array;
+  readonly fileName: string;
+  readonly contentType: string;
+}
+
+type Reply =
+  | { readonly id: number; readonly ok: true; readonly text: string; readonly format: string }
+  | { readonly id: number; readonly ok: false; readonly code: ProcessingErrorCode; readonly message: string };
+
+export class IsolatedTextExtractor implements TextExtractor {
+  private child: ChildProcess | undefined;
+  /** The end of what the child wrote to stderr since its current file began: V8 says there why it gave up. */
+  private stderrTail = '';
+  private nextId = 1;
+  /** One file at a time: requests queue behind each other, each with its own time limit once it starts. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly limits: ExtractionLimits) {}
+
+  extract(bytes: Buffer, hints: { fileName: string; contentType: string }): Promise<ExtractedText> {
+    const run = this.queue.then(() => this.extractNow(bytes, hints));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Ends the child (the runtime's shutdown; tests). */
+  close(): void {
+    this.child?.kill('SIGKILL');
+    this.child = undefined;
+  }
+
+  private async extractNow(bytes: Buffer, hints: { fileName: string; contentType: string }): Promise<ExtractedText> {
+    const child = this.child ?? (await this.start());
+    this.stderrTail = '';
+    try {
+      const reply = await this.exchange(child, { id: this.nextId++, bytes, ...hints });
+      if (reply.ok) return { text: reply.text, format: reply.format };
+      throw new ProcessingError(reply.code, reply.message);
+    } finally {
+      // A child that kept a large heap after a big file is replaced before it serves the next one.
+      if (this.child === child && residentBytes(child) > this.limits.memoryBytes / 2) this.close();
+    }
+  }
+
+  private exchange(child: ChildProcess, request: Request): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (outcome: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        clearInterval(poll);
+        child.off('message', onMessage);
+        child.off('close', onClose);
+        outcome();
+      };
+      const kill = (error: ProcessingError) => {
+        this.close();
+        finish(() => reject(error));
+      };
+      const onMessage = (reply: Reply) => {
+        if (reply.id === request.id) finish(() => resolve(reply));
+      };
+      // 'close', not 'exit': it comes once stderr is read to its end, so V8's last words are in the tail.
+      const onClose = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (this.child === child) this.child = undefined;
+        finish(() => reject(diedOn(code, signal, this.stderrTail, this.limits)));
+      };
+      const timer = setTimeout(
+        () =>
+          kill(
+            new ProcessingError(
+              'EXTRACTION_TIMEOUT',
+              `Extracting the file's text took longer than ${this.limits.timeoutMs / 1000} s; it was stopped.`,
+            ),
+          ),
+        this.limits.timeoutMs,
+      );
+      const poll = setInterval(() => {
+        if (residentBytes(child) > this.limits.memoryBytes) kill(outOfMemory(this.limits));
+      }, MEMORY_POLL_MS);
+      child.on('message', onMessage);
+      child.once('close', onClose);
+      child.send(request, (error) => {
+        if (error) finish(() => reject(error));
+      });
+    });
+  }
+
+  private start(): Promise<ChildProcess> {
+    const child = fork(__filename, [], {
+      execArgv: [...childExecArgv(), `--max-old-space-size=${Math.floor(this.limits.memoryBytes / 1024 / 1024)}`],
+      env: { ...process.env, [CHILD_FLAG]: '1', [CAPS_VARIABLE]: JSON.stringify(capsOf(this.limits)) },
+      serialization: 'advanced', // Buffers and long strings cross as they are, not as JSON
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    // Always read, so a chatty parser can never fill the pipe and stall.
+    child.stderr?.on('data', (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4096);
+    });
+    return new Promise((resolve, reject) => {
+      // The child says it is ready once its modules are loaded, so the first file's time limit is its own.
+      const onReady = (message: unknown) => {
+        if (message !== 'ready') return;
+        cleanup();
+        this.child = child;
+        // An idle child must not keep the service's process alive; a file in flight holds its own timer.
+        child.unref();
+        child.channel?.unref();
+        (child.stderr as { unref?: () => void } | null)?.unref?.();
+        child.on('exit', () => {
+          if (this.child === child) this.child = undefined;
+        });
+        resolve(child);
+      };
+      const onFailure = (reason: unknown) => {
+        cleanup();
+        child.kill('SIGKILL');
+        reject(new Error(`The text extraction process could not start: ${String(reason)}`));
+      };
+      const onExit = (code: number | null, signal: NodeJS.Signals | null) => onFailure(`it exited (${code ?? signal})`);
+      const cleanup = () => {
+        child.off('message', onReady);
+        child.off('error', onFailure);
+        child.off('exit', onExit);
+      };
+      child.on('message', onReady);
+      child.once('error', onFailure);
+      child.once('exit', onExit);
+    });
+  }
+}
+
+function capsOf(limits: ExtractionLimits): ExtractionCaps {
+  return {
+    maxPdfPages: limits.maxPdfPages,
+    maxDocxXmlBytes: limits.maxDocxXmlBytes,
+    maxCharacters: limits.maxCharacters,
+  };
+}
+
+/**
+ * Node options for the child: this process's own (under tsx they load TypeScript), or tsx when this file is
+ * TypeScript and nothing loads it (a jest worker).
+ */
+function childExecArgv(): string[] {
+  const inherited = process.execArgv.filter((arg) => !arg.startsWith('--max-old-space-size'));
+  const loadsTypeScript = inherited.some((arg) => arg.includes('tsx'));
+  return __filename.endsWith('.ts') && !loadsTypeScript ? [...inherited, '--import', 'tsx'] : inherited;
+}
+
+/** Resident memory of a process from /proc (Linux, as in Lambda); 0 where there is none (the heap limit remains). */
+function residentBytes(child: ChildProcess): number {
+  if (child.pid === undefined) return 0;
+  try {
+    const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+    const line = status.split('\n').find((entry) => entry.startsWith('VmRSS:'));
+    return line ? Number.parseInt(line.slice('VmRSS:'.length), 10) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function outOfMemory(limits: ExtractionLimits): ProcessingError {
+  return new ProcessingError(
+    'FILE_TOO_LARGE',
+    `Extracting the file's text needs more than ${Math.round(limits.memoryBytes / 1024 / 1024)} MB of memory; it was stopped.`,
+  );
+}
+
+/** Why a child died while it read a file: its heap limit, or a crash of the parser on that file. */
+function diedOn(code: number | null, signal: string | null, stderr: string, limits: ExtractionLimits) {
+  if (/heap limit|out of memory/i.test(stderr)) return outOfMemory(limits);
+  return new ProcessingError(
+    'PARSE_ERROR',
+    `The file could not be read: the extraction process stopped on it (${signal ?? `exit code ${code}`}).`,
+  );
+}
+
+/** The child's side: extract each file it is sent, answer with the text or the ProcessingError. */
+function serve(): void {
+  const caps = JSON.parse(process.env[CAPS_VARIABLE] ?? '{}') as Partial<ExtractionCaps>;
+  const extractor = new DocumentTextExtractor(caps);
+  process.on('message', (request: Request) => {
+    const reply = extractor
+      .extract(Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength), request)
+      .then(
+        ({ text, format }): Reply => ({ id: request.id, ok: true, text, format }),
+        (error: unknown): Reply => ({ id: request.id, ok: false, ...failureOf(error) }),
+      );
+    void reply.then((answer) => process.send?.(answer));
+  });
+  // The parent going away ends the child.
+  process.on('disconnect', () => process.exit(0));
+  process.send?.('ready');
+}
+
+/**
+ * Any exception of a parser is the file's: a ProcessingError keeps its code; anything else (a RangeError from a
+ * recursive parser, a TypeError from a damaged structure) is PARSE_ERROR, named by its class only, since parser
+ * messages may quote the content.
+ */
+function failureOf(error: unknown): { code: ProcessingErrorCode; message: string } {
+  if (error instanceof ProcessingError) return { code: error.code, message: error.message };
+  if (error instanceof RangeError && /call stack/i.test(error.message)) {
+    return { code: 'PARSE_ERROR', message: 'The file could not be read: its structure is nested too deeply.' };
+  }
+  const kind = error instanceof Error ? error.name : typeof error;
+  return { code: 'PARSE_ERROR', message: `The file could not be read: its parser failed (${kind}).` };
+}
+
+if (process.env[CHILD_FLAG] === '1' && typeof process.send === 'function') serve();
