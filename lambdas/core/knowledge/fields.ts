@@ -31,13 +31,50 @@ export const customDocumentId = withRules(z.string(), (value) =>
       ],
 );
 
-/** A file name with an extension, no path separators or control characters. */
-export const fileName = withRules(z.string().min(1).max(255), (value) => {
+/**
+ * Most UTF-8 bytes of a file name. The name is the last segment of the document's object key: with the longest
+ * prefix (`<agent>/<environment>/<kb>/<128-character id>/_versions/<upload>/`, 262 bytes) a key stays under 470
+ * bytes, far from S3's 1,024, and the segment stays under the 255 bytes a file system allows with room for the
+ * suffixes a local store adds.
+ */
+export const FILE_NAME_MAX_BYTES = 200;
+
+/** Bidirectional embedding, override and isolate controls: they make `uni\u202Egnp.txt` display as `unitxt.png`. */
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused here
+const SEPARATORS_AND_CONTROLS = /[/\\\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * What makes a name unsafe to store and show, whatever its extension: length in UTF-8 bytes, path separators,
+ * control characters, bidirectional controls, and the names `.` and `..`. Every ZIP entry's name is held to this too.
+ */
+export function fileNameSafetyViolations(value: string): { rule: string; message: string }[] {
   const violations: { rule: string; message: string }[] = [];
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused here
-  if (/[/\\\u0000-\u001f\u007f]/.test(value) || value === '.' || value === '..') {
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > FILE_NAME_MAX_BYTES) {
+    violations.push({
+      rule: 'fileName.maxBytes',
+      message: `must be at most ${FILE_NAME_MAX_BYTES} bytes in UTF-8 (it is ${bytes})`,
+    });
+  }
+  if (SEPARATORS_AND_CONTROLS.test(value)) {
     violations.push({ rule: 'fileName.characters', message: 'must not contain "/", "\\" or control characters' });
   }
+  if (BIDI_CONTROLS.test(value)) {
+    violations.push({
+      rule: 'fileName.bidiControl',
+      message: 'must not contain bidirectional control characters (U+202A to U+202E, U+2066 to U+2069)',
+    });
+  }
+  if (value === '.' || value === '..') {
+    violations.push({ rule: 'fileName.dotName', message: 'must not be "." or ".."' });
+  }
+  return violations;
+}
+
+/** A file name with an extension, held to the safety rules above. */
+export const fileName = withRules(z.string().min(1), (value) => {
+  const violations = fileNameSafetyViolations(value);
   if (!/\.[A-Za-z0-9]{1,10}$/.test(value) || /^\.[^.]*$/.test(value)) {
     violations.push({ rule: 'fileName.extension', message: 'must have a file extension such as .pdf or .txt' });
   }

@@ -10,6 +10,7 @@ import { labelViolations } from '../knowledge/labels';
 /** Why the archive reader refused one entry; the rest of the archive is still read. */
 export type ZipEntryRejectionCode =
   | 'UNSAFE_PATH'
+  | 'INVALID_FILE_NAME'
   | 'ENCRYPTED_ENTRY'
   | 'NESTED_ARCHIVE'
   | 'FILE_TOO_LARGE'
