@@ -49,7 +49,9 @@ async function main(): Promise<void> {
     head: async () => ({ size, contentType: 'text/plain' }),
     get: async () => readFileSync(file),
     presignPut: notUsed,
+    download: notUsed,
     put: notUsed,
+    markCompleted: notUsed,
     delete: notUsed,
   };
   // buildChunks reads only these four; the rest of ProcessingDeps is the worker's plumbing around it.

@@ -108,7 +108,8 @@ export const ROUTES: readonly HttpRoute[] = [
     scope: 'knowledge-management',
     access: {
       tables: { ...tenantRead, documents: 'readWrite', uploads: 'readWrite', zipJobs: 'readWrite' },
-      documentsBucket: 'read',
+      // readWrite for s3:PutObjectTagging: the completed upload loses its pending-upload tag.
+      documentsBucket: 'readWrite',
       processingQueue: 'send',
     },
     summary: 'Finalize a new upload',
@@ -390,7 +391,12 @@ export const WORKERS = {
   },
   watchdog: {
     handler: 'lambdas/handlers/scheduled/watchdog.ts',
-    access: { tables: { documents: 'readWrite', zipJobs: 'readWrite' }, processingQueue: 'send' },
+    // The bucket and the upload sessions: it deletes what uploads nobody completed wrote.
+    access: {
+      tables: { documents: 'readWrite', zipJobs: 'readWrite', uploads: 'readWrite' },
+      documentsBucket: 'readWrite',
+      processingQueue: 'send',
+    },
   },
   /** Every minute: runs the schedule triggers whose cron fired in their time zone since the last tick. */
   scheduleTick: {

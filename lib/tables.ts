@@ -49,8 +49,18 @@ export const TABLES: Record<TableName, TableSchema> = {
       },
     ],
   },
-  /** Upload sessions; expired ones are removed by TTL (they are also refused by time, TTL is only cleanup). */
-  uploads: { partitionKey: 'uploadId', timeToLiveAttribute: 'expiresAtEpoch' },
+  /**
+   * Upload sessions; expired ones are removed by TTL (they are also refused by time, TTL is only cleanup). Sparse
+   * index `open`: `openKey` exists only until a session is completed or swept, so the watchdog finds the uploads
+   * nobody completed and removes their objects when their session ends.
+   */
+  uploads: {
+    partitionKey: 'uploadId',
+    timeToLiveAttribute: 'expiresAtEpoch',
+    indexes: [
+      { indexName: 'open', partitionKey: { name: 'openKey' }, sortKey: { name: 'expiresAt' }, nonKeyAttributes: [] },
+    ],
+  },
   /** ZIP imports: `itemKey` = `job` for the job, `file#<00000>` for each file of the archive. */
   zipJobs: {
     partitionKey: 'zipJobId',

@@ -12,17 +12,51 @@ export interface PresignedPut {
   readonly headers: Record<string, string>;
 }
 
+/** What `presignPut` signs into the URL besides the key. */
+export interface PutConditions {
+  readonly contentType: string;
+  /** The exact size in bytes the upload must have, when the caller declared it: S3 refuses any other length. */
+  readonly contentLength?: number;
+}
+
+/** An object copied to a local temporary file, for readers that need random access (a ZIP's central directory). */
+export interface DownloadedObject {
+  readonly path: string;
+  readonly size: number;
+  /** Deletes the temporary file. */
+  remove(): Promise<void>;
+}
+
+/** The object is larger than the caller allowed: the copy stopped there and was deleted. */
+export class ObjectTooLargeError extends Error {
+  constructor(
+    readonly key: string,
+    readonly maxBytes: number,
+  ) {
+    super(`Object ${key} is larger than ${maxBytes} bytes`);
+    this.name = 'ObjectTooLargeError';
+  }
+}
+
 export interface BlobStore {
   /**
    * A URL that accepts one PUT of the object with exactly these headers until it expires. It creates the object only
    * while the key is free (S3 conditional write, `If-None-Match: *`): once the upload arrived, the same URL cannot
-   * replace it, so what upload-complete records and processing indexes is what was uploaded first.
+   * replace it, so what upload-complete records and processing indexes is what was uploaded first. The object is
+   * tagged as a pending upload until `markCompleted`: a lifecycle rule removes the ones never completed.
    */
-  presignPut(key: string, headers: { contentType: string }, expiresInSeconds: number): Promise<PresignedPut>;
+  presignPut(key: string, conditions: PutConditions, expiresInSeconds: number): Promise<PresignedPut>;
   head(key: string): Promise<ObjectHead | undefined>;
   /** The object's bytes, or undefined when it does not exist. */
   get(key: string): Promise<Buffer | undefined>;
+  /**
+   * Streams the object into a temporary file, counting the bytes as they arrive (never trusting a declared size):
+   * past `maxBytes` it stops and throws ObjectTooLargeError. Undefined when the object does not exist.
+   */
+  download(key: string, maxBytes: number): Promise<DownloadedObject | undefined>;
   put(key: string, bytes: Buffer, contentType: string): Promise<void>;
+  /** The upload of `key` was completed: it is no longer a pending upload for the lifecycle rule. */
+  markCompleted(key: string): Promise<void>;
   /** Deletes the objects; missing ones are not an error. */
   delete(keys: readonly string[]): Promise<void>;
 }

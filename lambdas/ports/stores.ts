@@ -12,6 +12,8 @@ export interface TokenRecord {
   readonly tokenId: string;
   readonly organizationId: string;
   readonly scopes: readonly Scope[];
+  /** The agents the token is restricted to (1..100); absent: every agent of the organization. */
+  readonly agentIds?: readonly string[];
   readonly name: string | null;
   readonly createdAt: string;
 }
@@ -136,4 +138,8 @@ export interface UploadSessionStore {
   get(uploadId: string): Promise<UploadSession | undefined>;
   /** Stores the first completion answer; a later call keeps the first. Returns the stored answer. */
   saveCompletion(uploadId: string, completion: UploadCompletion): Promise<UploadCompletion>;
+  /** Ids of sessions neither completed nor swept that ended before `endedBefore`, oldest first, at most `limit`. */
+  listOpenEndedBefore(endedBefore: string, limit: number): Promise<string[]>;
+  /** The session's upload was dealt with (its object removed, or found in use): it is no longer listed. */
+  markSwept(uploadId: string): Promise<void>;
 }

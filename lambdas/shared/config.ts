@@ -19,6 +19,12 @@ export function positiveInteger(name: string, fallback: number): number {
   return value;
 }
 
+/** 50 MB per file, the anchor of the issue and Bedrock's own limit. */
+export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
+
+/** 256 MiB per ZIP archive: the processing function copies it to its temporary storage before reading it. */
+export const DEFAULT_MAX_ARCHIVE_BYTES = 256 * 1024 * 1024;
+
 export const config = {
   tableName: (table: TableName) => requireEnv(RESOURCE_ENV.tables[table]),
   documentsBucket: () => requireEnv(RESOURCE_ENV.documentsBucket),
@@ -37,5 +43,7 @@ export const config = {
   uploads: () => ({
     uploadUrlTtlSeconds: positiveInteger('UPLOAD_URL_TTL_SECONDS', 900),
     uploadSessionTtlSeconds: positiveInteger('UPLOAD_SESSION_TTL_SECONDS', 3600),
+    maxFileBytes: positiveInteger('MAX_FILE_BYTES', DEFAULT_MAX_FILE_BYTES),
+    maxArchiveBytes: positiveInteger('ZIP_MAX_ARCHIVE_BYTES', DEFAULT_MAX_ARCHIVE_BYTES),
   }),
 };

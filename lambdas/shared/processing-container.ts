@@ -7,11 +7,12 @@
  */
 
 import { ZipArchiveImporter } from '../adapters/archive/zip-importer';
-import { DocumentTextExtractor } from '../adapters/extraction/text-extractor';
+import { IsolatedTextExtractor } from '../adapters/extraction/isolated-extractor';
+import { DEFAULT_EXTRACTION_CAPS } from '../adapters/extraction/text-extractor';
 import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../core/processing/process-document';
 import type { ZipImportDeps } from '../core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { positiveInteger } from './config';
+import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from './config';
 import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 
@@ -20,13 +21,22 @@ export { useKnowledgeIndex } from './knowledge-index';
 /** Files in one archive: room for a batch of 1,000 documents with its CSV, twice over. */
 export const DEFAULT_ZIP_MAX_ENTRIES = 2000;
 
-/** 50 MB per file, the anchor of the issue and Bedrock's own limit. */
-export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
-
 let index: KnowledgeIndex | undefined;
-let extractor: DocumentTextExtractor | undefined;
+let extractor: IsolatedTextExtractor | undefined;
 let archives: ZipArchiveImporter | undefined;
 let settings: ProcessingSettings | undefined;
+
+/** The bounds of text extraction (docs/processing.md, "Hostile files"). */
+export function extractionLimits() {
+  const MB = 1024 * 1024;
+  return {
+    timeoutMs: positiveInteger('EXTRACTION_TIMEOUT_SECONDS', 60) * 1000,
+    memoryBytes: positiveInteger('EXTRACTION_MEMORY_MB', 1024) * MB,
+    maxPdfPages: positiveInteger('EXTRACTION_MAX_PDF_PAGES', DEFAULT_EXTRACTION_CAPS.maxPdfPages),
+    maxDocxXmlBytes: positiveInteger('EXTRACTION_MAX_DOCX_XML_MB', DEFAULT_EXTRACTION_CAPS.maxDocxXmlBytes / MB) * MB,
+    maxCharacters: positiveInteger('EXTRACTION_MAX_CHARACTERS', DEFAULT_EXTRACTION_CAPS.maxCharacters),
+  };
+}
 
 export const processingContainer: ProcessingDeps & ZipImportDeps = {
   get documents() {
@@ -57,14 +67,17 @@ export const processingContainer: ProcessingDeps & ZipImportDeps = {
     return installedKnowledgeIndex()?.embedder ?? null;
   },
   get extractor() {
-    extractor ??= new DocumentTextExtractor();
+    extractor ??= new IsolatedTextExtractor(extractionLimits());
     return extractor;
   },
   get archives() {
-    archives ??= new ZipArchiveImporter({
-      maxEntryBytes: positiveInteger('MAX_FILE_BYTES', DEFAULT_MAX_FILE_BYTES),
-      maxEntries: positiveInteger('ZIP_MAX_ENTRIES', DEFAULT_ZIP_MAX_ENTRIES),
-    });
+    archives ??= new ZipArchiveImporter(
+      {
+        maxEntryBytes: positiveInteger('MAX_FILE_BYTES', DEFAULT_MAX_FILE_BYTES),
+        maxEntries: positiveInteger('ZIP_MAX_ENTRIES', DEFAULT_ZIP_MAX_ENTRIES),
+      },
+      positiveInteger('ZIP_MAX_ARCHIVE_BYTES', DEFAULT_MAX_ARCHIVE_BYTES),
+    );
     return archives;
   },
   get settings(): ProcessingSettings {

@@ -3,7 +3,7 @@
  * messages, partial batch responses, DLQ after 3 receives) and the watchdog on a schedule, both writing to the
  * Bedrock knowledge base of each environment. Grants follow WORKERS in lib/routes.ts.
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Size } from 'aws-cdk-lib';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Architecture } from 'aws-cdk-lib/aws-lambda';
@@ -26,11 +26,24 @@ export interface DocumentProcessingProps {
   readonly resources: PlatformResources;
   readonly processingQueue: IQueue;
   readonly knowledgeIndex: KnowledgeIndexBackend;
-  /** Longest a batch may run; the queue's visibility timeout must exceed it. */
-  readonly timeout: Duration;
   /** Largest file processed (bytes). */
   readonly maxFileBytes: number;
+  /** Largest ZIP archive imported (bytes); the function's temporary storage holds a copy while it is read. */
+  readonly maxArchiveBytes: number;
 }
+
+/** Messages per invocation of the processor. */
+export const PROCESSING_BATCH_SIZE = 5;
+/** Longest one file's text extraction may take before its child process is killed (EXTRACTION_TIMEOUT_SECONDS). */
+export const EXTRACTION_TIMEOUT = Duration.seconds(60);
+/** Memory of the extraction child process (EXTRACTION_MEMORY_MB), inside the function's 2,048 MB. */
+export const EXTRACTION_MEMORY_MB = 1024;
+/**
+ * The processor's timeout: a batch whose every file runs into the extraction limit (extractions run one at a time)
+ * still ends inside it, with a minute for reading, chunking and indexing, so a hostile file never makes the
+ * invocation time out and takes the rest of its batch back to the queue with it.
+ */
+export const PROCESSING_TIMEOUT = Duration.seconds(PROCESSING_BATCH_SIZE * EXTRACTION_TIMEOUT.toSeconds() + 60);
 
 export class DocumentProcessing extends Construct {
   public readonly processor: ServiceFunction;
@@ -41,14 +54,17 @@ export class DocumentProcessing extends Construct {
     const common = {
       ...props.knowledgeIndex.environment(),
       MAX_FILE_BYTES: String(props.maxFileBytes),
+      ZIP_MAX_ARCHIVE_BYTES: String(props.maxArchiveBytes),
       PROCESSING_TIMEOUT_SECONDS: '900',
     };
 
     this.processor = new ServiceFunction(this, 'ProcessorFunction', {
       handlerFile: WORKERS.processing.handler,
       description: 'Extracts, chunks and indexes uploaded documents; imports ZIP archives',
-      timeout: props.timeout,
+      timeout: PROCESSING_TIMEOUT,
       memorySize: 2048,
+      // A ZIP archive is read from a copy in /tmp (random access to its central directory), never from memory.
+      ephemeralStorageSize: Size.mebibytes(Math.ceil(props.maxArchiveBytes / 1024 / 1024) + 512),
       // pdfjs-dist cannot be bundled (it loads @napi-rs/canvas, a native addon, as it starts): both ship as
       // node_modules copied from this checkout. The registry mirror these machines use has the linux-x64-gnu build
       // of the addon only, so the processor runs on x86_64.
@@ -62,13 +78,18 @@ export class DocumentProcessing extends Construct {
             SHIPPED_MODULES.map((name) => copyModule(inputDir, outputDir, name)),
         },
       },
-      environment: { ...common, ...resourceEnvironment(props.resources, WORKERS.processing.access) },
+      environment: {
+        ...common,
+        EXTRACTION_TIMEOUT_SECONDS: String(EXTRACTION_TIMEOUT.toSeconds()),
+        EXTRACTION_MEMORY_MB: String(EXTRACTION_MEMORY_MB),
+        ...resourceEnvironment(props.resources, WORKERS.processing.access),
+      },
     });
     grantAccess(this.processor, props.resources, WORKERS.processing.access);
     props.knowledgeIndex.grantIngest(this.processor);
     this.processor.addEventSource(
       new SqsEventSource(props.processingQueue, {
-        batchSize: 5,
+        batchSize: PROCESSING_BATCH_SIZE,
         reportBatchItemFailures: true,
         maxConcurrency: 10,
       }),

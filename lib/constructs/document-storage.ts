@@ -14,6 +14,7 @@ import {
 import { SqsDestination } from 'aws-cdk-lib/aws-s3-notifications';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { PENDING_UPLOAD_TAG } from '../../lambdas/adapters/aws/s3-blob-store';
 
 export interface DocumentStorageProps {
   /**
@@ -58,6 +59,18 @@ export class DocumentStorage extends Construct {
       serverAccessLogsPrefix: 'documents-bucket/',
       // Browsers upload straight to S3 with the pre-signed PUT URL; the signature, not the origin, authorizes it.
       cors: [{ allowedMethods: [HttpMethods.PUT], allowedOrigins: ['*'], allowedHeaders: ['*'], maxAge: 3000 }],
+      lifecycleRules: [
+        {
+          // An upload URL writes its object tagged `upload=pending`; upload-complete removes the tag. What still has
+          // it a day later is an upload nobody completed (the watchdog removes those sooner, when their session
+          // ends): no file parks in the bucket for good. A day is the shortest expiration S3 offers.
+          id: 'AbandonedUploads',
+          tagFilters: { [PENDING_UPLOAD_TAG.key]: PENDING_UPLOAD_TAG.value },
+          expiration: Duration.days(1),
+        },
+        // Parts of multipart uploads (the API issues none, but S3 accepts them from any signed client) do not linger.
+        { id: 'IncompleteMultipartUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
       removalPolicy: RemovalPolicy.RETAIN,
     });
 

@@ -3,7 +3,7 @@
  * the locally installed esbuild (never Docker) the same way `scripts/bundle-sizes.ts` measures it.
  */
 import * as path from 'node:path';
-import { Duration, Validations } from 'aws-cdk-lib';
+import { Duration, type Size, Validations } from 'aws-cdk-lib';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -39,6 +39,8 @@ export interface ServiceFunctionProps {
   readonly timeout?: Duration;
   /** @default 512 */
   readonly memorySize?: number;
+  /** /tmp of the function. @default 512 MiB */
+  readonly ephemeralStorageSize?: Size;
   /** @default ARM_64 */
   readonly architecture?: Architecture;
   /** Bundling on top of BUNDLING (e.g. packages shipped as node_modules instead of bundled). */
@@ -61,6 +63,7 @@ export class ServiceFunction extends NodejsFunction {
       runtime: Runtime.NODEJS_22_X,
       architecture: props.architecture ?? Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
+      ephemeralStorageSize: props.ephemeralStorageSize,
       timeout: props.timeout ?? HTTP_TIMEOUT,
       tracing: Tracing.ACTIVE,
       logGroup,

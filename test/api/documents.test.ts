@@ -106,7 +106,7 @@ describe('update of content', () => {
       s3Key: link.s3Key,
       documentId: 'manual-1',
       expiresIn: 900,
-      requiredHeaders: { 'Content-Type': 'text/markdown', 'If-None-Match': '*' },
+      requiredHeaders: { 'Content-Type': 'text/markdown', 'If-None-Match': '*', 'x-amz-tagging': 'upload=pending' },
     });
 
     // Nothing changes before the update completes.
@@ -207,7 +207,11 @@ describe('ZIP import', () => {
     expect(link.status).toBe(200);
     expect(link.body.documentId).toBeNull();
     expect(link.body.zipJobId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(link.body.requiredHeaders).toEqual({ 'Content-Type': 'application/zip', 'If-None-Match': '*' });
+    expect(link.body.requiredHeaders).toEqual({
+      'Content-Type': 'application/zip',
+      'If-None-Match': '*',
+      'x-amz-tagging': 'upload=pending',
+    });
     await putFile(link.body, Buffer.from('PK\u0005\u0006'.padEnd(22, '\u0000')));
     const done = await complete(link.body.uploadId);
     expect(done.status).toBe(200);

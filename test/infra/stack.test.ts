@@ -135,19 +135,17 @@ describe('functions', () => {
       ...(route.access.processingQueue ? [RESOURCE_ENV.processingQueue] : []),
       ...(route.access.knowledgeIndex ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
     ].sort();
-    const resourceVariables = Object.keys(variables).filter(
-      (name) =>
-        !['NODE_OPTIONS', 'POWERTOOLS_SERVICE_NAME', 'UPLOAD_URL_TTL_SECONDS', 'UPLOAD_SESSION_TTL_SECONDS'].includes(
-          name,
-        ),
-    );
-    expect(resourceVariables.sort()).toEqual(expected);
-    expect(variables).toMatchObject({
+    const settings = {
       NODE_OPTIONS: '--enable-source-maps',
       POWERTOOLS_SERVICE_NAME: 'agent-platform',
       UPLOAD_URL_TTL_SECONDS: '900',
       UPLOAD_SESSION_TTL_SECONDS: '3600',
-    });
+      MAX_FILE_BYTES: String(50 * 1024 * 1024),
+      ZIP_MAX_ARCHIVE_BYTES: String(256 * 1024 * 1024),
+    };
+    const resourceVariables = Object.keys(variables).filter((name) => !(name in settings));
+    expect(resourceVariables.sort()).toEqual(expected);
+    expect(variables).toMatchObject(settings);
     for (const table of Object.keys(route.access.tables ?? {}) as TableName[]) {
       expect(variables[RESOURCE_ENV.tables[table]]).toEqual({ Ref: logicalId(stack.data.tables[table]) });
     }
@@ -320,11 +318,11 @@ describe('document storage', () => {
 });
 
 describe('API', () => {
-  test('the authorizer is a cached REQUEST authorizer on the Authorization header', () => {
+  test('the authorizer is a REQUEST authorizer on the Authorization header, cached at most 60 s', () => {
     template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
       Type: 'REQUEST',
       IdentitySource: 'method.request.header.Authorization',
-      AuthorizerResultTtlInSeconds: 300,
+      AuthorizerResultTtlInSeconds: 60,
     });
   });
 
@@ -447,6 +445,57 @@ describe('document processing', () => {
     const processor = resources[processorId()].Properties;
     const queue = resources[stack.getLogicalId(stack.storage.queue.node.defaultChild as CfnElement)].Properties;
     expect(queue.VisibilityTimeout as number).toBeGreaterThan(processor.Timeout as number);
+  });
+
+  test('a batch of files that all run into the extraction time limit ends inside the processor timeout', () => {
+    const processor = resources[processorId()].Properties;
+    const { Variables: environment } = processor.Environment as { Variables: Record<string, string> };
+    const mapping = Object.values(resources).find(
+      (r) =>
+        r.Type === 'AWS::Lambda::EventSourceMapping' &&
+        JSON.stringify(r.Properties.FunctionName) === JSON.stringify({ Ref: processorId() }),
+    );
+    const batchSize = Number(mapping?.Properties.BatchSize);
+    const extractionSeconds = Number(environment.EXTRACTION_TIMEOUT_SECONDS);
+    expect({ batchSize, extractionSeconds, memory: environment.EXTRACTION_MEMORY_MB }).toEqual({
+      batchSize: 5,
+      extractionSeconds: 60,
+      memory: '1024',
+    });
+    // Extractions run one at a time: all of them at the limit, plus a minute for the rest of the work.
+    expect(processor.Timeout as number).toBeGreaterThanOrEqual(batchSize * extractionSeconds + 60);
+    // The extraction child's memory fits in the function's with room for the handler's own.
+    expect(Number(environment.EXTRACTION_MEMORY_MB)).toBeLessThanOrEqual((processor.MemorySize as number) / 2);
+  });
+
+  test('the processor has temporary storage for the largest archive it reads from a copy', () => {
+    const processor = resources[processorId()].Properties;
+    const { Variables: environment } = processor.Environment as { Variables: Record<string, string> };
+    const archiveMiB = Number(environment.ZIP_MAX_ARCHIVE_BYTES) / 1024 / 1024;
+    expect((processor.EphemeralStorage as { Size: number }).Size).toBeGreaterThanOrEqual(archiveMiB + 256);
+  });
+
+  test('objects of uploads never completed expire by their pending-upload tag', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      LifecycleConfiguration: {
+        Rules: Match.arrayWith([
+          Match.objectLike({
+            Id: 'AbandonedUploads',
+            Status: 'Enabled',
+            ExpirationInDays: 1,
+            TagFilters: [{ Key: 'upload', Value: 'pending' }],
+          }),
+        ]),
+      },
+    });
+  });
+
+  test('the watchdog may read upload sessions and delete what abandoned uploads wrote', () => {
+    const watchdogId = stack.getLogicalId(stack.processing.watchdog.node.defaultChild as CfnElement);
+    const { Variables: environment } = resources[watchdogId].Properties.Environment as {
+      Variables: Record<string, unknown>;
+    };
+    expect(Object.keys(environment)).toEqual(expect.arrayContaining(['UPLOADS_TABLE', 'DOCUMENTS_BUCKET']));
   });
 
   test('the processor knows the Bedrock knowledge base of each environment', () => {

@@ -22,6 +22,7 @@ import type { DocumentRef, KnowledgeIndex } from '../../lambdas/ports/processing
 import type { BlobStore, ProcessingMessage } from '../../lambdas/ports/services';
 import type { DocumentStore } from '../../lambdas/ports/stores';
 import { TABLES } from '../../lib/tables';
+import { inMemoryBlobStore } from '../helpers/blobs';
 import { type LocalDynamo, startDynalite } from '../helpers/dynalite';
 import { zipOf } from '../helpers/fixtures';
 
@@ -54,9 +55,7 @@ afterAll(async () => {
 });
 
 const blobs: BlobStore = {
-  presignPut: async () => {
-    throw new Error('not used');
-  },
+  ...inMemoryBlobStore(),
   head: async () => ({ size: Buffer.byteLength(TEXT), contentType: 'text/plain' }),
   get: async () => Buffer.from(TEXT),
   put: async () => undefined,
@@ -310,16 +309,7 @@ describe('a ZIP import cut off half-way', () => {
       zipJobs,
       archives: new ZipArchiveImporter(),
       clock: { now: () => new Date() },
-      blobs: {
-        ...blobs,
-        get: async (key: string) => objects.get(key),
-        put: async (key: string, bytes: Buffer) => {
-          objects.set(key, bytes);
-        },
-        delete: async (keys: readonly string[]) => {
-          for (const key of keys) objects.delete(key);
-        },
-      },
+      blobs: inMemoryBlobStore(objects),
       queue: {
         send: async (message: ProcessingMessage) => {
           // The worker dies while queueing the processing of the file after `failAfter`.

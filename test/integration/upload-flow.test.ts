@@ -50,7 +50,7 @@ it('runs the whole document life cycle through the HTTP API', async () => {
   expect(link.status).toBe(200);
   expect(link.body).toMatchObject({
     expiresIn: 900,
-    requiredHeaders: { 'Content-Type': 'text/plain', 'If-None-Match': '*' },
+    requiredHeaders: { 'Content-Type': 'text/plain', 'If-None-Match': '*', 'x-amz-tagging': 'upload=pending' },
   });
   expect(link.body.s3Key).toBe(
     `${dataset.agentId}/production/${dataset.knowledgeBaseId}/${link.body.documentId}/guide.txt`,

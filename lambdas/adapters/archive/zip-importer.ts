@@ -1,7 +1,8 @@
 /**
- * The ArchiveImporter of ZIP imports: reads the archive with the streaming reader (its caps apply while inflating),
- * then plans each file with the archive rules of core/processing/zip-import.ts (label CSV, per-file outcomes).
- * Accepted files are held in memory until they are stored as documents: the total is capped by `maxTotalBytes`.
+ * The ArchiveImporter of ZIP imports: reads the archive (a local copy) with the streaming reader, its caps applying
+ * while inflating, and plans each file with the archive rules of core/processing/zip-import.ts (label CSV, per-file
+ * outcomes). No file's content is kept by planning but the label CSV's; each accepted file is inflated again, one at
+ * a time, when it is stored as a document.
  */
 import {
   type AcceptedZipEntry,
@@ -10,30 +11,54 @@ import {
   type LabelCsv,
   parseLabelCsv,
   planZipImport,
-  type ZipEntry,
+  type ZipEntryInfo,
 } from '../../core/processing/zip-import';
-import type { ArchiveImporter, PlannedFile } from '../../core/processing/zip-job';
-import { readZipArchive, type ZipLimits } from './zip-reader';
+import type { ArchiveImporter, OpenArchive, PlannedFile } from '../../core/processing/zip-job';
+import { DEFAULT_MAX_ARCHIVE_BYTES } from '../../shared/config';
+import { openZipFileReader, readZipArchive, type ZipFileReader, type ZipLimits } from './zip-reader';
 
 export class ZipArchiveImporter implements ArchiveImporter {
-  constructor(private readonly limits: Partial<ZipLimits> = {}) {}
+  constructor(
+    private readonly limits: Partial<ZipLimits> = {},
+    readonly maxArchiveBytes = DEFAULT_MAX_ARCHIVE_BYTES,
+  ) {}
 
-  async plan(archive: Buffer, requestLabels: { label1: string | null; label2: string | null }) {
-    const entries: ZipEntry[] = [];
-    const read = await readZipArchive(archive, this.limits, async (entry) => {
-      entries.push(entry);
+  open(path: string): OpenArchive {
+    let reader: Promise<ZipFileReader> | undefined;
+    return {
+      plan: (requestLabels) => this.plan(path, requestLabels),
+      read: async (fileName) => {
+        reader ??= openZipFileReader(path, this.limits);
+        return (await reader).read(fileName);
+      },
+      close: () => {
+        reader?.then((opened) => opened.close()).catch(() => undefined);
+      },
+    };
+  }
+
+  private async plan(path: string, requestLabels: { label1: string | null; label2: string | null }) {
+    const entries: ZipEntryInfo[] = [];
+    const sizes = new Map<string, number>();
+    // The label file is the one .csv at the archive root: the first such entry is kept until the end, when it is
+    // known whether it is the only one. Every other entry's content is dropped as soon as it has been checked.
+    let rootCsv: AcceptedZipEntry | undefined;
+    const read = await readZipArchive(path, this.limits, async (entry) => {
+      entries.push(isRejectedEntry(entry) ? entry : { fileName: entry.fileName });
+      if (isRejectedEntry(entry)) return;
+      const accepted = entry as AcceptedZipEntry;
+      sizes.set(accepted.fileName, accepted.size);
+      if (!rootCsv && !accepted.fileName.includes('/') && accepted.fileName.toLowerCase().endsWith('.csv')) {
+        rootCsv = accepted;
+      }
     });
     const labelFile = findLabelFile(entries).fileName;
-    const labelEntry = entries.find((e) => e.fileName === labelFile);
-    let labelCsv: LabelCsv | null = null;
-    if (labelEntry && !isRejectedEntry(labelEntry)) labelCsv = parseLabelCsv((labelEntry as AcceptedZipEntry).bytes);
+    const labelCsv: LabelCsv | null =
+      labelFile !== null && rootCsv?.fileName === labelFile ? parseLabelCsv(rootCsv.bytes) : null;
     const plan = planZipImport(entries, labelCsv, requestLabels);
-    const bytesOf = new Map(
-      entries.filter((e): e is AcceptedZipEntry => !isRejectedEntry(e)).map((e) => [e.fileName, e.bytes] as const),
-    );
     const files: PlannedFile[] = plan.files.map((file) => {
-      const bytes = bytesOf.get(file.fileName);
-      if (file.error || !bytes) {
+      const size = sizes.get(file.fileName);
+      if (file.error || size === undefined) {
         return {
           fileName: file.fileName,
           error: file.error ?? { code: 'UNREADABLE_ENTRY', message: 'The entry could not be read' },
@@ -42,7 +67,7 @@ export class ZipArchiveImporter implements ArchiveImporter {
       return {
         fileName: file.fileName,
         baseName: file.baseName,
-        bytes,
+        size,
         label1: file.labels.label1,
         label2: file.labels.label2,
         customDocumentId: file.customDocumentId ?? null,

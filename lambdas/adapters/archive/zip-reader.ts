@@ -7,6 +7,7 @@
  */
 import type { Readable } from 'node:stream';
 import * as yauzl from 'yauzl';
+import { fileNameSafetyViolations } from '../../core/knowledge/fields';
 import {
   baseNameOf,
   type ZipArchiveErrorCode,
@@ -26,6 +27,11 @@ export interface ZipLimits {
   readonly maxCompressionRatio: number;
   /** Below this many inflated bytes an entry's ratio is not judged (tiny files compress absurdly well). */
   readonly ratioFloorBytes: number;
+  /**
+   * Most inflated bytes per byte of the whole archive, checked once the archive has inflated `ratioFloorBytes`: many
+   * entries each just under the per-entry floor cannot add up to a bomb.
+   */
+  readonly maxArchiveRatio: number;
 }
 
 const MB = 1024 * 1024;
@@ -36,6 +42,7 @@ export const DEFAULT_ZIP_LIMITS: ZipLimits = {
   maxEntryBytes: 50 * MB,
   maxCompressionRatio: 100,
   ratioFloorBytes: 1 * MB,
+  maxArchiveRatio: 100,
 };
 
 export interface ZipReadResult {
@@ -76,6 +83,53 @@ export async function readZipArchive(
   }
 }
 
+/** An archive open for reading its files one by one, by path (after `readZipArchive` accepted them). */
+export interface ZipFileReader {
+  /** The content of the file at `fileName`, inflated under the per-file caps. */
+  read(fileName: string): Promise<Buffer>;
+  close(): void;
+}
+
+/**
+ * Opens `path` and lists its central directory once, so each file can then be inflated on its own: an import
+ * holds one file in memory at a time, never the archive's content.
+ */
+export async function openZipFileReader(path: string, limits: Partial<ZipLimits>): Promise<ZipFileReader> {
+  const caps: ZipLimits = { ...DEFAULT_ZIP_LIMITS, ...limits };
+  const zip = await openArchive(path);
+  zip.on('error', () => {});
+  const entries = new Map<string, yauzl.Entry>();
+  try {
+    for await (const entry of zip.eachEntry()) {
+      const fileName = entryFileName(entry);
+      if (!entries.has(fileName)) entries.set(fileName, entry); // as the first pass: a duplicate path was refused
+    }
+  } catch (error) {
+    zip.close();
+    throw error;
+  }
+  return {
+    async read(fileName) {
+      const entry = entries.get(fileName);
+      if (!entry) throw new Error(`The archive has no file ${fileName}`);
+      const read = await readEntry(
+        zip,
+        entry,
+        { ...caps, maxTotalBytes: caps.maxEntryBytes },
+        {
+          inflatedBefore: 0,
+          size: Number.MAX_SAFE_INTEGER, // the archive's ratio was judged by the first pass
+        },
+      );
+      if ('bytes' in read) return read.bytes;
+      throw new Error(
+        `The file ${fileName} cannot be read again: ${'rejected' in read ? read.rejected.message : read.bomb}`,
+      );
+    },
+    close: () => zip.close(),
+  };
+}
+
 // yauzl options: names are decoded and checked by us (`decodeStrings: false`) because yauzl's own check fails the
 // whole archive on one `../` entry, where we refuse only that entry. `autoClose: false`: the second pass reopens
 // entries after the central directory has been read to its end.
@@ -108,6 +162,12 @@ interface ListedFile {
   readonly rejected?: ZipProblem<ZipEntryRejectionCode>;
 }
 
+/** The entry's path as the archive names it, decoded (UTF-8 or CP437 by its flag). */
+function entryFileName(entry: yauzl.Entry): string {
+  // strict: keep backslashes, so that they are refused rather than read as separators
+  return yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileNameRaw, entry.extraFields, true);
+}
+
 /** Pass 1: every file record of the central directory, with the refusals that need no content. */
 async function listFiles(
   zip: yauzl.ZipFile,
@@ -117,12 +177,7 @@ async function listFiles(
   const seen = new Set<string>();
   try {
     for await (const entry of zip.eachEntry()) {
-      const fileName = yauzl.getFileNameLowLevel(
-        entry.generalPurposeBitFlag,
-        entry.fileNameRaw,
-        entry.extraFields,
-        true, // strict: keep backslashes, so that they are refused rather than read as separators
-      );
+      const fileName = entryFileName(entry);
       if (fileName.endsWith('/') && !unsafePathReason(fileName)) continue; // a directory: nothing to import
       const unsafe = unsafePathReason(fileName) ?? (isSymbolicLink(entry) ? 'it is a symbolic link' : null);
       if (!unsafe && isJunk(fileName)) continue;
@@ -152,6 +207,8 @@ function rejectionFromRecord(
 ): { rejected?: ZipProblem<ZipEntryRejectionCode> } {
   const reject = (code: ZipEntryRejectionCode, message: string) => ({ rejected: { code, message } });
   if (unsafe) return reject('UNSAFE_PATH', `refused: ${unsafe}`);
+  const badName = invalidNameReason(fileName);
+  if (badName) return reject('INVALID_FILE_NAME', `refused: ${badName}`);
   if (duplicate) return reject('DUPLICATE_ENTRY', 'refused: an earlier entry of the archive has the same path');
   if (entry.isEncrypted()) return reject('ENCRYPTED_ENTRY', 'refused: the entry is encrypted (password-protected)');
   if (NESTED_ARCHIVE_NAME.test(fileName)) {
@@ -183,6 +240,20 @@ export function unsafePathReason(fileName: string): string | null {
   if (/^[A-Za-z]:/.test(fileName)) return 'the path starts with a drive letter';
   if (fileName.split('/').includes('..')) return 'the path escapes the archive with ".."';
   return null;
+}
+
+/** Most UTF-8 bytes of an entry's whole path (folders included); its file name has the upload limit. */
+export const MAX_ENTRY_PATH_BYTES = 1024;
+
+/**
+ * Why an entry's name breaks the rules every uploaded file name follows (its last segment becomes the document's
+ * file name and object key), or null.
+ */
+function invalidNameReason(fileName: string): string | null {
+  const bytes = Buffer.byteLength(fileName, 'utf8');
+  if (bytes > MAX_ENTRY_PATH_BYTES) return `the path is ${bytes} bytes; the limit is ${MAX_ENTRY_PATH_BYTES}`;
+  const [violation] = fileNameSafetyViolations(baseNameOf(fileName));
+  return violation ? `the file name ${violation.message} (${violation.rule})` : null;
 }
 
 /** Unix mode in the high 16 bits of the external attributes, when the archive was made on a Unix-like system. */
@@ -236,7 +307,7 @@ async function readFiles(
       entries += 1;
       continue;
     }
-    const read = await readEntry(zip, file.entry, caps, caps.maxTotalBytes - bytesInflated);
+    const read = await readEntry(zip, file.entry, caps, { inflatedBefore: bytesInflated, size: zip.fileSize });
     bytesInflated += read.bytesInflated;
     if ('bomb' in read) {
       return { entries, bytesInflated, error: tooLarge(`${fileName}: ${read.bomb}`) };
@@ -268,8 +339,14 @@ type EntryRead = { readonly bytesInflated: number } & (
   | { readonly bomb: string }
 );
 
-/** Inflates one entry, stopping as soon as it passes a cap; `budget` is what is left of the archive's total. */
-async function readEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, caps: ZipLimits, budget: number): Promise<EntryRead> {
+/** Inflates one entry, stopping as soon as it passes a cap of the entry or of the archive read so far. */
+async function readEntry(
+  zip: yauzl.ZipFile,
+  entry: yauzl.Entry,
+  caps: ZipLimits,
+  archive: { readonly inflatedBefore: number; readonly size: number },
+): Promise<EntryRead> {
+  const budget = caps.maxTotalBytes - archive.inflatedBefore;
   let stream: Readable;
   try {
     stream = await zip.openReadStreamPromise(entry);
@@ -291,6 +368,13 @@ async function readEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, caps: ZipLimits
         return {
           bytesInflated: size,
           bomb: `the entry inflates more than ${caps.maxCompressionRatio} times its compressed size (${entry.compressedSize} bytes): a ZIP bomb`,
+        };
+      }
+      const total = archive.inflatedBefore + size;
+      if (total > caps.ratioFloorBytes && total / Math.max(archive.size, 1) > caps.maxArchiveRatio) {
+        return {
+          bytesInflated: size,
+          bomb: `the archive inflates more than ${caps.maxArchiveRatio} times its size (${archive.size} bytes): a ZIP bomb`,
         };
       }
       if (size > caps.maxEntryBytes) {

@@ -1,4 +1,10 @@
-/** BlobStore on S3: pre-signed, write-once PUT URLs, HEAD and delete. */
+/** BlobStore on S3: pre-signed, write-once PUT URLs, HEAD, streamed downloads and delete. */
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -6,11 +12,25 @@ import {
   NoSuchKey,
   NotFound,
   PutObjectCommand,
+  PutObjectTaggingCommand,
   type S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { BlobStore, ObjectHead, PresignedPut } from '../../ports/services';
+import {
+  type BlobStore,
+  type DownloadedObject,
+  type ObjectHead,
+  ObjectTooLargeError,
+  type PresignedPut,
+  type PutConditions,
+} from '../../ports/services';
+
+/**
+ * The tag an upload URL writes its object with, removed by upload-complete. The bucket's lifecycle rule expires
+ * objects that still carry it a day later: uploads nobody completed (lib/constructs/document-storage.ts).
+ */
+export const PENDING_UPLOAD_TAG = { key: 'upload', value: 'pending' } as const;
 
 export class S3BlobStore implements BlobStore {
   constructor(
@@ -18,18 +38,41 @@ export class S3BlobStore implements BlobStore {
     private readonly bucket: string,
   ) {}
 
-  async presignPut(key: string, headers: { contentType: string }, expiresInSeconds: number): Promise<PresignedPut> {
+  async presignPut(key: string, conditions: PutConditions, expiresInSeconds: number): Promise<PresignedPut> {
     // Content-Type is signed (the presigner leaves it out unless told), so the PUT must carry exactly the
     // requiredHeaders the API returns and an upload cannot change the type the document was announced with.
     // If-None-Match: * is signed too: S3 stores the object only while the key is free and answers a second PUT of
     // the same URL (a replay after upload-complete) 412 PreconditionFailed, so the content cannot change behind the
-    // document's back.
+    // document's back. The pending-upload tag is a signed header (not hoisted into the query): the object carries
+    // it from its first byte. A declared size is signed as Content-Length: S3 refuses a body of any other length.
+    const tagging = `${PENDING_UPLOAD_TAG.key}=${PENDING_UPLOAD_TAG.value}`;
+    const signed = ['content-type', 'if-none-match', 'x-amz-tagging'];
+    if (conditions.contentLength !== undefined) signed.push('content-length');
     const url = await getSignedUrl(
       this.client,
-      new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: headers.contentType, IfNoneMatch: '*' }),
-      { expiresIn: expiresInSeconds, signableHeaders: new Set(['content-type', 'if-none-match']) },
+      new PutObjectCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ContentType: conditions.contentType,
+        IfNoneMatch: '*',
+        Tagging: tagging,
+        ...(conditions.contentLength !== undefined ? { ContentLength: conditions.contentLength } : {}),
+      }),
+      {
+        expiresIn: expiresInSeconds,
+        signableHeaders: new Set(signed),
+        unhoistableHeaders: new Set(['x-amz-tagging']),
+      },
     );
-    return { url, headers: { 'Content-Type': headers.contentType, 'If-None-Match': '*' } };
+    return {
+      url,
+      headers: {
+        'Content-Type': conditions.contentType,
+        'If-None-Match': '*',
+        'x-amz-tagging': tagging,
+        ...(conditions.contentLength !== undefined ? { 'Content-Length': String(conditions.contentLength) } : {}),
+      },
+    };
   }
 
   async head(key: string): Promise<ObjectHead | undefined> {
@@ -53,6 +96,39 @@ export class S3BlobStore implements BlobStore {
       if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
       throw error;
     }
+  }
+
+  async download(key: string, maxBytes: number): Promise<DownloadedObject | undefined> {
+    let body: Readable;
+    try {
+      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      body = object.Body as Readable;
+    } catch (error) {
+      if (error instanceof NoSuchKey) return undefined;
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
+      throw error;
+    }
+    const dir = await mkdtemp(join(tmpdir(), 'aps-object-'));
+    const remove = () => rm(dir, { recursive: true, force: true });
+    const path = join(dir, 'object');
+    let size = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        size += chunk.length;
+        done(size > maxBytes ? new ObjectTooLargeError(key, maxBytes) : null, chunk);
+      },
+    });
+    try {
+      await pipeline(body, counter, createWriteStream(path));
+    } catch (error) {
+      await remove();
+      throw error;
+    }
+    return { path, size, remove };
+  }
+
+  async markCompleted(key: string): Promise<void> {
+    await this.client.send(new PutObjectTaggingCommand({ Bucket: this.bucket, Key: key, Tagging: { TagSet: [] } }));
   }
 
   async put(key: string, bytes: Buffer, contentType: string): Promise<void> {

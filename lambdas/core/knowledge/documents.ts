@@ -10,7 +10,7 @@ import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports
 import type { ContentFields, DocumentStore, UploadSessionStore } from '../../ports/stores';
 import { ConflictError, GoneError, NotFoundError, ValidationError } from '../errors';
 import type { ZipJobStore } from '../processing/zip-job';
-import { type Caller, requireKnowledgeBase, type TenancyDeps } from '../tenancy/tenancy';
+import { type Caller, ownsRecord, requireKnowledgeBase, type TenancyDeps } from '../tenancy/tenancy';
 import { contentTypeFor, isZipFileName } from './content-types';
 import { type DatasetRef, type DocumentRecord, type DocumentView, documentView, reservationRecord } from './document';
 import { type Environment, METADATA_FIELDS, type MetadataChanges, pickMetadataChanges } from './fields';
@@ -32,6 +32,10 @@ export interface UploadSettings {
   readonly uploadUrlTtlSeconds: number;
   /** How long after upload-link an upload can still be completed (at least the URL's lifetime). */
   readonly uploadSessionTtlSeconds: number;
+  /** Largest document processed: a larger declared `fileSize` is refused at upload-link. */
+  readonly maxFileBytes: number;
+  /** Largest ZIP archive imported: a larger declared `fileSize` is refused at upload-link. */
+  readonly maxArchiveBytes: number;
 }
 
 export interface DocumentIdentifier {
@@ -41,6 +45,8 @@ export interface DocumentIdentifier {
 
 export interface UploadLinkRequest extends DatasetRef, MetadataChanges {
   readonly fileName: string;
+  /** The exact size of the file to come, when the caller knows it (it is then signed into the URL). */
+  readonly fileSize?: number;
   readonly customDocumentId?: string;
 }
 
@@ -123,7 +129,7 @@ async function issueUploadUrl(deps: KnowledgeDeps, session: UploadSession): Prom
   const { uploadUrlTtlSeconds } = deps.settings;
   const presigned = await deps.blobs.presignPut(
     session.objectKey,
-    { contentType: session.contentType },
+    { contentType: session.contentType, contentLength: session.declaredSize ?? undefined },
     uploadUrlTtlSeconds,
   );
   return {
@@ -135,6 +141,27 @@ async function issueUploadUrl(deps: KnowledgeDeps, session: UploadSession): Prom
     ...(session.zipJobId ? { zipJobId: session.zipJobId } : {}),
     requiredHeaders: presigned.headers,
   };
+}
+
+/**
+ * A declared size is checked against the limit of what is uploaded, a document or an archive, before any URL is
+ * issued: the caller learns it at once, and the URL (which signs the size) could not carry more anyway.
+ */
+function requireDeclaredSizeWithinLimit(deps: KnowledgeDeps, fileName: string, fileSize: number | undefined): void {
+  if (fileSize === undefined) return;
+  const archive = isZipFileName(fileName);
+  const limit = archive ? deps.settings.maxArchiveBytes : deps.settings.maxFileBytes;
+  if (fileSize <= limit) return;
+  throw new ValidationError(
+    [
+      {
+        field: 'fileSize',
+        rule: 'fileSize.max',
+        message: `fileSize must be at most ${limit} bytes, the largest ${archive ? 'ZIP archive' : 'document'} accepted`,
+      },
+    ],
+    `The file is too large: ${fileSize} bytes, the limit is ${limit} bytes`,
+  );
 }
 
 function newSession(
@@ -164,6 +191,7 @@ export async function createUploadLink(
   caller: Caller,
   request: UploadLinkRequest,
 ): Promise<UploadLinkResponse> {
+  requireDeclaredSizeWithinLimit(deps, request.fileName, request.fileSize);
   await requireKnowledgeBase(deps, caller, request.agentId, request.knowledgeBaseId);
   const ref = datasetOf(request);
   const uploadId = deps.ids.uuid();
@@ -191,6 +219,7 @@ export async function createUploadLink(
       s3Key: objectKey,
       objectKey,
       fileName: request.fileName,
+      declaredSize: request.fileSize ?? null,
       metadata,
     });
     return issueUploadUrl(deps, session);
@@ -208,6 +237,7 @@ export async function createUploadLink(
     s3Key,
     objectKey: s3Key,
     fileName: request.fileName,
+    declaredSize: request.fileSize ?? null,
     metadata,
   });
   const reserved = await deps.documents.reserve(
@@ -243,7 +273,7 @@ async function requireOpenSession(
   kinds: readonly UploadKind[],
 ): Promise<UploadSession> {
   const session = await deps.uploads.get(uploadId);
-  if (!session || session.organizationId !== caller.organizationId) {
+  if (!session || !ownsRecord(caller, session)) {
     throw new NotFoundError('UPLOAD_NOT_FOUND', `Upload ${uploadId} was not found`);
   }
   if (!kinds.includes(session.kind)) {
@@ -337,6 +367,9 @@ export async function completeUpload(deps: KnowledgeDeps, caller: Caller, upload
   }
 
   const documentId = session.documentId as string;
+  // The document's content from now on: no longer an abandoned upload for the bucket's lifecycle rule. (A ZIP
+  // archive keeps the tag: it is deleted once imported, and the rule removes it if it ever is not.)
+  await deps.blobs.markCompleted(session.objectKey);
   const content = contentOf(session, head.size, now);
   let doc = await deps.documents.completeReservation(ref, documentId, content, session.metadata, now);
   if (!doc) {
@@ -355,6 +388,7 @@ export async function completeUpload(deps: KnowledgeDeps, caller: Caller, upload
 
 export interface UpdateUploadLinkRequest extends DatasetRef, DocumentIdentifier, MetadataChanges {
   readonly fileName: string;
+  readonly fileSize?: number;
 }
 
 /** POST /knowledge/documents/update/upload-link: the new content goes to its own object; nothing changes yet. */
@@ -368,6 +402,7 @@ export async function createUpdateUploadLink(
       { field: 'fileName', rule: 'fileName.notZip', message: 'a document cannot be replaced by a ZIP archive' },
     ]);
   }
+  requireDeclaredSizeWithinLimit(deps, request.fileName, request.fileSize);
   const doc = await findDocument(deps, caller, request);
   const uploadId = deps.ids.uuid();
   const session = newSession(deps, caller, {
@@ -380,6 +415,7 @@ export async function createUpdateUploadLink(
     s3Key: doc.s3Key,
     objectKey: versionObjectKey(doc.s3Key, uploadId, request.fileName),
     fileName: request.fileName,
+    declaredSize: request.fileSize ?? null,
     metadata: pickMetadataChanges(request),
   });
   return issueUploadUrl(deps, session);
@@ -397,6 +433,7 @@ export async function completeUpdateUpload(
   const head = await requireUploadedObject(deps, session);
   const ref = datasetOf(session);
   const documentId = session.documentId as string;
+  await deps.blobs.markCompleted(session.objectKey);
   const before = await deps.documents.get(ref, documentId);
   const content = contentOf(session, head.size, deps.clock.now().toISOString());
   let doc = await deps.documents.replaceContent(ref, documentId, content, session.metadata);

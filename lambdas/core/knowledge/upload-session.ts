@@ -26,6 +26,8 @@ export interface UploadSession extends DatasetRef {
   /** Object key the pre-signed URL writes to. */
   readonly objectKey: string;
   readonly fileName: string;
+  /** The size the caller declared at upload-link (signed into the URL), or null. */
+  readonly declaredSize: number | null;
   readonly contentType: string;
   /** Labels and custom metadata to apply when the upload completes. */
   readonly metadata: MetadataChanges;

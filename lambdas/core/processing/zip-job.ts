@@ -7,12 +7,18 @@
  * and goes on after the files the first one listed; a copy of the message after the archive was read does nothing.
  */
 import { createHash } from 'node:crypto';
-import type { BlobStore, Clock, ProcessingQueue } from '../../ports/services';
+import {
+  type BlobStore,
+  type Clock,
+  type DownloadedObject,
+  ObjectTooLargeError,
+  type ProcessingQueue,
+} from '../../ports/services';
 import type { DocumentStore } from '../../ports/stores';
 import { NotFoundError } from '../errors';
 import { contentTypeFor } from '../knowledge/content-types';
 import { type DatasetRef, reservationRecord } from '../knowledge/document';
-import type { Caller } from '../tenancy/tenancy';
+import { type Caller, ownsRecord } from '../tenancy/tenancy';
 import type { ProcessingOutcome } from './process-document';
 
 export type ZipJobStatus = 'uploaded' | 'processing' | 'completed' | 'failed';
@@ -76,22 +82,34 @@ export interface ZipImportDeps {
   readonly archives: ArchiveImporter;
 }
 
-/** Reads an archive and plans its files (labels, custom ids, rejections): the archive rules live behind this port. */
+/** Reads archives and plans their files (labels, custom ids, rejections): the archive rules live behind this port. */
 export interface ArchiveImporter {
-  plan(
-    archive: Buffer,
-    requestLabels: { label1: string | null; label2: string | null },
-  ): Promise<
+  /** Largest archive read (bytes): a larger one fails its job before any of it is read. */
+  readonly maxArchiveBytes: number;
+  /** The archive copied to the local file `path` (a ZIP is read from its end: it needs random access). */
+  open(path: string): OpenArchive;
+}
+
+export interface OpenArchive {
+  /** Reads the whole archive under the limits, keeping no file's content, and plans every file. */
+  plan(requestLabels: {
+    label1: string | null;
+    label2: string | null;
+  }): Promise<
     | { ok: true; files: PlannedFile[]; warnings: readonly string[] }
     | { ok: false; error: { code: string; message: string }; files: PlannedFile[]; warnings: readonly string[] }
   >;
+  /** The content of one accepted file of the plan, inflated again: one file in memory at a time. */
+  read(fileName: string): Promise<Buffer>;
+  close(): void;
 }
 
 export type PlannedFile =
   | {
       readonly fileName: string;
       readonly baseName: string;
-      readonly bytes: Buffer;
+      /** Bytes the file inflated to when the archive was planned. */
+      readonly size: number;
       readonly label1: string | null;
       readonly label2: string | null;
       readonly customDocumentId: string | null;
@@ -128,25 +146,57 @@ export async function importZip(
   }
   const now = () => deps.clock.now().toISOString();
   await deps.zipJobs.setStatus(job.zipJobId, 'processing', null, now());
-  const archive = await deps.blobs.get(job.s3Key);
-  if (!archive) {
+  const fail = async (error: { code: string; message: string }) => {
+    await deps.zipJobs.setStatus(job.zipJobId, 'failed', error, now());
+    await deps.blobs.delete([job.s3Key]);
+    return 'failed' as const;
+  };
+  const gone = async () => {
     // A copy of this message running at the same time may have finished the import and deleted the archive.
-    if (wasRead(await deps.zipJobs.get(job.zipJobId))) return 'skipped';
-    await deps.zipJobs.setStatus(
-      job.zipJobId,
-      'failed',
-      { code: 'INVALID_ARCHIVE', message: 'The archive is gone' },
-      now(),
-    );
-    return 'failed';
+    if (wasRead(await deps.zipJobs.get(job.zipJobId))) return 'skipped' as const;
+    return fail({ code: 'INVALID_ARCHIVE', message: 'The archive is gone' });
+  };
+  // The size first, from the object's metadata, so an archive over the limit costs no read at all.
+  const { maxArchiveBytes } = deps.archives;
+  const head = await deps.blobs.head(job.s3Key);
+  if (!head) return gone();
+  if (head.size > maxArchiveBytes) return fail(archiveTooLarge(head.size, maxArchiveBytes));
+  let copy: DownloadedObject | undefined;
+  try {
+    copy = await deps.blobs.download(job.s3Key, maxArchiveBytes);
+  } catch (error) {
+    if (error instanceof ObjectTooLargeError) return fail(archiveTooLarge(undefined, maxArchiveBytes));
+    throw error;
   }
-  const plan = await deps.archives.plan(archive, { label1: job.label1, label2: job.label2 });
-  if (!plan.ok) {
-    // A read that stopped early may not have reached the label CSV: importing part of the archive with possibly
-    // wrong labels would be worse than importing nothing.
-    await deps.zipJobs.setStatus(job.zipJobId, 'failed', plan.error, now());
-    return 'failed';
+  if (!copy) return gone();
+  const archive = deps.archives.open(copy.path);
+  try {
+    return await importArchive(deps, job, archive, now, fail);
+  } finally {
+    archive.close();
+    await copy.remove();
   }
+}
+
+function archiveTooLarge(size: number | undefined, maxArchiveBytes: number) {
+  const actual = size === undefined ? 'larger than that' : `${size} bytes`;
+  return {
+    code: 'ARCHIVE_TOO_LARGE',
+    message: `The archive is ${actual}; the limit is ${maxArchiveBytes} bytes. Split it into smaller archives.`,
+  };
+}
+
+async function importArchive(
+  deps: ZipImportDeps,
+  job: ZipJobRecord,
+  archive: OpenArchive,
+  now: () => string,
+  fail: (error: { code: string; message: string }) => Promise<'failed'>,
+): Promise<ProcessingOutcome> {
+  const plan = await archive.plan({ label1: job.label1, label2: job.label2 });
+  // A read that stopped early may not have reached the label CSV: importing part of the archive with possibly
+  // wrong labels would be worse than importing nothing.
+  if (!plan.ok) return fail(plan.error);
   // An earlier attempt cut off (a worker killed, a Lambda timed out) listed a first part of the files: each entry is
   // written in archive order, after its document was created and its processing queued. The plan of the same
   // archive is the same, so this attempt goes on from there, and an import cut off again and again still gets
@@ -166,7 +216,7 @@ export async function importZip(
       });
       continue;
     }
-    await deps.zipJobs.putFile(job.zipJobId, index, await createDocument(deps, job, file, now()));
+    await deps.zipJobs.putFile(job.zipJobId, index, await createDocument(deps, job, file, archive, now()));
   }
   // The archive is read; the job completes when every document has finished (see zipJobView).
   await deps.zipJobs.markRead(job.zipJobId, plan.files.length, plan.warnings, now());
@@ -177,7 +227,8 @@ export async function importZip(
 async function createDocument(
   deps: ZipImportDeps,
   job: ZipJobRecord,
-  file: Extract<PlannedFile, { bytes: Buffer }>,
+  file: Extract<PlannedFile, { baseName: string }>,
+  archive: OpenArchive,
   now: string,
 ): Promise<ZipJobFile> {
   const documentId = file.customDocumentId ?? zipDocumentId(job.zipJobId, file.fileName);
@@ -210,7 +261,7 @@ async function createDocument(
     };
   }
   if (!existing || existing.status === 'reserved') {
-    await deps.blobs.put(s3Key, file.bytes, contentType);
+    await deps.blobs.put(s3Key, await archive.read(file.fileName), contentType);
     await deps.documents.completeReservation(
       ref,
       documentId,
@@ -219,7 +270,7 @@ async function createDocument(
         objectKey: s3Key,
         fileName: file.baseName,
         contentType,
-        fileSize: file.bytes.length,
+        fileSize: file.size,
         updatedAt: now,
       },
       { label1: file.label1, label2: file.label2 },
@@ -237,7 +288,7 @@ export async function zipJobView(
   zipJobId: string,
 ) {
   const job = await deps.zipJobs.get(zipJobId);
-  if (!job || job.organizationId !== caller.organizationId) {
+  if (!job || !ownsRecord(caller, job)) {
     throw new NotFoundError('ZIP_JOB_NOT_FOUND', `ZIP import ${zipJobId} was not found`);
   }
   const files = await Promise.all(

@@ -1,5 +1,8 @@
 /** Scheduled every few minutes (EventBridge in AWS, a timer locally): see core/processing/watchdog.ts. */
+import { DEFAULT_GRACE_SECONDS, removeAbandonedUploads } from '../../core/knowledge/abandoned-uploads';
 import { runWatchdog } from '../../core/processing/watchdog';
+import { positiveInteger } from '../../shared/config';
+import { container } from '../../shared/container';
 import { logger } from '../../shared/logger';
 import { processingContainer } from '../../shared/processing-container';
 
@@ -15,5 +18,9 @@ export const handler = async () => {
   if (report.retried || report.failed || report.importsRetried || report.importsFailed) {
     logger.warn('watchdog acted on stuck documents', { ...report });
   }
-  return report;
+  const { removed } = await removeAbandonedUploads(container, {
+    graceSeconds: positiveInteger('ABANDONED_UPLOAD_GRACE_SECONDS', DEFAULT_GRACE_SECONDS),
+  });
+  if (removed) logger.info('watchdog removed the objects of uploads nobody completed', { removed });
+  return { ...report, abandonedUploadsRemoved: removed };
 };

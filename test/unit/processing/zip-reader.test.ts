@@ -1,7 +1,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_ZIP_LIMITS, readZipArchive, type ZipLimits } from '../../../lambdas/adapters/archive/zip-reader';
+import {
+  DEFAULT_ZIP_LIMITS,
+  openZipFileReader,
+  readZipArchive,
+  type ZipLimits,
+} from '../../../lambdas/adapters/archive/zip-reader';
 import type { ZipEntry } from '../../../lambdas/core/processing/zip-import';
 import {
   buildZip,
@@ -120,6 +125,34 @@ describe('readZipArchive', () => {
         ['a.txt', 'accepted'],
       ]);
     });
+  });
+
+  it('refuses entries whose names break the upload name rules (INVALID_FILE_NAME), and reads the others', async () => {
+    const long = `${'n'.repeat(2000)}.txt`; // 2,004 bytes: it crashed the local S3 engine and failed the job in AWS
+    const deepPath = `${'folder/'.repeat(150)}fine.txt`; // a short file name under a 1,058-byte path
+    const built = await buildZip([
+      { name: 'before.txt', data: 'before' },
+      { name: long, data: 'long' },
+      { name: 'x', data: 'dot' },
+      { name: 'uni___gnp.txt', data: 'rtl' },
+      { name: `${'é'.repeat(125)}.txt`, data: 'bytes' },
+      { name: deepPath, data: 'deep' },
+      { name: 'README', data: 'an entry needs no extension' },
+      { name: 'after.txt', data: 'after' },
+    ]);
+    const patched = renameEntry(renameEntry(built, 'x', '.'), 'uni___gnp.txt', 'uni\u202Egnp.txt');
+    const { result, outcomes } = await read(patched);
+    expect(result.error).toBeNull();
+    expect(outcomes).toEqual([
+      ['before.txt', 'accepted'],
+      [long, 'INVALID_FILE_NAME'],
+      ['.', 'INVALID_FILE_NAME'],
+      [expect.stringContaining('\u202E'), 'INVALID_FILE_NAME'],
+      [`${'é'.repeat(125)}.txt`, 'INVALID_FILE_NAME'],
+      [deepPath, 'INVALID_FILE_NAME'],
+      ['README', 'accepted'],
+      ['after.txt', 'accepted'],
+    ]);
   });
 
   it('refuses an encrypted entry (general purpose bit 0) without reading it', async () => {
@@ -335,6 +368,58 @@ describe('readZipArchive', () => {
       maxEntryBytes: 50 * MB,
       maxCompressionRatio: 100,
       ratioFloorBytes: MB,
+      maxArchiveRatio: 100,
     });
+  });
+
+  it('stops an archive of many entries each just under the per-entry floor (the whole-archive ratio)', async () => {
+    // 60 entries of 1 MiB of one letter: each under the per-entry ratio floor, together 60 MiB from ~70 KB.
+    const zip = await buildZip(
+      Array.from({ length: 60 }, (_, i) => ({ name: `part-${i}.txt`, data: Buffer.alloc(MB, 0x61) })),
+    );
+    const { result, outcomes } = await read(zip);
+    expect(result.error).toMatchObject({
+      code: 'ARCHIVE_TOO_LARGE',
+      message: expect.stringContaining(`inflates more than 100 times its size (${zip.length} bytes)`),
+    });
+    // The read stopped at the entry that passed the ratio, long before the 60 MiB were inflated.
+    expect(result.bytesInflated).toBeLessThanOrEqual(100 * zip.length + 2 * MB);
+    expect(outcomes.length).toBeLessThan(60);
+  });
+
+  it('reads an ordinary archive of compressible text whole (its ratio is far under 100)', async () => {
+    // 2.4 MB of words in a pseudo-random order: text as documents hold it compresses about 3 to 5 times.
+    const words = ['harbour', 'opens', 'dawn', 'boats', 'leave', 'before', 'noon', 'market', 'closes', 'nine'];
+    const seeded = incompressible(400_000);
+    const text = Array.from(seeded, (byte) => words[byte % words.length]).join(' ');
+    const { result, outcomes } = await read(await buildZip([{ name: 'a.txt', data: text }]));
+    expect(result.error).toBeNull();
+    expect(outcomes).toEqual([['a.txt', 'accepted']]);
+  });
+});
+
+describe('openZipFileReader', () => {
+  it('reads each file again by its path, one at a time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'aps-zip-'));
+    try {
+      const path = join(dir, 'a.zip');
+      await writeFile(
+        path,
+        await buildZip([
+          { name: 'a.txt', data: 'alpha' },
+          { name: 'docs/b.txt', data: 'beta' },
+        ]),
+      );
+      const reader = await openZipFileReader(path, {});
+      try {
+        expect((await reader.read('docs/b.txt')).toString()).toBe('beta');
+        expect((await reader.read('a.txt')).toString()).toBe('alpha');
+        await expect(reader.read('missing.txt')).rejects.toThrow('no file missing.txt');
+      } finally {
+        reader.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -331,6 +331,8 @@ export class DynamoDocumentStore implements DocumentStore {
 
 /** Sessions stay readable for a day after they end, so a late repeat of upload-complete still gets its answer. */
 const SESSION_RETENTION_SECONDS = 24 * 3600;
+/** Value of `openKey` while a session is neither completed nor swept (the watchdog's sparse index). */
+const OPEN = 'open';
 
 export class DynamoUploadSessionStore implements UploadSessionStore {
   constructor(
@@ -343,7 +345,7 @@ export class DynamoUploadSessionStore implements UploadSessionStore {
     await this.client.send(
       new PutCommand({
         TableName: this.tableName,
-        Item: { ...session, expiresAtEpoch },
+        Item: { ...session, expiresAtEpoch, openKey: OPEN },
         ConditionExpression: 'attribute_not_exists(uploadId)',
       }),
     );
@@ -354,8 +356,34 @@ export class DynamoUploadSessionStore implements UploadSessionStore {
       new GetCommand({ TableName: this.tableName, Key: { uploadId }, ConsistentRead: true }),
     );
     if (!Item) return undefined;
-    const { expiresAtEpoch: _ttl, ...session } = Item;
+    const { expiresAtEpoch: _ttl, openKey: _open, ...session } = Item;
     return session as UploadSession;
+  }
+
+  async listOpenEndedBefore(endedBefore: string, limit: number): Promise<string[]> {
+    const { Items } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'open',
+        KeyConditionExpression: 'openKey = :open AND expiresAt < :before',
+        ExpressionAttributeValues: { ':open': OPEN, ':before': endedBefore },
+        Limit: limit,
+      }),
+    );
+    return (Items ?? []).map((item) => String(item.uploadId));
+  }
+
+  async markSwept(uploadId: string): Promise<void> {
+    await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { uploadId },
+          UpdateExpression: 'REMOVE openKey',
+          ConditionExpression: 'attribute_exists(uploadId)',
+        }),
+      ),
+    );
   }
 
   async saveCompletion(uploadId: string, completion: UploadCompletion): Promise<UploadCompletion> {
@@ -364,7 +392,7 @@ export class DynamoUploadSessionStore implements UploadSessionStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: { uploadId },
-          UpdateExpression: 'SET completion = :c',
+          UpdateExpression: 'SET completion = :c REMOVE openKey',
           ConditionExpression:
             'attribute_exists(uploadId) AND (attribute_not_exists(completion) OR completion = :null)',
           ExpressionAttributeValues: { ':c': completion, ':null': null },

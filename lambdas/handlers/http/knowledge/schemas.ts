@@ -9,9 +9,13 @@ import {
   labelAndMetaFields,
 } from '../../../core/knowledge/fields';
 
+/** The upload's size, when the caller knows it: signed into the URL, so S3 accepts no other length. */
+const fileSize = z.int().min(1).max(Number.MAX_SAFE_INTEGER).optional();
+
 export const uploadLinkSchema = z.strictObject({
   ...datasetFields,
   fileName,
+  fileSize,
   ...labelAndMetaFields,
   customDocumentId: customDocumentId.optional(),
 });
@@ -19,7 +23,7 @@ export const uploadLinkSchema = z.strictObject({
 export const uploadCompleteSchema = z.strictObject({ uploadId: z.uuid() });
 
 export const updateUploadLinkSchema = z
-  .strictObject({ ...datasetFields, ...documentIdentifierFields, fileName, ...labelAndMetaFields })
+  .strictObject({ ...datasetFields, ...documentIdentifierFields, fileName, fileSize, ...labelAndMetaFields })
   .superRefine(exactlyOneIdentifier);
 
 export const patchMetadataSchema = z
