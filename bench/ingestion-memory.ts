@@ -1,6 +1,6 @@
 /**
  * Child process of the ingestion benchmark (bench/ingestion.ts): what the processing worker does with one document,
- * alone in a fresh process, so that its peak RSS is the worker's. `node --import tsx bench/ingestion-memory.ts
+ * alone in a fresh process, so that its peak RSS (with its extraction child's) is the worker's. `node --import tsx bench/ingestion-memory.ts
  * <file> <index directory>` reads the file as the blob store would hand it over, runs the worker's `buildChunks`
  * (real extractor and chunker), indexes the chunks in a LanceDB index on `<index directory>` and folds them into
  * the BM25 index, as the worker's index does a second after a write. Prints one JSON line with the peak RSS.
@@ -25,13 +25,21 @@ export interface MemoryReport {
 }
 
 /**
- * Peak RSS of this process's own memory: VmHWM on Linux. getrusage's maxRSS (process.resourceUsage) is no use in
- * a child: Linux carries the parent's peak over through fork and exec, so a small child would report its parent's.
+ * Peak RSS of the worker: this process's own memory plus that of its text extraction child (VmHWM on Linux, each
+ * process's high-water mark; their sum bounds the worker's peak from above, as in Lambda both count). getrusage's
+ * maxRSS (process.resourceUsage) is no use in a child: Linux carries the parent's peak over through fork and exec,
+ * so a small child would report its parent's.
  */
 function peakRss(): Pick<MemoryReport, 'peakRssBytes' | 'peakRssSource'> {
+  const highWaterMark = (pid: number | 'self') => {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : 0;
+  };
   try {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
-    if (match) return { peakRssBytes: Number(match[1]) * 1024, peakRssSource: 'VmHWM' };
+    const children = readFileSync(`/proc/self/task/${process.pid}/children`, 'utf8').trim().split(/\s+/);
+    const childPeaks = children.filter(Boolean).map((pid) => highWaterMark(Number(pid)));
+    const own = highWaterMark('self');
+    if (own > 0) return { peakRssBytes: own + childPeaks.reduce((a, b) => a + b, 0), peakRssSource: 'VmHWM' };
   } catch {
     // not Linux: fall back to getrusage, right when the parent is the smaller process
   }
