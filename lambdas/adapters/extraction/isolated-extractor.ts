@@ -122,7 +122,7 @@ export class IsolatedTextExtractor implements TextExtractor {
   private start(): Promise<ChildProcess> {
     const child = fork(__filename, [], {
       execArgv: [...childExecArgv(), `--max-old-space-size=${Math.floor(this.limits.memoryBytes / 1024 / 1024)}`],
-      env: { ...process.env, [CHILD_FLAG]: '1', [CAPS_VARIABLE]: JSON.stringify(capsOf(this.limits)) },
+      env: { ...childEnvironment(), [CHILD_FLAG]: '1', [CAPS_VARIABLE]: JSON.stringify(capsOf(this.limits)) },
       serialization: 'advanced', // Buffers and long strings cross as they are, not as JSON
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
@@ -179,6 +179,19 @@ function childExecArgv(): string[] {
   const inherited = process.execArgv.filter((arg) => !arg.startsWith('--max-old-space-size'));
   const loadsTypeScript = inherited.some((arg) => arg.includes('tsx'));
   return __filename.endsWith('.ts') && !loadsTypeScript ? [...inherited, '--import', 'tsx'] : inherited;
+}
+
+/**
+ * What the child inherits of this process's environment: what Node and its loaders need, and none of the service's
+ * configuration. A parser bug that ran code in the child would find no AWS credentials, table names or tokens.
+ */
+function childEnvironment(): NodeJS.ProcessEnv {
+  const kept = new Set(['PATH', 'HOME', 'TMPDIR', 'TMP', 'TEMP', 'LANG', 'LC_ALL', 'TZ']);
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name]) => kept.has(name) || name.startsWith('NODE_') || name.startsWith('TSX_'),
+    ),
+  );
 }
 
 /** Resident memory of a process from /proc (Linux, as in Lambda); 0 where there is none (the heap limit remains). */

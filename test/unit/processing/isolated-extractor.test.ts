@@ -40,6 +40,23 @@ describe('IsolatedTextExtractor', () => {
     expect(result).toEqual({ format: 'text', text: 'Hold the power button for five seconds.' });
   });
 
+  it("gives the child none of the service's configuration (no AWS credentials, no table names)", async () => {
+    const extractor = new IsolatedTextExtractor(LIMITS);
+    const saved = { ...process.env };
+    Object.assign(process.env, { AWS_SECRET_ACCESS_KEY: 'not-for-parsers', DOCUMENTS_TABLE: 'documents' });
+    try {
+      const before = new Set(extractionChildrenOf(process.pid));
+      await extractor.extract(Buffer.from('text'), { fileName: 'a.txt', contentType: 'text/plain' });
+      const [child] = extractionChildrenOf(process.pid).filter((pid) => !before.has(pid));
+      const environment = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0');
+      expect(environment.some((entry) => entry.startsWith('PATH='))).toBe(true);
+      expect(environment.filter((entry) => /^(AWS_|DOCUMENTS_TABLE)/.test(entry))).toEqual([]);
+    } finally {
+      process.env = saved;
+      extractor.close();
+    }
+  });
+
   it('reads 40 empty HTML comments (281 bytes, hours for the old regex) as text', async () => {
     const file = regexHtmlBomb(40);
     const result = await extractor.extract(file.bytes, { fileName: file.fileName, contentType: 'text/plain' });
@@ -128,15 +145,28 @@ describe('IsolatedTextExtractor limits', () => {
   });
 });
 
+/** The extraction children of `parent` (this module run with the child flag). */
+function extractionChildrenOf(parent: number): number[] {
+  const children = readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/);
+  return children
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('isolated-extractor');
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+}
+
 /** The extraction child of `parent` once it is busy with a file (its memory has grown past 300 MB). */
 async function busyChildOf(parent: number): Promise<number> {
   for (let attempt = 0; attempt < 600; attempt++) {
-    const children = readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/);
-    for (const pid of children.filter(Boolean).map(Number)) {
+    for (const pid of extractionChildrenOf(parent)) {
       try {
-        const isExtractor = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('isolated-extractor');
         const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-        if (isExtractor && rss > 300 * 1024) return pid;
+        if (rss > 300 * 1024) return pid;
       } catch {
         // gone meanwhile
       }
