@@ -34,7 +34,22 @@ export const TABLES: Record<TableName, TableSchema> = {
   tokens: { partitionKey: 'tokenHash' },
   /** Agents by organization: every lookup carries the caller's organization, so another's agent is simply absent. */
   agents: { partitionKey: 'organizationId', sortKey: 'agentId' },
-  knowledgeBases: { partitionKey: 'agentId', sortKey: 'knowledgeBaseId' },
+  /**
+   * Sparse index `deleting`: `pendingKey` exists only while a knowledge base is being deleted (`updatedAt` is then
+   * the job's last progress), so the watchdog finds a deletion whose message was lost.
+   */
+  knowledgeBases: {
+    partitionKey: 'agentId',
+    sortKey: 'knowledgeBaseId',
+    indexes: [
+      {
+        indexName: 'deleting',
+        partitionKey: { name: 'pendingKey' },
+        sortKey: { name: 'updatedAt' },
+        nonKeyAttributes: [],
+      },
+    ],
+  },
   /** `tenantKey` = `<agentId>#<environment>#<knowledgeBaseId>`: one partition per dataset. */
   documents: {
     partitionKey: 'tenantKey',
@@ -66,11 +81,18 @@ export const TABLES: Record<TableName, TableSchema> = {
     partitionKey: 'zipJobId',
     sortKey: 'itemKey',
     // Sparse: `pendingKey` exists only on a job whose archive is not read through yet, for the watchdog.
+    // `knowledgeBaseKey` (`<agentId>#<knowledgeBaseId>`) only on the job item: the jobs a knowledge base deletion removes.
     indexes: [
       {
         indexName: 'pending',
         partitionKey: { name: 'pendingKey' },
         sortKey: { name: 'updatedAt' },
+        nonKeyAttributes: [],
+      },
+      {
+        indexName: 'byKnowledgeBase',
+        partitionKey: { name: 'knowledgeBaseKey' },
+        sortKey: { name: 'zipJobId' },
         nonKeyAttributes: [],
       },
     ],

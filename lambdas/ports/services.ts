@@ -79,6 +79,16 @@ export type ProcessingMessage =
   | (DocumentMessage & { readonly kind: 'sync-metadata' })
   /** The document was deleted: remove its chunks. */
   | (DocumentMessage & { readonly kind: 'delete-document' })
+  /**
+   * One page of the deletion of a knowledge base (`deleting`) in every environment: documents, their objects and
+   * chunks, then ZIP jobs and the row. Each page queues the next.
+   */
+  | {
+      readonly kind: 'delete-knowledge-base';
+      readonly agentId: string;
+      readonly knowledgeBaseId: string;
+      readonly page: number;
+    }
   | {
       readonly kind: 'process-zip';
       readonly agentId: string;

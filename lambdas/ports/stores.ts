@@ -4,7 +4,7 @@
  */
 import type { Scope } from '../../lib/routes';
 import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '../core/knowledge/document';
-import type { MetadataChanges } from '../core/knowledge/fields';
+import type { Environment, MetadataChanges } from '../core/knowledge/fields';
 import type { UploadCompletion, UploadSession } from '../core/knowledge/upload-session';
 
 export interface TokenRecord {
@@ -43,21 +43,59 @@ export interface KnowledgeBaseRecord {
   readonly name: string;
   readonly description: string | null;
   readonly createdAt: string;
+  /** While `deleting`: the last progress of the deletion job (the watchdog reads it). */
   readonly updatedAt: string;
+  /** Absent: in use. `deleting`: its deletion job runs; to every caller it no longer exists. */
+  readonly status?: 'deleting';
+  readonly deletion?: KnowledgeBaseDeletion;
+}
+
+/** The deletion job of a knowledge base, kept on its row until the row itself goes (core/processing/knowledge-base-deletion.ts). */
+export interface KnowledgeBaseDeletion {
+  readonly startedAt: string;
+  /** The page the job is at: each queue message names its page, so a stale copy of an earlier one does nothing. */
+  readonly page: number;
+  /** The environments whose default retrieval configuration named the knowledge base (and no longer does). */
+  readonly defaultRetrievalChanged: readonly Environment[];
 }
 
 export interface KnowledgeBaseStore {
   put(knowledgeBase: KnowledgeBaseRecord): Promise<void>;
   get(agentId: string, knowledgeBaseId: string): Promise<KnowledgeBaseRecord | undefined>;
-  list(agentId: string): Promise<KnowledgeBaseRecord[]>;
-  /** Applies the changes (null clears description) and returns the new record, or undefined when it is gone. */
+  /** The agent's knowledge bases in creation order; those being deleted only with `includeDeleting`. */
+  list(agentId: string, options?: { includeDeleting?: boolean }): Promise<KnowledgeBaseRecord[]>;
+  /**
+   * Applies the changes (null clears description) and returns the new record, or undefined when it is gone or being
+   * deleted.
+   */
   update(
     agentId: string,
     knowledgeBaseId: string,
     changes: { name?: string; description?: string | null },
     updatedAt: string,
   ): Promise<KnowledgeBaseRecord | undefined>;
-  delete(agentId: string, knowledgeBaseId: string): Promise<KnowledgeBaseRecord | undefined>;
+  /** In use → `deleting` with a new job at page 0; undefined when it is gone or already being deleted. */
+  markDeleting(
+    agentId: string,
+    knowledgeBaseId: string,
+    deletion: KnowledgeBaseDeletion,
+    updatedAt: string,
+  ): Promise<KnowledgeBaseRecord | undefined>;
+  /** Records which environments' default retrieval no longer names it, while it is being deleted. */
+  recordDefaultRetrievalChanged(
+    agentId: string,
+    knowledgeBaseId: string,
+    environments: readonly Environment[],
+  ): Promise<void>;
+  /**
+   * Moves the deletion job from `page` to `page + 1` and sets `updatedAt`; false when the job is not at `page`
+   * (another copy of the message moved it first) or the row is gone.
+   */
+  advanceDeletion(agentId: string, knowledgeBaseId: string, page: number, updatedAt: string): Promise<boolean>;
+  /** Knowledge bases `deleting` whose job last moved before `updatedBefore`, oldest first, at most `limit`. */
+  listDeleting(updatedBefore: string, limit: number): Promise<{ agentId: string; knowledgeBaseId: string }[]>;
+  /** Removes the row, only while it is `deleting` (the job's last step); false when it is not. */
+  removeDeleted(agentId: string, knowledgeBaseId: string): Promise<boolean>;
 }
 
 /** Fields written when an upload's content becomes the document's content. */
@@ -119,8 +157,11 @@ export interface DocumentStore {
   ): Promise<DocumentRecord | undefined>;
   /** Removes the record; returns what was removed. */
   delete(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined>;
-  /** Every record of a dataset, reservations included. */
-  listDataset(ref: DatasetRef): AsyncIterable<DocumentRecord>;
+  /**
+   * Every record of a dataset, reservations included. `pageSize` bounds each read from the store, for a caller that
+   * stops early (the knowledge base deletion takes one page at a time).
+   */
+  listDataset(ref: DatasetRef, options?: { pageSize?: number }): AsyncIterable<DocumentRecord>;
   /** Documents `uploaded` since before `updatedBefore`, oldest first, at most `limit`. */
   listPending(updatedBefore: string, limit: number): Promise<(DatasetRef & { documentId: string })[]>;
   /** Counts a watchdog retry of the document's current upload and restarts its clock; undefined if it moved on. */

@@ -7,19 +7,26 @@
  */
 
 import { ZipArchiveImporter } from '../adapters/archive/zip-importer';
+import { DEFAULT_ZIP_LIMITS } from '../adapters/archive/zip-reader';
+import { DynamoRetrievalConfigStore } from '../adapters/aws/dynamodb/stores';
 import { IsolatedTextExtractor } from '../adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS } from '../adapters/extraction/text-extractor';
+import {
+  DEFAULT_DELETION_SETTINGS,
+  type KnowledgeBaseDeletionDeps,
+  type KnowledgeBaseDeletionSettings,
+} from '../core/processing/knowledge-base-deletion';
 import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../core/processing/process-document';
 import type { ZipImportDeps } from '../core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from './config';
-import { container } from './container';
+import { config, DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from './config';
+import { container, dynamoDocumentClient, once } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 
 export { useKnowledgeIndex } from './knowledge-index';
 
-/** Files in one archive: room for a batch of 1,000 documents with its CSV, twice over. */
-export const DEFAULT_ZIP_MAX_ENTRIES = 2000;
+/** Files in one archive unless `ZIP_MAX_ENTRIES` says otherwise: the reader's own default, one number. */
+export const DEFAULT_ZIP_MAX_ENTRIES = DEFAULT_ZIP_LIMITS.maxEntries;
 
 let index: KnowledgeIndex | undefined;
 let extractor: IsolatedTextExtractor | undefined;
@@ -38,9 +45,28 @@ export function extractionLimits() {
   };
 }
 
-export const processingContainer: ProcessingDeps & ZipImportDeps = {
+const retrievalConfigs = once(
+  () => new DynamoRetrievalConfigStore(dynamoDocumentClient(), config.tableName('retrievalConfigs')),
+);
+let deletionSettings: KnowledgeBaseDeletionSettings | undefined;
+
+export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps = {
   get documents() {
     return container.documents;
+  },
+  // The deletion of a knowledge base runs here too: its documents, then its row and its retrieval configurations.
+  get knowledgeBases() {
+    return container.knowledgeBases;
+  },
+  get retrievalConfigs() {
+    return retrievalConfigs();
+  },
+  get knowledgeBaseDeletion(): KnowledgeBaseDeletionSettings {
+    deletionSettings ??= {
+      ...DEFAULT_DELETION_SETTINGS,
+      pageSize: positiveInteger('KNOWLEDGE_BASE_DELETION_PAGE_SIZE', DEFAULT_DELETION_SETTINGS.pageSize),
+    };
+    return deletionSettings;
   },
   get blobs() {
     return container.blobs;

@@ -1,5 +1,6 @@
 /** Agents, knowledge bases and tokens through the dashboard endpoints. */
 import { createDataset, uploadDocument } from '../helpers/fixtures';
+import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 
 let service: TestService;
@@ -59,15 +60,27 @@ it('creates, reads, renames, lists and deletes a knowledge base', async () => {
   expect(list.body.data[0].knowledgeBaseId).toBe(created.body.knowledgeBaseId);
 
   const deleted = await call('DELETE', one);
-  expect(deleted.status).toBe(200);
-  expect(deleted.body).toMatchObject({
+  expect(deleted.status).toBe(202);
+  expect(deleted.body).toEqual({
+    success: true,
     knowledgeBaseId: created.body.knowledgeBaseId,
-    deleted: true,
-    documentsDeleted: 0,
+    agentId,
+    status: 'deleting',
+    startedAt: expect.any(String),
+    defaultRetrievalChanged: [],
   });
+  // Gone at once for every caller, while the job removes what it held.
   const gone = await call('GET', one);
   expect(gone.status).toBe(404);
   expect(gone.body).toMatchObject({ error: { code: 'KNOWLEDGE_BASE_NOT_FOUND' } });
+  expect((await call<{ count: number }>('GET', bases)).body.count).toBe(0);
+  expect((await call('PATCH', one, { body: { name: 'Back' } })).status).toBe(404);
+  // Once the job has removed the row, a DELETE is a 404 like any unknown knowledge base.
+  const after = await pollUntil(
+    () => call('DELETE', one),
+    (r) => r.status === 404,
+  );
+  expect(after.body).toMatchObject({ error: { code: 'KNOWLEDGE_BASE_NOT_FOUND' } });
 });
 
 it('refuses an empty PATCH of a knowledge base', async () => {
@@ -83,20 +96,33 @@ it('refuses an empty PATCH of a knowledge base', async () => {
   expect(response.body).toMatchObject({ error: { details: [{ rule: 'atLeastOneOf' }] } });
 });
 
-it('deleting a knowledge base removes its documents in every environment', async () => {
+it('deleting a knowledge base hides its documents at once, then removes them in every environment', async () => {
   const dataset = await createDataset(call, 'development');
   await uploadDocument(call, dataset, { fileName: 'dev.txt' });
   await uploadDocument(call, { ...dataset, environment: 'staging' }, { fileName: 'staging.txt' });
   const prod = await uploadDocument(call, { ...dataset, environment: 'production' }, { fileName: 'prod.txt' });
-  const deleted = await call(
-    'DELETE',
-    `/dashboard/agents/${dataset.agentId}/knowledge/bases/${dataset.knowledgeBaseId}`,
-  );
-  expect(deleted.body).toMatchObject({ deleted: true, documentsDeleted: 3 });
+  const path = `/dashboard/agents/${dataset.agentId}/knowledge/bases/${dataset.knowledgeBaseId}`;
+  const deleted = await call('DELETE', path);
+  expect(deleted.status).toBe(202);
+  expect(deleted.body).toMatchObject({ knowledgeBaseId: dataset.knowledgeBaseId, status: 'deleting' });
+  // The customer API: its documents are 404 at once, and so is a new upload into it.
   const get = await call('GET', '/api/v1/knowledge/documents', {
     query: { ...dataset, environment: 'production', s3Key: prod.link.s3Key },
   });
   expect(get.status).toBe(404);
+  expect(get.body).toMatchObject({ error: { code: 'KNOWLEDGE_BASE_NOT_FOUND' } });
+  const link = await call('POST', '/api/v1/knowledge/documents/upload-link', {
+    body: { ...dataset, fileName: 'late.txt' },
+  });
+  expect(link.status).toBe(404);
+  expect(link.body).toMatchObject({ error: { code: 'KNOWLEDGE_BASE_NOT_FOUND' } });
+
+  // The job ends with the row: then a DELETE is a 404 (a repeat while it runs: test/integration/knowledge-base-delete).
+  const end = await pollUntil(
+    () => call('DELETE', path),
+    (r) => r.status === 404,
+  );
+  expect(end.status).toBe(404);
 });
 
 it('creates a token of the same organization that works at once', async () => {

@@ -1,16 +1,11 @@
 /** Use cases of the dashboard endpoints: agents, knowledge bases and tokens of the caller's organization. */
 import type { Scope } from '../../../lib/routes';
-import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
-import type {
-  AgentStore,
-  DocumentStore,
-  KnowledgeBaseRecord,
-  KnowledgeBaseStore,
-  TokenStore,
-} from '../../ports/stores';
+import type { Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
+import type { AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore, TokenStore } from '../../ports/stores';
 import { issueToken, requireGrantable } from '../auth/tokens';
 import { NotFoundError } from '../errors';
-import { ENVIRONMENTS } from '../knowledge/fields';
+import { type DeletionJobView, startKnowledgeBaseDeletion } from '../processing/knowledge-base-deletion';
+import type { RetrievalConfigStore } from '../retrieval/default-retrieval';
 import {
   type Caller,
   requireAgent,
@@ -22,9 +17,7 @@ import {
 export interface DashboardDeps {
   readonly agents: AgentStore;
   readonly knowledgeBases: KnowledgeBaseStore;
-  readonly documents: DocumentStore;
   readonly tokens: TokenStore;
-  readonly blobs: BlobStore;
   readonly queue: ProcessingQueue;
   readonly clock: Clock;
   readonly ids: IdGenerator;
@@ -112,33 +105,22 @@ export async function updateKnowledgeBase(
 }
 
 /**
- * Removes the knowledge base first (so no new upload can start in it), then every document and object of it in
- * all three environments.
+ * Starts the deletion job of the knowledge base (core/processing/knowledge-base-deletion.ts), or answers the one
+ * already running: a second DELETE gets the same job, not a 404. From this call on the knowledge base is gone for
+ * every other request; its documents, objects and chunks are removed by the job, its row last.
  */
 export async function deleteKnowledgeBase(
-  deps: DashboardDeps,
+  deps: Pick<DashboardDeps, 'agents' | 'knowledgeBases' | 'queue' | 'clock'> & {
+    readonly retrievalConfigs: RetrievalConfigStore;
+  },
   caller: Caller,
   agentId: string,
   knowledgeBaseId: string,
-) {
-  await requireKnowledgeBase(deps, caller, agentId, knowledgeBaseId);
-  await deps.knowledgeBases.delete(agentId, knowledgeBaseId);
-  let documentsDeleted = 0;
-  for (const environment of ENVIRONMENTS) {
-    for await (const doc of deps.documents.listDataset({ agentId, environment, knowledgeBaseId })) {
-      await deps.documents.delete(doc, doc.documentId);
-      await deps.blobs.delete([...new Set([doc.s3Key, doc.objectKey])]);
-      await deps.queue.send({
-        kind: 'delete-document',
-        agentId,
-        environment,
-        knowledgeBaseId,
-        documentId: doc.documentId,
-      });
-      if (doc.status !== 'reserved') documentsDeleted += 1;
-    }
-  }
-  return { knowledgeBaseId, deleted: true as const, documentsDeleted };
+): Promise<DeletionJobView> {
+  const kb = await requireKnowledgeBase(deps, caller, agentId, knowledgeBaseId, { includeDeleting: true });
+  const job = await startKnowledgeBaseDeletion(deps, kb);
+  if (!job) throw new NotFoundError('KNOWLEDGE_BASE_NOT_FOUND', `Knowledge base ${knowledgeBaseId} was not found`);
+  return job;
 }
 
 /**

@@ -1,10 +1,14 @@
 /** Runs the work of one queue message. Transient errors propagate, so the queue redelivers the message. */
+import { type KnowledgeBaseDeletionDeps, runKnowledgeBaseDeletionPage } from './knowledge-base-deletion';
 import type { ProcessingDeps, ProcessingOutcome } from './process-document';
 import { confirmIndexed, deleteDocumentChunks, processDocument, syncMetadata } from './process-document';
 import type { Work } from './work';
 import { importZip, type ZipImportDeps } from './zip-job';
 
-export async function runWork(deps: ProcessingDeps & ZipImportDeps, work: Work): Promise<ProcessingOutcome> {
+export async function runWork(
+  deps: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps,
+  work: Work,
+): Promise<ProcessingOutcome> {
   if (work.kind === 'ignore') return 'skipped';
   if (work.kind === 's3-object') {
     const doc = await deps.documents.get(work, work.documentId);
@@ -23,5 +27,7 @@ export async function runWork(deps: ProcessingDeps & ZipImportDeps, work: Work):
       return deleteDocumentChunks(deps, message);
     case 'process-zip':
       return importZip(deps, message);
+    case 'delete-knowledge-base':
+      return runKnowledgeBaseDeletionPage(deps, message);
   }
 }

@@ -5,7 +5,10 @@
  * ZIP imports alike: a job whose archive is not read through `timeoutSeconds` after its last change (its message
  * lost, or dead-lettered after the import was cut off three times) is queued again once, then `failed` with
  * IMPORT_FAILED; the documents it had created by then go on as any other.
+ * Knowledge base deletions: a job that has not moved for `timeoutSeconds` is resumed (knowledge-base-deletion.ts).
  */
+import type { KnowledgeBaseStore } from '../../ports/stores';
+import { resumeStuckDeletions } from './knowledge-base-deletion';
 import { failStuck, type ProcessingDeps } from './process-document';
 import { wasRead, type ZipJobStore } from './zip-job';
 
@@ -14,10 +17,15 @@ export interface WatchdogReport {
   readonly failed: number;
   readonly importsRetried: number;
   readonly importsFailed: number;
+  readonly deletionsResumed: number;
 }
 
 export async function runWatchdog(
-  deps: ProcessingDeps & { readonly zipJobs: ZipJobStore },
+  deps: ProcessingDeps & {
+    readonly zipJobs: ZipJobStore;
+    /** Absent where only documents and imports are watched (tests of those races). */
+    readonly knowledgeBases?: KnowledgeBaseStore;
+  },
   options: { timeoutSeconds: number; maxRetries?: number; batch?: number },
 ): Promise<WatchdogReport> {
   const now = deps.clock.now();
@@ -68,5 +76,12 @@ export async function runWatchdog(
     };
     if (await deps.zipJobs.failUnread(zipJobId, error, now.toISOString())) importsFailed += 1;
   }
-  return { retried, failed, importsRetried, importsFailed };
+  const { knowledgeBases } = deps;
+  const deletionsResumed = knowledgeBases
+    ? await resumeStuckDeletions(
+        { knowledgeBases, queue: deps.queue, clock: deps.clock },
+        { timeoutSeconds: options.timeoutSeconds, batch: options.batch },
+      )
+    : 0;
+  return { retried, failed, importsRetried, importsFailed, deletionsResumed };
 }

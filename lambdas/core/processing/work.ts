@@ -26,6 +26,7 @@ const MESSAGE_KINDS = new Set([
   'sync-metadata',
   'delete-document',
   'process-zip',
+  'delete-knowledge-base',
 ]);
 
 interface S3Record {

@@ -4,8 +4,8 @@
  * conversation as one system message. The format of that message is fixed here (docs/retrieval.md).
  */
 import * as z from 'zod';
-import { ValidationError } from '../errors';
-import { type Environment, environment as environmentField, uuid } from '../knowledge/fields';
+import { NotFoundError, ValidationError } from '../errors';
+import { ENVIRONMENTS, type Environment, environment as environmentField, uuid } from '../knowledge/fields';
 import type { Caller } from '../tenancy/tenancy';
 import { requireAgent } from '../tenancy/tenancy';
 import { withRules } from '../validation';
@@ -46,6 +46,8 @@ export interface RetrievalConfigRecord extends RetrievalConfig {
 export interface RetrievalConfigStore {
   get(agentId: string, environment: Environment): Promise<RetrievalConfigRecord | undefined>;
   put(record: RetrievalConfigRecord): Promise<void>;
+  /** Writes `record` only while the stored one still has `previousUpdatedAt`; false when it changed meanwhile. */
+  replace(record: RetrievalConfigRecord, previousUpdatedAt: string): Promise<boolean>;
 }
 
 export interface DefaultRetrievalDeps extends RetrievalDeps {
@@ -80,7 +82,7 @@ export async function putRetrievalConfig(
   const unknown = [];
   for (const [index, entry] of config.knowledgeBases.entries()) {
     const kb = await deps.knowledgeBases.get(agentId, entry.knowledgeBaseId);
-    if (!kb || kb.organizationId !== caller.organizationId) {
+    if (!kb || kb.organizationId !== caller.organizationId || kb.status === 'deleting') {
       unknown.push({
         field: `knowledgeBases.${index}.knowledgeBaseId`,
         rule: 'knowledgeBase.exists',
@@ -94,16 +96,64 @@ export async function putRetrievalConfig(
   return record;
 }
 
-export interface DefaultRetrievalOutcome {
-  /** The system message to inject, or null when default retrieval is off or found nothing. */
-  readonly systemMessage: string | null;
-  readonly results: readonly (RetrievalResult & { knowledgeBaseId: string; environment: Environment })[];
-}
+/**
+ * How many times a configuration changed by someone else meanwhile is read again before removing a knowledge base
+ * from it gives up (the caller's request, or the deletion job's message, is then retried whole).
+ */
+const MAX_CONFIG_WRITE_ATTEMPTS = 5;
 
 /**
- * What the flow runtime calls after TRIGGER_EVENT. The message lists the results best first:
+ * Removes the knowledge base from the default retrieval configuration of every environment of the agent (an entry
+ * may name it from another environment's configuration). Answers the environments whose configuration changed.
+ */
+export async function removeFromDefaultRetrieval(
+  deps: Pick<DefaultRetrievalDeps, 'retrievalConfigs' | 'clock'>,
+  agentId: string,
+  knowledgeBaseId: string,
+): Promise<Environment[]> {
+  const changed: Environment[] = [];
+  for (const environment of ENVIRONMENTS) {
+    for (let attempt = 1; ; attempt++) {
+      const record = await deps.retrievalConfigs.get(agentId, environment);
+      if (!record?.knowledgeBases.some((kb) => kb.knowledgeBaseId === knowledgeBaseId)) break;
+      const knowledgeBases = record.knowledgeBases.filter((kb) => kb.knowledgeBaseId !== knowledgeBaseId);
+      const next = { ...record, knowledgeBases, updatedAt: deps.clock.now().toISOString() };
+      // Conditional: a PUT of the same configuration in between is not overwritten with what was read before it.
+      if (await deps.retrievalConfigs.replace(next, record.updatedAt)) {
+        changed.push(environment);
+        break;
+      }
+      if (attempt >= MAX_CONFIG_WRITE_ATTEMPTS) {
+        throw new Error(`The ${environment} retrieval configuration kept changing while a knowledge base was removed`);
+      }
+    }
+  }
+  return changed;
+}
+
+/** A configured knowledge base that was not searched, and why. */
+export interface DefaultRetrievalWarning {
+  readonly code: 'KNOWLEDGE_BASE_NOT_FOUND';
+  readonly knowledgeBaseId: string;
+  readonly environment: Environment;
+  readonly message: string;
+}
+
+export interface DefaultRetrievalOutcome {
+  /** The system message to inject, or null when default retrieval is off or found nothing (and skipped nothing). */
+  readonly systemMessage: string | null;
+  readonly results: readonly (RetrievalResult & { knowledgeBaseId: string; environment: Environment })[];
+  readonly explain: { readonly warnings: readonly DefaultRetrievalWarning[] };
+}
+
+const HEADER = 'Relevant knowledge (use it to answer; it may be incomplete):';
+
+/**
+ * What the flow runtime calls after TRIGGER_EVENT. The message lists the results best first, then each configured
+ * knowledge base that is gone (deleted, or being deleted): a run never fails for it, the session says it was skipped.
  *   Relevant knowledge (use it to answer; it may be incomplete):
  *   [1] (document <documentId>, score 0.82) <content>
+ *   Not searched: knowledge base <knowledgeBaseId> (<environment>) no longer exists.
  */
 export async function runDefaultRetrieval(
   deps: DefaultRetrievalDeps,
@@ -111,30 +161,47 @@ export async function runDefaultRetrieval(
   request: { agentId: string; environment: Environment; query: string; memory?: unknown },
 ): Promise<DefaultRetrievalOutcome> {
   const config = await deps.retrievalConfigs.get(request.agentId, request.environment);
-  if (!config?.enabled || config.knowledgeBases.length === 0) return { systemMessage: null, results: [] };
+  const warnings: DefaultRetrievalWarning[] = [];
+  if (!config?.enabled || config.knowledgeBases.length === 0) {
+    return { systemMessage: null, results: [], explain: { warnings } };
+  }
   const results: (RetrievalResult & { knowledgeBaseId: string; environment: Environment })[] = [];
   for (const kb of config.knowledgeBases) {
     const environment = kb.environment ?? request.environment;
-    const found = await retrieve(deps, caller, {
-      agentId: request.agentId,
-      environment,
-      knowledgeBaseId: kb.knowledgeBaseId,
-      query: request.query,
-      numberOfResults: kb.numberOfResults,
-      minScore: kb.minScore,
-      filters: kb.filters,
-      memory: request.memory,
-    });
+    let found: Awaited<ReturnType<typeof retrieve>>;
+    try {
+      found = await retrieve(deps, caller, {
+        agentId: request.agentId,
+        environment,
+        knowledgeBaseId: kb.knowledgeBaseId,
+        query: request.query,
+        numberOfResults: kb.numberOfResults,
+        minScore: kb.minScore,
+        filters: kb.filters,
+        memory: request.memory,
+      });
+    } catch (error) {
+      // Deleting a knowledge base removes it from the configurations, but one written in between (or before that
+      // rule) may still name it: the other knowledge bases still answer.
+      if (!(error instanceof NotFoundError) || error.code !== 'KNOWLEDGE_BASE_NOT_FOUND') throw error;
+      warnings.push({
+        code: 'KNOWLEDGE_BASE_NOT_FOUND',
+        knowledgeBaseId: kb.knowledgeBaseId,
+        environment,
+        message: `knowledge base ${kb.knowledgeBaseId} (${environment}) no longer exists and was skipped`,
+      });
+      continue;
+    }
     results.push(...found.results.map((r) => ({ ...r, knowledgeBaseId: kb.knowledgeBaseId, environment })));
   }
   results.sort((a, b) => b.score - a.score);
-  if (results.length === 0) return { systemMessage: null, results };
+  if (results.length === 0 && warnings.length === 0) return { systemMessage: null, results, explain: { warnings } };
   const lines = results.map(
     (r, i) =>
       `[${i + 1}] (document ${r.metadata.documentId}, score ${r.score.toFixed(2)}) ${r.content.replace(/\s+/g, ' ').trim()}`,
   );
-  return {
-    systemMessage: ['Relevant knowledge (use it to answer; it may be incomplete):', ...lines].join('\n'),
-    results,
-  };
+  const skipped = warnings.map(
+    (w) => `Not searched: knowledge base ${w.knowledgeBaseId} (${w.environment}) no longer exists.`,
+  );
+  return { systemMessage: [HEADER, ...lines, ...skipped].join('\n'), results, explain: { warnings } };
 }

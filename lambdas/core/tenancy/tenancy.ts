@@ -63,15 +63,21 @@ export async function requireAgent(
   return agent;
 }
 
+/**
+ * The caller's knowledge base. One being deleted no longer exists for anyone (uploads, documents, retrieval), except
+ * for the DELETE that answers its deletion job again (`includeDeleting`).
+ */
 export async function requireKnowledgeBase(
   deps: TenancyDeps,
   caller: Caller,
   agentId: string,
   knowledgeBaseId: string,
+  options: { includeDeleting?: boolean } = {},
 ): Promise<KnowledgeBaseRecord> {
   await requireAgent(deps, caller, agentId);
   const knowledgeBase = await deps.knowledgeBases.get(agentId, knowledgeBaseId);
-  if (!knowledgeBase || knowledgeBase.organizationId !== caller.organizationId) {
+  const hidden = knowledgeBase?.status === 'deleting' && !options.includeDeleting;
+  if (!knowledgeBase || knowledgeBase.organizationId !== caller.organizationId || hidden) {
     throw new NotFoundError('KNOWLEDGE_BASE_NOT_FOUND', `Knowledge base ${knowledgeBaseId} was not found`);
   }
   return knowledgeBase;

@@ -117,7 +117,9 @@ export function buildOpenApiDocument() {
       ...(parameters.length ? { parameters } : {}),
       ...(requestBody ? { requestBody } : {}),
       responses: {
-        [route.method === 'POST' && route.id.startsWith('Create') ? '201' : '200']: { description: 'Success' },
+        [route.successStatus ?? (route.method === 'POST' && route.id.startsWith('Create') ? 201 : 200)]: {
+          description: 'Success',
+        },
         '400': errorResponse,
         ...(route.scope ? { '401': errorResponse, '403': errorResponse, '404': errorResponse } : {}),
       },

@@ -15,7 +15,7 @@ export function processingTimeoutSeconds(): number {
 
 export const handler = async () => {
   const report = await runWatchdog(processingContainer, { timeoutSeconds: processingTimeoutSeconds() });
-  if (report.retried || report.failed || report.importsRetried || report.importsFailed) {
+  if (report.retried || report.failed || report.importsRetried || report.importsFailed || report.deletionsResumed) {
     logger.warn('watchdog acted on stuck documents', { ...report });
   }
   const { removed } = await removeAbandonedUploads(container, {

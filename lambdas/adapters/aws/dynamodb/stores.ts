@@ -1,5 +1,7 @@
 /** DynamoDB implementations of the persistence ports. Key schemas: lib/tables.ts. */
 import {
+  BatchWriteCommand,
+  type BatchWriteCommandInput,
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
@@ -18,6 +20,7 @@ import type {
   AgentStore,
   ContentFields,
   DocumentStore,
+  KnowledgeBaseDeletion,
   KnowledgeBaseRecord,
   KnowledgeBaseStore,
   TokenRecord,
@@ -25,6 +28,23 @@ import type {
   UploadSessionStore,
 } from '../../../ports/stores';
 import { setExpression, unlessConditionFails } from './expressions';
+
+/**
+ * A local data folder made before an index existed lacks it (dynalite cannot add one to a table; the runtime warns
+ * at start): such a read finds nothing rather than failing what depends on it, e.g. every watchdog tick.
+ */
+async function unlessIndexMissing<T>(read: () => Promise<T>, missing: T): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    const absent =
+      error instanceof Error &&
+      error.name === 'ValidationException' &&
+      error.message.includes('does not have the specified index');
+    if (absent) return missing;
+    throw error;
+  }
+}
 
 /** Every item of a Query, page after page. */
 export async function* queryAll<T>(client: DynamoDBDocumentClient, input: QueryCommandInput): AsyncGenerator<T> {
@@ -93,6 +113,15 @@ export class DynamoAgentStore implements AgentStore {
   }
 }
 
+/** Value of `pendingKey` while a knowledge base is being deleted (the watchdog's sparse index). */
+const DELETING = 'deleting';
+
+function knowledgeBaseOf(item: Record<string, unknown> | undefined): KnowledgeBaseRecord | undefined {
+  if (!item) return undefined;
+  const { pendingKey: _pending, ...record } = item;
+  return record as unknown as KnowledgeBaseRecord;
+}
+
 export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
   constructor(
     private readonly client: DynamoDBDocumentClient,
@@ -105,19 +134,22 @@ export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
 
   async get(agentId: string, knowledgeBaseId: string): Promise<KnowledgeBaseRecord | undefined> {
     const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: { agentId, knowledgeBaseId } }),
+      new GetCommand({ TableName: this.tableName, Key: { agentId, knowledgeBaseId }, ConsistentRead: true }),
     );
-    return Item as KnowledgeBaseRecord | undefined;
+    return knowledgeBaseOf(Item);
   }
 
-  async list(agentId: string): Promise<KnowledgeBaseRecord[]> {
-    const bases = await collect(
-      queryAll<KnowledgeBaseRecord>(this.client, {
+  async list(agentId: string, options: { includeDeleting?: boolean } = {}): Promise<KnowledgeBaseRecord[]> {
+    const items = await collect(
+      queryAll<Record<string, unknown>>(this.client, {
         TableName: this.tableName,
         KeyConditionExpression: 'agentId = :a',
         ExpressionAttributeValues: { ':a': agentId },
       }),
     );
+    const bases = items
+      .map((item) => knowledgeBaseOf(item) as KnowledgeBaseRecord)
+      .filter((kb) => options.includeDeleting || kb.status !== 'deleting');
     return bases.sort(
       (a, b) => a.createdAt.localeCompare(b.createdAt) || a.knowledgeBaseId.localeCompare(b.knowledgeBaseId),
     );
@@ -130,24 +162,111 @@ export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
     updatedAt: string,
   ): Promise<KnowledgeBaseRecord | undefined> {
     return unlessConditionFails(async () => {
+      const parts = setExpression({ ...changes, updatedAt });
       const { Attributes } = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { agentId, knowledgeBaseId },
-          ...setExpression({ ...changes, updatedAt }),
-          ConditionExpression: 'attribute_exists(knowledgeBaseId)',
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: 'attribute_exists(knowledgeBaseId) AND attribute_not_exists(#status)',
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return Attributes as KnowledgeBaseRecord;
+      return knowledgeBaseOf(Attributes);
     });
   }
 
-  async delete(agentId: string, knowledgeBaseId: string): Promise<KnowledgeBaseRecord | undefined> {
-    const { Attributes } = await this.client.send(
-      new DeleteCommand({ TableName: this.tableName, Key: { agentId, knowledgeBaseId }, ReturnValues: 'ALL_OLD' }),
+  async markDeleting(
+    agentId: string,
+    knowledgeBaseId: string,
+    deletion: KnowledgeBaseDeletion,
+    updatedAt: string,
+  ): Promise<KnowledgeBaseRecord | undefined> {
+    return unlessConditionFails(async () => {
+      const parts = setExpression({ status: DELETING, deletion, pendingKey: DELETING, updatedAt });
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: 'attribute_exists(knowledgeBaseId) AND attribute_not_exists(#status)',
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return knowledgeBaseOf(Attributes);
+    });
+  }
+
+  async recordDefaultRetrievalChanged(
+    agentId: string,
+    knowledgeBaseId: string,
+    environments: readonly Environment[],
+  ): Promise<void> {
+    await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          UpdateExpression: 'SET deletion.defaultRetrievalChanged = :e',
+          ConditionExpression: '#status = :deleting',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':e': environments, ':deleting': DELETING },
+        }),
+      ),
     );
-    return Attributes as KnowledgeBaseRecord | undefined;
+  }
+
+  async advanceDeletion(agentId: string, knowledgeBaseId: string, page: number, updatedAt: string): Promise<boolean> {
+    const written = await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          UpdateExpression: 'SET deletion.#page = :next, updatedAt = :now',
+          ConditionExpression: '#status = :deleting AND deletion.#page = :page',
+          ExpressionAttributeNames: { '#status': 'status', '#page': 'page' },
+          ExpressionAttributeValues: { ':deleting': DELETING, ':page': page, ':next': page + 1, ':now': updatedAt },
+        }),
+      ),
+    );
+    return written !== undefined;
+  }
+
+  async listDeleting(updatedBefore: string, limit: number): Promise<{ agentId: string; knowledgeBaseId: string }[]> {
+    const { Items } = await unlessIndexMissing(
+      () =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: 'deleting',
+            KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
+            ExpressionAttributeValues: { ':p': DELETING, ':before': updatedBefore },
+            Limit: limit,
+          }),
+        ),
+      { Items: [] } as { Items?: Record<string, unknown>[] },
+    );
+    return (Items ?? []).map((item) => ({
+      agentId: String(item.agentId),
+      knowledgeBaseId: String(item.knowledgeBaseId),
+    }));
+  }
+
+  async removeDeleted(agentId: string, knowledgeBaseId: string): Promise<boolean> {
+    const removed = await unlessConditionFails(() =>
+      this.client.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          ConditionExpression: '#status = :deleting',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':deleting': DELETING },
+        }),
+      ),
+    );
+    return removed !== undefined;
   }
 }
 
@@ -318,11 +437,12 @@ export class DynamoDocumentStore implements DocumentStore {
     return withoutKeys(Attributes);
   }
 
-  async *listDataset(ref: DatasetRef): AsyncIterable<DocumentRecord> {
+  async *listDataset(ref: DatasetRef, options: { pageSize?: number } = {}): AsyncIterable<DocumentRecord> {
     for await (const item of queryAll<Record<string, unknown>>(this.client, {
       TableName: this.tableName,
       KeyConditionExpression: 'tenantKey = :t',
       ExpressionAttributeValues: { ':t': tenantKey(ref) },
+      ...(options.pageSize ? { Limit: options.pageSize } : {}),
     })) {
       yield withoutKeys(item) as DocumentRecord;
     }
@@ -406,6 +526,10 @@ export class DynamoUploadSessionStore implements UploadSessionStore {
 }
 
 const JOB_ITEM = 'job';
+const knowledgeBaseKeyOf = (ref: { agentId: string; knowledgeBaseId: string }) =>
+  `${ref.agentId}#${ref.knowledgeBaseId}`;
+/** Most items one BatchWriteItem takes. */
+const BATCH_WRITE_ITEMS = 25;
 const fileItemKey = (index: number) => `file#${String(index).padStart(5, '0')}`;
 /** Value of `pendingKey` while a job's archive is not read through (the watchdog's sparse index). */
 const UNREAD = 'unread';
@@ -421,7 +545,7 @@ export class DynamoZipJobStore implements ZipJobStore {
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...job, itemKey: JOB_ITEM, pendingKey: UNREAD },
+          Item: { ...job, itemKey: JOB_ITEM, pendingKey: UNREAD, knowledgeBaseKey: knowledgeBaseKeyOf(job) },
           ConditionExpression: 'attribute_not_exists(zipJobId)',
         }),
       ),
@@ -434,7 +558,7 @@ export class DynamoZipJobStore implements ZipJobStore {
       new GetCommand({ TableName: this.tableName, Key: { zipJobId, itemKey: JOB_ITEM }, ConsistentRead: true }),
     );
     if (!Item) return undefined;
-    const { itemKey: _key, pendingKey: _pending, ...job } = Item;
+    const { itemKey: _key, pendingKey: _pending, knowledgeBaseKey: _kb, ...job } = Item;
     return job as ZipJobRecord;
   }
 
@@ -509,6 +633,49 @@ export class DynamoZipJobStore implements ZipJobStore {
     );
   }
 
+  async listOfKnowledgeBase(agentId: string, knowledgeBaseId: string): Promise<ZipJobRecord[]> {
+    const keys = await unlessIndexMissing(
+      () =>
+        collect(
+          queryAll<Record<string, unknown>>(this.client, {
+            TableName: this.tableName,
+            IndexName: 'byKnowledgeBase',
+            KeyConditionExpression: 'knowledgeBaseKey = :k',
+            ExpressionAttributeValues: { ':k': knowledgeBaseKeyOf({ agentId, knowledgeBaseId }) },
+          }),
+        ),
+      [],
+    );
+    const jobs = await Promise.all(keys.map((key) => this.get(String(key.zipJobId))));
+    return jobs.filter((job): job is ZipJobRecord => job !== undefined);
+  }
+
+  async delete(zipJobId: string): Promise<void> {
+    const items = await collect(
+      queryAll<Record<string, unknown>>(this.client, {
+        TableName: this.tableName,
+        KeyConditionExpression: 'zipJobId = :z',
+        ExpressionAttributeValues: { ':z': zipJobId },
+        ProjectionExpression: 'zipJobId, itemKey',
+        ConsistentRead: true,
+      }),
+    );
+    const files = items.filter((item) => item.itemKey !== JOB_ITEM);
+    for (let start = 0; start < files.length; start += BATCH_WRITE_ITEMS) {
+      let requests: NonNullable<BatchWriteCommandInput['RequestItems']>[string] = files
+        .slice(start, start + BATCH_WRITE_ITEMS)
+        .map((item) => ({ DeleteRequest: { Key: { zipJobId, itemKey: item.itemKey } } }));
+      // What DynamoDB leaves unprocessed (throttling) is sent again; the SDK's own retries space the attempts.
+      while (requests.length > 0) {
+        const { UnprocessedItems } = await this.client.send(
+          new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }),
+        );
+        requests = UnprocessedItems?.[this.tableName] ?? [];
+      }
+    }
+    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { zipJobId, itemKey: JOB_ITEM } }));
+  }
+
   async listFiles(zipJobId: string): Promise<ZipJobFile[]> {
     const files: ZipJobFile[] = [];
     for await (const item of queryAll<Record<string, unknown>>(this.client, {
@@ -539,5 +706,19 @@ export class DynamoRetrievalConfigStore implements RetrievalConfigStore {
 
   async put(record: RetrievalConfigRecord): Promise<void> {
     await this.client.send(new PutCommand({ TableName: this.tableName, Item: record }));
+  }
+
+  async replace(record: RetrievalConfigRecord, previousUpdatedAt: string): Promise<boolean> {
+    const written = await unlessConditionFails(() =>
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: record,
+          ConditionExpression: 'updatedAt = :previous',
+          ExpressionAttributeValues: { ':previous': previousUpdatedAt },
+        }),
+      ),
+    );
+    return written !== undefined;
   }
 }
