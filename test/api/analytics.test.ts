@@ -201,6 +201,14 @@ describe('filters', () => {
     expect(new Set(midnight.body.data.map((e) => e.created_at))).toEqual(new Set([`${DAY[0]}T00:00:00.000Z`]));
   });
 
+  it('reads a date-time without a zone as UTC', async () => {
+    const zoned = await query({ agentId, filters: { startDate: `${DAY[1]}T03:00:00Z`, endDate: `${DAY[1]}T09:00Z` } });
+    const plain = await query({ agentId, filters: { startDate: `${DAY[1]}T03:00:00`, endDate: `${DAY[1]}T09:00` } });
+    expect(plain.status).toBe(200);
+    expect(plain.body.data.length).toBeGreaterThan(0);
+    expect(plain.body.data).toEqual(zoned.body.data);
+  });
+
   it('never returns another agent’s events, even with the same session', async () => {
     const response = await query({ agentId: siblingId, filters: { sessionId: SESSIONS[0] } });
     expect(response.body.data.length).toBeGreaterThan(0);

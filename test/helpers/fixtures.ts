@@ -29,7 +29,8 @@ export interface UploadLink {
   uploadUrl: string;
   expiresIn: number;
   s3Key: string;
-  documentId: string | null;
+  /** Absent for a ZIP import. */
+  documentId?: string;
   zipJobId?: string;
   requiredHeaders: Record<string, string>;
 }

@@ -1,17 +1,19 @@
 /**
  * The ArchiveImporter of ZIP imports: reads the archive (a local copy) with the streaming reader, its caps applying
  * while inflating, and plans each file with the archive rules of core/processing/zip-import.ts (label CSV, per-file
- * outcomes). No file's content is kept by planning but the label CSV's; each accepted file is inflated again, one at
- * a time, when it is stored as a document.
+ * outcomes). No file's content is kept by planning but one CSV's, the label file's candidate; each accepted file is
+ * inflated again, one at a time, when it is stored as a document.
  */
 import {
   type AcceptedZipEntry,
   findLabelFile,
   isRejectedEntry,
   type LabelCsv,
+  LabelFileCandidate,
   parseLabelCsv,
   planZipImport,
   type ZipEntryInfo,
+  type ZipRequestMetadata,
 } from '../../core/processing/zip-import';
 import type { ArchiveImporter, OpenArchive, PlannedFile } from '../../core/processing/zip-job';
 import { DEFAULT_MAX_ARCHIVE_BYTES } from '../../shared/config';
@@ -26,7 +28,7 @@ export class ZipArchiveImporter implements ArchiveImporter {
   open(path: string): OpenArchive {
     let reader: Promise<ZipFileReader> | undefined;
     return {
-      plan: (requestLabels) => this.plan(path, requestLabels),
+      plan: (request) => this.plan(path, request),
       read: async (fileName) => {
         reader ??= openZipFileReader(path, this.limits);
         return (await reader).read(fileName);
@@ -37,25 +39,24 @@ export class ZipArchiveImporter implements ArchiveImporter {
     };
   }
 
-  private async plan(path: string, requestLabels: { label1: string | null; label2: string | null }) {
+  private async plan(path: string, request: ZipRequestMetadata) {
     const entries: ZipEntryInfo[] = [];
     const sizes = new Map<string, number>();
-    // The label file is the one .csv at the archive root: the first such entry is kept until the end, when it is
-    // known whether it is the only one. Every other entry's content is dropped as soon as it has been checked.
-    let rootCsv: AcceptedZipEntry | undefined;
+    // Which CSV is the label file is known only at the end (the label folder depends on every entry): the one
+    // candidate's content is kept until then, and every other entry's is dropped as soon as it has been checked.
+    const candidate = new LabelFileCandidate();
+    let candidateCsv: AcceptedZipEntry | undefined;
     const read = await readZipArchive(path, this.limits, async (entry) => {
       entries.push(isRejectedEntry(entry) ? entry : { fileName: entry.fileName });
-      if (isRejectedEntry(entry)) return;
-      const accepted = entry as AcceptedZipEntry;
-      sizes.set(accepted.fileName, accepted.size);
-      if (!rootCsv && !accepted.fileName.includes('/') && accepted.fileName.toLowerCase().endsWith('.csv')) {
-        rootCsv = accepted;
-      }
+      const accepted = isRejectedEntry(entry) ? undefined : (entry as AcceptedZipEntry);
+      if (candidate.offer(entry)) candidateCsv = accepted;
+      else if (candidateCsv && candidate.fileName !== candidateCsv.fileName) candidateCsv = undefined;
+      if (accepted) sizes.set(accepted.fileName, accepted.size);
     });
     const labelFile = findLabelFile(entries).fileName;
     const labelCsv: LabelCsv | null =
-      labelFile !== null && rootCsv?.fileName === labelFile ? parseLabelCsv(rootCsv.bytes) : null;
-    const plan = planZipImport(entries, labelCsv, requestLabels);
+      labelFile !== null && candidateCsv?.fileName === labelFile ? parseLabelCsv(candidateCsv.bytes) : null;
+    const plan = planZipImport(entries, labelCsv, request);
     const files: PlannedFile[] = plan.files.map((file) => {
       const size = sizes.get(file.fileName);
       if (file.error || size === undefined) {
@@ -68,8 +69,8 @@ export class ZipArchiveImporter implements ArchiveImporter {
         fileName: file.fileName,
         baseName: file.baseName,
         size,
-        label1: file.labels.label1,
-        label2: file.labels.label2,
+        ...file.labels,
+        ...file.customMeta,
         customDocumentId: file.customDocumentId ?? null,
       };
     });

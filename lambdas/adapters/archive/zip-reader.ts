@@ -37,7 +37,8 @@ export interface ZipLimits {
 const MB = 1024 * 1024;
 
 export const DEFAULT_ZIP_LIMITS: ZipLimits = {
-  maxEntries: 1000,
+  /** Room for a batch of 1,000 documents with its CSV, twice over; the worker's `ZIP_MAX_ENTRIES` overrides it. */
+  maxEntries: 2000,
   maxTotalBytes: 500 * MB,
   maxEntryBytes: 50 * MB,
   maxCompressionRatio: 100,

@@ -1,11 +1,12 @@
 /**
- * The date filters of the analytics query. A bound is an ISO 8601 date (`2024-05-01`, a UTC day) or date-time with
- * a zone (`2024-05-01T10:30Z`, `…:15.250+02:00`). Both bounds are inclusive at the precision written: an endDate of
- * `2024-05-01` includes the whole day, `…T10:30Z` the whole minute.
+ * The date filters of the analytics query. A bound is an ISO 8601 date (`2024-05-01`, a UTC day) or date-time, in
+ * the extended format, with a zone (`2024-05-01T10:30Z`, `…:15.250+02:00`) or without one, which is taken as UTC
+ * (`2024-05-01T10:30:00`). Both bounds are inclusive at the precision written: an endDate of `2024-05-01` includes
+ * the whole day (to 23:59:59.999 UTC), `…T10:30Z` the whole minute.
  */
 
 const ISO_8601 =
-  /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?))?$/;
+  /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
 
 /** The instants a written date covers, in epoch milliseconds: `[first, last]`, both inclusive. */
 export interface InstantSpan {
@@ -15,7 +16,7 @@ export interface InstantSpan {
 
 const DAY_MS = 86_400_000;
 
-/** The span of `value`, or undefined when it is not an ISO 8601 date or zoned date-time that exists on the calendar. */
+/** The span of `value`, or undefined when it is not an ISO 8601 date or date-time that exists on the calendar. */
 export function parseIsoSpan(value: string): InstantSpan | undefined {
   const match = ISO_8601.exec(value);
   if (!match) return undefined;
@@ -50,8 +51,9 @@ function daysInMonth(year: number, month: number): number {
   return month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1];
 }
 
-function zoneOffsetMs(zone: string): number | undefined {
-  if (zone === 'Z') return 0;
+/** A date-time without a zone is UTC: the service records and answers every time in UTC. */
+function zoneOffsetMs(zone: string | undefined): number | undefined {
+  if (zone === undefined || zone === 'Z') return 0;
   const match = /^([+-])(\d{2})(?::?(\d{2}))?$/.exec(zone);
   if (!match) return undefined;
   const hours = Number(match[2]);

@@ -55,7 +55,8 @@ export interface UploadLinkResponse {
   readonly uploadUrl: string;
   readonly expiresIn: number;
   readonly s3Key: string;
-  readonly documentId: string | null;
+  /** The document's id; absent for a ZIP import, which is no document (the spec types it as a string). */
+  readonly documentId?: string;
   readonly zipJobId?: string;
   readonly requiredHeaders: Record<string, string>;
 }
@@ -137,7 +138,7 @@ async function issueUploadUrl(deps: KnowledgeDeps, session: UploadSession): Prom
     uploadUrl: presigned.url,
     expiresIn: uploadUrlTtlSeconds,
     s3Key: session.s3Key,
-    documentId: session.documentId,
+    ...(session.documentId !== null ? { documentId: session.documentId } : {}),
     ...(session.zipJobId ? { zipJobId: session.zipJobId } : {}),
     requiredHeaders: presigned.headers,
   };
@@ -333,6 +334,8 @@ function contentOf(session: UploadSession, fileSize: number, updatedAt: string):
 export async function completeUpload(deps: KnowledgeDeps, caller: Caller, uploadId: string): Promise<UploadCompletion> {
   const session = await requireOpenSession(deps, caller, uploadId, ['create', 'zip']);
   if (session.completion) return session.completion;
+  // A knowledge base deleted (or being deleted) since upload-link takes no new content: the same 404 as upload-link.
+  await requireKnowledgeBase(deps, caller, session.agentId, session.knowledgeBaseId);
   requireNotExpired(deps, session);
   const head = await requireUploadedObject(deps, session);
   const ref = datasetOf(session);
@@ -347,6 +350,11 @@ export async function completeUpload(deps: KnowledgeDeps, caller: Caller, upload
       s3Key: session.s3Key,
       label1: session.metadata.label1 ?? null,
       label2: session.metadata.label2 ?? null,
+      // Every file of the archive inherits these, as it inherits the labels.
+      customMeta1: session.metadata.customMeta1 ?? null,
+      customMeta2: session.metadata.customMeta2 ?? null,
+      customMeta3: session.metadata.customMeta3 ?? null,
+      customMeta4: session.metadata.customMeta4 ?? null,
       status: 'uploaded',
       error: null,
       fileCount: null,
@@ -429,6 +437,8 @@ export async function completeUpdateUpload(
 ): Promise<UploadCompletion> {
   const session = await requireOpenSession(deps, caller, uploadId, ['update']);
   if (session.completion) return session.completion;
+  // A knowledge base deleted (or being deleted) since upload-link takes no new content: the same 404 as upload-link.
+  await requireKnowledgeBase(deps, caller, session.agentId, session.knowledgeBaseId);
   requireNotExpired(deps, session);
   const head = await requireUploadedObject(deps, session);
   const ref = datasetOf(session);

@@ -16,7 +16,25 @@ export const environment = z.enum(ENVIRONMENTS);
 export const uuid = z.uuid();
 
 export const label = withRules(z.string(), labelViolations);
-export const customMeta = z.string().max(CUSTOM_META_MAX_LENGTH);
+
+/**
+ * The custom metadata rule: at most 500 characters, counted as a person counts them (Unicode code points), so 500
+ * emoji fit although each is two UTF-16 units in JavaScript. Labels keep their own ASCII rule.
+ */
+export function customMetaViolations(value: string): { rule: string; message: string }[] {
+  let characters = 0;
+  for (const _ of value) characters += 1;
+  if (characters <= CUSTOM_META_MAX_LENGTH) return [];
+  return [
+    {
+      rule: 'maxLength',
+      message: `must be at most ${CUSTOM_META_MAX_LENGTH} characters (it has ${characters})`,
+    },
+  ];
+}
+
+// JSON Schema's maxLength counts code points too, so the OpenAPI document states the same limit.
+export const customMeta = withRules(z.string(), customMetaViolations).meta({ maxLength: CUSTOM_META_MAX_LENGTH });
 
 /** Caller's external id. It becomes part of the document's s3Key, so no `/` and a bounded length. */
 export const customDocumentId = withRules(z.string(), (value) =>

@@ -18,8 +18,10 @@ import type { DocumentStore } from '../../ports/stores';
 import { NotFoundError } from '../errors';
 import { contentTypeFor } from '../knowledge/content-types';
 import { type DatasetRef, reservationRecord } from '../knowledge/document';
+import { CUSTOM_META_FIELDS, type CustomMetaField } from '../knowledge/fields';
 import { type Caller, ownsRecord } from '../tenancy/tenancy';
 import type { ProcessingOutcome } from './process-document';
+import type { ZipRequestMetadata } from './zip-import';
 
 export type ZipJobStatus = 'uploaded' | 'processing' | 'completed' | 'failed';
 
@@ -31,6 +33,11 @@ export interface ZipJobRecord extends DatasetRef {
   readonly s3Key: string;
   readonly label1: string | null;
   readonly label2: string | null;
+  /** The upload-link's custom metadata, inherited by every file (absent on jobs recorded before it was kept). */
+  readonly customMeta1?: string | null;
+  readonly customMeta2?: string | null;
+  readonly customMeta3?: string | null;
+  readonly customMeta4?: string | null;
   readonly status: ZipJobStatus;
   readonly error: { code: string; message: string } | null;
   /** How many entries the archive had; null until it has been read through. */
@@ -50,6 +57,11 @@ export interface ZipJobFile {
   readonly s3Key: string | null;
   readonly label1: string | null;
   readonly label2: string | null;
+  /** Absent on entries listed before custom metadata was kept: read as null. */
+  readonly customMeta1?: string | null;
+  readonly customMeta2?: string | null;
+  readonly customMeta3?: string | null;
+  readonly customMeta4?: string | null;
   /** Outcome of the archive step; null when the file became a document (its status is the document's). */
   readonly error: { code: string; message: string } | null;
 }
@@ -71,6 +83,10 @@ export interface ZipJobStore {
   recordWatchdogRetry(zipJobId: string, retries: number, updatedAt: string): Promise<boolean>;
   /** `failed` with this error, only while the job is neither read through nor failed; false otherwise. */
   failUnread(zipJobId: string, error: NonNullable<ZipJobRecord['error']>, updatedAt: string): Promise<boolean>;
+  /** Every job of a knowledge base, in all environments (the deletion of the knowledge base reads them). */
+  listOfKnowledgeBase(agentId: string, knowledgeBaseId: string): Promise<ZipJobRecord[]>;
+  /** Removes the job and its file entries (the job last, so a removal cut off is found again). */
+  delete(zipJobId: string): Promise<void>;
 }
 
 export interface ZipImportDeps {
@@ -92,10 +108,9 @@ export interface ArchiveImporter {
 
 export interface OpenArchive {
   /** Reads the whole archive under the limits, keeping no file's content, and plans every file. */
-  plan(requestLabels: {
-    label1: string | null;
-    label2: string | null;
-  }): Promise<
+  plan(
+    request: ZipRequestMetadata,
+  ): Promise<
     | { ok: true; files: PlannedFile[]; warnings: readonly string[] }
     | { ok: false; error: { code: string; message: string }; files: PlannedFile[]; warnings: readonly string[] }
   >;
@@ -112,6 +127,10 @@ export type PlannedFile =
       readonly size: number;
       readonly label1: string | null;
       readonly label2: string | null;
+      readonly customMeta1: string | null;
+      readonly customMeta2: string | null;
+      readonly customMeta3: string | null;
+      readonly customMeta4: string | null;
       readonly customDocumentId: string | null;
     }
   | {
@@ -120,6 +139,15 @@ export type PlannedFile =
       readonly label1?: null;
       readonly label2?: null;
     };
+
+type CustomMetaValues = Record<CustomMetaField, string | null>;
+
+/** The custom metadata of a job or a listed file; a field absent from an older record is null. */
+function customMetaOf(record: Partial<Record<CustomMetaField, string | null>>): CustomMetaValues {
+  return Object.fromEntries(CUSTOM_META_FIELDS.map((field) => [field, record[field] ?? null])) as CustomMetaValues;
+}
+
+const NO_CUSTOM_META = customMetaOf({});
 
 /** A UUID-shaped id fixed by the job and the path, so re-running an import creates nothing twice. */
 export function zipDocumentId(zipJobId: string, fileName: string): string {
@@ -193,7 +221,7 @@ async function importArchive(
   now: () => string,
   fail: (error: { code: string; message: string }) => Promise<'failed'>,
 ): Promise<ProcessingOutcome> {
-  const plan = await archive.plan({ label1: job.label1, label2: job.label2 });
+  const plan = await archive.plan({ label1: job.label1, label2: job.label2, ...customMetaOf(job) });
   // A read that stopped early may not have reached the label CSV: importing part of the archive with possibly
   // wrong labels would be worse than importing nothing.
   if (!plan.ok) return fail(plan.error);
@@ -212,6 +240,7 @@ async function importArchive(
         s3Key: null,
         label1: null,
         label2: null,
+        ...NO_CUSTOM_META,
         error: file.error,
       });
       continue;
@@ -234,7 +263,15 @@ async function createDocument(
   const documentId = file.customDocumentId ?? zipDocumentId(job.zipJobId, file.fileName);
   const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
   const s3Key = `${job.agentId}/${job.environment}/${job.knowledgeBaseId}/${documentId}/${file.baseName}`;
-  const outcome = { fileName: file.fileName, documentId, s3Key, label1: file.label1, label2: file.label2 };
+  const customMeta = customMetaOf(file);
+  const outcome = {
+    fileName: file.fileName,
+    documentId,
+    s3Key,
+    label1: file.label1,
+    label2: file.label2,
+    ...customMeta,
+  };
   const contentType = contentTypeFor(file.baseName);
   const reserved = await deps.documents.reserve(
     reservationRecord({
@@ -273,7 +310,7 @@ async function createDocument(
         fileSize: file.size,
         updatedAt: now,
       },
-      { label1: file.label1, label2: file.label2 },
+      { label1: file.label1, label2: file.label2, ...customMeta },
       now,
     );
   }
@@ -293,11 +330,12 @@ export async function zipJobView(
   }
   const files = await Promise.all(
     (await deps.zipJobs.listFiles(zipJobId)).map(async (file) => {
-      if (file.error || !file.documentId) return { ...file, status: 'failed' as const };
+      if (file.error || !file.documentId) return { ...file, ...customMetaOf(file), status: 'failed' as const };
       const doc = await deps.documents.get(job, file.documentId);
       if (!doc || doc.uploadId !== job.zipJobId) {
         return {
           ...file,
+          ...customMetaOf(file),
           status: 'failed' as const,
           error: { code: 'DOCUMENT_REPLACED', message: 'The document was deleted or replaced since' },
         };
@@ -306,6 +344,7 @@ export async function zipJobView(
         ...file,
         label1: doc.label1,
         label2: doc.label2,
+        ...customMetaOf(doc),
         status: doc.status === 'reserved' ? ('uploaded' as const) : doc.status,
         error: doc.error,
       };

@@ -68,11 +68,12 @@ describe('request', () => {
     ['a startDate that is no date', { filters: { startDate: 'yesterday' } }, 'filters.startDate', 'format.iso8601'],
     ['an endDate of Feb 30', { filters: { endDate: '2024-02-30' } }, 'filters.endDate', 'format.iso8601'],
     [
-      'a date-time without a zone',
-      { filters: { startDate: '2024-05-01T10:00:00' } },
+      'a date and time apart by a space (RFC 3339 allows it, ISO 8601 does not)',
+      { filters: { startDate: '2024-05-01 10:00:00' } },
       'filters.startDate',
       'format.iso8601',
     ],
+    ['an hour without minutes', { filters: { endDate: '2024-05-01T10' } }, 'filters.endDate', 'format.iso8601'],
     [
       'a startDate after the endDate',
       { filters: { startDate: '2024-05-02', endDate: '2024-05-01T23:59:59Z' } },
@@ -84,6 +85,11 @@ describe('request', () => {
     ['an empty nextToken', { nextToken: '' }, 'nextToken', 'minLength'],
   ])('refuses %s, naming the field', (_name, changes, field, rule) => {
     expect(details({ agentId: AGENT, ...changes })).toEqual([{ field, rule }]);
+  });
+
+  it('accepts a date alone and a date-time without a zone (UTC), as ISO 8601 allows', () => {
+    const filters = { startDate: '2026-11-01', endDate: '2026-11-01T10:00:00' };
+    expect(parseInput(queryEventsSchema, { agentId: AGENT, filters }).filters).toMatchObject(filters);
   });
 
   it('accepts the same day as start and end', () => {
@@ -105,6 +111,10 @@ describe('ISO 8601 bounds', () => {
     ['2024-05-01T10:30:15.250Z', '2024-05-01T10:30:15.250Z', '2024-05-01T10:30:15.250Z'],
     ['2024-05-01T12:30:15.250+02:00', '2024-05-01T10:30:15.250Z', '2024-05-01T10:30:15.250Z'],
     ['2024-05-01T05:00:00-0530', '2024-05-01T10:30:00.000Z', '2024-05-01T10:30:00.999Z'],
+    // without a zone: UTC
+    ['2024-05-01T10:30', '2024-05-01T10:30:00.000Z', '2024-05-01T10:30:59.999Z'],
+    ['2024-05-01T10:30:15', '2024-05-01T10:30:15.000Z', '2024-05-01T10:30:15.999Z'],
+    ['2024-05-01T23:59:59.999', '2024-05-01T23:59:59.999Z', '2024-05-01T23:59:59.999Z'],
   ])('%s covers %s to %s', (value, first, last) => {
     expect(parseIsoSpan(value)).toEqual({ first: at(first), last: at(last) });
   });
@@ -114,7 +124,11 @@ describe('ISO 8601 bounds', () => {
     '2024-13-01',
     '2024-05-01T24:00Z',
     '2024-05-01T10:60Z',
-    '2024-05-01T10:00',
+    '2024-05-01T10:60',
+    '2024-05-01T10',
+    '2024-05-01 10:00',
+    '2024-05-01t10:00',
+    '2024-05-01T10:00:00+2',
     '2024-5-1',
     '20240501',
     '',

@@ -6,6 +6,7 @@ import {
   updateUploadLinkSchema,
   uploadLinkSchema,
 } from '../../../lambdas/handlers/http/knowledge/schemas';
+import { buildOpenApiDocument } from '../../../lambdas/handlers/http/openapi-document';
 
 const valid = {
   agentId: '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10',
@@ -43,6 +44,36 @@ describe('upload-link request', () => {
       { field: 'customMeta3', rule: 'maxLength' },
     ]);
     expect(parseInput(uploadLinkSchema, { ...valid, customMeta3: 'x'.repeat(500) }).customMeta3).toHaveLength(500);
+  });
+
+  it('counts custom metadata in characters (code points), so 500 emoji fit and 501 do not', () => {
+    const emoji500 = '😀'.repeat(500); // 1,000 UTF-16 units
+    expect(parseInput(uploadLinkSchema, { ...valid, customMeta1: emoji500 }).customMeta1).toBe(emoji500);
+    const { fileName: _, ...dataset } = valid;
+    const patch = { ...dataset, customDocumentId: 'doc-1', customMeta4: emoji500 };
+    expect(parseInput(patchMetadataSchema, patch)).toMatchObject({ customMeta4: emoji500 });
+    expect(parseInput(updateUploadLinkSchema, { ...patch, fileName: 'new.pdf' })).toMatchObject(patch);
+    expect(details(uploadLinkSchema, { ...valid, customMeta2: `${emoji500}😀` })).toEqual([
+      { field: 'customMeta2', rule: 'maxLength' },
+    ]);
+    // a combining accent is a character of its own: "e" + U+0301 counts two
+    expect(details(uploadLinkSchema, { ...valid, customMeta2: 'e\u0301'.repeat(251) })).toEqual([
+      { field: 'customMeta2', rule: 'maxLength' },
+    ]);
+  });
+
+  it('states the same limit in the OpenAPI document (JSON Schema maxLength counts code points too)', () => {
+    const operation = buildOpenApiDocument().paths['/api/v1/knowledge/documents/upload-link'].post;
+    const customMeta1 = { anyOf: expect.arrayContaining([{ type: 'string', maxLength: 500 }]) };
+    expect(operation).toMatchObject({
+      requestBody: { content: { 'application/json': { schema: { properties: { customMeta1 } } } } },
+    });
+  });
+
+  it('keeps the ASCII label rule: an emoji in a label is refused', () => {
+    expect(details(uploadLinkSchema, { ...valid, label1: 'topic:😀' })).toEqual([
+      { field: 'label1', rule: 'label.characters' },
+    ]);
   });
 
   it('reports an unknown field by name', () => {

@@ -2,21 +2,26 @@ import * as fc from 'fast-check';
 import { readZipArchive } from '../../../lambdas/adapters/archive/zip-reader';
 import {
   findLabelFile,
+  LabelFileCandidate,
+  labelFolderOf,
   MAX_WARNINGS,
   parseLabelCsv,
   planZipImport,
+  type ZipCustomMeta,
   type ZipEntry,
   type ZipEntryInfo,
   type ZipFilePlan,
   type ZipLabels,
+  type ZipRequestMetadata,
 } from '../../../lambdas/core/processing/zip-import';
 import { type ArchiveItem, buildZip, markEncrypted, renameEntry } from './zip-archives';
 
 const REQUEST: ZipLabels = { label1: 'source:upload', label2: 'team:sales' };
 const NONE: ZipLabels = { label1: null, label2: null };
+const NO_META: ZipCustomMeta = { customMeta1: null, customMeta2: null, customMeta3: null, customMeta4: null };
 
 /** The whole flow the worker runs: read the archive, find and parse the label file, plan every file. */
-async function importArchive(zip: Buffer, requestLabels: ZipLabels = REQUEST) {
+async function importArchive(zip: Buffer, requestLabels: ZipRequestMetadata = REQUEST) {
   const entries: ZipEntry[] = [];
   const read = await readZipArchive(zip, {}, async (entry) => {
     entries.push(entry);
@@ -28,7 +33,7 @@ async function importArchive(zip: Buffer, requestLabels: ZipLabels = REQUEST) {
   return planZipImport(entries, labelCsv, requestLabels);
 }
 
-async function planOf(items: readonly ArchiveItem[], requestLabels: ZipLabels = REQUEST) {
+async function planOf(items: readonly ArchiveItem[], requestLabels: ZipRequestMetadata = REQUEST) {
   return importArchive(await buildZip(items), requestLabels);
 }
 
@@ -216,11 +221,12 @@ describe('ZIP import planning (real archives)', () => {
     expect(outcomes(plan.files)).toEqual({ 'a, b "final".txt': { label1: 'topic:quoted', label2: null } });
   });
 
-  it('ignores columns after the third, with one warning', async () => {
-    const csv = 'file,label1,label2,notes\na.txt,topic:x,,checked by ann\nb.pdf,topic:y,,checked by bob\n';
+  it('ignores columns after the seventh, with one warning', async () => {
+    const csv = 'file,label1,label2,m1,m2,m3,m4,notes\na.txt,topic:x,,,,,,checked by ann\nb.pdf,topic:y,,,,,,by bob\n';
     const plan = await planOf([...docs, { name: 'labels.csv', data: csv }]);
     expect(outcomes(plan.files)['b.pdf']).toEqual({ label1: 'topic:y', label2: null });
-    expect(plan.warnings).toEqual([expect.stringContaining('columns after the third are ignored')]);
+    expect(plan.files[1].customMeta).toEqual(NO_META);
+    expect(plan.warnings).toEqual([expect.stringMatching(/^label file line 1: columns after the seventh are ignored/)]);
   });
 
   describe('which CSV is the label file', () => {
@@ -349,8 +355,13 @@ describe('ZIP import planning (real archives)', () => {
 describe('parseLabelCsv', () => {
   it('returns every non-empty row with its line and labels', () => {
     expect(parseLabelCsv('a.txt,topic:x,\n\nb.txt').rows).toEqual([
-      { line: 1, identifier: 'a.txt', result: { labels: { label1: 'topic:x', label2: null } } },
-      { line: 3, identifier: 'b.txt', result: { labels: NONE } },
+      {
+        line: 1,
+        identifier: 'a.txt',
+        result: { labels: { label1: 'topic:x', label2: null }, customMeta: {} },
+        looksLikeHeader: false,
+      },
+      { line: 3, identifier: 'b.txt', result: { labels: NONE, customMeta: {} }, looksLikeHeader: false },
     ]);
   });
 
@@ -360,7 +371,7 @@ describe('parseLabelCsv', () => {
     expect(rows[0].result).toEqual({
       error: { code: 'INVALID_LABEL', message: expect.stringContaining('column 2 (label1) "nocolon"') },
     });
-    expect(rows[1].result).toEqual({ labels: { label1: 'topic:y', label2: null } });
+    expect(rows[1].result).toEqual({ labels: { label1: 'topic:y', label2: null }, customMeta: {} });
   });
 });
 
@@ -382,7 +393,7 @@ describe('planZipImport', () => {
 
   it('findLabelFile picks the single root CSV, case-insensitively', () => {
     expect(findLabelFile([{ fileName: 'x/labels.csv' }, { fileName: 'Labels.CSV' }]).fileName).toBe('Labels.CSV');
-    expect(findLabelFile([{ fileName: 'x/labels.csv' }]).fileName).toBeNull();
+    expect(findLabelFile([{ fileName: 'x/labels.csv' }, { fileName: 'y/a.txt' }]).fileName).toBeNull();
   });
 
   it('gives each listed file its row and every other file the request labels (property)', () => {
@@ -422,5 +433,195 @@ describe('planZipImport', () => {
         },
       ),
     );
+  });
+});
+
+describe('a label file in the single top-level folder (an archive made by "compress folder")', () => {
+  const folderDocs: ArchiveItem[] = [
+    { name: 'reports/a.pdf', data: 'alpha' },
+    { name: 'reports/sub/b.txt', data: 'beta' },
+    { name: 'reports/sub/c.txt', data: 'gamma' },
+    { name: 'reports/d.md', data: 'delta' },
+  ];
+
+  it('is the label file, is no document, and names files with or without the folder', async () => {
+    const csv = [
+      'file,label1,label2',
+      'a.pdf,topic:by-name,',
+      'sub/b.txt,topic:in-folder,',
+      'reports/sub/c.txt,topic:full-path,',
+    ].join('\n');
+    const plan = await planOf([
+      { name: 'reports/' },
+      { name: 'reports/labels.csv', data: csv },
+      ...folderDocs,
+      // what macOS adds when it compresses a folder: skipped, so the archive is still "one folder"
+      { name: '__MACOSX/reports/._a.pdf', data: 'resource fork' },
+      { name: 'reports/.DS_Store', data: 'finder' },
+    ]);
+    expect(plan.labelFile).toBe('reports/labels.csv');
+    expect(plan.warnings).toEqual([]);
+    expect(outcomes(plan.files)).toEqual({
+      'reports/a.pdf': { label1: 'topic:by-name', label2: null },
+      'reports/sub/b.txt': { label1: 'topic:in-folder', label2: null },
+      'reports/sub/c.txt': { label1: 'topic:full-path', label2: null },
+      'reports/d.md': REQUEST,
+    });
+  });
+
+  it('is found wherever it comes in the archive, and a custom document id still names a file', async () => {
+    const plan = await planOf([...folderDocs, { name: 'reports/Labels.CSV', data: 'd,kind:memo\n' }]);
+    expect(plan.labelFile).toBe('reports/Labels.CSV');
+    expect(outcomes(plan.files)['reports/d.md']).toEqual({ label1: 'kind:memo', label2: null, customDocumentId: 'd' });
+  });
+
+  it('prefers the full path over the same path inside the folder', async () => {
+    const plan = await planOf([
+      { name: 'reports/reports/a.txt', data: 'nested' },
+      { name: 'reports/a.txt', data: 'top' },
+      { name: 'reports/labels.csv', data: 'reports/a.txt,topic:top\n' },
+    ]);
+    expect(outcomes(plan.files)).toEqual({
+      'reports/reports/a.txt': REQUEST,
+      'reports/a.txt': { label1: 'topic:top', label2: null },
+    });
+  });
+
+  it('warns about a row naming the label file by its name inside the folder', async () => {
+    const plan = await planOf([...folderDocs, { name: 'reports/labels.csv', data: 'labels.csv,topic:x\n' }]);
+    expect(plan.warnings).toEqual([
+      'label file line 1: it names the label file itself, which is not a document; the row is ignored',
+    ]);
+  });
+
+  it.each<[string, ArchiveItem[]]>([
+    ['a file sits at the root', [...folderDocs, { name: 'readme.txt', data: 'r' }]],
+    ['another top-level folder holds a file', [...folderDocs, { name: 'other/x.txt', data: 'x' }]],
+  ])('is a document when %s', async (_case, items) => {
+    const plan = await planOf([{ name: 'reports/labels.csv', data: 'a.pdf,topic:x\n' }, ...items]);
+    expect(plan.labelFile).toBeNull();
+    expect(outcomes(plan.files)['reports/labels.csv']).toEqual(REQUEST);
+    expect(outcomes(plan.files)['reports/a.pdf']).toEqual(REQUEST);
+  });
+
+  it('is a document in a deeper folder', async () => {
+    const plan = await planOf([...folderDocs, { name: 'reports/sub/labels.csv', data: 'a.pdf,topic:x\n' }]);
+    expect(plan.labelFile).toBeNull();
+    expect(outcomes(plan.files)['reports/a.pdf']).toEqual(REQUEST);
+  });
+
+  it('two CSVs in that folder are both documents, with a warning', async () => {
+    const plan = await planOf([
+      ...folderDocs,
+      { name: 'reports/one.csv', data: 'a.pdf,topic:x\n' },
+      { name: 'reports/two.csv', data: 'a.pdf,topic:y\n' },
+    ]);
+    expect(plan.labelFile).toBeNull();
+    expect(plan.warnings).toEqual([
+      expect.stringContaining('2 CSV files in reports/, the folder that holds every file (reports/one.csv'),
+    ]);
+  });
+
+  it('labelFolderOf: the one top-level folder of every entry, else the root', () => {
+    expect(labelFolderOf([{ fileName: 'r/a' }, { fileName: 'r/s/b' }])).toBe('r/');
+    expect(labelFolderOf([{ fileName: 'r/a' }, { fileName: 'b' }])).toBe('');
+    expect(labelFolderOf([{ fileName: 'r/a' }, { fileName: 's/b' }])).toBe('');
+    expect(labelFolderOf([])).toBe('');
+  });
+});
+
+describe('LabelFileCandidate (what a reader keeps while the archive streams)', () => {
+  it('ends on the label file whenever the archive has one, holding one candidate at a time (property)', () => {
+    const path = fc
+      .tuple(
+        fc.constantFrom('', 'r/', 's/'),
+        fc.constantFrom('', 'sub/'),
+        fc.constantFrom('a.csv', 'b.CSV', 'c.txt', 'd.pdf'),
+      )
+      .map(([top, sub, name]) => `${top}${sub}${name}`);
+    fc.assert(
+      fc.property(fc.array(fc.tuple(path, fc.boolean()), { maxLength: 10 }), (items) => {
+        const seen = new Set<string>();
+        const entries: ZipEntryInfo[] = items.map(([fileName, encrypted]) => {
+          const duplicate = seen.has(fileName);
+          seen.add(fileName);
+          if (duplicate) return { fileName, rejected: { code: 'DUPLICATE_ENTRY', message: 'again' } };
+          return encrypted ? { fileName, rejected: { code: 'ENCRYPTED_ENTRY', message: 'locked' } } : { fileName };
+        });
+        const candidate = new LabelFileCandidate();
+        for (const entry of entries) candidate.offer(entry);
+        const labelFile = findLabelFile(entries).fileName;
+        if (labelFile !== null) expect(candidate.fileName).toBe(labelFile);
+      }),
+    );
+  });
+});
+
+describe('custom metadata', () => {
+  const META: ZipRequestMetadata = { ...REQUEST, customMeta1: 'batch:7', customMeta3: 'from the request' };
+  const META_OUT: ZipCustomMeta = { ...NO_META, customMeta1: 'batch:7', customMeta3: 'from the request' };
+
+  it('every file inherits the request’s, as it inherits its labels', async () => {
+    const plan = await planOf(docs, META);
+    expect(plan.files.map((f) => f.customMeta)).toEqual([META_OUT, META_OUT, META_OUT]);
+  });
+
+  it('a label file without custom metadata columns leaves them to the request, even for the files it names', async () => {
+    const plan = await planOf([...docs, { name: 'labels.csv', data: 'a.txt,topic:x,region:eu\n' }], META);
+    expect(plan.files[0]).toMatchObject({ labels: { label1: 'topic:x', label2: 'region:eu' }, customMeta: META_OUT });
+  });
+
+  it('reads columns 4 to 7 as customMeta1..4 for the files a row names (an empty cell = none)', async () => {
+    const csv = [
+      'file,label1,label2,customMeta1,customMeta2',
+      'a.txt,topic:x,,Owner: Ann,"note, with comma"',
+      'b.pdf,,,,only the second',
+      'reports/INV-001.md,topic:y',
+    ].join('\n');
+    const plan = await planOf([...docs, { name: 'labels.csv', data: csv }], META);
+    expect(plan.warnings).toEqual([]);
+    // customMeta3 and 4 are columns the file does not have: the request's values stay.
+    expect(plan.files.map((f) => f.customMeta)).toEqual([
+      {
+        customMeta1: 'Owner: Ann',
+        customMeta2: 'note, with comma',
+        customMeta3: 'from the request',
+        customMeta4: null,
+      },
+      { customMeta1: null, customMeta2: 'only the second', customMeta3: 'from the request', customMeta4: null },
+      { customMeta1: null, customMeta2: null, customMeta3: 'from the request', customMeta4: null },
+    ]);
+  });
+
+  it('counts 500 emoji as 500 characters, and fails only the file of a longer value', async () => {
+    const emoji500 = '😀'.repeat(500);
+    const csv = `a.txt,topic:x,,,,,${emoji500}\nb.pdf,topic:y,,${'é'.repeat(501)}\n`;
+    const plan = await planOf([...docs, { name: 'labels.csv', data: csv }]);
+    expect(plan.files[0]).toMatchObject({ labels: { label1: 'topic:x' }, customMeta: { customMeta4: emoji500 } });
+    expect(plan.files[0].error).toBeUndefined();
+    expect(plan.files[1]).toMatchObject({ labels: NONE, customMeta: NO_META });
+    expect(plan.files[1].error).toEqual({
+      code: 'INVALID_CUSTOM_META',
+      message: `label file line 2: column 4 (customMeta1) "${'é'.repeat(57)}…" must be at most 500 characters (it has 501) (maxLength)`,
+    });
+    expect(plan.files[2].error).toBeUndefined();
+  });
+
+  it('reports a broken label before a broken custom value of the same row', async () => {
+    const plan = await planOf([...docs, { name: 'labels.csv', data: `a.txt,Topic:X,,${'x'.repeat(501)}\n` }]);
+    expect(plan.files[0].error?.code).toBe('INVALID_LABEL');
+    expect(plan.files[0].error?.message).toMatch(/column 2 \(label1\).*; column 4 \(customMeta1\)/);
+  });
+
+  it('reads a first row naming the custom columns as a header even when its label cells are empty', async () => {
+    const plan = await planOf(
+      [
+        { name: 'file.txt', data: 'x' },
+        { name: 'labels.csv', data: 'file,,,customMeta1\nfile.txt,,,kept\n' },
+      ],
+      META,
+    );
+    expect(plan.warnings).toEqual([]);
+    expect(plan.files[0].customMeta).toEqual({ ...META_OUT, customMeta1: 'kept' });
   });
 });

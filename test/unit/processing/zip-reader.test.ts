@@ -363,7 +363,7 @@ describe('readZipArchive', () => {
 
   it('documents its defaults', () => {
     expect(DEFAULT_ZIP_LIMITS).toEqual({
-      maxEntries: 1000,
+      maxEntries: 2000,
       maxTotalBytes: 500 * MB,
       maxEntryBytes: 50 * MB,
       maxCompressionRatio: 100,

@@ -12,7 +12,8 @@ const isoDate = withRules(z.string(), (value) =>
     : [
         {
           rule: 'format.iso8601',
-          message: 'must be an ISO 8601 date (2024-05-01) or date-time with a zone (2024-05-01T10:30:00Z)',
+          message:
+            'must be an ISO 8601 date (2024-05-01) or date-time (2024-05-01T10:30:00Z, or 2024-05-01T10:30:00 taken as UTC)',
         },
       ],
 );
@@ -22,8 +23,14 @@ const filters = z
     environment: environment.default(DEFAULT_ENVIRONMENT),
     sessionId: sessionId.optional(),
     eventName: eventName.optional(),
-    startDate: isoDate.optional().describe('Inclusive; a date alone is that whole UTC day'),
-    endDate: isoDate.optional().describe('Inclusive at the precision written: a date includes the whole UTC day'),
+    startDate: isoDate
+      .optional()
+      .describe('Inclusive; a date alone starts at 00:00:00.000 UTC that day; a date-time without a zone is UTC'),
+    endDate: isoDate
+      .optional()
+      .describe(
+        'Inclusive at the precision written: a date alone ends at 23:59:59.999 UTC that day; a date-time without a zone is UTC',
+      ),
   })
   .superRefine((value, ctx) => {
     if (value.startDate === undefined || value.endDate === undefined) return;
