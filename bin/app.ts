@@ -5,6 +5,7 @@
  */
 import { App, type AppProps, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { type CorsPolicy, parseCorsAllowedOrigins } from '../lambdas/shared/cors';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
 import { DEFAULT_RATE_LIMIT_PER_5_MINUTES } from '../lib/constructs/api-firewall';
 
@@ -19,6 +20,8 @@ export interface AppConfig {
   readonly waf: boolean;
   /** `-c wafRateLimit=5000`: requests per source IP per five minutes before WAF answers 429 (default 2,000). */
   readonly wafRateLimit: number;
+  /** `-c corsAllowedOrigins=https://a.example,https://b.example` or `*`: other origins whose pages may read answers. */
+  readonly cors: CorsPolicy;
 }
 
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
@@ -51,9 +54,15 @@ export function readConfig(app: App): AppConfig {
       `Invalid context wafRateLimit=${JSON.stringify(rawLimit)}: expected a whole number from 10 to 2000000000`,
     );
   }
+  const rawCors: unknown = app.node.tryGetContext('corsAllowedOrigins') ?? '';
+  if (typeof rawCors !== 'string') {
+    throw new Error(`Invalid context corsAllowedOrigins=${JSON.stringify(rawCors)}: expected comma-separated origins`);
+  }
+  const cors = parseCorsAllowedOrigins(rawCors, 'context corsAllowedOrigins');
   return {
     stage,
     knowledgeIndex,
+    cors,
     waf: waf === 'on' || waf === true,
     wafRateLimit,
     ...(generateModelId ? { generateModelId } : {}),
@@ -72,6 +81,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     knowledgeIndex: config.knowledgeIndex,
     waf: config.waf,
     wafRateLimit: config.wafRateLimit,
+    cors: config.cors,
   });
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);

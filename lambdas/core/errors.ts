@@ -59,6 +59,23 @@ export class ForbiddenError extends AppError {
   }
 }
 
+/**
+ * A service the request needs (a table, the bucket, the queue, the model) is throttling or briefly unavailable, even
+ * after the client's own retries. Nothing is wrong with the request: the caller may send it again after
+ * `retryAfterSeconds` (the answer's Retry-After header).
+ */
+/** How long a caller is told to wait after a dependency still throttled through the SDK's own retries. */
+export const SERVICE_BUSY_RETRY_AFTER_SECONDS = 5;
+
+export class ServiceBusyError extends AppError {
+  constructor(
+    readonly retryAfterSeconds: number,
+    message = `The service is busy; retry in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`,
+  ) {
+    super(503, 'SERVICE_BUSY', message);
+  }
+}
+
 function describe(details: readonly ErrorDetail[]): string {
   if (details.length === 0) return 'The request is invalid';
   const first = details[0];

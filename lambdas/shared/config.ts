@@ -3,6 +3,7 @@
  * fails loudly at first use, naming the variable; numbers are validated, never silently defaulted from garbage.
  */
 import { RESOURCE_ENV, type TableName } from '../../lib/routes';
+import { corsPolicyFromEnv } from './cors';
 
 export function requireEnv(name: string): string {
   const value = process.env[name];
@@ -29,6 +30,16 @@ export const config = {
   tableName: (table: TableName) => requireEnv(RESOURCE_ENV.tables[table]),
   documentsBucket: () => requireEnv(RESOURCE_ENV.documentsBucket),
   processingQueueUrl: () => requireEnv(RESOURCE_ENV.processingQueue),
+  flowRunQueueUrl: () => requireEnv(RESOURCE_ENV.flowRunQueue),
+  /**
+   * Runs longer than a request (docs/flows.md, "Long runs"): FLOW_SYNC_BUDGET_MS, after which a webhook or app event
+   * starts no further node and hands the run over to the flow runner (under API Gateway's 29 s, with room for the
+   * node in flight); FLOW_SESSION_LEASE_MS, how long a session stays held by an invocation that stopped renewing it.
+   */
+  flowRuns: () => ({
+    syncBudgetMs: positiveInteger('FLOW_SYNC_BUDGET_MS', 20_000),
+    leaseMs: positiveInteger('FLOW_SESSION_LEASE_MS', 60_000),
+  }),
   /** Local S3 engines need path-style addressing; real S3 does not. */
   /**
    * Path-style S3 URLs: S3_FORCE_PATH_STYLE=true|false, or, unset, whenever S3 is reached at a custom endpoint
@@ -40,6 +51,8 @@ export const config = {
     if (value) throw new Error(`S3_FORCE_PATH_STYLE must be true or false, got ${value}`);
     return Boolean(process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL);
   },
+  /** CORS_ALLOWED_ORIGINS: which other origins' pages may read the answers (shared/cors.ts); unset, none. */
+  cors: () => corsPolicyFromEnv(),
   uploads: () => ({
     uploadUrlTtlSeconds: positiveInteger('UPLOAD_URL_TTL_SECONDS', 900),
     uploadSessionTtlSeconds: positiveInteger('UPLOAD_SESSION_TTL_SECONDS', 3600),

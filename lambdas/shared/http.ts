@@ -1,33 +1,48 @@
 /**
  * The shape of every HTTP handler: parse the request (JSON body or query, plus path parameters) with the route's zod
  * schema, check the route's scope against the caller the authorizer resolved, run one use case, answer JSON.
- * Errors become `{ success: false, error: { code, message, details } }` in one middleware.
+ * Errors become `{ success: false, error: { code, message, details } }` in one middleware; every answer, error or not,
+ * carries the CORS headers of CORS_ALLOWED_ORIGINS (shared/cors.ts) for the request's Origin.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { z } from 'zod';
 import { type HttpRoute, routeById } from '../../lib/routes';
+import { isThrottledByAws } from '../adapters/aws/throttling';
 import { callerFromContext, requireScope } from '../core/auth/tokens';
-import { AppError, UnauthorizedError } from '../core/errors';
+import { AppError, SERVICE_BUSY_RETRY_AFTER_SECONDS, ServiceBusyError, UnauthorizedError } from '../core/errors';
 import type { Caller } from '../core/tenancy/tenancy';
 import { parseInput } from '../core/validation';
+import { config } from './config';
+import { corsResponseHeaders } from './cors';
 import { MAX_JSON_DEPTH, nestingDepthOver } from './json-depth';
 import { logger } from './logger';
 
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
+/**
+ * Retry-After of a 503 SERVICE_BUSY. The SDK has already spent its own retries (up to 3 s of backoff, 7 s for
+ * DynamoDB); DynamoDB adapts its capacity, S3 its partitions and Bedrock refills per-minute quotas over seconds to
+ * minutes, so an immediate retry would only be throttled again; 5 s spreads the callers' retries without making one
+ * who was merely unlucky wait long.
+ */
+
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
 
 export function jsonResponse(statusCode: number, body: unknown): APIGatewayProxyResult {
-  return { statusCode, headers: JSON_HEADERS, body: JSON.stringify(body) };
+  return { statusCode, headers: { ...JSON_HEADERS }, body: JSON.stringify(body) };
 }
 
 export function errorResponse(error: AppError): APIGatewayProxyResult {
-  return jsonResponse(error.status, {
+  const response = jsonResponse(error.status, {
     success: false,
     error: { code: error.code, message: error.message, details: error.details },
   });
+  if (error instanceof ServiceBusyError) {
+    return { ...response, headers: { ...response.headers, 'retry-after': String(error.retryAfterSeconds) } };
+  }
+  return response;
 }
 
 /** What the authorizer put in the request context (core/auth/tokens.ts, callerContext). */
@@ -43,11 +58,15 @@ function header(event: APIGatewayProxyEvent, name: string): string | undefined {
   return undefined;
 }
 
-function readJsonBody(event: APIGatewayProxyEvent): Record<string, unknown> | undefined {
+/** `maxBytes`: the route's own limit (HttpRoute.maxBodyBytes), else MAX_JSON_BODY_BYTES. */
+function readJsonBody(
+  event: APIGatewayProxyEvent,
+  maxBytes = MAX_JSON_BODY_BYTES,
+): Record<string, unknown> | undefined {
   if (event.body === null || event.body === undefined || event.body === '') return undefined;
   const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
-  if (Buffer.byteLength(text, 'utf8') > MAX_JSON_BODY_BYTES) {
-    throw new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body must be at most ${MAX_JSON_BODY_BYTES} bytes`);
+  if (Buffer.byteLength(text, 'utf8') > maxBytes) {
+    throw new AppError(413, 'PAYLOAD_TOO_LARGE', `The request body must be at most ${maxBytes} bytes`);
   }
   const contentType = header(event, 'content-type') ?? '';
   if (!/^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType.trim())) {
@@ -86,7 +105,7 @@ function requestInput(route: HttpRoute, event: APIGatewayProxyEvent): Record<str
   let fields: Record<string, unknown> | undefined;
   if (route.method === 'GET') fields = queryObject(event);
   else if (route.method === 'DELETE') fields = readJsonBody(event) ?? queryObject(event);
-  else fields = readJsonBody(event);
+  else fields = readJsonBody(event, route.maxBodyBytes);
   return { ...(fields ?? {}), ...(event.pathParameters ?? {}) };
 }
 
@@ -97,7 +116,10 @@ export interface HttpResult {
   readonly raw?: boolean;
 }
 
-/** Maps AppErrors to their status and body; anything else is logged and answered as a 500 that reveals nothing. */
+/**
+ * Maps AppErrors to their status and body; an AWS service that still throttles after the SDK's retries to 503
+ * SERVICE_BUSY with Retry-After; anything else is logged and answered as a 500 that reveals nothing.
+ */
 const httpErrors = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => ({
   onError: async (request) => {
     const { error } = request;
@@ -106,10 +128,26 @@ const httpErrors = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxy
       request.response = errorResponse(error);
       return;
     }
+    if (isThrottledByAws(error)) {
+      // A warning, not an error: the service is working as configured and the caller is told to come back.
+      logger.warn('dependency throttled', { error: error as Error });
+      request.response = errorResponse(new ServiceBusyError(SERVICE_BUSY_RETRY_AFTER_SECONDS));
+      return;
+    }
     logger.error('unexpected error', { error: error as Error });
     request.response = errorResponse(new AppError(500, 'INTERNAL_ERROR', 'Internal error'));
   },
 });
+
+/** Adds the CORS headers to whatever answer was made, the error middleware's included (it runs before this one). */
+const httpCors = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
+  const withCors = async (request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult>) => {
+    if (!request.response) return;
+    const cors = corsResponseHeaders(config.cors(), header(request.event, 'origin'));
+    request.response = { ...request.response, headers: { ...request.response.headers, ...cors } };
+  };
+  return { after: withCors, onError: withCors };
+};
 
 /**
  * A handler for the route `routeId` of lib/routes.ts. `schema` validates the merged request fields; `run` gets the
@@ -133,5 +171,6 @@ export function httpHandler<S extends z.ZodType>(
   };
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult>(base)
     .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(httpCors())
     .use(httpErrors());
 }

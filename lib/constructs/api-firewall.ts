@@ -6,9 +6,18 @@
 import { ResponseType, type RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
+import { CORS_EXPOSE_HEADERS, type CorsPolicy, edgeAllowOrigin } from '../../lambdas/shared/cors';
+import { gatewayCorsHeaders } from './platform-api';
 
 /** Requests one source address may send in five minutes (WAF's window) before it is answered 429. */
 export const DEFAULT_RATE_LIMIT_PER_5_MINUTES = 2000;
+
+/**
+ * Retry-After of the rate rule's 429. WAF re-counts the last five minutes every few seconds and lifts a block within
+ * about 30 s of the count falling under the limit; how long that takes depends on how the address's requests spread
+ * over the window, so a minute is a fair first wait, not a promise.
+ */
+export const RATE_LIMITED_RETRY_AFTER_SECONDS = 60;
 
 /** The handlers' error body (lambdas/shared/http.ts). */
 const errorBody = (code: string, message: string): string =>
@@ -19,6 +28,8 @@ export interface ApiFirewallProps {
   readonly api: RestApi;
   /** Requests per source IP per five minutes (default DEFAULT_RATE_LIMIT_PER_5_MINUTES); WAF allows 10 to 2e9. */
   readonly rateLimitPer5Minutes?: number;
+  /** The API's CORS policy (PlatformApi.cors): the block responses carry the same Allow-Origin as its gateway responses. */
+  readonly cors?: CorsPolicy;
 }
 
 export class ApiFirewall extends Construct {
@@ -59,7 +70,7 @@ export class ApiFirewall extends Construct {
           contentType: 'APPLICATION_JSON',
           content: errorBody(
             'RATE_LIMITED',
-            `More than ${limit} requests from this address in five minutes; try again in a few minutes`,
+            `More than ${limit} requests from this address in five minutes; retry in a minute or more`,
           ),
         },
       },
@@ -67,7 +78,16 @@ export class ApiFirewall extends Construct {
         {
           name: 'RateLimitPerSourceIp',
           priority: 0,
-          action: { block: { customResponse: { responseCode: 429, customResponseBodyKey: 'rateLimited' } } },
+          action: {
+            block: {
+              customResponse: {
+                responseCode: 429,
+                customResponseBodyKey: 'rateLimited',
+                // Response headers are sent as named (only headers WAF inserts into requests get an x-amzn-waf- prefix).
+                responseHeaders: rateLimitedHeaders(props.cors ?? { kind: 'same-origin' }),
+              },
+            },
+          },
           statement: { rateBasedStatement: { limit, aggregateKeyType: 'IP', evaluationWindowSec: 300 } },
           visibilityConfig: visibility('RateLimitPerSourceIp'),
         },
@@ -87,10 +107,23 @@ export class ApiFirewall extends Construct {
     props.api.addGatewayResponse('WafFiltered', {
       type: ResponseType.WAF_FILTERED,
       statusCode: '403',
-      responseHeaders: { 'Access-Control-Allow-Origin': "'*'" },
+      responseHeaders: gatewayCorsHeaders(props.cors ?? { kind: 'same-origin' }),
       templates: {
         'application/json': errorBody('REQUEST_BLOCKED', 'The API firewall (AWS WAF) refused this request'),
       },
     });
   }
+}
+
+function rateLimitedHeaders(cors: CorsPolicy): CfnWebACL.CustomHTTPHeaderProperty[] {
+  const origin = edgeAllowOrigin(cors);
+  return [
+    { name: 'Retry-After', value: String(RATE_LIMITED_RETRY_AFTER_SECONDS) },
+    ...(origin === undefined
+      ? []
+      : [
+          { name: 'Access-Control-Allow-Origin', value: origin },
+          { name: 'Access-Control-Expose-Headers', value: CORS_EXPOSE_HEADERS.join(',') },
+        ]),
+  ];
 }

@@ -15,6 +15,8 @@ import { SqsDestination } from 'aws-cdk-lib/aws-s3-notifications';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { PENDING_UPLOAD_TAG } from '../../lambdas/adapters/aws/s3-blob-store';
+import { ATTACHMENT_RETENTION_DAYS, ATTACHMENTS_PREFIX } from '../../lambdas/core/flows/attachments';
+import { UPLOAD_CORS_RULE } from '../../lambdas/shared/cors';
 
 export interface DocumentStorageProps {
   /**
@@ -57,8 +59,16 @@ export class DocumentStorage extends Construct {
       versioned: false,
       serverAccessLogsBucket: this.accessLogsBucket,
       serverAccessLogsPrefix: 'documents-bucket/',
-      // Browsers upload straight to S3 with the pre-signed PUT URL; the signature, not the origin, authorizes it.
-      cors: [{ allowedMethods: [HttpMethods.PUT], allowedOrigins: ['*'], allowedHeaders: ['*'], maxAge: 3000 }],
+      // Browsers upload straight to S3 with the pre-signed PUT URL; the signature, not the origin, authorizes it, so any
+      // origin, not the API's CORS list (see UPLOAD_CORS_RULE; the local S3 endpoint answers by the same rule).
+      cors: [
+        {
+          allowedMethods: UPLOAD_CORS_RULE.allowedMethods.map((method) => HttpMethods[method]),
+          allowedOrigins: [...UPLOAD_CORS_RULE.allowedOrigins],
+          allowedHeaders: [...UPLOAD_CORS_RULE.allowedHeaders],
+          maxAge: UPLOAD_CORS_RULE.maxAgeSeconds,
+        },
+      ],
       lifecycleRules: [
         {
           // An upload URL writes its object tagged `upload=pending`; upload-complete removes the tag. What still has
@@ -70,6 +80,14 @@ export class DocumentStorage extends Construct {
         },
         // Parts of multipart uploads (the API issues none, but S3 accepts them from any signed client) do not linger.
         { id: 'IncompleteMultipartUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        {
+          // Images attached to flow messages live as long as an idle session (SESSION_RETENTION_DAYS, whose TTL
+          // removes it): counted from the upload, so a session may outlive its images, never the reverse. A rule,
+          // not a sweep on the session's TTL delete: nothing to run, and nothing missed when a delete is late.
+          id: 'SessionAttachments',
+          prefix: ATTACHMENTS_PREFIX,
+          expiration: Duration.days(ATTACHMENT_RETENTION_DAYS),
+        },
       ],
       removalPolicy: RemovalPolicy.RETAIN,
     });

@@ -1,7 +1,8 @@
 /**
  * The REST API: one Lambda function per entry of ROUTES (lib/routes.ts), each granted exactly the resources its
  * route names, behind a cached Lambda REQUEST authorizer. Error responses API Gateway makes itself (no token,
- * throttled, integration failure) carry the same JSON error shape as the handlers' errors.
+ * throttled, integration failure) carry the same JSON error shape as the handlers' errors, and the same CORS policy
+ * (lambdas/shared/cors.ts) as the handlers' answers and the preflight.
  */
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import {
@@ -21,6 +22,15 @@ import {
 } from 'aws-cdk-lib/aws-apigateway';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import {
+  CORS_ALLOW_HEADERS,
+  CORS_ALLOWED_ORIGINS_VARIABLE,
+  CORS_EXPOSE_HEADERS,
+  CORS_MAX_AGE_SECONDS,
+  type CorsPolicy,
+  corsAllowMethods,
+  edgeAllowOrigin,
+} from '../../lambdas/shared/cors';
 import { AUTHORIZER, type HttpRoute, type ResourceAccess, ROUTES } from '../routes';
 import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
 import { ServiceFunction } from './service-function';
@@ -37,7 +47,18 @@ export interface PlatformApiProps {
   /** Largest document and largest ZIP archive: a larger declared `fileSize` is refused at upload-link. */
   readonly maxFileBytes: number;
   readonly maxArchiveBytes: number;
+  /**
+   * Which other origins' pages may read the answers (`-c corsAllowedOrigins=...`, CORS_ALLOWED_ORIGINS of the
+   * functions). Default: none, the console is served from the API's own origin through CloudFront.
+   */
+  readonly cors?: CorsPolicy;
 }
+
+/**
+ * Retry-After of the stage throttle's 429: the stage's token bucket refills at its rate limit (50 requests a second),
+ * so a second from now there is room again unless every caller comes back at once.
+ */
+export const THROTTLE_RETRY_AFTER_SECONDS = 1;
 
 /** The handlers' error body (lambdas/shared/http.ts); `messageJson` is a JSON literal or a VTL expression yielding one. */
 function errorTemplate(code: string, messageJson: string): string {
@@ -50,6 +71,11 @@ export const GATEWAY_ERROR_TEMPLATES = {
   // $context.error.messageString is $context.error.message already quoted as a JSON string.
   DEFAULT_4XX: errorTemplate('BAD_REQUEST', '$context.error.messageString'),
   DEFAULT_5XX: errorTemplate('INTERNAL_ERROR', JSON.stringify('Internal error')),
+  // The code the WAF's rate rule answers with too (api-firewall.ts): a client handles one 429, whoever sent it.
+  THROTTLED: errorTemplate(
+    'RATE_LIMITED',
+    JSON.stringify(`Too many requests to this API; retry in ${THROTTLE_RETRY_AFTER_SECONDS} second`),
+  ),
 } as const;
 
 export class PlatformApi extends Construct {
@@ -63,13 +89,18 @@ export class PlatformApi extends Construct {
   /** The method of each route, by route id. */
   public readonly methods: Readonly<Record<string, Method>>;
 
+  /** Who may read the answers from another origin; the firewall's block responses follow it too. */
+  public readonly cors: CorsPolicy;
+
   private readonly resources: PlatformResources;
   private readonly commonEnvironment: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: PlatformApiProps) {
     super(scope, id);
     this.resources = props.resources;
+    this.cors = props.cors ?? { kind: 'same-origin' };
     this.commonEnvironment = {
+      ...corsEnvironment(this.cors),
       UPLOAD_URL_TTL_SECONDS: String((props.uploadUrlTtl ?? Duration.seconds(900)).toSeconds()),
       UPLOAD_SESSION_TTL_SECONDS: String((props.uploadSessionTtl ?? Duration.seconds(3600)).toSeconds()),
       MAX_FILE_BYTES: String(props.maxFileBytes),
@@ -107,11 +138,17 @@ export class PlatformApi extends Construct {
           }),
         ),
       },
-      defaultCorsPreflightOptions: {
-        allowOrigins: Cors.ALL_ORIGINS,
-        allowMethods: Cors.ALL_METHODS,
-        allowHeaders: ['Authorization', 'Content-Type'],
-      },
+      // No preflight methods at all for same-origin only: a page of another origin is stopped at its preflight.
+      ...(this.cors.kind === 'same-origin'
+        ? {}
+        : {
+            defaultCorsPreflightOptions: {
+              allowOrigins: this.cors.kind === 'any' ? Cors.ALL_ORIGINS : [...this.cors.origins],
+              allowMethods: corsAllowMethods(ROUTES),
+              allowHeaders: [...CORS_ALLOW_HEADERS],
+              maxAge: Duration.seconds(CORS_MAX_AGE_SECONDS),
+            },
+          }),
     });
     // RestApi adds an `Endpoint` output with a trailing slash; the stack outputs `ApiUrl` (without one) instead.
     this.api.node.tryRemoveChild('Endpoint');
@@ -194,8 +231,14 @@ export class PlatformApi extends Construct {
   }
 
   private addGatewayResponses(): void {
-    const headers = { 'Access-Control-Allow-Origin': "'*'" };
+    const headers = gatewayCorsHeaders(this.cors);
     const json = (template: string) => ({ 'application/json': template });
+    this.api.addGatewayResponse('Throttled', {
+      type: ResponseType.THROTTLED,
+      statusCode: '429',
+      responseHeaders: { ...headers, 'Retry-After': `'${THROTTLE_RETRY_AFTER_SECONDS}'` },
+      templates: json(GATEWAY_ERROR_TEMPLATES.THROTTLED),
+    });
     this.api.addGatewayResponse('Unauthorized', {
       type: ResponseType.UNAUTHORIZED,
       statusCode: '401',
@@ -237,4 +280,23 @@ export class PlatformApi extends Construct {
       });
     }
   }
+}
+
+/** CORS_ALLOWED_ORIGINS for the functions, as lambdas/shared/cors.ts parses it; unset for same-origin only. */
+function corsEnvironment(cors: CorsPolicy): Record<string, string> {
+  if (cors.kind === 'same-origin') return {};
+  return { [CORS_ALLOWED_ORIGINS_VARIABLE]: cors.kind === 'any' ? '*' : cors.origins.join(',') };
+}
+
+/**
+ * CORS headers of the answers API Gateway and WAF make themselves (gateway responses are fixed values, quoted as
+ * API Gateway wants them): see edgeAllowOrigin. Exported for the firewall's gateway response.
+ */
+export function gatewayCorsHeaders(cors: CorsPolicy): Record<string, string> {
+  const origin = edgeAllowOrigin(cors);
+  if (origin === undefined) return {};
+  return {
+    'Access-Control-Allow-Origin': `'${origin}'`,
+    'Access-Control-Expose-Headers': `'${CORS_EXPOSE_HEADERS.join(',')}'`,
+  };
 }

@@ -1,6 +1,8 @@
 /**
  * The local API Gateway: matches a request against lib/routes.ts, runs the same Lambda authorizer, turns the request
- * into an API Gateway (REST, v1) proxy event, invokes the route's handler and writes its result.
+ * into an API Gateway (REST, v1) proxy event, invokes the route's handler and writes its result. It answers CORS
+ * preflights as API Gateway's preflight methods do, and its own answers (404, 405, 413, 401, 500) carry the CORS
+ * headers as the handlers' do (CORS_ALLOWED_ORIGINS, lambdas/shared/cors.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -13,6 +15,13 @@ import type {
   APIGatewayRequestAuthorizerEvent,
   Context,
 } from 'aws-lambda';
+import {
+  type CorsPolicy,
+  corsAllowMethods,
+  corsPolicyFromEnv,
+  corsPreflightHeaders,
+  corsResponseHeaders,
+} from '../../lambdas/shared/cors';
 import { AUTHORIZER, type HttpRoute, ROUTES } from '../routes';
 
 /** API Gateway's own limit on a request payload. */
@@ -134,8 +143,29 @@ export interface Router {
   handle(request: IncomingMessage, response: ServerResponse): Promise<void>;
 }
 
-export function createRouter(rootDir: string, routes: readonly HttpRoute[] = ROUTES): Router {
+function originOf(request: IncomingMessage): string | undefined {
+  const origin = request.headers.origin;
+  return Array.isArray(origin) ? origin[0] : origin;
+}
+
+export interface RouterOptions {
+  /** Default: CORS_ALLOWED_ORIGINS of the environment, read once here, so that a bad value stops the start. */
+  readonly cors?: CorsPolicy;
+}
+
+export function createRouter(
+  rootDir: string,
+  routes: readonly HttpRoute[] = ROUTES,
+  options: RouterOptions = {},
+): Router {
   const compiled = routes.map(compile);
+  const cors = options.cors ?? corsPolicyFromEnv();
+  const allowMethods = corsAllowMethods(routes);
+  /** The router's own answers, in the handlers' error shape and with their CORS headers. */
+  const ownError = (request: IncomingMessage, statusCode: number, code: string, message: string) => {
+    const result = gatewayError(statusCode, code, message);
+    return { ...result, headers: { ...result.headers, ...corsResponseHeaders(cors, originOf(request)) } };
+  };
   const modules = new Map<string, Promise<{ handler: LambdaHandler<unknown, unknown> }>>();
   const load = <E, R>(file: string) => {
     if (!modules.has(file)) modules.set(file, import(resolve(rootDir, file)));
@@ -167,16 +197,24 @@ export function createRouter(rootDir: string, routes: readonly HttpRoute[] = ROU
     const matches = compiled
       .map((c) => ({ c, m: c.pattern.exec(url.pathname) }))
       .filter((x): x is { c: CompiledRoute; m: RegExpExecArray } => x.m !== null);
-    if (matches.length === 0) return gatewayError(404, 'ROUTE_NOT_FOUND', `No route for ${method} ${url.pathname}`);
+    if (matches.length === 0) {
+      return ownError(request, 404, 'ROUTE_NOT_FOUND', `No route for ${method} ${url.pathname}`);
+    }
+    if (method === 'OPTIONS' && cors.kind !== 'same-origin') {
+      // As API Gateway's preflight methods: no token, no handler, the same answer for every path it knows; an origin
+      // that is not allowed gets no Allow-Origin, and the browser stops there.
+      request.resume();
+      return { statusCode: 204, headers: corsPreflightHeaders(cors, originOf(request), allowMethods), body: '' };
+    }
     const match = matches.find((x) => x.c.route.method === method);
     if (!match) {
       const allowed = matches.map((x) => x.c.route.method).join(', ');
-      return gatewayError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed}`);
+      return ownError(request, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed}`);
     }
     const { route, parameterNames } = match.c;
 
     const body = await readBody(request);
-    if (body === 'too-large') return gatewayError(413, 'PAYLOAD_TOO_LARGE', 'The request body is too large');
+    if (body === 'too-large') return ownError(request, 413, 'PAYLOAD_TOO_LARGE', 'The request body is too large');
 
     const headerPairs: [string, string][] = [];
     for (const [name, value] of Object.entries(request.headers)) {
@@ -196,7 +234,7 @@ export function createRouter(rootDir: string, routes: readonly HttpRoute[] = ROU
     let authorizer: Record<string, unknown> | null = null;
     if (route.scope !== null) {
       const result = await authorize(route, headers);
-      if (!result) return gatewayError(401, 'UNAUTHORIZED', 'A valid bearer token is required');
+      if (!result) return ownError(request, 401, 'UNAUTHORIZED', 'A valid bearer token is required');
       authorizer = { ...(result.context ?? {}), principalId: result.principalId };
     }
 
@@ -238,7 +276,7 @@ export function createRouter(rootDir: string, routes: readonly HttpRoute[] = ROU
         result = await dispatch(request);
       } catch (error) {
         console.error('local router: handler failed', error);
-        result = gatewayError(500, 'INTERNAL_ERROR', 'Internal error');
+        result = ownError(request, 500, 'INTERNAL_ERROR', 'Internal error');
       }
       const body = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body ?? '', 'utf8');
       response.writeHead(result.statusCode, { ...(result.headers ?? {}), 'content-length': body.length });

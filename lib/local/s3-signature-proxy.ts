@@ -25,6 +25,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import { isIP } from 'node:net';
 import { hostname as osHostname } from 'node:os';
+import { UPLOAD_CORS_RULE } from '../../lambdas/shared/cors';
 
 export interface S3SignatureProxyOptions {
   /** Where s3rver answers: a base URL (http://127.0.0.1:45678), or a Unix socket. */
@@ -512,6 +513,72 @@ function sendError(
 
 const INTERNAL_ERROR = 'We encountered an internal error. Please try again.';
 
+const CORS_VARY = 'Origin, Access-Control-Request-Headers, Access-Control-Request-Method';
+
+const corsAllows = (allowed: readonly string[], value: string): boolean =>
+  allowed.includes('*') || allowed.some((item) => item.toLowerCase() === value.toLowerCase());
+
+/**
+ * A CORS preflight, answered as S3 answers it for the documents bucket's rule (UPLOAD_CORS_RULE, which the CDK
+ * bucket has too): s3rver's bucket has no CORS configuration, so without this a browser page could not PUT to an
+ * upload URL locally although it can in AWS. Like S3, no signature is asked of a preflight.
+ */
+function answerPreflight(req: IncomingMessage, res: ServerResponse): void {
+  req.resume();
+  const origin = req.headers.origin;
+  const method = req.headers['access-control-request-method'];
+  if (!origin) {
+    sendError(res, 400, 'BadRequest', 'Insufficient information. Origin request header needed.');
+    return;
+  }
+  if (!method) {
+    sendError(res, 400, 'BadRequest', 'Invalid Access-Control-Request-Method: null');
+    return;
+  }
+  const requested = (req.headers['access-control-request-headers'] ?? '')
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '');
+  const rule = UPLOAD_CORS_RULE;
+  if (
+    !corsAllows(rule.allowedOrigins, origin) ||
+    !corsAllows(rule.allowedMethods, method) ||
+    !requested.every((name) => corsAllows(rule.allowedHeaders, name))
+  ) {
+    sendError(
+      res,
+      403,
+      'AccessForbidden',
+      "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
+    );
+    return;
+  }
+  res.writeHead(200, {
+    'access-control-allow-origin': rule.allowedOrigins.includes('*') ? '*' : origin,
+    'access-control-allow-methods': rule.allowedMethods.join(', '),
+    ...(requested.length > 0 ? { 'access-control-allow-headers': requested.join(', ') } : {}),
+    'access-control-max-age': String(rule.maxAgeSeconds),
+    vary: CORS_VARY,
+    'content-length': 0,
+  });
+  res.end();
+}
+
+/**
+ * The CORS headers of an actual request the rule covers (a PUT from a page), set before any answer is written, so
+ * that they go with s3rver's answer and with the proxy's own errors alike: the page can read why S3 refused its
+ * upload (403 SignatureDoesNotMatch, 412, EntityTooLarge).
+ */
+function setCorsHeaders(req: IncomingMessage, res: ServerResponse): void {
+  const origin = req.headers.origin;
+  const rule = UPLOAD_CORS_RULE;
+  if (!origin || !corsAllows(rule.allowedMethods, req.method ?? '') || !corsAllows(rule.allowedOrigins, origin)) {
+    return;
+  }
+  res.setHeader('access-control-allow-origin', rule.allowedOrigins.includes('*') ? '*' : origin);
+  res.setHeader('vary', CORS_VARY);
+}
+
 /**
  * Why the key a request addresses cannot be stored: longer than S3 allows, or (stricter than S3, which stores any
  * key up to 1,024 bytes) a segment too long for a file name of the disk store, or a `.`/`..` segment, which the
@@ -821,29 +888,32 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    if (req.method === 'OPTIONS') {
+      answerPreflight(req, res);
+      return;
+    }
+    setCorsHeaders(req, res);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    if (req.method !== 'OPTIONS') {
-      const verdict = verifySigV4(
-        {
-          method: req.method ?? 'GET',
-          path,
-          query: q < 0 ? '' : url.slice(q + 1),
-          headers: req.headersDistinct,
-        },
-        {
-          credentials: options.credentials,
-          region: options.region,
-          now: now(),
-          maxPresignExpiresSeconds: options.maxPresignExpiresSeconds,
-        },
-      );
-      if (!verdict.ok) {
-        req.resume(); // discard the body, so that the connection can carry the next request
-        sendError(res, STATUS[verdict.code], verdict.code, verdict.message);
-        return;
-      }
+    const verdict = verifySigV4(
+      {
+        method: req.method ?? 'GET',
+        path,
+        query: q < 0 ? '' : url.slice(q + 1),
+        headers: req.headersDistinct,
+      },
+      {
+        credentials: options.credentials,
+        region: options.region,
+        now: now(),
+        maxPresignExpiresSeconds: options.maxPresignExpiresSeconds,
+      },
+    );
+    if (!verdict.ok) {
+      req.resume(); // discard the body, so that the connection can carry the next request
+      sendError(res, STATUS[verdict.code], verdict.code, verdict.message);
+      return;
     }
     const badKey = keyRefusal(path, req.headers.host);
     if (badKey) {

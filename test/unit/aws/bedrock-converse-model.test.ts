@@ -1,6 +1,7 @@
 /** The Bedrock Converse adapter's request shape, against a stand-in client (Bedrock cannot run here). */
-import type { BedrockRuntimeClient, ConverseCommand } from '@aws-sdk/client-bedrock-runtime';
+import { type BedrockRuntimeClient, type ConverseCommand, ThrottlingException } from '@aws-sdk/client-bedrock-runtime';
 import { BedrockConverseModel, CONVERSATION_START } from '../../../lambdas/adapters/aws/bedrock-converse-model';
+import { ServiceBusyError } from '../../../lambdas/core/errors';
 import { ModelError } from '../../../lambdas/ports/model';
 
 function recordingClient(answer: unknown) {
@@ -54,4 +55,12 @@ it('turns a failure into a ModelError that names the model and not the cause', a
   const failure = new BedrockConverseModel(client, 'm1').generate({ messages: [{ role: 'user', content: 'x' }] });
   await expect(failure).rejects.toBeInstanceOf(ModelError);
   await expect(failure).rejects.toMatchObject({ code: 'MODEL_ERROR', message: 'The model bedrock-converse:m1 failed' });
+});
+
+it('answers a model still throttled after the SDK retries with 503 SERVICE_BUSY and a wait, not MODEL_ERROR', async () => {
+  const throttled = new ThrottlingException({ message: 'Too many requests', $metadata: { httpStatusCode: 429 } });
+  const { client } = recordingClient(throttled);
+  const failure = new BedrockConverseModel(client, 'm1').generate({ messages: [{ role: 'user', content: 'x' }] });
+  await expect(failure).rejects.toBeInstanceOf(ServiceBusyError);
+  await expect(failure).rejects.toMatchObject({ status: 503, code: 'SERVICE_BUSY', retryAfterSeconds: 5 });
 });

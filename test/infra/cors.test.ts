@@ -1,0 +1,184 @@
+/**
+ * CORS in AWS under each value of `-c corsAllowedOrigins`: API Gateway's preflight methods, the functions' CORS_ALLOWED_ORIGINS
+ * (which lambdas/shared/http.ts answers by), the gateway responses and the WAF's 429 all say the same. The local
+ * runtime's side, from a browser, is test/integration/cors.test.ts.
+ */
+import { App } from 'aws-cdk-lib';
+import { readConfig } from '../../bin/app';
+import { corsAllowMethods } from '../../lambdas/shared/cors';
+import { ROUTES } from '../../lib/routes';
+import { type Synthesized, synthesizeUnbundled } from '../helpers/synth';
+
+const CONSOLE = 'https://console.example.com';
+const PARTNER = 'https://partner.example.org';
+
+interface Resource {
+  Type: string;
+  Properties: Record<string, unknown>;
+}
+
+const synths: Record<string, Synthesized> = {};
+
+beforeAll(() => {
+  synths.none = synthesizeUnbundled();
+  synths.one = synthesizeUnbundled({ corsAllowedOrigins: CONSOLE });
+  synths.two = synthesizeUnbundled({ corsAllowedOrigins: `${CONSOLE},${PARTNER}` });
+  synths.any = synthesizeUnbundled({ corsAllowedOrigins: '*' });
+});
+afterAll(() => {
+  for (const synth of Object.values(synths)) synth.dispose();
+});
+
+const resources = (synth: Synthesized, type: string): Resource[] =>
+  Object.values(synth.template.findResources(type)) as Resource[];
+
+const preflights = (synth: Synthesized) =>
+  resources(synth, 'AWS::ApiGateway::Method').filter((method) => method.Properties.HttpMethod === 'OPTIONS');
+
+/** The headers the preflight's mock integration answers with (name → API Gateway's quoted literal). */
+function preflightHeaders(synth: Synthesized): Record<string, string> {
+  const integration = preflights(synth)[0].Properties.Integration as {
+    IntegrationResponses: { ResponseParameters: Record<string, string> }[];
+  };
+  return Object.fromEntries(
+    Object.entries(integration.IntegrationResponses[0].ResponseParameters).map(([key, value]) => [
+      key.replace('method.response.header.', ''),
+      value,
+    ]),
+  );
+}
+
+/** Response headers of every gateway response, by response type. */
+function gatewayHeaders(synth: Synthesized): Record<string, Record<string, string>> {
+  return Object.fromEntries(
+    resources(synth, 'AWS::ApiGateway::GatewayResponse').map((response) => [
+      response.Properties.ResponseType as string,
+      Object.fromEntries(
+        Object.entries((response.Properties.ResponseParameters ?? {}) as Record<string, string>).map(([k, v]) => [
+          k.replace('gatewayresponse.header.', ''),
+          v,
+        ]),
+      ),
+    ]),
+  );
+}
+
+/** CORS_ALLOWED_ORIGINS of every API function (undefined where unset). */
+function functionSettings(synth: Synthesized): Set<string | undefined> {
+  const ids = Object.values(synth.stack.api.functions).map((fn) =>
+    synth.stack.getLogicalId(fn.node.defaultChild as never),
+  );
+  return new Set(
+    ids.map((id) => {
+      const properties = synth.template.toJSON().Resources[id].Properties as {
+        Environment: { Variables: Record<string, string> };
+      };
+      return properties.Environment.Variables.CORS_ALLOWED_ORIGINS;
+    }),
+  );
+}
+
+function wafRateHeaders(synth: Synthesized): { Name: string; Value: string }[] {
+  const acl = resources(synth, 'AWS::WAFv2::WebACL')[0].Properties as {
+    Rules: {
+      Name: string;
+      Action?: { Block?: { CustomResponse: { ResponseHeaders: { Name: string; Value: string }[] } } };
+    }[];
+  };
+  return acl.Rules.find((rule) => rule.Name === 'RateLimitPerSourceIp')?.Action?.Block?.CustomResponse
+    .ResponseHeaders as { Name: string; Value: string }[];
+}
+
+describe('by default (same origin only, the console behind the same CloudFront)', () => {
+  it('has no preflight methods, and no answer names an origin', () => {
+    expect(preflights(synths.none)).toEqual([]);
+    for (const headers of Object.values(gatewayHeaders(synths.none))) {
+      expect(Object.keys(headers).filter((name) => name.startsWith('Access-Control'))).toEqual([]);
+    }
+    expect(functionSettings(synths.none)).toEqual(new Set([undefined]));
+    expect(wafRateHeaders(synths.none).map((header) => header.Name)).toEqual(['Retry-After']);
+  });
+});
+
+describe('with one origin', () => {
+  it('answers preflights for that origin with the route table’s methods, the request headers and a max age', () => {
+    expect(preflights(synths.one).length).toBeGreaterThan(ROUTES.length / 2);
+    expect(preflightHeaders(synths.one)).toMatchObject({
+      'Access-Control-Allow-Origin': `'${CONSOLE}'`,
+      'Access-Control-Allow-Methods': `'${corsAllowMethods(ROUTES).join(',')}'`,
+      'Access-Control-Allow-Headers': "'Authorization,Content-Type'",
+      'Access-Control-Max-Age': "'600'",
+    });
+    for (const method of preflights(synths.one)) expect(method.Properties.AuthorizationType).toBe('NONE');
+  });
+
+  it('gives the functions the origin, and every gateway response and the WAF’s 429 that origin and Retry-After', () => {
+    expect(functionSettings(synths.one)).toEqual(new Set([CONSOLE]));
+    const gateway = gatewayHeaders(synths.one);
+    expect(Object.keys(gateway).sort()).toEqual(
+      ['ACCESS_DENIED', 'DEFAULT_4XX', 'DEFAULT_5XX', 'THROTTLED', 'UNAUTHORIZED', 'WAF_FILTERED'].sort(),
+    );
+    for (const headers of Object.values(gateway)) {
+      expect(headers).toMatchObject({
+        'Access-Control-Allow-Origin': `'${CONSOLE}'`,
+        'Access-Control-Expose-Headers': "'Retry-After'",
+      });
+    }
+    expect(wafRateHeaders(synths.one)).toEqual([
+      { Name: 'Retry-After', Value: '60' },
+      { Name: 'Access-Control-Allow-Origin', Value: CONSOLE },
+      { Name: 'Access-Control-Expose-Headers', Value: 'Retry-After' },
+    ]);
+  });
+});
+
+describe('with two origins', () => {
+  it('answers each origin’s preflight with that origin (API Gateway picks it from the request)', () => {
+    const integration = preflights(synths.two)[0].Properties.Integration as {
+      IntegrationResponses: { ResponseTemplates: Record<string, string> }[];
+    };
+    const template = integration.IntegrationResponses[0].ResponseTemplates['application/json'];
+    // CDK's way: the first origin as the fixed value, replaced by the request's Origin when it is another listed one.
+    expect(preflightHeaders(synths.two)['Access-Control-Allow-Origin']).toBe(`'${CONSOLE}'`);
+    expect(template).toContain(`#if($origin == "${PARTNER}")`);
+    expect(template).toContain('#set($context.responseOverride.header.Access-Control-Allow-Origin = $origin)');
+    expect(preflightHeaders(synths.two).Vary).toBe("'Origin'");
+    expect(functionSettings(synths.two)).toEqual(new Set([`${CONSOLE},${PARTNER}`]));
+  });
+
+  it('lets the fixed-text answers of the edge be read by any page, as one fixed value cannot name both', () => {
+    for (const headers of Object.values(gatewayHeaders(synths.two))) {
+      expect(headers['Access-Control-Allow-Origin']).toBe("'*'");
+    }
+  });
+});
+
+describe('with *', () => {
+  it('allows every origin everywhere, never with credentials', () => {
+    expect(preflightHeaders(synths.any)['Access-Control-Allow-Origin']).toBe("'*'");
+    expect(preflightHeaders(synths.any)['Access-Control-Allow-Credentials']).toBeUndefined();
+    expect(functionSettings(synths.any)).toEqual(new Set(['*']));
+    expect(gatewayHeaders(synths.any).UNAUTHORIZED['Access-Control-Allow-Origin']).toBe("'*'");
+  });
+});
+
+it('keeps the upload bucket’s CORS at any origin for PUT under every setting', () => {
+  for (const synth of Object.values(synths)) {
+    synth.template.hasResourceProperties('AWS::S3::Bucket', {
+      CorsConfiguration: {
+        CorsRules: [{ AllowedMethods: ['PUT'], AllowedOrigins: ['*'], AllowedHeaders: ['*'], MaxAge: 3000 }],
+      },
+    });
+  }
+});
+
+it('satisfies cdk-nag under every setting', () => {
+  for (const synth of Object.values(synths)) expect(synth.violations).toEqual([]);
+});
+
+it.each([
+  ['https://console.example.com/app', /context corsAllowedOrigins entry "https:\/\/console.example.com\/app"/],
+  ['*,https://console.example.com', /context corsAllowedOrigins is either \* alone/],
+])('refuses -c corsAllowedOrigins=%s', (value, message) => {
+  expect(() => readConfig(new App({ context: { corsAllowedOrigins: value } }))).toThrow(message);
+});
