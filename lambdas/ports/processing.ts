@@ -2,6 +2,7 @@
  * Ports of document processing: text extraction, embedding, and the knowledge index a document's chunks go to
  * (an embedded index locally, an Amazon Bedrock knowledge base per environment in AWS).
  */
+import { AppError } from '../core/errors';
 import type { DatasetRef } from '../core/knowledge/document';
 
 export interface ExtractedText {
@@ -109,5 +110,27 @@ export function assertChunksOfDocument(ref: DocumentRef, chunks: readonly Indexe
 
 export interface Embedder {
   readonly dimensions: number;
+  /**
+   * The model whose vector space the vectors are in (`openai-compatible:nomic-embed-text`). Vectors of two models
+   * are not comparable even when their dimensions agree, so an index keeps them apart by this name. Absent: the
+   * dimensions alone tell the space (Titan V2, one model).
+   */
+  readonly vectorSpace?: string;
+  /** One vector per text, in order; rejects with EmbedderError when the model fails. */
   embed(texts: readonly string[]): Promise<number[][]>;
+}
+
+/**
+ * The embedding model failed: 502 when it answered badly or could not be reached, 504 when it did not answer in
+ * time. Processing treats it as transient (the message is redelivered); retrieval answers the caller with it. The
+ * message names the embedder and model, never the endpoint, key or body; `detail` holds those for the log.
+ */
+export class EmbedderError extends AppError {
+  constructor(
+    message: string,
+    readonly detail: string,
+    kind: 'unavailable' | 'timeout' = 'unavailable',
+  ) {
+    super(kind === 'timeout' ? 504 : 502, kind === 'timeout' ? 'EMBEDDER_TIMEOUT' : 'EMBEDDER_ERROR', message);
+  }
 }

@@ -6,6 +6,7 @@
  * detect two concurrent merge-inserts of the same new rows, and would keep both. Layout, scores and filter
  * semantics are described in docs/retrieval.md.
  */
+import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
@@ -65,7 +66,7 @@ const CHUNK_COLUMNS = [
 ] as const;
 
 export interface LanceKnowledgeIndexOptions {
-  /** Adds a vector column (table `chunks_vec<dimensions>`) and hybrid search; without it the index is lexical. */
+  /** Adds a vector column (in a table of its own: `tableNameFor`) and hybrid search; without it the index is lexical. */
   readonly embedder?: Embedder;
   /** Weight of the lexical score in the hybrid score, 0..1 (default 0.5). */
   readonly lexicalWeight?: number;
@@ -167,6 +168,21 @@ function cosineDistance(a: readonly number[], b: ArrayLike<number>): number {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The table of an embedder's vectors: `chunks` without one, `chunks_vec<dimensions>` for an embedder without a
+ * vector space name (Titan V2), else `chunks_vec<dimensions>_<model>_<hash>`, since two models of the same dimensions
+ * give vectors that are not comparable. So a change of embedder opens an empty table rather than mixing them.
+ */
+export function tableNameFor(embedder: Pick<Embedder, 'dimensions' | 'vectorSpace'> | undefined): string {
+  if (!embedder) return LEXICAL_TABLE;
+  const table = `${LEXICAL_TABLE}_vec${embedder.dimensions}`;
+  if (!embedder.vectorSpace) return table;
+  // LanceDB table names take letters, digits, `_`, `-` and `.`; the hash keeps apart names that only differ elsewhere.
+  const readable = embedder.vectorSpace.replace(/[^A-Za-z0-9_.-]+/g, '-').slice(0, 64);
+  const hash = createHash('sha256').update(embedder.vectorSpace).digest('hex').slice(0, 8);
+  return `${table}_${readable}_${hash}`;
+}
 
 function schemaFor(dimensions: number | null): Schema {
   const text = (name: string, nullable = false) => new Field(name, new Utf8(), nullable);
@@ -294,7 +310,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     await mkdir(directory, { recursive: true });
     // 0: every read first checks for a newer version, so a process sees what another one committed.
     const connection = await lancedb.connect(directory, { readConsistencyInterval: 0 });
-    const name = dimensions === null ? LEXICAL_TABLE : `${LEXICAL_TABLE}_vec${dimensions}`;
+    const name = tableNameFor(options.embedder);
     const table = await withCommitRetry(() =>
       connection.createEmptyTable(name, schemaFor(dimensions), { mode: 'create', existOk: true }),
     );
@@ -302,7 +318,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     return new LanceKnowledgeIndex(resolve(directory), connection, table, options.embedder, options);
   }
 
-  /** Name of the table this index reads and writes (`chunks`, or `chunks_vec<dimensions>` with an embedder). */
+  /** Name of the table this index reads and writes (`tableNameFor` its embedder). */
   get tableName(): string {
     return this.table.name;
   }
