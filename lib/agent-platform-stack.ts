@@ -1,11 +1,14 @@
 /** The whole platform in one stack: data tables, document storage with its processing queue, and the REST API. */
 import { CfnOutput, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import type { CorsPolicy } from '../lambdas/shared/cors';
 import { ApiFirewall } from './constructs/api-firewall';
+import { BrowserTask } from './constructs/browser-task';
 import { ChunkTableIndex } from './constructs/chunk-table-index';
 import { DataTables, pascalCase } from './constructs/data-tables';
 import { DocumentProcessing } from './constructs/document-processing';
 import { DocumentStorage } from './constructs/document-storage';
+import { FlowRunner } from './constructs/flow-runner';
 import { FlowScheduler } from './constructs/flow-scheduler';
 import { type KnowledgeIndexBackend, KnowledgeIndexInfra } from './constructs/knowledge-index';
 import { PlatformApi } from './constructs/platform-api';
@@ -30,6 +33,8 @@ export interface AgentPlatformStackProps extends StackProps {
   readonly waf?: boolean;
   /** Requests per source IP per five minutes before WAF answers 429 (default 2,000). */
   readonly wafRateLimit?: number;
+  /** Which other origins' pages may read the API's answers (default none: same origin only). */
+  readonly cors?: CorsPolicy;
 }
 
 export class AgentPlatformStack extends Stack {
@@ -39,6 +44,10 @@ export class AgentPlatformStack extends Stack {
   public readonly knowledgeIndex: KnowledgeIndexBackend;
   public readonly processing: DocumentProcessing;
   public readonly scheduler: FlowScheduler;
+  /** Where the flow functions run their browser tasks (Chromium). */
+  public readonly browserTask: BrowserTask;
+  /** Where runs that outlive a webhook's budget go on: the flow runner's queue and function. */
+  public readonly flowRunner: FlowRunner;
   /** The API's web ACL; undefined with `-c waf=off`. */
   public readonly firewall: ApiFirewall | undefined;
 
@@ -56,12 +65,21 @@ export class AgentPlatformStack extends Stack {
       props.knowledgeIndex === 'dynamodb'
         ? new ChunkTableIndex(this, 'ChunkIndex')
         : new KnowledgeIndexInfra(this, 'KnowledgeIndex');
-    const resources = {
+    const stateful = {
       tables: this.data.tables,
       documentsBucket: this.storage.bucket,
       processingQueue: this.storage.queue,
       knowledgeIndex: this.knowledgeIndex,
       generateModelId: props.generateModelId,
+    };
+    this.browserTask = new BrowserTask(this, 'BrowserTask', { resources: stateful });
+    this.flowRunner = new FlowRunner(this, 'FlowRunner', {
+      resources: { ...stateful, browserTask: this.browserTask.function },
+    });
+    const resources = {
+      ...stateful,
+      browserTask: this.browserTask.function,
+      flowRunQueue: this.flowRunner.queue,
     };
     this.api = new PlatformApi(this, 'PlatformApi', {
       stageName: props.stage,
@@ -70,6 +88,7 @@ export class AgentPlatformStack extends Stack {
       uploadSessionTtl: Duration.seconds(3600),
       maxFileBytes: MAX_FILE_BYTES,
       maxArchiveBytes: MAX_ARCHIVE_BYTES,
+      cors: props.cors,
     });
 
     if (props.waf === false) {
@@ -85,6 +104,7 @@ export class AgentPlatformStack extends Stack {
       this.firewall = new ApiFirewall(this, 'ApiFirewall', {
         api: this.api.api,
         rateLimitPer5Minutes: props.wafRateLimit,
+        cors: this.api.cors,
       });
     }
 

@@ -27,12 +27,21 @@ export interface ResourceAccess {
   readonly tables?: Partial<Record<TableName, Access>>;
   /** The documents bucket: `read` = HeadObject/GetObject, `readWrite` adds PutObject (pre-signing) and DeleteObject. */
   readonly documentsBucket?: Access;
+  /**
+   * Only the `attachments/` prefix of the documents bucket (images of flow messages): `read` = GetObject, `readWrite`
+   * adds PutObject and DeleteObject.
+   */
+  readonly attachments?: Access;
   /** Send to the processing queue. */
   readonly processingQueue?: 'send';
+  /** Send to the flow runner's queue: hand a run that outlives its request over (docs/flows.md, "Long runs"). */
+  readonly flowRunQueue?: 'send';
   /** Query the knowledge index (Bedrock Retrieve / RetrieveAndGenerate in AWS). */
   readonly knowledgeIndex?: 'retrieve';
   /** Invoke the generate model (Bedrock Converse), when the stack is given one. */
   readonly model?: 'invoke';
+  /** Run browser tasks in the BrowserTask function (Lambda Invoke); it gets BROWSER_DRIVER=lambda. */
+  readonly browserTask?: 'invoke';
 }
 
 export interface HttpRoute {
@@ -47,6 +56,10 @@ export interface HttpRoute {
   readonly scope: Scope | null;
   readonly access: ResourceAccess;
   readonly summary: string;
+  /** Status of a success when it is not 200 (201 for a Create… POST): 202 for a route that answers a job. */
+  readonly successStatus?: 202;
+  /** Largest JSON body the handler reads; default 1 MiB (MAX_JSON_BODY_BYTES, lambdas/shared/http.ts). */
+  readonly maxBodyBytes?: number;
 }
 
 const KNOWLEDGE = '/api/v1/knowledge/documents';
@@ -58,7 +71,10 @@ const tenantRead = { agents: 'read', knowledgeBases: 'read' } as const;
 
 const DEFINITION = '/dashboard/agents/{agentId}/definition/{environment}';
 
-/** What running a flow touches: the definition, the session, analytics, and default retrieval with its model. */
+/**
+ * What running a flow touches: the definition, the session, analytics, and retrieval (default retrieval and the
+ * retrieval tools: agents, knowledge bases, the knowledge index) with the generate model.
+ */
 const flowRun: ResourceAccess = {
   tables: {
     agents: 'read',
@@ -70,7 +86,18 @@ const flowRun: ResourceAccess = {
   },
   knowledgeIndex: 'retrieve',
   model: 'invoke',
+  browserTask: 'invoke',
 };
+
+/**
+ * The webhook and app-event bodies may carry images inline (base64 `attachments`): 5 MiB, about 3.9 MB of images,
+ * the most a synchronous Lambda invocation's payload (6 MB, the event's headers and context included) can carry.
+ * Larger images, up to 5 MiB each, are given by `url` (docs/flows.md, "Attachments").
+ */
+export const FLOW_INPUT_MAX_BODY_BYTES = 5 * 1024 * 1024;
+
+/** A flow trigger route also stores the images attached to its user message, and reads them back for the model. */
+const flowInput: ResourceAccess = { ...flowRun, attachments: 'readWrite', flowRunQueue: 'send' };
 
 export const ROUTES: readonly HttpRoute[] = [
   {
@@ -254,11 +281,13 @@ export const ROUTES: readonly HttpRoute[] = [
     path: `${BASES}/{knowledgeBaseId}`,
     handler: http('dashboard/delete-knowledge-base'),
     scope: 'dashboard',
+    // Marks it `deleting` and takes it out of the default retrieval configurations; the processing worker does the rest.
     access: {
-      tables: { agents: 'read', knowledgeBases: 'readWrite', documents: 'readWrite' },
-      documentsBucket: 'readWrite',
+      tables: { agents: 'read', knowledgeBases: 'readWrite', retrievalConfigs: 'readWrite' },
+      processingQueue: 'send',
     },
-    summary: 'Delete a knowledge base and its documents in every environment',
+    successStatus: 202,
+    summary: 'Delete a knowledge base and its documents in every environment (a job: 202)',
   },
   {
     id: 'QueryKnowledgeBase',
@@ -350,7 +379,8 @@ export const ROUTES: readonly HttpRoute[] = [
     path: '/api/v1/webhooks/{agentId}/{environment}/{triggerName}',
     handler: http('flows/webhook'),
     scope: 'webhook',
-    access: flowRun,
+    access: flowInput,
+    maxBodyBytes: FLOW_INPUT_MAX_BODY_BYTES,
     summary: 'Start a session at a webhook trigger, or resume one (sessionId), and answer its result',
   },
   {
@@ -359,7 +389,8 @@ export const ROUTES: readonly HttpRoute[] = [
     path: '/api/v1/app-events/{agentId}/{environment}',
     handler: http('flows/app-event'),
     scope: 'webhook',
-    access: flowRun,
+    access: flowInput,
+    maxBodyBytes: FLOW_INPUT_MAX_BODY_BYTES,
     summary: 'Deliver an external app event to the app trigger that listens to it',
   },
   {
@@ -383,17 +414,24 @@ export const AUTHORIZER = {
 export const WORKERS = {
   processing: {
     handler: 'lambdas/handlers/queue/process-documents.ts',
+    // Knowledge bases and retrieval configurations: the deletion job of a knowledge base ends with its row.
     access: {
-      tables: { documents: 'readWrite', zipJobs: 'readWrite' },
+      tables: {
+        documents: 'readWrite',
+        zipJobs: 'readWrite',
+        knowledgeBases: 'readWrite',
+        retrievalConfigs: 'readWrite',
+      },
       documentsBucket: 'readWrite',
       processingQueue: 'send',
     },
   },
   watchdog: {
     handler: 'lambdas/handlers/scheduled/watchdog.ts',
-    // The bucket and the upload sessions: it deletes what uploads nobody completed wrote.
+    // The bucket and the upload sessions: it deletes what uploads nobody completed wrote. Knowledge bases: it
+    // resumes a deletion job whose message was lost.
     access: {
-      tables: { documents: 'readWrite', zipJobs: 'readWrite', uploads: 'readWrite' },
+      tables: { documents: 'readWrite', zipJobs: 'readWrite', uploads: 'readWrite', knowledgeBases: 'readWrite' },
       documentsBucket: 'readWrite',
       processingQueue: 'send',
     },
@@ -402,6 +440,19 @@ export const WORKERS = {
   scheduleTick: {
     handler: 'lambdas/handlers/scheduled/schedule-tick.ts',
     access: flowRun,
+  },
+  /**
+   * Consumes the flow runner's queue: goes on with runs handed over by a webhook or app event (lib/constructs/
+   * flow-runner.ts). Reads the images of the conversation; sends to its own queue when it reaches its own deadline.
+   */
+  flowRunner: {
+    handler: 'lambdas/handlers/queue/flow-runner.ts',
+    access: { ...flowRun, attachments: 'read', flowRunQueue: 'send' },
+  },
+  /** Runs one browser task in Chromium for a flow function (lib/constructs/browser-task.ts): its model, no table. */
+  browserTask: {
+    handler: 'lambdas/handlers/browser/browser-task.ts',
+    access: { model: 'invoke' },
   },
 } as const satisfies Record<string, { handler: string; access: ResourceAccess }>;
 
@@ -421,10 +472,14 @@ export const RESOURCE_ENV = {
   },
   documentsBucket: 'DOCUMENTS_BUCKET',
   processingQueue: 'PROCESSING_QUEUE_URL',
+  flowRunQueue: 'FLOW_RUN_QUEUE_URL',
+  browserTask: 'BROWSER_TASK_FUNCTION',
 } as const satisfies {
   tables: Record<TableName, string>;
   documentsBucket: string;
   processingQueue: string;
+  flowRunQueue: string;
+  browserTask: string;
 };
 
 export function routeById(id: string): HttpRoute {

@@ -37,6 +37,8 @@ done
 # local scheduler's clock file and tool servers on the test's loopback, which Lambda containers cannot reach; faults
 # and load kill and time a local worker process; hostile reads the local worker's memory, upload-sizes sets the
 # limits and upload TTLs of the runtime it starts, local-engines tests the local engines themselves, and
-# token-scopes counts the rows of the local tokens table.
+# token-scopes counts the rows of the local tokens table; knowledge-base-delete stops, kills and starts a local
+# worker and reads the runtime's data folder.
 TEST_BASE_URL="$api_url" TEST_TOKENS="${tokens[0]},${tokens[1]}" npx jest test/integration test/api test/proof \
-  --runInBand --testPathIgnorePatterns upload-expiry flows faults load hostile upload-sizes local-engines token-scopes
+  --runInBand --testPathIgnorePatterns upload-expiry flows faults load hostile upload-sizes local-engines token-scopes cors \
+  'knowledge-base-delete\.test'

@@ -7,7 +7,7 @@ import { AppError } from '../core/errors';
 import type { AgentDefinitionRecord } from '../core/flows/definition-record';
 import type { FlowSession } from '../core/flows/session';
 import type { Environment } from '../core/knowledge/fields';
-import type { ModelMessage } from './model';
+import type { ModelMessage, ModelToolCall, ModelToolRound } from './model';
 
 // ---------------------------------------------------------------------------------------------------------------
 // The model of a flow
@@ -36,7 +36,10 @@ export interface ToolParameterSpec {
 export interface FlowModelContext {
   /** System text: the agent's instructions and, after a trigger with default retrieval, the retrieved context. */
   readonly system?: string;
-  /** The session's conversation so far (user, assistant and system messages), oldest first. */
+  /**
+   * The session's conversation so far (user, assistant and system messages), oldest first. A user message carries
+   * `images` when the user attached some, for the newest MODEL_CONTEXT_MAX_IMAGES of the conversation.
+   */
   readonly messages: readonly ModelMessage[];
 }
 
@@ -48,6 +51,31 @@ export interface ParameterInferenceRequest {
   readonly missing: readonly string[];
   readonly memory: Readonly<Record<string, unknown>>;
 }
+
+/** A tool a prompt node lets the model call (its `tools`): a declared HTTP tool or a built-in one. */
+export interface ScopedTool {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: Readonly<Record<string, ToolParameterSpec>>;
+  /** setMemory takes any parameter; every other tool only the ones it declares. */
+  readonly anyParameters: boolean;
+}
+
+/** What a prompt node with scoped tools asks the model, once per model turn of the node's run. */
+export interface ToolTurnRequest {
+  /** The node's rendered prompt. */
+  readonly prompt: string;
+  readonly tools: readonly ScopedTool[];
+  /** The calls the model asked for in this node run so far, each round with its results (oldest first). */
+  readonly rounds: readonly ModelToolRound[];
+  /** The session's memory (the offline model takes parameters from it; a language model reads the prompt). */
+  readonly memory: Readonly<Record<string, unknown>>;
+}
+
+/** The model either answers (the node's AI message) or asks for one or more tool calls. */
+export type ToolTurn =
+  | { readonly answer: string }
+  | { readonly calls: readonly ModelToolCall[]; readonly text?: string };
 
 export interface FlowModel {
   /** `offline`, `openai-compatible:<model>`, `bedrock-converse:<model id>`: recorded on the session's messages. */
@@ -67,23 +95,136 @@ export interface FlowModel {
    * Parameters it cannot infer are left out of the answer.
    */
   inferParameters(context: FlowModelContext, request: ParameterInferenceRequest): Promise<Record<string, unknown>>;
+  /**
+   * One model turn of a prompt node with scoped tools: its answer, or the calls it asks for. The runtime runs the
+   * calls and asks again with their results in `rounds`, until the model answers or TOOL_CALL_LIMIT is reached.
+   */
+  respondWithTools(context: FlowModelContext, request: ToolTurnRequest): Promise<ToolTurn>;
+  /**
+   * The next action of a browser task, from the task, the page as it is now and the steps so far. An answer that is
+   * no action is `{ action: 'invalid' }`: the step fails and the model is asked again (core/flows/browser-task.ts).
+   */
+  chooseBrowserAction(context: FlowModelContext, request: BrowserActionRequest): Promise<BrowserChoice>;
 }
 
 /** The model for a prompt node's `llmConfig` (undefined: the default model of the deployment). */
 export type FlowModelResolver = (config: LlmConfig | undefined) => FlowModel;
 
 // ---------------------------------------------------------------------------------------------------------------
-// Outbound network: browser tasks, HTTP tools, AI-message callbacks
+// Browser tasks: the model operates a page, one action per step (core/flows/browser-task.ts)
 
-export interface BrowserTaskRequest {
-  /** The node's rendered prompt; the driver opens the first http(s) URL in it unless `url` is given. */
-  readonly prompt: string;
+export const BROWSER_ACTIONS = ['goto', 'click', 'type', 'select', 'press', 'scroll', 'extract', 'done'] as const;
+export type BrowserActionName = (typeof BROWSER_ACTIONS)[number];
+
+/** `target` is the `ref` of an element of the last observation. */
+export type BrowserAction =
+  | { readonly action: 'goto'; readonly url: string }
+  | { readonly action: 'click'; readonly target: string }
+  /** Replaces the field's text. */
+  | { readonly action: 'type'; readonly target: string; readonly text: string }
+  /** An option's value or its label. */
+  | { readonly action: 'select'; readonly target: string; readonly value: string }
+  /** A key (`Enter`, `Tab`, `ArrowDown`, `Control+A`) in the element, or in the page without `target`. */
+  | { readonly action: 'press'; readonly key: string; readonly target?: string }
+  | { readonly action: 'scroll'; readonly direction: 'up' | 'down' }
+  /** Reads the element's text (the page's without `target`): the model gets it with the step. */
+  | { readonly action: 'extract'; readonly target?: string }
+  | { readonly action: 'done'; readonly answer: string };
+
+/** A model answer that is no action: the step fails with BROWSER_ACTION_INVALID and `reason`. */
+export interface InvalidBrowserAction {
+  readonly action: 'invalid';
+  readonly reason: string;
+}
+export type BrowserChoice = BrowserAction | InvalidBrowserAction;
+
+/** An element a step may act on: from the page's accessibility tree. */
+export interface BrowserElement {
+  /** What `target` names; the same element keeps its ref while the page is the same. */
+  readonly ref: string;
+  readonly role: string;
+  /** The accessible name (a label, the button's text). */
+  readonly name: string;
+  /** A text field's text. */
+  readonly value?: string;
+  readonly checked?: boolean | 'mixed';
+  readonly disabled?: boolean;
+  /** The options of a select (their labels), and the selected one. */
+  readonly options?: readonly string[];
+  readonly selected?: string;
+  /** A link's href. */
   readonly url?: string;
-  /** The node's model choice (`model` property); drivers without a model ignore it. */
-  readonly model?: string;
 }
 
-export interface BrowserTaskResult {
+/** The page as the model sees it before each step, within the budgets of core/flows/browser-task.ts. */
+export interface BrowserObservation {
+  readonly url: string;
+  readonly title: string;
+  readonly elements: readonly BrowserElement[];
+  /** The visible text, whitespace collapsed. */
+  readonly text: string;
+  /** Elements or text were left out to stay within the budget. */
+  readonly cut: boolean;
+}
+
+export interface BrowserStepError {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** A step as the model is told about it on the next ones. */
+export interface BrowserHistoryEntry {
+  readonly choice: BrowserChoice;
+  readonly ok: boolean;
+  readonly error?: BrowserStepError;
+  /** What `extract` read. */
+  readonly extracted?: string;
+  /** The page's URL after the step. */
+  readonly url: string;
+}
+
+export interface BrowserActionRequest {
+  /** The node's rendered prompt. */
+  readonly task: string;
+  readonly observation: BrowserObservation;
+  /** The steps of this task so far, oldest first. */
+  readonly history: readonly BrowserHistoryEntry[];
+  /** Steps the task may still take, this one included. */
+  readonly stepsLeft: number;
+}
+
+/** One step as the node's output and its `browser_step` event keep it. */
+export interface BrowserStep {
+  readonly action: BrowserActionName | 'invalid';
+  /** The element (`textbox "Name" [ref=e6]`), URL, key or direction the step acted on; null for none. */
+  readonly target: string | null;
+  readonly ok: boolean;
+  readonly error?: BrowserStepError;
+  /** The text typed, the option selected (events only, not the node's output). */
+  readonly value?: string;
+  /** The page's URL after the step. */
+  readonly url: string;
+  readonly durationMs: number;
+}
+
+/** The page of a running task, as the driver gives it to the task loop. */
+export interface BrowserPage {
+  observe(): Promise<BrowserObservation>;
+  /**
+   * Does the action (never `done`) by `deadline` (epoch ms). Resolves with what it acted on and, for `extract`, the
+   * text read; rejects with an AppError whose code and message become the failed step's error.
+   */
+  perform(action: Exclude<BrowserAction, { action: 'done' }>, deadline: number): Promise<BrowserActionOutcome>;
+  /** The page now: its URL, the status of its main document, its title and visible text (at most 20,000 characters). */
+  state(): Promise<BrowserPageState>;
+}
+
+export interface BrowserActionOutcome {
+  readonly target: string | null;
+  readonly extracted?: string;
+}
+
+export interface BrowserPageState {
   /** The page's final URL, after redirects. */
   readonly url: string;
   /** HTTP status of the main document, null when the browser did not report one. */
@@ -93,9 +234,37 @@ export interface BrowserTaskResult {
   readonly text: string;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Outbound network: browser tasks, HTTP tools, AI-message callbacks
+
+export interface BrowserTaskRequest {
+  /** The node's rendered prompt; the driver opens the first http(s) URL in it unless `url` is given. */
+  readonly prompt: string;
+  readonly url?: string;
+  /** The node's `model` property: a model of the deployment's default class, or a class name; absent: the default. */
+  readonly model?: string;
+  /** The agent's instructions and the conversation, as the flow's other nodes give them to their model. */
+  readonly context?: FlowModelContext;
+}
+
+/** The node's output (`steps` without their `value`, `url` and `durationMs`) and what its events record. */
+export interface BrowserTaskResult extends BrowserPageState {
+  /** What the model answered with `done`; null when the task stopped before. */
+  readonly answer: string | null;
+  readonly steps: readonly BrowserStep[];
+  /**
+   * Why the task stopped before `done` once the page was open (BROWSER_STEP_LIMIT, a model's error): the node fails
+   * with it, its output keeps what the task did.
+   */
+  readonly failure?: BrowserStepError;
+}
+
 export interface BrowserDriver {
   readonly name: string;
-  /** Rejects with OutboundError (TARGET_REFUSED, BROWSER_UNAVAILABLE, BROWSER_FAILED). */
+  /**
+   * Opens the page and lets the task's model operate it. Rejects before any step with an AppError: OutboundError
+   * (TARGET_REFUSED, BROWSER_UNAVAILABLE, BROWSER_FAILED) or the model's (MODEL_NOT_CONFIGURED).
+   */
   run(request: BrowserTaskRequest): Promise<BrowserTaskResult>;
   close(): Promise<void>;
 }
@@ -167,4 +336,24 @@ export interface SessionStore {
    * Rejects with SessionTooLargeError when its state does not fit (nothing written).
    */
   save(session: FlowSession, expectedVersion: number): Promise<boolean>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The queue of the flow runner
+
+/**
+ * A run handed over to the flow runner (docs/flows.md, "Long runs"): the session holds where it goes on, so the
+ * message names only the session and the invocation. Delivered at least once; the runner does nothing for a
+ * message whose invocation is not (or no longer) the session's handed-over run.
+ */
+export interface FlowRunMessage {
+  readonly kind: 'continue-run';
+  readonly agentId: string;
+  readonly environment: Environment;
+  readonly sessionId: string;
+  readonly invocationId: string;
+}
+
+export interface FlowRunQueue {
+  send(message: FlowRunMessage): Promise<void>;
 }

@@ -1,15 +1,31 @@
 /**
  * Port of the language model behind "generate with citations" when it runs outside Bedrock RetrieveAndGenerate:
  * any OpenAI-compatible endpoint (a local model server) or Bedrock Converse. No model configured means the
- * extractive answer of `core/retrieval/generate.ts`, which needs no network.
+ * extractive answer of `core/retrieval/generate.ts`, which needs no network. Flow prompt nodes ask it too
+ * (adapters/model/prompted-flow-model.ts), with the tools they scope.
  */
 import { AppError } from '../core/errors';
 
 export type ModelRole = 'user' | 'assistant' | 'system';
 
+/** The image formats a message may carry (docs/flows.md, "Attachments"): what OpenAI and Converse both read. */
+export const IMAGE_MEDIA_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
+export type ImageMediaType = (typeof IMAGE_MEDIA_TYPES)[number];
+
+/** An image the user attached to a message, as the model gets it: the bytes themselves, never a URL to fetch. */
+export interface ModelImage {
+  readonly mediaType: ImageMediaType;
+  readonly data: Uint8Array;
+}
+
 export interface ModelMessage {
   readonly role: ModelRole;
   readonly content: string;
+  /**
+   * Images of a user message (OpenAI `image_url` parts with a data URL, Converse `image` blocks). A provider without
+   * image input (`imageInput` false) never gets them: PromptedFlowModel says in the text that they were there.
+   */
+  readonly images?: readonly ModelImage[];
 }
 
 export interface ModelRequest {
@@ -18,16 +34,46 @@ export interface ModelRequest {
   readonly messages: readonly ModelMessage[];
   readonly maxTokens?: number;
   readonly temperature?: number;
+  /** Tools the model may call (OpenAI `tools`, Converse `toolConfig`); with them it may answer tool calls. */
+  readonly tools?: readonly ModelTool[];
+  /** After `messages`: the tool calls the model asked for in this turn so far, each round with its results. */
+  readonly toolRounds?: readonly ModelToolRound[];
+}
+
+/** A tool as a model sees it: its name, what it does, and a JSON schema (type `object`) of its input. */
+export interface ModelTool {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: Readonly<Record<string, unknown>>;
+}
+
+/** One call the model asked for. `input` is what it sent: an object, or its text when that was not JSON. */
+export interface ModelToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+}
+
+/** The model's calls of one answer (and any text it said with them), and the result of each, in the same order. */
+export interface ModelToolRound {
+  readonly text?: string;
+  readonly calls: readonly ModelToolCall[];
+  readonly results: readonly { readonly callId: string; readonly content: unknown }[];
 }
 
 export interface ModelResponse {
+  /** The answer; may be empty when the model answered with tool calls only. */
   readonly text: string;
+  /** Present and not empty when the model asks for tool calls instead of (or besides) answering. */
+  readonly toolCalls?: readonly ModelToolCall[];
 }
 
 export interface ModelProvider {
   /** Which provider and model answered (`openai-compatible:llama3.1`), for logs and `explain`. */
   readonly name: string;
-  /** Rejects with ModelError when the model cannot be reached, fails, times out or answers without text. */
+  /** Whether the model reads images (MODEL_IMAGE_INPUT, BEDROCK_IMAGE_INPUT); absent: it does not. */
+  readonly imageInput?: boolean;
+  /** Rejects with ModelError when the model cannot be reached, fails, times out or answers neither text nor tool calls. */
   generate(request: ModelRequest): Promise<ModelResponse>;
 }
 
@@ -40,6 +86,8 @@ export class ModelError extends AppError {
     message: string,
     readonly detail: string,
     kind: 'unavailable' | 'timeout' = 'unavailable',
+    /** The provider's own HTTP status when it answered one (a 4xx is the provider refusing the request itself). */
+    readonly providerStatus?: number,
   ) {
     super(kind === 'timeout' ? 504 : 502, kind === 'timeout' ? 'MODEL_TIMEOUT' : 'MODEL_ERROR', message);
   }

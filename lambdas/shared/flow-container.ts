@@ -1,12 +1,17 @@
 /**
- * Composition root of the flow runtime (webhook, app events, the schedule tick) and the definition endpoints:
- * the DynamoDB stores, the model resolver, outbound HTTP and the browser behind their guards, analytics, and
- * default retrieval through the retrieval container.
+ * Composition root of the flow runtime (webhook, app events, the flow runner, the schedule tick) and the definition
+ * endpoints: the DynamoDB stores, the model resolver, outbound HTTP and the browser behind their guards, analytics,
+ * default retrieval and the retrieval tools through the retrieval container (with the generate endpoint's model), and
+ * the flow runner's queue with the budget of a request's run (docs/flows.md, "Long runs").
  */
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDefinitionStore, DynamoSessionStore } from '../adapters/aws/dynamodb/flow-stores';
+import { SqsFlowRunQueue } from '../adapters/aws/sqs-flow-run-queue';
+import { GuardedImageDownloader } from '../adapters/network/guarded-download';
 import { GuardedOutboundHttp } from '../adapters/network/outbound-http';
 import { allowPrivateNetworkFromEnv } from '../adapters/network/url-guard';
 import { AnalyticsRecorder } from '../core/analytics/track';
+import type { AttachmentDeps } from '../core/flows/attachments';
 import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '../core/flows/runtime';
 import { runDefaultRetrieval } from '../core/retrieval/default-retrieval';
 import { type BrowserDriver, OutboundError } from '../ports/flows';
@@ -14,6 +19,7 @@ import { config, positiveInteger } from './config';
 import { container, dynamoDocumentClient, once } from './container';
 import { flowModelResolverFromEnv } from './flow-model';
 import { logger } from './logger';
+import { generateModelFromEnv } from './model';
 import { retrievalContainer } from './retrieval-container';
 
 const definitions = once(() => new DynamoDefinitionStore(dynamoDocumentClient(), config.tableName('agentDefinitions')));
@@ -26,7 +32,21 @@ const sessions = once(
     ),
 );
 const models = once(() => flowModelResolverFromEnv());
+const flowRuns = once(() => config.flowRuns());
+// Built on first hand-over: only the webhook, app-event and flow runner functions are given the queue.
+const runQueue = once(
+  // The configured endpoint, not the queue URL's host (the local engine's is not resolvable everywhere).
+  () => new SqsFlowRunQueue(new SQSClient({ useQueueUrlAsEndpoint: false }), config.flowRunQueueUrl()),
+);
+const generateModel = once(() => generateModelFromEnv());
 const http = once(() => new GuardedOutboundHttp({ allowPrivateNetwork: allowPrivateNetworkFromEnv() }));
+// Built on first use: only an invocation with attached images (webhook, app events) needs the documents bucket.
+const attachments = once(
+  (): AttachmentDeps => ({
+    blobs: container.blobs,
+    downloads: new GuardedImageDownloader({ allowPrivateNetwork: allowPrivateNetworkFromEnv() }),
+  }),
+);
 const recorder = once(
   () =>
     new AnalyticsRecorder(container.analytics, container.ids, {
@@ -35,23 +55,30 @@ const recorder = once(
 );
 
 /**
- * BROWSER_DRIVER=playwright (the local runtime sets it): Chromium through playwright-core, loaded only when a
- * browserTask runs. Unset (the stack's functions): browserTask nodes fail with BROWSER_UNAVAILABLE.
+ * BROWSER_DRIVER picks where browserTask nodes run, loaded only when one runs: `playwright` (the local runtime's,
+ * and the default) in Chromium in this process, through playwright-core; `lambda` (the stack's flow functions) in
+ * the BrowserTask function, invoked with the task (BROWSER_TASK_FUNCTION). Either way the task's model comes from
+ * this container's resolver: here directly, there from the same configuration.
  */
 let browser: BrowserDriver | undefined;
 const browserDriver: BrowserDriver = {
   name: 'lazy',
   run: async (request) => {
-    if (process.env.BROWSER_DRIVER !== 'playwright') {
-      throw new OutboundError(
-        'BROWSER_UNAVAILABLE',
-        'No browser is configured for browserTask nodes in this deployment (BROWSER_DRIVER=playwright locally)',
-      );
-    }
     let driver = browser;
     if (!driver) {
-      const { browserDriverFromEnv } = await import('../adapters/browser/playwright-driver');
-      driver = browserDriverFromEnv();
+      const choice = process.env.BROWSER_DRIVER || 'playwright';
+      if (choice === 'lambda') {
+        const { lambdaBrowserDriverFromEnv } = await import('../adapters/browser/lambda-driver');
+        driver = lambdaBrowserDriverFromEnv();
+      } else if (choice === 'playwright') {
+        const { browserDriverFromEnv } = await import('../adapters/browser/playwright-driver');
+        driver = browserDriverFromEnv(process.env, models());
+      } else {
+        throw new OutboundError(
+          'BROWSER_UNAVAILABLE',
+          `BROWSER_DRIVER=${choice.slice(0, 40)} is not a browser driver: playwright (this process) or lambda`,
+        );
+      }
       browser = driver;
     }
     return driver.run(request);
@@ -87,13 +114,30 @@ export const flowContainer = {
   get http() {
     return http();
   },
+  get attachments() {
+    return attachments();
+  },
   get recorder() {
     return recorder();
   },
   browser: browserDriver,
   defaultRetrieval,
+  knowledge: retrievalContainer,
+  get generateModel() {
+    return generateModel();
+  },
+  get runs() {
+    return runQueue();
+  },
+  get leaseMs() {
+    return flowRuns().leaseMs;
+  },
+  /** FLOW_SYNC_BUDGET_MS: what a webhook or app event runs before it hands the run over (InvocationOptions). */
+  get syncBudgetMs() {
+    return flowRuns().syncBudgetMs;
+  },
   clock: container.clock,
   ids: container.ids,
   // The stack of a failed invocation is kept here, in the service log; analytics get only its code and message.
   onFailure: (failure, error) => logger.warn('flow invocation failed', { ...failure, error: error as Error }),
-} satisfies FlowRuntimeDeps & { agents: unknown };
+} satisfies FlowRuntimeDeps & { agents: unknown; syncBudgetMs: number };

@@ -11,7 +11,7 @@
  */
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { BedrockConverseModel } from '../adapters/aws/bedrock-converse-model';
-import { MODEL_ENV, modelProviderFromEnv } from '../adapters/model/openai-compatible';
+import { imageInputFromEnv, MODEL_ENV, modelProviderFromEnv } from '../adapters/model/openai-compatible';
 import { PromptedFlowModel } from '../adapters/model/prompted-flow-model';
 import { AppError } from '../core/errors';
 import { OfflineFlowModel } from '../core/flows/offline-model';
@@ -19,6 +19,8 @@ import type { FlowModel, FlowModelResolver, LlmConfig } from '../ports/flows';
 import type { ModelProvider } from '../ports/model';
 
 export const BEDROCK_FLOW_MODEL_ENV = 'BEDROCK_FLOW_MODEL_ID';
+/** `false` when the Bedrock models of the deployment read no images (docs/flows.md, "Attachments"). */
+export const BEDROCK_IMAGE_INPUT_ENV = 'BEDROCK_IMAGE_INPUT';
 /** Model names come from definitions, so the providers built for them are bounded (oldest dropped first). */
 const MAX_CACHED_PROVIDERS = 64;
 
@@ -35,11 +37,13 @@ export function flowModelResolverFromEnv(
     [MODEL_ENV.baseUrl]: env[MODEL_ENV.baseUrl],
     [MODEL_ENV.apiKey]: env[MODEL_ENV.apiKey],
     [MODEL_ENV.timeoutMs]: env[MODEL_ENV.timeoutMs],
+    [MODEL_ENV.imageInput]: env[MODEL_ENV.imageInput],
   };
   const defaultOpenAiCompatible = modelProviderFromEnv(env);
   const defaultOpenAiCompatibleName = env[MODEL_ENV.model];
   // In the stack, `-c generateModelId=…` sets BEDROCK_GENERATE_MODEL_ID and grants that one model to flow functions.
   const defaultBedrockModelId = env[BEDROCK_FLOW_MODEL_ENV] || env.BEDROCK_GENERATE_MODEL_ID || undefined;
+  const bedrockImageInput = imageInputFromEnv(env, BEDROCK_IMAGE_INPUT_ENV);
 
   const providers = new Map<string, ModelProvider>();
   const cached = (key: string, build: () => ModelProvider): ModelProvider => {
@@ -65,7 +69,7 @@ export function flowModelResolverFromEnv(
   const bedrock = (modelId: string) =>
     cached(`ChatBedrockConverse:${modelId}`, () => {
       bedrockClient ??= new BedrockRuntimeClient({});
-      return new BedrockConverseModel(bedrockClient, modelId);
+      return new BedrockConverseModel(bedrockClient, modelId, { imageInput: bedrockImageInput });
     });
 
   const offline = new OfflineFlowModel();

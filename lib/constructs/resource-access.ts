@@ -9,6 +9,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { ATTACHMENTS_PREFIX } from '../../lambdas/core/flows/attachments';
 import { RESOURCE_ENV, type ResourceAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
 import type { KnowledgeIndexBackend } from './knowledge-index';
@@ -18,10 +19,14 @@ export interface PlatformResources {
   readonly tables: Readonly<Record<TableName, ITable>>;
   readonly documentsBucket: IBucket;
   readonly processingQueue: IQueue;
+  /** The flow runner's queue (lib/constructs/flow-runner.ts); functions with `flowRunQueue: 'send'` send to it. */
+  readonly flowRunQueue?: IQueue;
   /** The knowledge index (Bedrock, or the chunk table on LocalStack); routes with `knowledgeIndex: 'retrieve'` query it. */
   readonly knowledgeIndex?: KnowledgeIndexBackend;
   /** Bedrock model id generate answers with; without it generate is extractive (no model call). */
   readonly generateModelId?: string;
+  /** The BrowserTask function (lib/constructs/browser-task.ts); functions with `browserTask: 'invoke'` invoke it. */
+  readonly browserTask?: IFunction;
 }
 
 /** The physical name of every resource the access names, under the variable lambdas/shared/config.ts reads. */
@@ -30,10 +35,17 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   for (const name of Object.keys(access.tables ?? {}) as TableName[]) {
     environment[RESOURCE_ENV.tables[name]] = resources.tables[name].tableName;
   }
-  if (access.documentsBucket) environment[RESOURCE_ENV.documentsBucket] = resources.documentsBucket.bucketName;
+  if (access.documentsBucket || access.attachments) {
+    environment[RESOURCE_ENV.documentsBucket] = resources.documentsBucket.bucketName;
+  }
   if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = resources.processingQueue.queueUrl;
+  if (access.flowRunQueue) environment[RESOURCE_ENV.flowRunQueue] = requireFlowRunQueue(resources).queueUrl;
   if (access.knowledgeIndex) Object.assign(environment, requireIndex(resources).environment());
   if (access.model && resources.generateModelId) environment.BEDROCK_GENERATE_MODEL_ID = resources.generateModelId;
+  if (access.browserTask) {
+    environment.BROWSER_DRIVER = 'lambda';
+    environment[RESOURCE_ENV.browserTask] = requireBrowserTask(resources).functionName;
+  }
   return environment;
 }
 
@@ -58,7 +70,33 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
     else bucket.grantRead(fn);
     acknowledgeBucketGrantWildcards(fn, bucket, access.documentsBucket);
   }
+  if (access.attachments) {
+    // Exactly the calls of the attachment code (get, put, delete), on its prefix only: not the tenants' documents.
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: access.attachments === 'read' ? ['s3:GetObject'] : ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'],
+        resources: [bucket.arnForObjects(`${ATTACHMENTS_PREFIX}*`)],
+      }),
+    );
+    const bucketArn = `<${Stack.of(fn).getLogicalId(bucket.node.defaultChild as CfnElement)}.Arn>`;
+    Validations.of(fn).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::${bucketArn}/${ATTACHMENTS_PREFIX}*]`,
+      reason:
+        'Attachment keys hold the session and a random id known only at run time; the grant is limited to the ' +
+        'attachments/ prefix of the documents bucket and to GetObject, PutObject and DeleteObject.',
+    });
+  }
   if (access.processingQueue === 'send') resources.processingQueue.grantSendMessages(fn);
+  if (access.flowRunQueue === 'send') requireFlowRunQueue(resources).grantSendMessages(fn);
+  if (access.browserTask === 'invoke') {
+    // The function itself, unqualified (as the driver invokes it): not its versions and aliases (grantInvoke's :*).
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: [requireBrowserTask(resources).functionArn],
+      }),
+    );
+  }
   if (access.knowledgeIndex === 'retrieve') requireIndex(resources).grantRetrieve(fn);
   if (access.model === 'invoke' && resources.generateModelId) {
     fn.addToRolePolicy(
@@ -75,6 +113,16 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
       }),
     );
   }
+}
+
+function requireFlowRunQueue(resources: PlatformResources): IQueue {
+  if (!resources.flowRunQueue) throw new Error('a function sends to the flow runner, but no flow run queue was given');
+  return resources.flowRunQueue;
+}
+
+function requireBrowserTask(resources: PlatformResources): IFunction {
+  if (!resources.browserTask) throw new Error('a function runs browser tasks, but no BrowserTask function was given');
+  return resources.browserTask;
 }
 
 function requireIndex(resources: PlatformResources): KnowledgeIndexBackend {

@@ -1,7 +1,7 @@
 /**
  * The embedded engines of the local runtime: DynamoDB (dynalite, LevelDB on disk), S3 (s3rver on disk, behind a
- * SigV4 check), SQS (fauxqs, in memory), and the forwarding of S3 object-created events into the processing queue,
- * as the S3 → SQS notification does in AWS.
+ * SigV4 check), SQS (fauxqs, in memory: the processing queue and the flow runner's, each with its dead-letter queue),
+ * and the forwarding of S3 object-created events into the processing queue, as the S3 → SQS notification does in AWS.
  *
  * Every engine asks for the credentials of its data folder (random, made at its first start, DATA_DIR/
  * engine-credentials.json, mode 0600): neither dynalite nor fauxqs checks a signature itself, so a SigV4 check runs
@@ -55,6 +55,11 @@ export const LOCAL_REGION = 'us-east-1';
 export const DOCUMENTS_BUCKET = 'documents';
 export const PROCESSING_QUEUE = 'processing';
 export const PROCESSING_DLQ = 'processing-dlq';
+/** The flow runner's queue (docs/flows.md, "Long runs") and its dead-letter queue, as the stack makes them. */
+export const FLOW_RUN_QUEUE = 'flow-runs';
+export const FLOW_RUN_DLQ = 'flow-runs-dlq';
+/** Receives of a flow run message before it moves to the dead-letter queue (FlowRunner in the stack: the same). */
+export const FLOW_RUN_MAX_RECEIVES = 5;
 
 export interface EngineOptions {
   readonly dataDir: string;
@@ -68,6 +73,8 @@ export interface EngineOptions {
   readonly visibilityTimeoutSeconds?: number;
   /** Most bytes one request may store through the local S3 endpoint (default defaultMaxUploadBytes()). */
   readonly maxUploadBytes?: number;
+  /** The same for the flow runner's queue (default 60 s): what a runner killed mid-run costs before another goes on. */
+  readonly flowRunVisibilityTimeoutSeconds?: number;
 }
 
 /**
@@ -90,6 +97,8 @@ export interface EngineEndpoints {
   readonly sqsEndpoint: string;
   readonly processingQueueUrl: string;
   readonly deadLetterQueueUrl: string;
+  readonly flowRunQueueUrl: string;
+  readonly flowRunDeadLetterQueueUrl: string;
   /** Physical table name of each logical table. */
   readonly tableNames: Record<TableName, string>;
   /** What every engine checks a request's signature against. */
@@ -371,8 +380,11 @@ async function createTables(endpoint: string, credentials: LocalCredentials): Pr
 
 export async function startEngines(options: EngineOptions): Promise<Engines> {
   const visibilityTimeout = options.visibilityTimeoutSeconds ?? DEFAULT_VISIBILITY_TIMEOUT_SECONDS;
-  if (!Number.isInteger(visibilityTimeout) || visibilityTimeout < 1 || visibilityTimeout > 43_200) {
-    throw new Error(`The visibility timeout must be 1 to 43200 seconds, got ${visibilityTimeout}`);
+  const flowRunVisibilityTimeout = options.flowRunVisibilityTimeoutSeconds ?? DEFAULT_VISIBILITY_TIMEOUT_SECONDS;
+  for (const seconds of [visibilityTimeout, flowRunVisibilityTimeout]) {
+    if (!Number.isInteger(seconds) || seconds < 1 || seconds > 43_200) {
+      throw new Error(`The visibility timeout must be 1 to 43200 seconds, got ${seconds}`);
+    }
   }
   const stops: (() => Promise<unknown>)[] = [];
   try {
@@ -424,6 +436,27 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
         }),
       )
     ).QueueUrl as string;
+    const flowRunDeadLetterQueueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: FLOW_RUN_DLQ })))
+      .QueueUrl as string;
+    const flowRunDeadLetterArn = (
+      await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: flowRunDeadLetterQueueUrl, AttributeNames: ['QueueArn'] }),
+      )
+    ).Attributes?.QueueArn as string;
+    const flowRunQueueUrl = (
+      await sqs.send(
+        new CreateQueueCommand({
+          QueueName: FLOW_RUN_QUEUE,
+          Attributes: {
+            VisibilityTimeout: String(flowRunVisibilityTimeout),
+            RedrivePolicy: JSON.stringify({
+              deadLetterTargetArn: flowRunDeadLetterArn,
+              maxReceiveCount: String(FLOW_RUN_MAX_RECEIVES),
+            }),
+          },
+        }),
+      )
+    ).QueueUrl as string;
 
     const s3 = new S3rver({
       silent: true,
@@ -467,6 +500,8 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
       sqsEndpoint,
       processingQueueUrl,
       deadLetterQueueUrl,
+      flowRunQueueUrl,
+      flowRunDeadLetterQueueUrl,
       tableNames,
       credentials,
       stop: async () => {

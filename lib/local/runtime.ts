@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { TitanEmbedder } from '../../lambdas/adapters/aws/titan-embedder';
+import { openAiCompatibleEmbedderFromEnv } from '../../lambdas/adapters/embedding/openai-compatible';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
 import { runScheduleTick, type TickOutcome } from '../../lambdas/core/flows/scheduler';
@@ -44,6 +45,8 @@ export interface LocalRuntimeOptions {
   readonly worker?: boolean;
   /** Visibility timeout of the processing queue (default 60 s). */
   readonly visibilityTimeoutSeconds?: number;
+  /** Visibility timeout of the flow runner's queue (default FLOW_RUN_VISIBILITY_TIMEOUT_SECONDS, else 60 s). */
+  readonly flowRunVisibilityTimeoutSeconds?: number;
   /** Most bytes one request may store through the local S3 endpoint (MAX_UPLOAD_BYTES; engines.ts has the default). */
   readonly maxUploadBytes?: number;
   /** The scheduler's clock (tests move it by hand); default the system clock. */
@@ -77,10 +80,11 @@ export function configureHandlers(engines: EngineEndpoints): void {
     AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
     AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
     S3_FORCE_PATH_STYLE: 'true',
-    // browserTask nodes run in Chromium here (@sparticuz/chromium's, or CHROMIUM_PATH); the stack's functions have none.
+    // browserTask nodes run in Chromium here (@sparticuz/chromium's, or CHROMIUM_PATH); in AWS, in the BrowserTask function.
     BROWSER_DRIVER: process.env.BROWSER_DRIVER ?? 'playwright',
     [RESOURCE_ENV.documentsBucket]: DOCUMENTS_BUCKET,
     [RESOURCE_ENV.processingQueue]: engines.processingQueueUrl,
+    [RESOURCE_ENV.flowRunQueue]: engines.flowRunQueueUrl,
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
   });
   for (const [logical, variable] of Object.entries(RESOURCE_ENV.tables) as [TableName, string][]) {
@@ -136,11 +140,17 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
   log(`  ${token}`);
 }
 
-/** EMBEDDER=bedrock-titan gives the embedded index vectors (hybrid retrieval); unset, retrieval is lexical (BM25). */
-export function embedderFromEnv(): Embedder | null {
+/**
+ * EMBEDDER=openai-compatible (any `/v1/embeddings` server) or bedrock-titan gives the embedded index vectors (hybrid
+ * retrieval); unset, retrieval is lexical (BM25). Async: without EMBEDDER_DIMENSIONS the server is asked at start.
+ */
+export async function embedderFromEnv(): Promise<Embedder | null> {
   const name = process.env.EMBEDDER;
   if (!name) return null;
-  if (name !== 'bedrock-titan') throw new Error(`EMBEDDER must be bedrock-titan or unset, not ${name}`);
+  if (name === 'openai-compatible') return openAiCompatibleEmbedderFromEnv(process.env);
+  if (name !== 'bedrock-titan') {
+    throw new Error(`EMBEDDER must be openai-compatible, bedrock-titan or unset, not ${name}`);
+  }
   const dimensions = Number(process.env.EMBEDDER_DIMENSIONS ?? 1024);
   if (dimensions !== 256 && dimensions !== 512 && dimensions !== 1024) {
     throw new Error('EMBEDDER_DIMENSIONS must be 256, 512 or 1024');
@@ -195,6 +205,51 @@ export async function startProcessing(engines: EngineEndpoints): Promise<QueueWo
   };
 }
 
+/**
+ * Runs polling the flow runner's queue at once, as the stack's FlowRunner function runs one per invocation with
+ * many invocations side by side: a run waits for another only when this many are going on.
+ */
+export const LOCAL_FLOW_RUNNERS = 4;
+
+/**
+ * The flow runner: LOCAL_FLOW_RUNNERS queue workers (batch size 1, as the stack's event source) on the flow runner's
+ * queue, handing each message to the same SQS handler the stack deploys.
+ */
+export async function startFlowRunner(engines: EngineEndpoints): Promise<QueueWorker> {
+  const { handler } = await import('../../lambdas/handlers/queue/flow-runner');
+  const { flowContainer } = await import('../../lambdas/shared/flow-container');
+  const sqs = new SQSClient({
+    endpoint: engines.sqsEndpoint,
+    region: LOCAL_REGION,
+    credentials: { ...engines.credentials },
+  });
+  const workers = Array.from({ length: LOCAL_FLOW_RUNNERS }, () =>
+    startQueueWorker({
+      sqs,
+      queueUrl: engines.flowRunQueueUrl,
+      queueArn: `arn:aws:sqs:${LOCAL_REGION}:000000000000:flow-runs`,
+      handler: handler as SqsHandler,
+      batchSize: 1,
+    }),
+  );
+  return {
+    idle: async () => {
+      await Promise.all(workers.map((worker) => worker.idle()));
+    },
+    stop: async () => {
+      await Promise.all(workers.map((worker) => worker.stop()));
+      await flowContainer.browser.close();
+      sqs.destroy();
+    },
+  };
+}
+
+/** FLOW_RUN_VISIBILITY_TIMEOUT_SECONDS, when set (startEngines checks the range). */
+function flowRunVisibilityFromEnv(): number | undefined {
+  const raw = process.env.FLOW_RUN_VISIBILITY_TIMEOUT_SECONDS;
+  return raw === undefined || raw === '' ? undefined : Number(raw);
+}
+
 /** The file under DATA_DIR where a running runtime tells a separate worker where its engines answer. */
 export const ENGINES_FILE = 'engines.json';
 
@@ -206,12 +261,15 @@ export interface EnginesFile extends EngineEndpoints {
 
 function writeEnginesFile(dataDir: string, engines: EngineEndpoints): void {
   const { dynamodbEndpoint, s3Endpoint, sqsEndpoint, processingQueueUrl, deadLetterQueueUrl, tableNames } = engines;
+  const { flowRunQueueUrl, flowRunDeadLetterQueueUrl } = engines;
   const file: EnginesFile = {
     dynamodbEndpoint,
     s3Endpoint,
     sqsEndpoint,
     processingQueueUrl,
     deadLetterQueueUrl,
+    flowRunQueueUrl,
+    flowRunDeadLetterQueueUrl,
     tableNames,
     credentials: { accessKeyId: engines.credentials.accessKeyId, secretAccessKey: engines.credentials.secretAccessKey },
     pid: process.pid,
@@ -314,11 +372,11 @@ export interface SeparateWorker {
 /**
  * The processing worker as a process of its own (`bin/worker.ts`), against the engines of a runtime started with
  * LOCAL_WORKER=off on the same DATA_DIR: the same handler configuration, the same embedded index directory, the
- * same queue worker and watchdog as the runtime's own worker.
+ * same queue worker and watchdog as the runtime's own worker, and the flow runner.
  */
 export async function startSeparateWorker(options: { dataDir?: string } = {}): Promise<SeparateWorker> {
   const dataDir = resolve(options.dataDir ?? '.data');
-  const embedder = embedderFromEnv();
+  const embedder = await embedderFromEnv();
   const engines = readEnginesFile(dataDir);
   const release = await acquireWorkerLock(dataDir);
   configureHandlers(engines);
@@ -326,9 +384,14 @@ export async function startSeparateWorker(options: { dataDir?: string } = {}): P
   try {
     useKnowledgeIndex(index, embedder);
     const processing = await startProcessing(engines);
+    const flowRunner = await startFlowRunner(engines).catch(async (error: unknown) => {
+      await processing.stop();
+      throw error;
+    });
     return {
       engines,
       stop: async () => {
+        await flowRunner.stop();
         await processing.stop();
         await index.close();
         release();
@@ -377,13 +440,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const host = options.host ?? '127.0.0.1';
   const dataDir = resolve(options.dataDir ?? '.data');
   const log = options.log ?? ((line: string) => console.log(line));
-  const embedder = embedderFromEnv();
+  const embedder = await embedderFromEnv();
   const engines = await startEngines({
     dataDir,
     host,
     s3Port: options.s3Port ?? 0,
     visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
     maxUploadBytes: options.maxUploadBytes,
+    flowRunVisibilityTimeoutSeconds: options.flowRunVisibilityTimeoutSeconds ?? flowRunVisibilityFromEnv(),
   });
   let releaseWorkerLock: (() => void) | undefined;
   try {
@@ -394,6 +458,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     useKnowledgeIndex(index, embedder);
     if (options.worker !== false) releaseWorkerLock = await acquireWorkerLock(dataDir);
     const worker = options.worker === false ? undefined : await startProcessing(engines);
+    // LOCAL_WORKER=off leaves both queues to a separate worker (bin/worker.ts).
+    const flowRunner = options.worker === false ? undefined : await startFlowRunner(engines);
     const scheduler = await startScheduler(options);
     const router = createRouter(ROOT);
     const server = createServer((request, response) => {
@@ -426,6 +492,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           server.closeAllConnections();
         });
         await worker?.stop();
+        await flowRunner?.stop();
         await index.close();
         releaseWorkerLock?.();
         removeEnginesFile(dataDir);

@@ -131,9 +131,11 @@ describe('functions', () => {
     const variables = (functionProperties(id).Environment as { Variables: Record<string, unknown> }).Variables;
     const expected = [
       ...Object.keys(route.access.tables ?? {}).map((t) => RESOURCE_ENV.tables[t as TableName]),
-      ...(route.access.documentsBucket ? [RESOURCE_ENV.documentsBucket] : []),
+      ...(route.access.documentsBucket || route.access.attachments ? [RESOURCE_ENV.documentsBucket] : []),
       ...(route.access.processingQueue ? [RESOURCE_ENV.processingQueue] : []),
+      ...(route.access.flowRunQueue ? [RESOURCE_ENV.flowRunQueue] : []),
       ...(route.access.knowledgeIndex ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
+      ...(route.access.browserTask ? ['BROWSER_DRIVER', RESOURCE_ENV.browserTask] : []),
     ].sort();
     const settings = {
       NODE_OPTIONS: '--enable-source-maps',
@@ -176,7 +178,11 @@ describe('least privilege', () => {
   test.each(ROUTES.map((r) => [r.id]))('%s touches the bucket and the queue only as its route says', (id) => {
     const route = routeById(id);
     const statements = statementsOf(id);
-    const bucketActions = actionsOn(statements, logicalId(stack.storage.bucket));
+    // The attachments/ prefix grant has its own test (test/infra/attachments.test.ts).
+    const bucketActions = actionsOn(
+      statements.filter((s) => !JSON.stringify(s.Resource).includes('/attachments/*')),
+      logicalId(stack.storage.bucket),
+    );
     const queueActions = actionsOn(statements, logicalId(stack.storage.queue));
     if (route.access.documentsBucket === undefined) expect(bucketActions).toEqual([]);
     else expect(bucketActions).toContain('s3:GetObject*');
@@ -278,10 +284,12 @@ describe('document storage', () => {
         maxReceiveCount: 3,
       },
     });
+    // The flow runner (15 minutes) consumes a queue of its own: test/infra/flow-runner.test.ts.
+    const flowRunnerId = logicalId(stack.flowRunner.function);
     const longestTimeout = Math.max(
-      ...Object.values(resources)
-        .filter((r) => r.Type === 'AWS::Lambda::Function')
-        .map((r) => Number(r.Properties.Timeout ?? 3)),
+      ...Object.entries(resources)
+        .filter(([id, r]) => r.Type === 'AWS::Lambda::Function' && id !== flowRunnerId)
+        .map(([, r]) => Number(r.Properties.Timeout ?? 3)),
     );
     expect(props.VisibilityTimeout).toBe(900);
     expect(props.VisibilityTimeout as number).toBeGreaterThan(longestTimeout);
@@ -373,12 +381,9 @@ describe('API', () => {
     template.resourceCountIs('AWS::ApiGateway::Account', 1);
   });
 
-  test('CORS preflight allows any origin with the Authorization and Content-Type headers', () => {
-    const preflight = resources[logicalId(stack.api.methods.UploadLink.resource.node.findChild('OPTIONS'))].Properties;
-    expect(preflight).toMatchObject({ HttpMethod: 'OPTIONS', AuthorizationType: 'NONE' });
-    const headers = JSON.stringify(preflight.Integration);
-    expect(headers).toContain("'Authorization,Content-Type'");
-    expect(headers).toContain("'*'");
+  test('has no CORS preflight by default: the console is same-origin (each setting: test/infra/cors.test.ts)', () => {
+    expect(stack.api.methods.UploadLink.resource.node.tryFindChild('OPTIONS')).toBeUndefined();
+    expect(Object.values(resources).filter((r) => r.Properties.HttpMethod === 'OPTIONS')).toEqual([]);
   });
 
   test.each([

@@ -145,7 +145,8 @@ describe('every engine checks them', () => {
   });
 
   it('SQS (nor does fauxqs), its inspection routes that list messages included', async () => {
-    expect((await sqs(engines.credentials).send(new ListQueuesCommand({}))).QueueUrls).toHaveLength(2);
+    // The processing queue and the flow runner's, each with its dead-letter queue.
+    expect((await sqs(engines.credentials).send(new ListQueuesCommand({}))).QueueUrls).toHaveLength(4);
     expect(await failure(sqs(FIXED_PAIR).send(new ListQueuesCommand({})))).toEqual({
       name: 'UnrecognizedClientException',
       status: 400,

@@ -1,38 +1,46 @@
 /**
  * BrowserDriver for browserTask nodes: Chromium through playwright-core, launched on the first task and reused; the
- * Chromium of the `@sparticuz/chromium` package unless CHROMIUM_PATH names another. Every request of a task's page
- * leaves through a guard proxy of that task (see GuardProxy), so the outbound guard holds for the page, its redirects,
- * subresources, frames and WebSockets alike; WebRTC, which would send UDP past any proxy, is off.
+ * Chromium of the `@sparticuz/chromium` package unless CHROMIUM_PATH names another. A task opens its page, then its
+ * model operates it step by step (core/flows/browser-task.ts, on the page of playwright-page.ts). Every request of a
+ * task's page leaves through a guard proxy of that task (guard-proxy.ts), so the outbound guard holds for the page,
+ * its redirects, subresources, frames and WebSockets alike; WebRTC, which would send UDP past any proxy, is off.
+ * The same driver runs in the local runtime and in the BrowserTask function in AWS (handlers/browser/browser-task.ts).
  */
-import { randomUUID } from 'node:crypto';
 import { constants, createReadStream, createWriteStream } from 'node:fs';
 import { access, lstat, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import { connect, type LookupFunction, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress } from 'node:zlib';
-import { type Browser, chromium, errors, type Page, type Response as PageResponse } from 'playwright-core';
-import { type BrowserDriver, type BrowserTaskRequest, type BrowserTaskResult, OutboundError } from '../../ports/flows';
-import { allowPrivateNetworkFromEnv, checkTarget, guardedLookup, type TargetGuardOptions } from '../network/url-guard';
+import { type Browser, chromium } from 'playwright-core';
+import {
+  BROWSER_MAX_STEPS,
+  BROWSER_TIME_LIMIT_MS,
+  browserTaskModel,
+  runBrowserTask,
+} from '../../core/flows/browser-task';
+import { OfflineFlowModel } from '../../core/flows/offline-model';
+import {
+  type BrowserDriver,
+  type BrowserTaskRequest,
+  type BrowserTaskResult,
+  type FlowModelResolver,
+  OutboundError,
+} from '../../ports/flows';
+import { allowPrivateNetworkFromEnv, checkTarget, type TargetGuardOptions } from '../network/url-guard';
+import { GuardProxy } from './guard-proxy';
+import { PlaywrightPage } from './playwright-page';
+
+export { MAX_PAGE_TEXT_CHARS } from './playwright-page';
 
 export const DEFAULT_BROWSER_TIMEOUT_MS = 15_000;
-export const MAX_PAGE_TEXT_CHARS = 20_000;
 
 /**
  * Without the background-networking flags Chromium keeps calling Google services (refused on a closed network).
  * WebRTC's UDP does not go through the guard proxy, so it may use the proxy (TCP) or nothing. Of the flags
  * `@sparticuz/chromium` recommends (`chromium.args`) none is needed here, and several must stay out for hostile pages:
- * --disable-web-security, --allow-running-insecure-content and the site-isolation switches; --single-process and
- * --no-zygote are for Lambda's sandbox only.
+ * --disable-web-security, --allow-running-insecure-content and the site-isolation switches; --no-zygote is for
+ * Lambda's sandbox only (LAMBDA_CHROMIUM_FLAGS).
  */
 export const CHROMIUM_FLAGS = [
   '--headless',
@@ -47,6 +55,15 @@ export const CHROMIUM_FLAGS = [
 ];
 
 /**
+ * What the BrowserTask function adds: no zygote, whose forking Lambda's sandbox refuses. `@sparticuz/chromium` also
+ * recommends --single-process there, but with it this Chromium (153) ends every page Playwright opens in a new
+ * context ("Target page, context or browser has been closed", on this Linux as in reports from Lambda), and a task
+ * needs a context of its own for its guard proxy; --in-process-gpu needs the SwiftShader libraries, which are not
+ * unpacked (pages are read, not drawn).
+ */
+export const LAMBDA_CHROMIUM_FLAGS = ['--no-zygote'];
+
+/**
  * Runs in every page and frame before its own scripts: without the WebRTC constructors a page cannot open a peer
  * connection at all (the flag above is the second line). The whole RTC family goes, RTCPeerConnection and its
  * webkit alias included.
@@ -59,16 +76,29 @@ const PACKAGE = '@sparticuz/chromium';
 const CHROMIUM_HINT = `set CHROMIUM_PATH to a Chromium binary, or leave it unset for the one of ${PACKAGE}`;
 
 export interface PlaywrightBrowserDriverOptions extends TargetGuardOptions {
-  /** Default: CHROMIUM_PATH, else the Chromium of @sparticuz/chromium. */
-  readonly executablePath?: string;
-  /** For loading the page and reading it. */
+  /**
+   * The binary, or how to get it on the first launch (the BrowserTask function asks @sparticuz/chromium). Default:
+   * CHROMIUM_PATH, else the Chromium of @sparticuz/chromium unpacked into a private temporary folder.
+   */
+  readonly executablePath?: string | (() => Promise<string>);
+  /** Flags after CHROMIUM_FLAGS (LAMBDA_CHROMIUM_FLAGS in the BrowserTask function). */
+  readonly extraFlags?: readonly string[];
+  /** For loading a page and reading it. */
   readonly timeoutMs?: number;
+  /** The models a task's `model` picks from: the flow container's. Default: the offline model only. */
+  readonly models?: FlowModelResolver;
+  /** Default BROWSER_MAX_STEPS. */
+  readonly maxSteps?: number;
+  /** Default BROWSER_TIME_LIMIT_MS. */
+  readonly timeLimitMs?: number;
 }
+
+const offlineOnly: FlowModelResolver = () => new OfflineFlowModel();
 
 export class PlaywrightBrowserDriver implements BrowserDriver {
   readonly name = 'playwright-chromium';
   /** Undefined: the packaged Chromium. */
-  private readonly executablePath: string | undefined;
+  private readonly executablePath: string | (() => Promise<string>) | undefined;
   private readonly timeoutMs: number;
   private browser: Promise<Browser> | undefined;
 
@@ -87,9 +117,11 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
       }
       throw error;
     });
+    // Before Chromium starts: a model the deployment has no configuration for fails the task at once.
+    const model = browserTaskModel(this.options.models ?? offlineOnly, request.model);
     const browser = await this.launched();
     const proxy = await GuardProxy.start(this.options);
-    const deadline = Date.now() + this.timeoutMs;
+    const deadline = Date.now() + (this.options.timeLimitMs ?? BROWSER_TIME_LIMIT_MS);
     try {
       const context = await browser.newContext({
         proxy: { server: proxy.url },
@@ -98,7 +130,16 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
       });
       try {
         await context.addInitScript(WEBRTC_OFF_SCRIPT);
-        return await this.read(await context.newPage(), target, proxy, deadline);
+        const page = await PlaywrightPage.open(context, proxy, target, {
+          guard: this.options,
+          timeoutMs: this.timeoutMs,
+        });
+        return await runBrowserTask(
+          page,
+          model,
+          { prompt: request.prompt, context: request.context ?? { messages: [] } },
+          { maxSteps: this.options.maxSteps ?? BROWSER_MAX_STEPS, deadline, now: Date.now },
+        );
       } finally {
         await context.close().catch(() => {});
       }
@@ -113,48 +154,6 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
     await (await browser?.catch(() => undefined))?.close();
   }
 
-  private async read(page: Page, target: URL, proxy: GuardProxy, deadline: number): Promise<BrowserTaskResult> {
-    let failedNavigation: string | undefined;
-    page.on('requestfailed', (request) => {
-      if (request.isNavigationRequest() && request.frame() === page.mainFrame()) failedNavigation = request.url();
-    });
-    let response: PageResponse | null;
-    try {
-      response = await page.goto(target.href, { timeout: Math.max(deadline - Date.now(), 1), waitUntil: 'load' });
-    } catch (error) {
-      throw proxy.refusalOf(failedNavigation ?? target.href) ?? this.failure(error, target);
-    }
-    const refusal = response === null ? undefined : proxy.refusalOf(response.url(), response.headers());
-    if (refusal) throw refusal;
-
-    try {
-      const [title, text] = await withDeadline(
-        Promise.all([page.title(), page.evaluate('document.body ? document.body.innerText : ""')]),
-        Math.max(deadline - Date.now(), 1_000),
-      );
-      return {
-        url: page.url(),
-        status: response?.status() ?? null,
-        title,
-        text: String(text).replace(/\s+/g, ' ').trim().slice(0, MAX_PAGE_TEXT_CHARS),
-      };
-    } catch (error) {
-      throw this.failure(error, target);
-    }
-  }
-
-  private failure(error: unknown, target: URL): OutboundError {
-    if (error instanceof errors.TimeoutError) {
-      return new OutboundError('BROWSER_FAILED', `The page at ${target.host} did not load within ${this.timeoutMs} ms`);
-    }
-    // Only Chromium's net error code: the rest of Playwright's message is a call log with internal detail.
-    const reason = /net::ERR_[A-Z_]+/.exec(error instanceof Error ? error.message : '')?.[0];
-    return new OutboundError(
-      'BROWSER_FAILED',
-      reason ? `The browser could not open ${target.host} (${reason})` : `The browser could not read ${target.host}`,
-    );
-  }
-
   private launched(): Promise<Browser> {
     this.browser ??= this.launch().catch((error: unknown) => {
       this.browser = undefined; // the next task tries again (the binary may be there by then)
@@ -164,7 +163,7 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
   }
 
   private async launch(): Promise<Browser> {
-    const executablePath = this.executablePath ?? (await packagedChromiumOrUnavailable());
+    const executablePath = await this.binary();
     try {
       await access(executablePath, constants.X_OK);
     } catch {
@@ -172,7 +171,11 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
     }
     let browser: Browser;
     try {
-      browser = await chromium.launch({ executablePath, args: CHROMIUM_FLAGS, timeout: 30_000 });
+      browser = await chromium.launch({
+        executablePath,
+        args: [...CHROMIUM_FLAGS, ...(this.options.extraFlags ?? [])],
+        timeout: 30_000,
+      });
     } catch {
       throw new OutboundError('BROWSER_UNAVAILABLE', `Chromium at ${executablePath} did not start: ${CHROMIUM_HINT}`);
     }
@@ -181,15 +184,29 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
     });
     return browser;
   }
+
+  private async binary(): Promise<string> {
+    const given = this.executablePath;
+    if (given === undefined) return packagedChromiumOrUnavailable();
+    if (typeof given === 'string') return given;
+    try {
+      return await given();
+    } catch (error) {
+      const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+      throw new OutboundError('BROWSER_UNAVAILABLE', `The Chromium of ${PACKAGE} could not be unpacked (${reason})`);
+    }
+  }
 }
 
-/** The driver of the local runtime: OUTBOUND_ALLOW_PRIVATE_NETWORK and CHROMIUM_PATH. */
+/** The driver of the local runtime: OUTBOUND_ALLOW_PRIVATE_NETWORK and CHROMIUM_PATH, with the given models. */
 export function browserDriverFromEnv(
   env: Readonly<Record<string, string | undefined>> = process.env,
+  models?: FlowModelResolver,
 ): PlaywrightBrowserDriver {
   return new PlaywrightBrowserDriver({
     allowPrivateNetwork: allowPrivateNetworkFromEnv(env),
     executablePath: env.CHROMIUM_PATH || undefined,
+    models,
   });
 }
 
@@ -280,185 +297,4 @@ async function unpackedIn(folder: string, binary: string): Promise<boolean> {
   if (file?.isFile() && (uid === undefined || file.uid === uid)) return true;
   await rm(folder, { recursive: true, force: true });
   return false;
-}
-
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new errors.TimeoutError(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-
-/**
- * An HTTP proxy on 127.0.0.1 for one task's browser context. Playwright's `route` does not see redirects (Chromium
- * follows them itself), and Chromium resolves host names on its own, so a guard inside the browser would leave
- * redirects and DNS rebinding open. Here every plain request and every CONNECT tunnel (https, WebSockets) is checked
- * and then connected through `guardedLookup`, to the addresses the guard saw. Playwright makes Chromium send loopback
- * traffic through a context's proxy as well (`<-loopback>`).
- */
-class GuardProxy {
-  /** Refusals by `host:port`, to tell a refused main navigation from any other failure. */
-  private readonly refusals = new Map<string, OutboundError>();
-  /** Marks the proxy's own refusal answers; an upstream server cannot know it. */
-  private readonly token = randomUUID();
-  private readonly open = new Set<{ destroy(): void }>();
-  private readonly lookup: LookupFunction;
-
-  private constructor(
-    private readonly server: Server,
-    private readonly guard: TargetGuardOptions,
-    readonly url: string,
-  ) {
-    this.lookup = guardedLookup(guard);
-  }
-
-  static async start(guard: TargetGuardOptions): Promise<GuardProxy> {
-    const server = createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', resolve);
-    });
-    const address = server.address();
-    const port = typeof address === 'object' && address !== null ? address.port : 0;
-    const proxy = new GuardProxy(server, guard, `http://127.0.0.1:${port}`);
-    server.on('connection', (socket) => proxy.track(socket));
-    server.on('request', (request, response) => void proxy.forward(request, response));
-    server.on('connect', (request, socket: Socket, head: Buffer) => void proxy.tunnel(request, socket, head));
-    return proxy;
-  }
-
-  /** The guard's error when `url`'s host was refused (for an answer: only when it is the proxy's refusal). */
-  refusalOf(url: string, headers?: Record<string, string>): OutboundError | undefined {
-    if (headers !== undefined && headers['x-outbound-guard'] !== this.token) return undefined;
-    const target = new URL(url);
-    return this.refusals.get(hostKey(target.hostname, target.port, target.protocol));
-  }
-
-  async close(): Promise<void> {
-    for (const connection of this.open) connection.destroy();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  private track<T extends { destroy(): void; once(event: 'close', listener: () => void): unknown }>(item: T): T {
-    this.open.add(item);
-    item.once('close', () => this.open.delete(item));
-    return item;
-  }
-
-  /** A plain http:// request: Chromium sends the absolute URL. */
-  private async forward(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const target = parseUrl(request.url ?? '');
-    if (target?.protocol !== 'http:') {
-      response.writeHead(400).end();
-      return;
-    }
-    const key = hostKey(target.hostname, target.port, target.protocol);
-    const refuse = (error: unknown) => {
-      if (error instanceof OutboundError && error.code === 'TARGET_REFUSED') {
-        this.refusals.set(key, error);
-        if (!response.headersSent) response.writeHead(403, { 'x-outbound-guard': this.token });
-        response.end('Refused by the outbound guard');
-      } else if (!response.headersSent) {
-        response.writeHead(502).end();
-      } else {
-        response.destroy();
-      }
-    };
-    try {
-      await checkTarget(target.href, this.guard);
-    } catch (error) {
-      refuse(error);
-      return;
-    }
-    const upstream = httpRequest(
-      {
-        hostname: bare(target.hostname),
-        port: target.port || 80,
-        path: `${target.pathname}${target.search}`,
-        method: request.method,
-        headers: withoutHopByHop(request.headers),
-        lookup: this.lookup,
-        agent: false,
-      },
-      (answer) => {
-        response.writeHead(answer.statusCode ?? 502, withoutHopByHop(answer.headers));
-        answer.pipe(response);
-      },
-    );
-    this.track(upstream);
-    upstream.on('error', refuse);
-    response.on('close', () => upstream.destroy());
-    request.pipe(upstream);
-  }
-
-  /** CONNECT host:port, for https:// and WebSockets. */
-  private async tunnel(request: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
-    client.on('error', () => client.destroy());
-    const target = parseUrl(`https://${request.url ?? ''}`);
-    if (target === undefined) {
-      client.end('HTTP/1.1 400 Bad Request\r\n\r\n');
-      return;
-    }
-    const key = hostKey(target.hostname, target.port, target.protocol);
-    let connected = false;
-    const refuse = (error: unknown) => {
-      const refused = error instanceof OutboundError && error.code === 'TARGET_REFUSED';
-      if (refused) this.refusals.set(key, error);
-      if (connected) client.destroy();
-      else client.end(refused ? 'HTTP/1.1 403 Forbidden\r\n\r\n' : 'HTTP/1.1 502 Bad Gateway\r\n\r\n');
-    };
-    try {
-      await checkTarget(target.href, this.guard);
-    } catch (error) {
-      refuse(error);
-      return;
-    }
-    const upstream = this.track(
-      connect({ host: bare(target.hostname), port: Number(target.port || 443), lookup: this.lookup }),
-    );
-    upstream.on('error', refuse);
-    upstream.once('connect', () => {
-      connected = true;
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
-    client.on('close', () => upstream.destroy());
-  }
-}
-
-function parseUrl(url: string): URL | undefined {
-  try {
-    return new URL(url);
-  } catch {
-    return undefined;
-  }
-}
-
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
-
-function withoutHopByHop(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name)));
-}
-
-function hostKey(hostname: string, port: string, protocol: string): string {
-  return `${bare(hostname)}:${port || (protocol === 'https:' ? '443' : '80')}`;
-}
-
-function bare(hostname: string): string {
-  return hostname.replace(/^\[(.*)\]$/, '$1');
 }

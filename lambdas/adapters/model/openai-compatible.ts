@@ -3,7 +3,16 @@
  * hosted API). Configured by MODEL_BASE_URL and MODEL_NAME; without them generate is extractive and offline.
  */
 import * as z from 'zod';
-import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse } from '../../ports/model';
+import {
+  ModelError,
+  type ModelMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelToolCall,
+  type ModelToolRound,
+} from '../../ports/model';
+import { describeFetchFailure, parseJsonOrUndefined, withoutTrailingSlashes } from '../network/http-client-text';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /** How much of an error body goes into `ModelError.detail` (for the log, never the caller). */
@@ -16,14 +25,33 @@ export interface OpenAiCompatibleOptions {
   readonly apiKey?: string;
   readonly model: string;
   readonly timeoutMs?: number;
+  /** Whether the model reads images (MODEL_IMAGE_INPUT); default true. */
+  readonly imageInput?: boolean;
 }
 
+const toolCallSchema = z.object({
+  // Some servers leave the id out; the adapter numbers such calls itself.
+  id: z.string().min(1).nullish(),
+  function: z.object({
+    name: z.string().min(1),
+    // The protocol says a JSON string; some servers send the object itself.
+    arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
+  }),
+});
+
 const completionSchema = z.object({
-  choices: z.array(z.object({ message: z.object({ content: z.string().nullish() }).nullish() })).min(1),
+  choices: z
+    .array(
+      z.object({
+        message: z.object({ content: z.string().nullish(), tool_calls: z.array(toolCallSchema).nullish() }).nullish(),
+      }),
+    )
+    .min(1),
 });
 
 export class OpenAiCompatibleModel implements ModelProvider {
   readonly name: string;
+  readonly imageInput: boolean;
   private readonly url: string;
   private readonly timeoutMs: number;
 
@@ -31,13 +59,21 @@ export class OpenAiCompatibleModel implements ModelProvider {
     this.name = `openai-compatible:${options.model}`;
     this.url = `${withoutTrailingSlashes(options.baseUrl)}/chat/completions`;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
+    this.imageInput = options.imageInput ?? true;
   }
 
   async generate(request: ModelRequest): Promise<ModelResponse> {
     const messages = [
       ...(request.system === undefined ? [] : [{ role: 'system' as const, content: request.system }]),
-      ...request.messages.map(({ role, content }) => ({ role, content })),
+      ...request.messages.map(chatMessageOf),
+      ...(request.toolRounds ?? []).flatMap(toolRoundMessages),
     ];
+    const tools = request.tools?.length
+      ? request.tools.map(({ name, description, inputSchema }) => ({
+          type: 'function' as const,
+          function: { name, description, parameters: inputSchema },
+        }))
+      : undefined;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
 
@@ -54,6 +90,7 @@ export class OpenAiCompatibleModel implements ModelProvider {
           messages,
           max_tokens: request.maxTokens,
           temperature: request.temperature,
+          tools,
         }),
         signal,
       });
@@ -66,10 +103,16 @@ export class OpenAiCompatibleModel implements ModelProvider {
       throw new ModelError(
         `The model ${this.name} answered HTTP ${response.status}`,
         `POST ${this.url} answered HTTP ${response.status}: ${body.slice(0, ERROR_BODY_EXCERPT)}`,
+        'unavailable',
+        response.status,
       );
     }
-    const parsed = completionSchema.safeParse(parseJson(body));
-    const text = parsed.success ? parsed.data.choices[0].message?.content : undefined;
+    const parsed = completionSchema.safeParse(parseJsonOrUndefined(body));
+    const message = parsed.success ? parsed.data.choices[0].message : undefined;
+    const text = message?.content;
+    // Tool calls count only when tools were offered: a server that invents calls otherwise is answering nothing.
+    const toolCalls = request.tools?.length ? (message?.tool_calls ?? []).map(toolCallOf) : [];
+    if (toolCalls.length > 0) return { text: text ?? '', toolCalls };
     if (typeof text !== 'string') {
       throw new ModelError(
         `The model ${this.name} answered without a completion`,
@@ -87,23 +130,63 @@ export class OpenAiCompatibleModel implements ModelProvider {
         'timeout',
       );
     }
-    return new ModelError(`The model ${this.name} could not be reached`, `POST ${this.url}: ${describe(error)}`);
+    return new ModelError(
+      `The model ${this.name} could not be reached`,
+      `POST ${this.url}: ${describeFetchFailure(error)}`,
+    );
   }
 }
 
-/** `fetch failed (connect ECONNREFUSED 127.0.0.1:8080)`: undici puts the useful part in `cause`. */
-function describe(error: unknown): string {
-  const { message, cause } = (error ?? {}) as { message?: unknown; cause?: { message?: unknown } };
-  const text = typeof message === 'string' ? message : String(error);
-  return typeof cause?.message === 'string' ? `${text} (${cause.message})` : text;
+/**
+ * A message as chat completions carries it. A user message with images is a list of parts: its text (none when
+ * empty: some servers refuse an empty text part), then each image as an `image_url` part holding a data URL, the
+ * form every OpenAI-compatible server with vision reads (a URL to fetch would reach the model server's network).
+ */
+function chatMessageOf({ role, content, images }: ModelMessage) {
+  if (role !== 'user' || !images?.length) return { role, content };
+  return {
+    role,
+    content: [
+      ...(content === '' ? [] : [{ type: 'text' as const, text: content }]),
+      ...images.map((image) => ({
+        type: 'image_url' as const,
+        image_url: {
+          url: `data:${image.mediaType};base64,${Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength).toString('base64')}`,
+        },
+      })),
+    ],
+  };
 }
 
-function parseJson(body: string): unknown {
-  try {
-    return JSON.parse(body);
-  } catch {
-    return undefined;
-  }
+/** A round as chat completions carries it: the assistant's `tool_calls`, then one `tool` message per result. */
+function toolRoundMessages(round: ModelToolRound) {
+  return [
+    {
+      role: 'assistant' as const,
+      content: round.text || null,
+      tool_calls: round.calls.map((call) => ({
+        id: call.id,
+        type: 'function' as const,
+        // Arguments that were not JSON go back as the text the model sent.
+        function: {
+          name: call.name,
+          arguments: typeof call.input === 'string' ? call.input : JSON.stringify(call.input),
+        },
+      })),
+    },
+    ...round.results.map((result) => ({
+      role: 'tool' as const,
+      tool_call_id: result.callId,
+      content: JSON.stringify(result.content) ?? 'null',
+    })),
+  ];
+}
+
+function toolCallOf(call: z.output<typeof toolCallSchema>, index: number): ModelToolCall {
+  const raw = call.function.arguments;
+  let input: unknown = raw ?? {};
+  if (typeof raw === 'string') input = raw.trim() === '' ? {} : (parseJsonOrUndefined(raw) ?? raw);
+  return { id: call.id ?? `call_${index}`, name: call.function.name, input };
 }
 
 /** The environment variables `modelProviderFromEnv` reads. */
@@ -112,6 +195,7 @@ export const MODEL_ENV = {
   model: 'MODEL_NAME',
   apiKey: 'MODEL_API_KEY',
   timeoutMs: 'MODEL_TIMEOUT_MS',
+  imageInput: 'MODEL_IMAGE_INPUT',
 } as const;
 
 /**
@@ -141,12 +225,18 @@ export function modelProviderFromEnv(
     }
   }
   const apiKey = env[MODEL_ENV.apiKey] || undefined;
-  return new OpenAiCompatibleModel({ baseUrl, model, apiKey, timeoutMs });
+  const imageInput = imageInputFromEnv(env, MODEL_ENV.imageInput);
+  return new OpenAiCompatibleModel({ baseUrl, model, apiKey, timeoutMs, imageInput });
 }
 
-/** `http://host/v1///` → `http://host/v1`, with a loop: `/\/+$/` is quadratic on a long run of slashes. */
-function withoutTrailingSlashes(url: string): string {
-  let end = url.length;
-  while (end > 0 && url[end - 1] === '/') end--;
-  return url.slice(0, end);
+/**
+ * MODEL_IMAGE_INPUT / BEDROCK_IMAGE_INPUT: `true` (the default: the models the service is meant for read images) or
+ * `false` for a text-only model, whose prompt nodes are then told in words that images were attached. Anything else
+ * fails loudly.
+ */
+export function imageInputFromEnv(env: Readonly<Record<string, string | undefined>>, variable: string): boolean {
+  const value = env[variable];
+  if (value === undefined || value === '' || value === 'true') return true;
+  if (value === 'false') return false;
+  throw new Error(`Invalid configuration: ${variable} must be 'true' or 'false'`);
 }

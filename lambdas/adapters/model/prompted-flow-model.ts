@@ -3,9 +3,28 @@
  * whose answer is read back robustly, since a model may wrap it in words, fences or a <think> block. A provider
  * failure propagates as its ModelError; an answer that cannot be read is "no condition" or "no parameter".
  */
+import { ImagesRefusedError } from '../../core/flows/attachments';
+import { readBrowserAction } from '../../core/flows/browser-task';
 import { isParameterValueOfType } from '../../core/flows/offline-model';
-import type { FlowModel, FlowModelContext, ParameterInferenceRequest } from '../../ports/flows';
-import type { ModelMessage, ModelProvider } from '../../ports/model';
+import type {
+  BrowserActionRequest,
+  BrowserChoice,
+  BrowserElement,
+  FlowModel,
+  FlowModelContext,
+  ParameterInferenceRequest,
+  ScopedTool,
+  ToolTurn,
+  ToolTurnRequest,
+} from '../../ports/flows';
+import {
+  ModelError,
+  type ModelMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type ModelTool,
+} from '../../ports/model';
 
 export interface PromptedFlowModelOptions {
   /** For the AI messages of prompt nodes; routing and parameters always use 0. */
@@ -20,6 +39,8 @@ const MEMORY_MAX_CHARACTERS = 4_000;
 
 const RESPOND_INSTRUCTION =
   "You speak for the agent in this conversation. The last user turn is not from the end user: it is the instruction of the current step of the agent's flow. Follow it and answer with only the message to send to the end user.";
+const TOOLS_INSTRUCTION =
+  'You may call the tools you are given to get what the step needs; each result comes back to you. When you have what you need, answer with only the message to send to the end user.';
 const CHOOSE_INSTRUCTION =
   'You route a conversation flow: you decide which condition holds after the conversation so far. Answer with only a number, or none.';
 const INFER_INSTRUCTION =
@@ -36,13 +57,29 @@ export class PromptedFlowModel implements FlowModel {
   }
 
   async respond(context: FlowModelContext, prompt: string): Promise<string> {
-    const { text } = await this.provider.generate({
+    const { text } = await this.generate({
       system: withInstruction(context.system, RESPOND_INSTRUCTION),
       messages: [...context.messages, { role: 'user', content: prompt }],
       temperature: this.options.temperature,
       maxTokens: this.options.maxTokens,
     });
     return text.trim();
+  }
+
+  async respondWithTools(context: FlowModelContext, request: ToolTurnRequest): Promise<ToolTurn> {
+    const response = await this.generate({
+      system: withInstruction(context.system, `${RESPOND_INSTRUCTION} ${TOOLS_INSTRUCTION}`),
+      messages: [...context.messages, { role: 'user', content: request.prompt }],
+      tools: request.tools.map(modelToolOf),
+      toolRounds: request.rounds,
+      temperature: this.options.temperature,
+      maxTokens: this.options.maxTokens,
+    });
+    if (response.toolCalls && response.toolCalls.length > 0) {
+      const text = response.text.trim();
+      return { calls: response.toolCalls, ...(text === '' ? {} : { text }) };
+    }
+    return { answer: response.text.trim() };
   }
 
   async chooseCondition(
@@ -91,15 +128,94 @@ export class PromptedFlowModel implements FlowModel {
     return inferred;
   }
 
+  /** The next step of a browser task: one decision, its JSON action read leniently (readBrowserAction). */
+  async chooseBrowserAction(context: FlowModelContext, request: BrowserActionRequest): Promise<BrowserChoice> {
+    const { text } = await this.decide(context, BROWSER_INSTRUCTION, browserQuestion(request));
+    const answer = withoutThinking(text);
+    const block = firstBraceBlock(fencedBlock(answer) ?? answer);
+    if (block === null) return readBrowserAction(undefined);
+    try {
+      return readBrowserAction(JSON.parse(block));
+    } catch {
+      return { action: 'invalid', reason: 'the answer is not valid JSON' };
+    }
+  }
+
+  /**
+   * One generate call. A model without image input gets, instead of a message's images, a line saying they were
+   * there (so it can tell the user it cannot see them); a model that refuses a request with images with a 4xx of
+   * its own fails the node with MODEL_IMAGES_REFUSED, which says how to declare it text-only.
+   */
+  private async generate(request: ModelRequest): Promise<ModelResponse> {
+    const images = request.messages.reduce((count, message) => count + (message.images?.length ?? 0), 0);
+    if (images === 0) return this.provider.generate(request);
+    if (!this.provider.imageInput) {
+      return this.provider.generate({ ...request, messages: request.messages.map(withImagesAsText) });
+    }
+    try {
+      return await this.provider.generate(request);
+    } catch (error) {
+      const status = error instanceof ModelError ? error.providerStatus : undefined;
+      if (status !== undefined && IMAGE_REFUSAL_STATUSES.has(status)) {
+        throw new ImagesRefusedError(this.provider.name, images, status);
+      }
+      throw error;
+    }
+  }
+
   private decide(context: FlowModelContext, instruction: string, question: string) {
     const messages: ModelMessage[] = [...context.messages, { role: 'user', content: question }];
-    return this.provider.generate({
+    return this.generate({
       system: withInstruction(context.system, instruction),
       messages,
       temperature: DECISION_TEMPERATURE,
       maxTokens: this.options.maxTokens,
     });
   }
+}
+
+/**
+ * A scoped tool as the model sees it: its parameters as a JSON schema of an object. Only setMemory, which writes
+ * whatever it is given, allows properties it does not list.
+ */
+export function modelToolOf(tool: ScopedTool): ModelTool {
+  const properties = Object.fromEntries(
+    Object.entries(tool.parameters).map(([name, spec]) => [
+      name,
+      {
+        type: spec.type,
+        ...(spec.description ? { description: spec.description } : {}),
+        ...(spec.type === 'array' ? { items: {} } : {}),
+      },
+    ]),
+  );
+  const required = Object.entries(tool.parameters)
+    .filter(([, spec]) => spec.required)
+    .map(([name]) => name);
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: {
+      type: 'object',
+      properties,
+      ...(required.length > 0 ? { required } : {}),
+      additionalProperties: tool.anyParameters,
+    },
+  };
+}
+
+/**
+ * What a provider answers to a request it cannot take as sent (400, 413 too large, 415, 422); a 401/403 or a 429
+ * says nothing about the images and stays a MODEL_ERROR.
+ */
+const IMAGE_REFUSAL_STATUSES: ReadonlySet<number> = new Set([400, 413, 415, 422]);
+
+/** A message's images as a line of text, for a model that cannot see them. */
+export function withImagesAsText(message: ModelMessage): ModelMessage {
+  if (!message.images?.length) return message;
+  const { images, ...rest } = message;
+  const note = `[The user attached ${images.length} image(s) (${images.map((i) => i.mediaType).join(', ')}); the model answering cannot see images.]`;
+  return { ...rest, content: rest.content === '' ? note : `${rest.content}\n${note}` };
 }
 
 function withInstruction(system: string | undefined, instruction: string): string {
@@ -182,4 +298,60 @@ function memoryJson(memory: Readonly<Record<string, unknown>>): string | null {
     return null; // a cycle or a BigInt: infer from the conversation alone
   }
   return json.length > MEMORY_MAX_CHARACTERS ? `${json.slice(0, MEMORY_MAX_CHARACTERS)} …(cut)` : json;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Browser tasks
+
+const BROWSER_INSTRUCTION =
+  'You operate a web browser to do a task for the agent, one action at a time. You see the page as it is now: its interactive elements, each with a ref, and its visible text. Answer with only one JSON object: the next action.';
+
+const BROWSER_ACTION_FORMATS = [
+  '{"action":"goto","url":"<URL>"}',
+  '{"action":"click","target":"<ref>"}',
+  '{"action":"type","target":"<ref>","text":"<text that replaces the field\'s>"}',
+  '{"action":"select","target":"<ref>","value":"<option>"}',
+  '{"action":"press","key":"<Enter, Tab, ArrowDown…>","target":"<ref, optional>"}',
+  '{"action":"scroll","direction":"<down or up>"}',
+  '{"action":"extract","target":"<ref, optional: the whole page without it>"}',
+  '{"action":"done","answer":"<the answer to the task, from what the pages showed>"}',
+];
+
+/** The task, the steps so far and the page as one question; every value on one line, the page text last. */
+function browserQuestion(request: BrowserActionRequest): string {
+  const { observation, history } = request;
+  const steps = history.map((entry, i) => {
+    const outcome = entry.ok ? 'ok' : `failed: ${entry.error?.code ?? 'ERROR'}: ${oneLine(entry.error?.message ?? '')}`;
+    const read = entry.extracted === undefined ? '' : `; it read: ${JSON.stringify(entry.extracted)}`;
+    return `${i + 1}. ${JSON.stringify(entry.choice)} -> ${outcome}${read}`;
+  });
+  return [
+    `Task: ${oneLine(request.task)}`,
+    `Steps left (this one included): ${request.stepsLeft}`,
+    ...(steps.length > 0 ? ['Steps so far:', ...steps] : ['No step yet.']),
+    '',
+    'The page now:',
+    `URL: ${observation.url}`,
+    `Title: ${oneLine(observation.title)}`,
+    'Elements (ref, role, name, state):',
+    ...(observation.elements.length > 0 ? observation.elements.map(elementLine) : ['(none)']),
+    `Visible text${observation.cut ? ' (cut)' : ''}:`,
+    observation.text === '' ? '(none)' : observation.text,
+    '',
+    'Answer with only one of:',
+    ...BROWSER_ACTION_FORMATS,
+  ].join('\n');
+}
+
+function elementLine(element: BrowserElement): string {
+  const parts = [`${element.ref}: ${element.role}`];
+  if (element.name !== '') parts.push(JSON.stringify(element.name));
+  if (element.value !== undefined) parts.push(`value=${JSON.stringify(element.value)}`);
+  if (element.checked !== undefined)
+    parts.push(element.checked === true ? 'checked' : element.checked === false ? 'unchecked' : 'mixed');
+  if (element.disabled) parts.push('disabled');
+  if (element.options) parts.push(`options=${JSON.stringify(element.options)}`);
+  if (element.selected !== undefined) parts.push(`selected=${JSON.stringify(element.selected)}`);
+  if (element.url !== undefined) parts.push(`url=${element.url}`);
+  return `- ${parts.join(' ')}`;
 }

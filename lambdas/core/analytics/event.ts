@@ -7,7 +7,13 @@ import { type Environment, environment } from '../knowledge/fields';
 import { parseInput, withRules } from '../validation';
 
 /** Events the flow runtime records by itself; agent code records its own names through trackAnalyticsEvent(). */
-export const BUILT_IN_EVENTS = ['invocation_start', 'node_execution', 'invocation_error'] as const;
+export const BUILT_IN_EVENTS = [
+  'invocation_start',
+  'node_execution',
+  'tool_call',
+  'browser_step',
+  'invocation_error',
+] as const;
 export type BuiltInEventName = (typeof BUILT_IN_EVENTS)[number];
 
 export const EVENT_NAME_MAX_LENGTH = 100;

@@ -5,7 +5,7 @@
  * docs/flows.md. `validateDefinition` answers every problem at once, each with its flow, node, field and rule.
  */
 import * as z from 'zod';
-import { LLM_CLASS_NAMES } from '../../ports/flows';
+import { LLM_CLASS_NAMES, type ToolParameterSpec } from '../../ports/flows';
 import type { ErrorDetail } from '../errors';
 import { issuesToDetails } from '../validation';
 import { placeholdersIn } from './placeholders';
@@ -22,8 +22,44 @@ export const CONDITION_OPERATORS = ['equals', 'notEquals', 'greaterThan', 'lessT
 export const BUILT_IN_TOOLS = {
   setMemory: 'Writes each of its parameters into the session memory under the same name',
   trackAnalyticsEvent: 'Records a custom analytics event: parameters eventName (string) and payload (object)',
+  retrieveFromKnowledgeBase:
+    "Finds the passages of the agent's knowledge base that best match a query; answers { results: [{ content, score, metadata }] }",
+  retrieveAndGenerateFromKnowledgeBase:
+    "Finds passages of the agent's knowledge base for a query and answers the query from them with citations; answers { answer, citations, results, model }",
 } as const;
 export type BuiltInToolName = keyof typeof BUILT_IN_TOOLS;
+
+const RETRIEVAL_TOOL_PARAMETERS: Readonly<Record<string, ToolParameterSpec>> = {
+  query: { type: 'string', required: true, description: 'what to look for, in words (at most 2,000 characters)' },
+  knowledgeBaseId: {
+    type: 'string',
+    description: 'the knowledge base to search; may be left out when the agent has exactly one',
+  },
+  numberOfResults: { type: 'number', description: 'how many passages at most, 1 to 100 (default 5)' },
+  minScore: { type: 'number', description: 'drop passages scoring under this, 0 to 1 (default 0)' },
+  filters: {
+    type: 'array',
+    description:
+      'AND-combined filters on document labels: [{ "key": "label1" or "label2", "operator": "equals", "notEquals", "greaterThan" or "lessThan", "value": text or "{state.memory.<path>}" }]',
+  },
+};
+
+/** The parameters of each built-in tool; null: any parameter (setMemory writes whatever it is given). */
+export const BUILT_IN_TOOL_PARAMETERS: Readonly<
+  Record<BuiltInToolName, Readonly<Record<string, ToolParameterSpec>> | null>
+> = {
+  setMemory: null,
+  trackAnalyticsEvent: {
+    eventName: { type: 'string', required: true, description: 'name of the custom analytics event' },
+    payload: { type: 'object', description: 'event data' },
+  },
+  retrieveFromKnowledgeBase: RETRIEVAL_TOOL_PARAMETERS,
+  retrieveAndGenerateFromKnowledgeBase: RETRIEVAL_TOOL_PARAMETERS,
+};
+
+export function isBuiltInTool(name: string): name is BuiltInToolName {
+  return Object.hasOwn(BUILT_IN_TOOLS, name);
+}
 
 export const LIMITS = {
   flows: 20,
@@ -32,6 +68,8 @@ export const LIMITS = {
   tools: 50,
   variables: 50,
   promptLength: 20_000,
+  /** Tools one prompt node may let the model call: each one's schema goes with every model turn of the node. */
+  toolsPerPromptNode: 16,
 } as const;
 
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
@@ -73,7 +111,7 @@ const promptNode = z.strictObject({
   canStayOnNode: z.boolean().optional(),
   llmConfig: z
     .strictObject({
-      name: z.enum(LLM_CLASS_NAMES),
+      name: z.enum(LLM_CLASS_NAMES).optional(),
       properties: z
         .strictObject({
           model: z.string().min(1).max(200).optional(),
@@ -82,8 +120,23 @@ const promptNode = z.strictObject({
         })
         .optional(),
     })
-    .optional(),
+    .superRefine((config, ctx) => {
+      if (config.name !== undefined || Object.keys(config).length === 0) return;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['name'],
+        message: 'is required when llmConfig is not empty ({} means the default model)',
+        params: { rule: 'required' },
+      });
+    })
+    // The spec: "empty means the default model". `{}` becomes no llmConfig at all, so that what follows validation
+    // (the runtime, the stored definition) has one way of saying "the default model".
+    .transform((config) => (config.name === undefined ? undefined : { ...config, name: config.name }))
+    .optional()
+    .describe('{} or absent: the default model; otherwise name is required'),
   sendAiMessage: z.boolean().default(true),
+  /** Tools the model may call while it answers (declared or built-in names); at most TOOL_CALL_LIMIT calls per run. */
+  tools: z.array(nodeName).max(LIMITS.toolsPerPromptNode).optional(),
 });
 
 const toolNode = z.strictObject({
@@ -305,13 +358,28 @@ function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[
               `tool ${node.toolName} is not registered (built-in: ${Object.keys(BUILT_IN_TOOLS).join(', ')}; or declare it under tools)`,
             );
           } else {
-            const declared = declaredTools.get(node.toolName);
+            const parameters = isBuiltInTool(node.toolName)
+              ? BUILT_IN_TOOL_PARAMETERS[node.toolName]
+              : declaredTools.get(node.toolName)?.parameters;
             for (const key of Object.keys(node.parameters ?? {})) {
-              if (declared && !Object.hasOwn(declared.parameters, key)) {
+              if (parameters && !Object.hasOwn(parameters, key)) {
                 at(`parameters.${key}`, 'tool.unknownParameter', `tool ${node.toolName} declares no parameter ${key}`);
               }
             }
           }
+          break;
+        case 'promptNode':
+          (node.tools ?? []).forEach((tool, t) => {
+            if (!toolNames.has(tool)) {
+              at(
+                `tools.${t}`,
+                'tool.unknown',
+                `tool ${tool} is not registered (built-in: ${Object.keys(BUILT_IN_TOOLS).join(', ')}; or declare it under tools)`,
+              );
+            } else if (node.tools?.indexOf(tool) !== t) {
+              at(`tools.${t}`, 'tool.duplicate', `tool ${tool} is listed more than once`);
+            }
+          });
           break;
         case 'jumpToNode':
           if (node.targetNodeId === node.name) at('targetNodeId', 'jump.self', 'a jumpToNode cannot jump to itself');

@@ -3,6 +3,7 @@
  * nodes it ran, where it stands (`currentNode` while paused for a human), and the AI messages it produced. Every
  * invocation (a trigger call, a resume) reads it, runs, and writes it back guarded by `version`.
  */
+import type { ImageMediaType } from '../../ports/model';
 import type { Environment } from '../knowledge/fields';
 
 export const SESSION_STATUSES = ['running', 'paused', 'completed', 'failed'] as const;
@@ -17,7 +18,24 @@ export interface SessionMessage {
   readonly content: string;
   /** The node that produced an assistant message. */
   readonly node?: string;
+  /** Images the user attached to this message: references only, the bytes are in the documents bucket. */
+  readonly attachments?: readonly MessageAttachment[];
   readonly at: string;
+}
+
+/**
+ * An image of a user message by reference (core/flows/attachments.ts): its bytes are the object
+ * `attachments/<agentId>/<environment>/<sessionId>/<id>` of the documents bucket, never part of the session item,
+ * whose size is bounded. `source` says how it came (inline `data` or a `url`; the URL itself is not kept: it may
+ * carry a signature).
+ */
+export interface MessageAttachment {
+  readonly id: string;
+  readonly type: 'image';
+  readonly mediaType: ImageMediaType;
+  /** Its size, decoded. */
+  readonly bytes: number;
+  readonly source: 'data' | 'url';
 }
 
 /** What `AgentEvents.AI_MESSAGE` carried: stored on the session and POSTed to the agent's callback URL. */
@@ -36,6 +54,39 @@ export interface SessionError {
   readonly code: string;
   readonly message: string;
   readonly node: string | null;
+}
+
+/** Where a run goes on: the node to run next, or the node whose outgoing edges are to be followed next. */
+export interface RunPosition {
+  readonly node: string;
+  readonly phase: 'run' | 'route';
+}
+
+/** A node this invocation ran, listed once its output was stored. */
+export interface RunStep {
+  readonly step: number;
+  readonly node: string;
+  readonly at: string;
+}
+
+/**
+ * An invocation that outlived its request's budget and goes on in the flow runner (docs/flows.md, "Long runs"):
+ * written at the hand-over, then after every node the runner completes (its checkpoint), so a runner that takes the
+ * session over after a crash goes on from the last stored node and never runs a completed one again.
+ */
+export interface SessionRun {
+  readonly invocationId: string;
+  /** Where the run goes on; null once it ended (completed, paused or failed). */
+  readonly next: RunPosition | null;
+  /** Node runs of the invocation so far: MAX_STEPS_PER_INVOCATION counts them across the request and its runners. */
+  readonly step: number;
+  /** The nodes the invocation ran (request and runners), oldest first. */
+  readonly steps: readonly RunStep[];
+  readonly handedOverAt: string;
+  /** The flow runner that holds the session (a random id per take-over); null: handed over, not taken yet. */
+  readonly runner: string | null;
+  /** How many times a runner took the run: 1, more after a runner that died or reached its own deadline. */
+  readonly takeovers: number;
 }
 
 export interface FlowSession {
@@ -58,6 +109,8 @@ export interface FlowSession {
   invocations: number;
   /** While `running`: until when the invocation holds the session; after it another may take over (a crash). */
   leaseUntil: string | null;
+  /** Set when the latest invocation was handed over to the flow runner; absent otherwise. */
+  run?: SessionRun | null;
   version: number;
   readonly createdAt: string;
   updatedAt: string;

@@ -197,13 +197,15 @@ const paths = () => recorded.map(({ host, path }) => `${host}${path}`).filter((p
 const blockedHostReached = () => recorded.filter(({ host }) => host?.startsWith('blocked.localhost'));
 
 describe('PlaywrightBrowserDriver', () => {
-  it('reads the title and the visible text of a page, whitespace collapsed', async () => {
+  it('reads the title and the visible text of a page, whitespace collapsed (the offline model: one done step)', async () => {
     const result = await everything.run({ prompt: 'Read the opening hours', url: `${base}/page` });
     expect(result).toEqual({
+      answer: 'City library Open 9 to 17 Rendered by script',
       url: `${base}/page`,
       status: 200,
       title: 'Opening hours',
       text: 'City library Open 9 to 17 Rendered by script',
+      steps: [{ action: 'done', target: null, ok: true, url: `${base}/page`, durationMs: expect.any(Number) }],
     });
     expect(everything.name).toBe('playwright-chromium');
   });

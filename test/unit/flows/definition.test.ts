@@ -34,6 +34,26 @@ it('accepts the sample definitions and fills the defaults (sendAiMessage true, P
   expect(outcome.definition.tools[0].method).toBe('POST');
 });
 
+it('needs no displayName on nodes other than prompt nodes (README: "Where the spec contradicts itself")', () => {
+  const definition = structuredClone(valid()) as Mutable;
+  const nodes = definition.flows.flatMap((flow) => flow.nodes as readonly { type: string; displayName?: string }[]);
+  const others = nodes.filter((n) => n.type !== 'promptNode');
+  expect(others.length).toBeGreaterThan(0);
+  for (const other of others) delete other.displayName;
+  expect(validateDefinition(definition).problems).toEqual([]);
+});
+
+it('accepts an empty llmConfig as the default model, the same as no llmConfig', () => {
+  const definition = structuredClone(valid()) as Mutable;
+  node(definition, 0, 3).llmConfig = {};
+  const outcome = validateDefinition(definition);
+  expect(outcome.problems).toEqual([]);
+  if (!outcome.valid) return;
+  const prompt = outcome.definition.flows[0].nodes[3];
+  expect(prompt.type).toBe('promptNode');
+  expect(prompt.type === 'promptNode' && prompt.llmConfig).toBeUndefined();
+});
+
 test.each<[string, (d: Mutable) => unknown, Partial<DefinitionProblem>]>([
   [
     'a node name used twice, even in another flow',
@@ -306,6 +326,13 @@ test.each<[string, (d: Mutable) => unknown, Partial<DefinitionProblem>]>([
       node(d, 0, 3).llmConfig = { name: 'ChatSomethingElse' };
     },
     { field: 'flows.0.nodes.3.llmConfig.name', rule: 'enum', node: 'Shipped' },
+  ],
+  [
+    'an llmConfig with properties but no name',
+    (d) => {
+      node(d, 0, 3).llmConfig = { properties: { temperature: 0.2 } };
+    },
+    { field: 'flows.0.nodes.3.llmConfig.name', rule: 'required', node: 'Shipped' },
   ],
   [
     'an llmConfig that names an endpoint',

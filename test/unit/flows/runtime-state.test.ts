@@ -81,6 +81,14 @@ function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
     browser: new PlaywrightBrowserDriver({ allowPrivateNetwork: false }),
     recorder: new AnalyticsRecorder(analytics, { uuid: randomUUID }, { maxDelayMs: 600_000 }),
     defaultRetrieval: async () => null,
+    // No flow of this file retrieves; a retrieval tool would fail on these stores.
+    knowledge: {
+      agents: { get: async () => undefined } as never,
+      knowledgeBases: {} as never,
+      index: {} as never,
+      embedder: null,
+    },
+    generateModel: null,
     clock,
     ids: { uuid: randomUUID },
     onFailure: (failure, error) => failures.push({ failure, error }),

@@ -1,5 +1,13 @@
 /** Request schemas of the definition, session, webhook and app-event endpoints. */
 import * as z from 'zod';
+import {
+  ATTACHMENT_MAX_BYTES,
+  type AttachmentInput,
+  decodedBase64Bytes,
+  IMAGE_MEDIA_TYPES,
+  isBase64,
+  MAX_ATTACHMENTS,
+} from '../../../core/flows/attachments';
 import { environment, uuid } from '../../../core/knowledge/fields';
 
 /** A webhook's payload becomes session memory; it is stored with the session, so it is kept small. */
@@ -12,8 +20,59 @@ export const definitionPathSchema = z.strictObject({ agentId: uuid, environment 
 export const definitionBodySchema = z.object({ agentId: uuid, environment }).catchall(z.unknown());
 export const sessionPathSchema = z.strictObject({ agentId: uuid, environment, sessionId: uuid });
 
+/** Longest URL of an attachment (what browsers and CDNs commonly accept). */
+const ATTACHMENT_URL_MAX_LENGTH = 2048;
+
+/**
+ * `{ type: "image", mediaType, data }` (base64) or `{ type: "image", mediaType?, url }` (http(s), fetched through
+ * the outbound guard). What needs no bytes is checked here; the bytes' signature and a URL's size when the runtime
+ * reads them (core/flows/attachments.ts).
+ */
+const attachmentSchema = z
+  .strictObject({
+    type: z.literal('image'),
+    mediaType: z
+      .string()
+      .meta({ enum: [...IMAGE_MEDIA_TYPES], description: 'required with data; with url the bytes decide' })
+      .optional(),
+    data: z
+      .string()
+      .meta({ description: `base64, at most ${ATTACHMENT_MAX_BYTES} bytes decoded` })
+      .optional(),
+    url: z.string().max(ATTACHMENT_URL_MAX_LENGTH).meta({ format: 'uri' }).optional(),
+  })
+  .superRefine((value, ctx) => {
+    const problem = (path: string, rule: string, message: string) =>
+      ctx.addIssue({ code: 'custom', path: [path], message, params: { rule } });
+    if ((value.data === undefined) === (value.url === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'must have either data or url', params: { rule: 'attachment.source' } });
+    }
+    if (value.mediaType !== undefined && !(IMAGE_MEDIA_TYPES as readonly string[]).includes(value.mediaType)) {
+      problem('mediaType', 'attachment.mediaType', `must be one of ${IMAGE_MEDIA_TYPES.join(', ')}`);
+    } else if (value.mediaType === undefined && value.data !== undefined) {
+      problem('mediaType', 'required', 'is required with data');
+    }
+    if (value.data !== undefined) {
+      if (!isBase64(value.data)) {
+        problem('data', 'attachment.base64', 'must be standard base64 with padding (no data: prefix, no line breaks)');
+      } else if (decodedBase64Bytes(value.data) > ATTACHMENT_MAX_BYTES) {
+        problem('data', 'attachment.maxBytes', `must decode to at most ${ATTACHMENT_MAX_BYTES} bytes`);
+      } else if (value.data === '') {
+        problem('data', 'attachment.mediaType', 'must hold an image');
+      }
+    }
+    if (value.url !== undefined && !/^https?:\/\/[^/]/i.test(value.url)) {
+      problem('url', 'attachment.url', 'must be an http(s) URL');
+    }
+  })
+  .transform((value) => value as AttachmentInput);
+
+const attachments = z.array(attachmentSchema).max(MAX_ATTACHMENTS).optional();
+
 function boundedPayload(value: Record<string, unknown>, ctx: z.RefinementCtx) {
-  const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
+  // Attachments are not memory: they are stored apart, and bounded by their own rules.
+  const { attachments: _attachments, ...payload } = value;
+  const bytes = Buffer.byteLength(JSON.stringify(payload), 'utf8');
   if (bytes > WEBHOOK_BODY_MAX_BYTES) {
     ctx.addIssue({
       code: 'custom',
@@ -24,8 +83,9 @@ function boundedPayload(value: Record<string, unknown>, ctx: z.RefinementCtx) {
 }
 
 /**
- * Any JSON object. `sessionId` resumes or continues a session and `message` is the user's message; every other
- * field is the trigger's payload, merged into memory. `agentId`, `environment` and `triggerName` come from the path.
+ * Any JSON object. `sessionId` resumes or continues a session, `message` is the user's message and `attachments` the
+ * images attached to it; every other field is the trigger's payload, merged into memory. `agentId`, `environment`
+ * and `triggerName` come from the path.
  */
 export const webhookSchema = z
   .object({
@@ -34,6 +94,7 @@ export const webhookSchema = z
     triggerName: name,
     sessionId: uuid.optional(),
     message: z.string().max(MESSAGE_MAX_LENGTH).optional(),
+    attachments,
   })
   .catchall(z.unknown())
   .superRefine(boundedPayload);
@@ -47,5 +108,6 @@ export const appEventSchema = z
     payload: z.record(z.string(), z.unknown()).default({}),
     sessionId: uuid.optional(),
     message: z.string().max(MESSAGE_MAX_LENGTH).optional(),
+    attachments,
   })
   .superRefine(boundedPayload);

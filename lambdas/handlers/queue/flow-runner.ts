@@ -1,0 +1,56 @@
+/**
+ * The flow runner: consumes the flow runner's queue, one `continue-run` message per invocation (batch size 1), and
+ * goes on with a run a webhook or app event handed over past its budget (docs/flows.md, "Long runs";
+ * core/flows/runtime.ts, continueRun). It stops starting nodes RUNNER_RESERVE_MS before the function's timeout and
+ * hands the run over to the next runner. A failure of the service itself (the session store unreachable, another
+ * runner still holding the run) fails the record, which comes back after the queue's visibility timeout; after five
+ * receives it moves to the dead-letter queue. A failing flow is no such failure: it ends the session `failed`.
+ */
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import * as z from 'zod';
+import { continueRun } from '../../core/flows/runtime';
+import { environment, uuid } from '../../core/knowledge/fields';
+import type { FlowRunMessage } from '../../ports/flows';
+import { flowContainer } from '../../shared/flow-container';
+import { logger } from '../../shared/logger';
+
+/**
+ * What the function keeps of its time for the node in flight when its deadline passes: a browser task takes up to
+ * 120 s, a prompt node with scoped tools several model and tool calls. A node still running at the timeout is cut,
+ * and runs again in the runner that takes the run over once the lease has run out.
+ */
+export const RUNNER_RESERVE_MS = 5 * 60_000;
+
+const messageSchema = z.strictObject({
+  kind: z.literal('continue-run'),
+  agentId: uuid,
+  environment,
+  sessionId: uuid,
+  invocationId: z.string().min(1).max(200),
+});
+
+const processor = new BatchProcessor(EventType.SQS);
+
+async function runRecord(record: SQSRecord, context: Context): Promise<void> {
+  let message: FlowRunMessage;
+  try {
+    message = messageSchema.parse(JSON.parse(record.body));
+  } catch {
+    // Nobody can act on it: dropped rather than retried into the dead-letter queue.
+    logger.warn('ignored a flow runner message that is not a continue-run', { messageId: record.messageId });
+    return;
+  }
+  const remaining = context.getRemainingTimeInMillis();
+  const deadline = flowContainer.clock.now().getTime() + remaining - Math.min(RUNNER_RESERVE_MS, remaining / 2);
+  const outcome = await continueRun(flowContainer, message, { deadline });
+  logger.info('flow run', {
+    ...outcome,
+    sessionId: message.sessionId,
+    invocationId: message.invocationId,
+    receiveCount: record.attributes.ApproximateReceiveCount,
+  });
+}
+
+export const handler = async (event: SQSEvent, context: Context) =>
+  processPartialResponse(event, (record: SQSRecord) => runRecord(record, context), processor, { context });
