@@ -402,11 +402,14 @@ async function run(): Promise<BenchSection> {
     if (!(index instanceof LanceKnowledgeIndex)) throw new Error('the local runtime did not install a LanceDB index');
     // Reads check for the latest version, as the index's own connection does: a handle left on an old version would
     // lose its index files to the refresh's cleanup.
-    connection = await lancedb.connect(join(dataDir, 'index'), { readConsistencyInterval: 0 });
-    const table = await connection.openTable(index.tableName);
-    const scan = new ExactScan(async (text) =>
-      (await table.tokenize(text, { column: 'text' })).map((token) => token.text),
-    );
+    const reader = await lancedb.connect(join(dataDir, 'index'), { readConsistencyInterval: 0 });
+    connection = reader;
+    // The dataset's table exists once the first document is written, before the scan first analyzes text.
+    let table: lancedb.Table | undefined;
+    const scan = new ExactScan(async (text) => {
+      table ??= await reader.openTable(index.tableNameOf(scope));
+      return (await table.tokenize(text, { column: 'text' })).map((token) => token.text);
+    });
 
     const queryPath = `/dashboard/agents/${scope.agentId}/knowledge/${scope.environment}/kb/${scope.knowledgeBaseId}/query`;
     const http = async (query: string, filters: IndexFilter[]) => {

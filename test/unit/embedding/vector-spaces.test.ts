@@ -58,13 +58,13 @@ it('starts an empty table when the model changes, even at the same dimensions, a
 
   const mxbai = embedderOf(second, 'mxbai-embed-large:latest');
   const other = await LanceKnowledgeIndex.open(directory, { embedder: mxbai });
-  expect(other.tableName).not.toBe(index.tableName);
+  expect(other.space).not.toBe(index.space);
   expect(await other.countDocumentChunks(doc)).toBe(0);
   expect(await other.query({ scope, text: 'reimbursement', filters: [], limit: 5 })).toEqual([]);
   await other.close();
 
   const again = await LanceKnowledgeIndex.open(directory, { embedder: embedderOf(first, 'nomic-embed-text') });
-  expect(again.tableName).toBe(index.tableName);
+  expect(again.space).toBe(index.space);
   const hits = await again.query({ scope, text: 'reimbursement', filters: [], limit: 5 });
   expect(hits.map((hit) => hit.chunk.documentId)).toEqual(['refunds']);
   await again.close();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -8,8 +8,10 @@ import {
   hybridScore,
   LanceKnowledgeIndex,
   lexicalScore,
+  schemaFor,
   vectorScore,
 } from '../../../lambdas/adapters/local/lancedb-index';
+import type { DatasetRef } from '../../../lambdas/core/knowledge/document';
 import type { Environment } from '../../../lambdas/core/knowledge/fields';
 import type { ChunkMetadata, DocumentRef, Embedder, IndexFilter, IndexQuery } from '../../../lambdas/ports/processing';
 import { chunksOf, NO_METADATA } from '../../helpers/chunks';
@@ -19,7 +21,7 @@ const KB = 'kb-1';
 const ENV: Environment = 'development';
 const scope = { agentId: AGENT, environment: ENV, knowledgeBaseId: KB };
 
-function ref(documentId: string, dataset: Partial<typeof scope> = {}): DocumentRef {
+function ref(documentId: string, dataset: Partial<DatasetRef> = {}): DocumentRef {
   return { ...scope, ...dataset, documentId };
 }
 
@@ -319,17 +321,16 @@ describe('filters', () => {
     }
   });
 
-  test('the where clause for explain holds the scope first and every filter, values escaped', () => {
-    expect(
-      buildWhereClause({
-        scope,
-        filters: [
-          { key: 'label1', operator: 'notEquals', value: "it's" },
-          { key: 'label2', operator: 'lessThan', value: 'm' },
-        ],
-      }),
-    ).toBe(
-      "agentId = 'agent-1' AND environment = 'development' AND knowledgeBaseId = 'kb-1' AND " +
+  test('the where clause holds every filter, values escaped, and explain names the dataset table before it', async () => {
+    const filters: IndexFilter[] = [
+      { key: 'label1', operator: 'notEquals', value: "it's" },
+      { key: 'label2', operator: 'lessThan', value: 'm' },
+    ];
+    expect(buildWhereClause(filters)).toBe("(label1 IS NULL OR label1 <> 'it''s') AND label2 < 'm'");
+    expect(buildWhereClause([])).toBeNull();
+    const index = await openIndex();
+    expect(index.describeFilter(scope, filters)).toBe(
+      `table ${index.tableNameOf(scope)} (agentId = 'agent-1' AND environment = 'development' AND knowledgeBaseId = 'kb-1') WHERE ` +
         "(label1 IS NULL OR label1 <> 'it''s') AND label2 < 'm'",
     );
   });
@@ -408,6 +409,89 @@ describe('lexical scores', () => {
   });
 });
 
+describe('one table per dataset', () => {
+  test('a score does not move when another dataset indexes the same words, and a table is made on first write', async () => {
+    const index = await openIndex();
+    const valve = ref('valve');
+    await index.replaceDocument(valve, chunksOf(valve, ['The zorblax valve regulates the coolant pressure.']));
+    await index.replaceDocument(ref('gasket'), chunksOf(ref('gasket'), ['Replace the gasket every year.']));
+    const before = await index.query(search('zorblax valve'));
+    for (const dataset of [{ agentId: 'agent-2' }, { environment: 'staging' as const }, { knowledgeBaseId: 'kb-2' }]) {
+      expect(await index.query(search('zorblax', { scope: { ...scope, ...dataset } }))).toEqual([]);
+      for (let i = 0; i < 40; i++) {
+        const doc = ref(`neighbour-${i}`, dataset);
+        await index.replaceDocument(doc, chunksOf(doc, [`neighbour ${i}: the zorblax valve is checked daily`]));
+      }
+      expect(await index.query(search('zorblax valve'))).toEqual(before);
+    }
+    expect(new Set([index.tableNameOf(scope), index.tableNameOf({ ...scope, agentId: 'agent-2' })]).size).toBe(2);
+  });
+
+  test('reads of a dataset without a table find nothing and create nothing, even at once', async () => {
+    const index = await openIndex();
+    const nowhere = { ...scope, knowledgeBaseId: 'kb-none' };
+    const reads = await Promise.all(
+      Array.from({ length: 5 }, () => index.query(search('anything', { scope: nowhere }))),
+    );
+    expect(reads).toEqual([[], [], [], [], []]);
+    expect(await index.countDocumentChunks(ref('d', nowhere))).toBe(0);
+    await index.deleteDocument(ref('d', nowhere));
+    expect(await index.listChunks(nowhere)).toEqual([]);
+    expect(index.openTableCount).toBe(0);
+  });
+
+  test('past maxOpenTables idle tables are closed, and opened again when read', async () => {
+    const index = await openIndex({ maxOpenTables: 2, indexRefreshDelayMs: 10 });
+    const scopes = ['kb-a', 'kb-b', 'kb-c', 'kb-d'].map((knowledgeBaseId) => ({ ...scope, knowledgeBaseId }));
+    for (const dataset of scopes) {
+      const doc = ref('doc', dataset);
+      await index.replaceDocument(doc, chunksOf(doc, [`harbour of ${dataset.knowledgeBaseId}`]));
+    }
+    await index.refreshIndex();
+    expect(index.openTableCount).toBe(4);
+    // The next table opened closes the idle ones past the limit.
+    const fifth = ref('doc', { knowledgeBaseId: 'kb-e' });
+    await index.replaceDocument(fifth, chunksOf(fifth, ['harbour of kb-e']));
+    expect(index.openTableCount).toBe(2);
+    scopes.push({ ...scope, knowledgeBaseId: 'kb-e' });
+    for (const dataset of scopes) {
+      const [hit] = await index.query(search('harbour', { scope: dataset }));
+      expect(hit.chunk.text).toBe(`harbour of ${dataset.knowledgeBaseId}`);
+    }
+  });
+
+  test('chunks of a table shared by every dataset (earlier versions) move into their own tables, once', async () => {
+    const lancedb = await import('@lancedb/lancedb');
+    const other = { agentId: 'agent-2', environment: 'production' as const, knowledgeBaseId: 'kb-9' };
+    const mine = [ref('a'), ref('b')];
+    const theirs = ref('c', other);
+    const legacy = [
+      ...chunksOf(mine[0], ['harbour opens at dawn', 'harbour closes at dusk'], { label1: 'port:north' }),
+      ...chunksOf(mine[1], ['ferries leave the harbour hourly']),
+      ...chunksOf(theirs, ['the harbour of another tenant'], { svc_internal_meta2: 'kept' }),
+    ];
+    const connection = await lancedb.connect(dir);
+    const shared = await connection.createEmptyTable('chunks', schemaFor(null));
+    await shared.add(legacy.map(({ vector: _vector, ...row }) => row));
+    shared.close();
+
+    // Two processes opening at once: one migrates, the other waits for it.
+    const [first, second] = await Promise.all([openIndex(), openIndex()]);
+    expect(await connection.tableNames()).not.toContain('chunks');
+    expect(existsSync(join(dir, '.migrating-chunks'))).toBe(false);
+    for (const index of [first, second]) {
+      expect(await index.countDocumentChunks(mine[0])).toBe(2);
+      expect(await index.countDocumentChunks(mine[1])).toBe(1);
+      expect(await index.countDocumentChunks(theirs)).toBe(1);
+      expect((await index.query(search('harbour'))).map((hit) => hit.chunk.documentId).sort()).toEqual(['a', 'a', 'b']);
+      const [their] = await index.query(search('harbour', { scope: other }));
+      expect(their.chunk).toMatchObject({ documentId: 'c', svc_internal_meta2: 'kept' });
+    }
+    expect((await first.listChunks(scope)).find((chunk) => chunk.documentId === 'a')?.label1).toBe('port:north');
+    connection.close();
+  });
+});
+
 describe('listChunks', () => {
   test('lists every chunk of the dataset, more than a search would return, and none of another dataset', async () => {
     const index = await openIndex();
@@ -463,7 +547,8 @@ describe('hybrid search with an embedder', () => {
   test('finds lexical and vector matches, with scores in 0..1', async () => {
     const embedder = new TrigramEmbedder();
     const index = await openIndex({ embedder });
-    expect(index.tableName).toBe('chunks_vec64');
+    expect(index.space).toBe('chunks_vec64');
+    expect(index.tableNameOf(scope)).toMatch(/^chunks_vec64__[0-9a-f]{32}$/);
     const kube = ref('kube');
     await index.replaceDocument(kube, chunksOf(kube, ['Upgrading a kubernetes cluster without downtime']));
     for (const [i, text] of FILLER.entries())
