@@ -10,7 +10,7 @@ import { loadavg } from 'node:os';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
-import { DynamoAnalyticsStore } from '../lambdas/adapters/aws/dynamodb/analytics-store';
+import { DynamoAnalyticsStore } from '../lambdas/adapters/store/dynamodb/analytics-store';
 import type { NewAnalyticsEvent } from '../lambdas/core/analytics/event';
 import { type QueryEventsRequest, queryEvents } from '../lambdas/core/analytics/query';
 import type { Environment } from '../lambdas/core/knowledge/fields';

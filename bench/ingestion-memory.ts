@@ -7,7 +7,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
-import { LanceKnowledgeIndex } from '../lambdas/adapters/local/lancedb-index';
+import { LanceKnowledgeIndex } from '../lambdas/adapters/index/lancedb';
 import type { DocumentRecord } from '../lambdas/core/knowledge/document';
 import { buildChunks, type ProcessingDeps } from '../lambdas/core/processing/process-document';
 import type { BlobStore } from '../lambdas/ports/services';

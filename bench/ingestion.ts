@@ -16,7 +16,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ZipFile } from 'yazl';
 import { DocumentTextExtractor } from '../lambdas/adapters/extraction/text-extractor';
-import { LanceKnowledgeIndex } from '../lambdas/adapters/local/lancedb-index';
+import { LanceKnowledgeIndex } from '../lambdas/adapters/index/lancedb';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '../lambdas/core/processing/chunking';
 import type { DocumentRef } from '../lambdas/ports/processing';
 import { type LocalRuntime, startLocalRuntime } from '../lib/local/runtime';

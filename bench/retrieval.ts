@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
-import { LanceKnowledgeIndex } from '../lambdas/adapters/local/lancedb-index';
+import { LanceKnowledgeIndex } from '../lambdas/adapters/index/lancedb';
 import type { DatasetRef } from '../lambdas/core/knowledge/document';
 import { chunkId, chunkText } from '../lambdas/core/processing/chunking';
 import type { IndexedChunk, IndexFilter, IndexHit } from '../lambdas/ports/processing';

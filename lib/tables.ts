@@ -136,6 +136,6 @@ export const TABLES: Record<TableName, TableSchema> = {
 /**
  * The knowledge index of a deployment without Bedrock (`-c knowledgeIndex=dynamodb`, for LocalStack): not a table of
  * TABLES, since neither AWS with Bedrock nor the local runtime has it. One partition per dataset (`tenantKey`), a
- * document's chunks under its `chunkId` prefix (`<documentId>#…`). See lambdas/adapters/aws/dynamodb/chunk-index.ts.
+ * document's chunks under its `chunkId` prefix (`<documentId>#…`). See lambdas/adapters/index/dynamodb-chunks.ts.
  */
 export const CHUNK_INDEX_TABLE: TableSchema = { partitionKey: 'tenantKey', sortKey: 'chunkId' };

@@ -9,7 +9,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoAnalyticsStore } from '../adapters/aws/dynamodb/analytics-store';
+import { S3BlobStore } from '../adapters/blob/s3';
+import { SqsProcessingQueue } from '../adapters/queue/sqs-processing';
+import { DynamoAnalyticsStore } from '../adapters/store/dynamodb/analytics-store';
 import {
   DynamoAgentStore,
   DynamoDocumentStore,
@@ -17,9 +19,7 @@ import {
   DynamoTokenStore,
   DynamoUploadSessionStore,
   DynamoZipJobStore,
-} from '../adapters/aws/dynamodb/stores';
-import { S3BlobStore } from '../adapters/aws/s3-blob-store';
-import { SqsProcessingQueue } from '../adapters/aws/sqs-processing-queue';
+} from '../adapters/store/dynamodb/stores';
 import { retentionDaysFrom } from '../core/analytics/retention';
 import type { KnowledgeDeps } from '../core/knowledge/documents';
 import type { ZipJobStore } from '../core/processing/zip-job';

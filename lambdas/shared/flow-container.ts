@@ -5,11 +5,11 @@
  * the flow runner's queue with the budget of a request's run (docs/flows.md, "Long runs").
  */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDefinitionStore, DynamoSessionStore } from '../adapters/aws/dynamodb/flow-stores';
-import { SqsFlowRunQueue } from '../adapters/aws/sqs-flow-run-queue';
 import { GuardedImageDownloader } from '../adapters/network/guarded-download';
 import { GuardedOutboundHttp } from '../adapters/network/outbound-http';
 import { allowPrivateNetworkFromEnv } from '../adapters/network/url-guard';
+import { SqsFlowRunQueue } from '../adapters/queue/sqs-flow-runs';
+import { DynamoDefinitionStore, DynamoSessionStore } from '../adapters/store/dynamodb/flow-stores';
 import { AnalyticsRecorder } from '../core/analytics/track';
 import type { AttachmentDeps } from '../core/flows/attachments';
 import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '../core/flows/runtime';

@@ -10,7 +10,7 @@
  * VPC addresses included (SSRF). The Bedrock model ids a definition may name are bounded by the function's IAM policy.
  */
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
-import { BedrockConverseModel } from '../adapters/aws/bedrock-converse-model';
+import { BedrockConverseModel } from '../adapters/model/bedrock-converse';
 import { imageInputFromEnv, MODEL_ENV, modelProviderFromEnv } from '../adapters/model/openai-compatible';
 import { PromptedFlowModel } from '../adapters/model/prompted-flow-model';
 import { AppError } from '../core/errors';

@@ -9,7 +9,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { z } from 'zod';
 import { type HttpRoute, routeById } from '../../lib/routes';
-import { isThrottledByAws } from '../adapters/aws/throttling';
+import { isThrottledByAws } from '../adapters/errors/aws-throttling';
 import { callerFromContext, requireScope } from '../core/auth/tokens';
 import { AppError, SERVICE_BUSY_RETRY_AFTER_SECONDS, ServiceBusyError, UnauthorizedError } from '../core/errors';
 import type { Caller } from '../core/tenancy/tenancy';

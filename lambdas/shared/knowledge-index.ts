@@ -4,8 +4,8 @@
  * (CHUNK_INDEX_TABLE). The local runtime installs its embedded index here at start, and the processing and retrieval
  * composition roots both read it.
  */
-import { bedrockIndexFromEnv, type ChunkTextSource } from '../adapters/aws/bedrock-knowledge-index';
-import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '../adapters/aws/dynamodb/chunk-index';
+import { bedrockIndexFromEnv, type ChunkTextSource } from '../adapters/index/bedrock-knowledge-base';
+import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '../adapters/index/dynamodb-chunks';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
 import { dynamoDocumentClient } from './container';
 

@@ -8,7 +8,7 @@
  * else there than locally.
  */
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
-import { BedrockConverseModel } from '../adapters/aws/bedrock-converse-model';
+import { BedrockConverseModel } from '../adapters/model/bedrock-converse';
 import { modelProviderFromEnv } from '../adapters/model/openai-compatible';
 import type { ModelProvider } from '../ports/model';
 

@@ -8,9 +8,9 @@
 
 import { ZipArchiveImporter } from '../adapters/archive/zip-importer';
 import { DEFAULT_ZIP_LIMITS } from '../adapters/archive/zip-reader';
-import { DynamoRetrievalConfigStore } from '../adapters/aws/dynamodb/stores';
 import { IsolatedTextExtractor } from '../adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS } from '../adapters/extraction/text-extractor';
+import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/stores';
 import {
   DEFAULT_DELETION_SETTINGS,
   type KnowledgeBaseDeletionDeps,

@@ -1,13 +1,13 @@
 /**
  * The knowledge index of a deployment without Bedrock (`cdk deploy -c knowledgeIndex=dynamodb`, which
  * `npm run test:localstack` uses, since LocalStack emulates no Bedrock knowledge bases): one DynamoDB table of chunks,
- * ranked with BM25 by the functions themselves (lambdas/adapters/aws/dynamodb/chunk-index.ts).
+ * ranked with BM25 by the functions themselves (lambdas/adapters/index/dynamodb-chunks.ts).
  */
 
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { CHUNK_INDEX_TABLE_VARIABLE } from '../../lambdas/adapters/aws/dynamodb/chunk-index';
+import { CHUNK_INDEX_TABLE_VARIABLE } from '../../lambdas/adapters/index/dynamodb-chunks';
 import { CHUNK_INDEX_TABLE } from '../tables';
 import { createTable } from './data-tables';
 import type { KnowledgeIndexBackend } from './knowledge-index';

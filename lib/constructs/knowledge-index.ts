@@ -12,14 +12,14 @@ import { Construct } from 'constructs';
 import {
   BEDROCK_KNOWLEDGE_BASES_VARIABLE,
   NON_FILTERABLE_METADATA_KEYS,
-} from '../../lambdas/adapters/aws/bedrock-knowledge-index';
+} from '../../lambdas/adapters/index/bedrock-knowledge-base';
 import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
 
 /** Titan Text Embeddings V2 at its largest size; the vector index is created with the same dimension. */
 export const EMBEDDING_MODEL = FoundationModelIdentifier.AMAZON_TITAN_EMBED_TEXT_V2_0;
 export const EMBEDDING_DIMENSIONS = 1024;
 
-/** What the Bedrock adapter calls to write (lambdas/adapters/aws/bedrock-knowledge-index.ts), and nothing more. */
+/** What the Bedrock adapter calls to write (lambdas/adapters/index/bedrock-knowledge-base.ts), and nothing more. */
 export const INGEST_ACTIONS = [
   'bedrock:IngestKnowledgeBaseDocuments',
   'bedrock:DeleteKnowledgeBaseDocuments',

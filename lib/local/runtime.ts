@@ -9,9 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { TitanEmbedder } from '../../lambdas/adapters/aws/titan-embedder';
+import { TitanEmbedder } from '../../lambdas/adapters/embedding/bedrock-titan';
 import { openAiCompatibleEmbedderFromEnv } from '../../lambdas/adapters/embedding/openai-compatible';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
+import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
 import { runScheduleTick, type TickOutcome } from '../../lambdas/core/flows/scheduler';
 import type { Embedder } from '../../lambdas/ports/processing';
@@ -323,7 +323,7 @@ export const WORKER_LOCK_FILE = 'worker.pid';
 
 /**
  * One processing worker per data folder: LanceDB keeps both copies when two processes insert the same new chunks
- * at once (see lancedb-index.ts), so a second worker is refused while the first one's process lives. A worker
+ * at once (see lambdas/adapters/index/lancedb.ts), so a second worker is refused while the first one's process lives. A worker
  * that died (even by SIGKILL) leaves its file behind; the next one sees its process gone and takes over.
  * Returns the release.
  */

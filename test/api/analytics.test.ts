@@ -6,7 +6,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoAnalyticsStore } from '../../lambdas/adapters/aws/dynamodb/analytics-store';
+import { DynamoAnalyticsStore } from '../../lambdas/adapters/store/dynamodb/analytics-store';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '../../lambdas/core/analytics/event';
 import type { Environment } from '../../lambdas/core/knowledge/fields';
 import { LOCAL_REGION } from '../../lib/local/engines';

@@ -4,7 +4,7 @@
  * the scripted OpenAI-compatible server of this test (MODEL_BASE_URL). Asserted: what the site received, the node's
  * output (answer, page, steps), the next node reading it, each step as a browser_step event, the step limit, and the
  * offline model reading the page in one step. Loopback is allowed here only (OUTBOUND_ALLOW_PRIVATE_NETWORK=true);
- * the guard's refusals are proved at the driver (test/unit/browser/browser-task.test.ts), with it off.
+ * the guard's refusals are proved at the driver (test/unit/core/flows/browser-task.test.ts), with it off.
  */
 import { BROWSER_MAX_STEPS } from '../../lambdas/core/flows/browser-task';
 import { type BrowserSite, startBrowserSite } from '../helpers/browser-site';

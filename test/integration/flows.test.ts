@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoDefinitionStore } from '../../lambdas/adapters/aws/dynamodb/flow-stores';
+import { DynamoDefinitionStore } from '../../lambdas/adapters/store/dynamodb/flow-stores';
 import { nextFire } from '../../lambdas/core/flows/schedule';
 import { fireSessionId } from '../../lambdas/core/flows/scheduler';
 import { LOCAL_REGION } from '../../lib/local/engines';

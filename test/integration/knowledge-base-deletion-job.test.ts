@@ -9,14 +9,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
+import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
 import {
   DynamoDocumentStore,
   DynamoKnowledgeBaseStore,
   DynamoRetrievalConfigStore,
   DynamoZipJobStore,
-} from '../../lambdas/adapters/aws/dynamodb/stores';
-import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
+} from '../../lambdas/adapters/store/dynamodb/stores';
 import { type DatasetRef, reservationRecord } from '../../lambdas/core/knowledge/document';
 import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
 import {

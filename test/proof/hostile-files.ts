@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import { createDeflate } from 'node:zlib';
 import { ZipFile } from 'yazl';
-import { buildZip } from '../unit/processing/zip-archives';
+import { buildZip } from '../helpers/zip-archives';
 
 export interface HostileFile {
   /** Short name for the figures. */

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
-import { buildZip, renameEntry } from '../unit/processing/zip-archives';
+import { buildZip, renameEntry } from '../helpers/zip-archives';
 import {
   deeplyNestedHtml,
   docxBillionLaughs,

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/local/lancedb-index';
+import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
 import type { DatasetRef } from '../../lambdas/core/knowledge/document';
 import { chunkId, chunkText } from '../../lambdas/core/processing/chunking';
 import type { DocumentRef, IndexedChunk, IndexFilter, IndexHit } from '../../lambdas/ports/processing';

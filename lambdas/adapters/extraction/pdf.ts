@@ -1,7 +1,7 @@
 /**
  * PDF text through pdfjs-dist (legacy build, the one for Node). pdfjs-dist is ESM only: it is loaded with a
  * dynamic `import()` on the first PDF and kept for the life of the process. Jest's module system cannot load it,
- * so the tests extract PDFs in a child process (`test/unit/processing/extract-in-child.ts`).
+ * so the tests extract PDFs in a child process (`test/helpers/extract-in-child.ts`).
  */
 import path from 'node:path';
 import { ProcessingError } from '../../core/processing/errors';

@@ -1,6 +1,6 @@
 /**
  * POST /api/v1/events/agent. Primary course: the agent must be the caller's organization's (else the 404 of an
- * unknown agent); the filters become one key range of one index (lambdas/adapters/aws/dynamodb/analytics-store.ts);
+ * unknown agent); the filters become one key range of one index (lambdas/adapters/store/dynamodb/analytics-store.ts);
  * the page starts after the cursor (when given), skips `offset` records, and holds at most `limit`, newest first.
  */
 import type { AnalyticsEventReader } from '../../ports/analytics';

@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { check } from 'recheck';
-import { type RegexSource, regexSources } from './regex-sources';
+import { type RegexSource, regexSources } from '../../helpers/regex-sources';
 
 const ROOT = resolve(__dirname, '..', '..', '..');
 const sources = regexSources(ROOT);

@@ -1,4 +1,4 @@
-import { DynamoRetrievalConfigStore } from '../../../adapters/aws/dynamodb/stores';
+import { DynamoRetrievalConfigStore } from '../../../adapters/store/dynamodb/stores';
 import { deleteKnowledgeBase } from '../../../core/dashboard/dashboard';
 import { config } from '../../../shared/config';
 import { container, dynamoDocumentClient, once } from '../../../shared/container';

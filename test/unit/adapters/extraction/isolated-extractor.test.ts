@@ -1,0 +1,177 @@
+/**
+ * The extraction child process bounds what a hostile file can cost (issue 22): whatever happens inside, the caller
+ * gets a ProcessingError with a documented code, and the next file is read by a fresh child. The files are those of
+ * the hostile-input proof suite, at sizes that keep this test short.
+ */
+import { readFileSync } from 'node:fs';
+import { IsolatedTextExtractor } from '../../../../lambdas/adapters/extraction/isolated-extractor';
+import { DEFAULT_EXTRACTION_CAPS } from '../../../../lambdas/adapters/extraction/text-extractor';
+import { ProcessingError } from '../../../../lambdas/core/processing/errors';
+import {
+  deeplyNestedHtml,
+  docxInflationBomb,
+  docxLyingSizes,
+  pdfInflationBomb,
+  pdfRepeatedPage,
+  regexHtmlBomb,
+} from '../../../proof/hostile-files';
+
+const MB = 1024 * 1024;
+const LIMITS = { ...DEFAULT_EXTRACTION_CAPS, timeoutMs: 30_000, memoryBytes: 768 * MB };
+
+async function failureOf(extractor: IsolatedTextExtractor, file: { bytes: Buffer; fileName: string }) {
+  const outcome = await extractor.extract(file.bytes, { fileName: file.fileName, contentType: 'text/plain' }).then(
+    (result) => result,
+    (error: unknown) => error,
+  );
+  expect(outcome).toBeInstanceOf(ProcessingError);
+  return outcome as ProcessingError;
+}
+
+describe('IsolatedTextExtractor', () => {
+  const extractor = new IsolatedTextExtractor(LIMITS);
+  afterAll(() => extractor.close());
+
+  it('extracts an ordinary file in the child', async () => {
+    const result = await extractor.extract(Buffer.from('Hold the power button for five seconds.'), {
+      fileName: 'guide.txt',
+      contentType: 'text/plain',
+    });
+    expect(result).toEqual({ format: 'text', text: 'Hold the power button for five seconds.' });
+  });
+
+  it("gives the child none of the service's configuration (no AWS credentials, no table names)", async () => {
+    const extractor = new IsolatedTextExtractor(LIMITS);
+    const saved = { ...process.env };
+    Object.assign(process.env, { AWS_SECRET_ACCESS_KEY: 'not-for-parsers', DOCUMENTS_TABLE: 'documents' });
+    try {
+      const before = new Set(extractionChildrenOf(process.pid));
+      await extractor.extract(Buffer.from('text'), { fileName: 'a.txt', contentType: 'text/plain' });
+      const [child] = extractionChildrenOf(process.pid).filter((pid) => !before.has(pid));
+      const environment = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0');
+      expect(environment.some((entry) => entry.startsWith('PATH='))).toBe(true);
+      expect(environment.filter((entry) => /^(AWS_|DOCUMENTS_TABLE)/.test(entry))).toEqual([]);
+    } finally {
+      process.env = saved;
+      extractor.close();
+    }
+  });
+
+  it('reads 40 empty HTML comments (281 bytes, hours for the old regex) as text', async () => {
+    const file = regexHtmlBomb(40);
+    const result = await extractor.extract(file.bytes, { fileName: file.fileName, contentType: 'text/plain' });
+    expect(result.format).toBe('text');
+  });
+
+  it('fails HTML nested 100,000 deep with PARSE_ERROR (a RangeError inside the parser), not a retry', async () => {
+    const error = await failureOf(extractor, deeplyNestedHtml(100_000));
+    expect(error).toMatchObject({ code: 'PARSE_ERROR', message: expect.stringContaining('nested too deeply') });
+  });
+
+  it('fails a DOCX whose XML unpacks past the cap with FILE_TOO_LARGE before mammoth reads it', async () => {
+    expect(await failureOf(extractor, await docxInflationBomb(12))).toMatchObject({ code: 'FILE_TOO_LARGE' });
+  });
+
+  it('fails a DOCX that lies about its sizes with PARSE_ERROR (the inflated bytes are counted, not trusted)', async () => {
+    expect(await failureOf(extractor, await docxLyingSizes(12))).toMatchObject({ code: 'PARSE_ERROR' });
+  });
+
+  it('fails a PDF whose page tree lists one page 200,000 times with FILE_TOO_LARGE', async () => {
+    const error = await failureOf(extractor, pdfRepeatedPage(200_000));
+    expect(error).toMatchObject({ code: 'FILE_TOO_LARGE', message: expect.stringContaining('200000 pages') });
+  });
+
+  it('still reads an ordinary PDF after all that (the child was replaced where it had to be)', async () => {
+    const { PDFDocument, StandardFonts } = await import('pdf-lib');
+    const pdf = await PDFDocument.create();
+    const font = await pdf.embedFont(StandardFonts.Helvetica);
+    pdf.addPage([595, 842]).drawText('The harbour opens at dawn.', { x: 72, y: 770, size: 12, font });
+    const result = await extractor.extract(Buffer.from(await pdf.save()), {
+      fileName: 'harbour.pdf',
+      contentType: 'application/pdf',
+    });
+    expect(result).toEqual({ format: 'pdf', text: 'The harbour opens at dawn.' });
+  });
+});
+
+describe('IsolatedTextExtractor limits', () => {
+  it('stops a PDF whose content stream inflates past the memory limit: FILE_TOO_LARGE', async () => {
+    const extractor = new IsolatedTextExtractor({ ...LIMITS, memoryBytes: 400 * MB, timeoutMs: 120_000 });
+    try {
+      const error = await failureOf(extractor, await pdfInflationBomb(350));
+      expect(error).toMatchObject({ code: 'FILE_TOO_LARGE', message: expect.stringContaining('400 MB of memory') });
+    } finally {
+      extractor.close();
+    }
+  });
+
+  it('stops an extraction past the time limit: EXTRACTION_TIMEOUT, and the next file is read', async () => {
+    const extractor = new IsolatedTextExtractor({ ...LIMITS, memoryBytes: 8192 * MB, timeoutMs: 1_500 });
+    try {
+      const error = await failureOf(extractor, await pdfInflationBomb(350));
+      expect(error).toMatchObject({ code: 'EXTRACTION_TIMEOUT' });
+      const next = await extractor.extract(Buffer.from('after the timeout'), {
+        fileName: 'a.txt',
+        contentType: 'text/plain',
+      });
+      expect(next.text).toBe('after the timeout');
+    } finally {
+      extractor.close();
+    }
+  });
+
+  it('fails a DOCX whose parse passes the memory limit with FILE_TOO_LARGE (the child dies, the caller does not)', async () => {
+    // 30 MiB of XML allowed through: mammoth needs about 3 GB for it.
+    const extractor = new IsolatedTextExtractor({ ...LIMITS, maxDocxXmlBytes: 40 * MB, memoryBytes: 300 * MB });
+    try {
+      expect(await failureOf(extractor, await docxInflationBomb(30))).toMatchObject({ code: 'FILE_TOO_LARGE' });
+    } finally {
+      extractor.close();
+    }
+  });
+
+  it('fails the file a child crashed on with PARSE_ERROR, and reads the next one in a new child', async () => {
+    const extractor = new IsolatedTextExtractor({ ...LIMITS, memoryBytes: 8192 * MB, timeoutMs: 120_000 });
+    try {
+      const outcome = failureOf(extractor, await pdfInflationBomb(350));
+      const child = await busyChildOf(process.pid);
+      process.kill(child, 'SIGKILL'); // as a segfault in a native parser would end it
+      expect(await outcome).toMatchObject({ code: 'PARSE_ERROR', message: expect.stringContaining('SIGKILL') });
+      const next = await extractor.extract(Buffer.from('after the crash'), { fileName: 'a.txt', contentType: '' });
+      expect(next.text).toBe('after the crash');
+    } finally {
+      extractor.close();
+    }
+  });
+});
+
+/** The extraction children of `parent` (this module run with the child flag). */
+function extractionChildrenOf(parent: number): number[] {
+  const children = readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/);
+  return children
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('isolated-extractor');
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+}
+
+/** The extraction child of `parent` once it is busy with a file (its memory has grown past 300 MB). */
+async function busyChildOf(parent: number): Promise<number> {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    for (const pid of extractionChildrenOf(parent)) {
+      try {
+        const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+        if (rss > 300 * 1024) return pid;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('no busy extraction child appeared');
+}
