@@ -3,24 +3,15 @@
  * so the two cannot drift. Keep this file free of CDK and AWS SDK imports: Lambda bundles read it too.
  */
 
-/** `webhook`: call an agent's webhook and app-event endpoints (the flow runtime; docs/flows.md). */
-export const SCOPES = ['knowledge-management', 'analytics', 'dashboard', 'webhook'] as const;
-export type Scope = (typeof SCOPES)[number];
+import { SCOPES, type Scope } from '../lambdas/core/auth/scopes';
+import { RESOURCE_ENV, type TableName } from '../lambdas/shared/resources';
+
+// Owned by the core (scopes) and by the functions' configuration (resource variables); the table re-exports them
+// for the stack and the local runtime.
+export { RESOURCE_ENV, SCOPES, type Scope, type TableName };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-/** Logical names of the stateful resources a handler may touch; the stack grants exactly these. */
-export type TableName =
-  | 'tokens'
-  | 'agents'
-  | 'knowledgeBases'
-  | 'documents'
-  | 'uploads'
-  | 'zipJobs'
-  | 'analytics'
-  | 'retrievalConfigs'
-  | 'agentDefinitions'
-  | 'sessions';
 export type Access = 'read' | 'readWrite';
 
 export interface ResourceAccess {
@@ -455,32 +446,6 @@ export const WORKERS = {
     access: { model: 'invoke' },
   },
 } as const satisfies Record<string, { handler: string; access: ResourceAccess }>;
-
-/** Environment variable that carries each stateful resource's physical name into a function. */
-export const RESOURCE_ENV = {
-  tables: {
-    tokens: 'TOKENS_TABLE',
-    agents: 'AGENTS_TABLE',
-    knowledgeBases: 'KNOWLEDGE_BASES_TABLE',
-    documents: 'DOCUMENTS_TABLE',
-    uploads: 'UPLOADS_TABLE',
-    zipJobs: 'ZIP_JOBS_TABLE',
-    analytics: 'ANALYTICS_TABLE',
-    retrievalConfigs: 'RETRIEVAL_CONFIGS_TABLE',
-    agentDefinitions: 'AGENT_DEFINITIONS_TABLE',
-    sessions: 'SESSIONS_TABLE',
-  },
-  documentsBucket: 'DOCUMENTS_BUCKET',
-  processingQueue: 'PROCESSING_QUEUE_URL',
-  flowRunQueue: 'FLOW_RUN_QUEUE_URL',
-  browserTask: 'BROWSER_TASK_FUNCTION',
-} as const satisfies {
-  tables: Record<TableName, string>;
-  documentsBucket: string;
-  processingQueue: string;
-  flowRunQueue: string;
-  browserTask: string;
-};
 
 export function routeById(id: string): HttpRoute {
   const route = ROUTES.find((r) => r.id === id);

@@ -5,6 +5,8 @@
  */
 import { AppError } from '../core/errors';
 import type { AgentDefinitionRecord } from '../core/flows/definition-record';
+import type { LlmConfig } from '../core/flows/llm-config';
+import type { ToolParameterSpec } from '../core/flows/parameters';
 import type { FlowSession } from '../core/flows/session';
 import type { Environment } from '../core/knowledge/fields';
 import type { ModelMessage, ModelToolCall, ModelToolRound } from './model';
@@ -12,26 +14,8 @@ import type { ModelMessage, ModelToolCall, ModelToolRound } from './model';
 // ---------------------------------------------------------------------------------------------------------------
 // The model of a flow
 
-/** A prompt node's `llmConfig`: one of three chat-model classes and its optional properties (docs/flows.md). */
-export const LLM_CLASS_NAMES = ['ChatBedrockConverse', 'ChatOpenAICompatible', 'ChatOffline'] as const;
-export type LlmClassName = (typeof LLM_CLASS_NAMES)[number];
-
-export interface LlmConfig {
-  readonly name: LlmClassName;
-  readonly properties?: {
-    /** Model id (Bedrock model or inference profile id; the OpenAI-compatible server's model name). */
-    readonly model?: string;
-    readonly temperature?: number;
-    readonly maxTokens?: number;
-  };
-}
-
-/** A parameter a tool declares; the model infers the ones a tool node does not fix. */
-export interface ToolParameterSpec {
-  readonly type: 'string' | 'number' | 'boolean' | 'object' | 'array';
-  readonly description?: string;
-  readonly required?: boolean;
-}
+export { LLM_CLASS_NAMES, type LlmClassName, type LlmConfig } from '../core/flows/llm-config';
+export type { ToolParameterSpec } from '../core/flows/parameters';
 
 export interface FlowModelContext {
   /** System text: the agent's instructions and, after a trigger with default retrieval, the retrieved context. */

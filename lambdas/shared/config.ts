@@ -2,8 +2,9 @@
  * Typed configuration from the environment, read once per cold start. A resource a handler uses but was not given
  * fails loudly at first use, naming the variable; numbers are validated, never silently defaulted from garbage.
  */
-import { RESOURCE_ENV, type TableName } from '../../lib/routes';
+
 import { corsPolicyFromEnv } from './cors';
+import { RESOURCE_ENV, type TableName } from './resources';
 
 export function requireEnv(name: string): string {
   const value = process.env[name];

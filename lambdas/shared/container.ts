@@ -22,10 +22,10 @@ import {
 } from '../adapters/store/dynamodb/stores';
 import { retentionDaysFrom } from '../core/analytics/retention';
 import type { KnowledgeDeps } from '../core/knowledge/documents';
-import type { ZipJobStore } from '../core/processing/zip-job';
 import type { AnalyticsStore } from '../ports/analytics';
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../ports/services';
 import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '../ports/stores';
+import type { ZipJobStore } from '../ports/zip-jobs';
 import { config } from './config';
 
 export function once<T>(build: () => T): () => T {

@@ -17,10 +17,11 @@ import { DynamoDocumentStore, DynamoZipJobStore } from '../../lambdas/adapters/s
 import { type DocumentRecord, reservationRecord } from '../../lambdas/core/knowledge/document';
 import { type ProcessingDeps, processDocument } from '../../lambdas/core/processing/process-document';
 import { runWatchdog } from '../../lambdas/core/processing/watchdog';
-import { importZip, type ZipJobRecord, type ZipJobStore } from '../../lambdas/core/processing/zip-job';
+import { importZip } from '../../lambdas/core/processing/zip-job';
 import type { DocumentRef, KnowledgeIndex } from '../../lambdas/ports/processing';
 import type { BlobStore, ProcessingMessage } from '../../lambdas/ports/services';
 import type { DocumentStore } from '../../lambdas/ports/stores';
+import type { ZipJobRecord, ZipJobStore } from '../../lambdas/ports/zip-jobs';
 import { TABLES } from '../../lib/tables';
 import { inMemoryBlobStore } from '../helpers/blobs';
 import { type LocalDynamo, startDynalite } from '../helpers/dynalite';

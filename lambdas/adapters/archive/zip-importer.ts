@@ -15,7 +15,7 @@ import {
   type ZipEntryInfo,
   type ZipRequestMetadata,
 } from '../../core/processing/zip-import';
-import type { ArchiveImporter, OpenArchive, PlannedFile } from '../../core/processing/zip-job';
+import type { ArchiveImporter, OpenArchive, PlannedFile } from '../../ports/zip-jobs';
 import { DEFAULT_MAX_ARCHIVE_BYTES } from '../../shared/config';
 import { openZipFileReader, readZipArchive, type ZipFileReader, type ZipLimits } from './zip-reader';
 

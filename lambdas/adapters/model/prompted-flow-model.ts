@@ -5,7 +5,7 @@
  */
 import { ImagesRefusedError } from '../../core/flows/attachments';
 import { readBrowserAction } from '../../core/flows/browser-task';
-import { isParameterValueOfType } from '../../core/flows/offline-model';
+import { isParameterValueOfType } from '../../core/flows/parameters';
 import type {
   BrowserActionRequest,
   BrowserChoice,

@@ -3,10 +3,10 @@
  * shown once, when it is created.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Scope } from '../../../lib/routes';
 import type { TokenRecord, TokenStore } from '../../ports/stores';
 import { ForbiddenError, UnauthorizedError } from '../errors';
 import type { Caller } from '../tenancy/tenancy';
+import type { Scope } from './scopes';
 
 const TOKEN_PREFIX = 'aps_';
 

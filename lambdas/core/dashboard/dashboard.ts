@@ -1,11 +1,12 @@
 /** Use cases of the dashboard endpoints: agents, knowledge bases and tokens of the caller's organization. */
-import type { Scope } from '../../../lib/routes';
+
+import type { RetrievalConfigStore } from '../../ports/retrieval-configs';
 import type { Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
 import type { AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore, TokenStore } from '../../ports/stores';
+import type { Scope } from '../auth/scopes';
 import { issueToken, requireGrantable } from '../auth/tokens';
 import { NotFoundError } from '../errors';
 import { type DeletionJobView, startKnowledgeBaseDeletion } from '../processing/knowledge-base-deletion';
-import type { RetrievalConfigStore } from '../retrieval/default-retrieval';
 import {
   type Caller,
   requireAgent,

@@ -5,9 +5,10 @@
  * docs/flows.md. `validateDefinition` answers every problem at once, each with its flow, node, field and rule.
  */
 import * as z from 'zod';
-import { LLM_CLASS_NAMES, type ToolParameterSpec } from '../../ports/flows';
 import type { ErrorDetail } from '../errors';
 import { issuesToDetails } from '../validation';
+import { LLM_CLASS_NAMES } from './llm-config';
+import type { ToolParameterSpec } from './parameters';
 import { placeholdersIn } from './placeholders';
 import { cronProblems, isValidTimeZone } from './schedule';
 

@@ -31,11 +31,11 @@ import type {
   BrowserChoice,
   FlowModel,
   FlowModelContext,
-  ToolParameterSpec,
   ToolTurn,
   ToolTurnRequest,
 } from '../../ports/flows';
 import type { ModelToolRound } from '../../ports/model';
+import { isParameterValueOfType, type ToolParameterSpec } from './parameters';
 
 export const OFFLINE_KNOWLEDGE_MAX_CHARACTERS = 300;
 export const OFFLINE_TOOL_RESULT_MAX_CHARACTERS = 1_000;
@@ -203,22 +203,6 @@ function resultLines(round: ModelToolRound): string[] {
         : json;
     return `${call.name}: ${text}`;
   });
-}
-
-/** Whether a value has a tool parameter's type, as JSON would carry it (no conversion; null has no type). */
-export function isParameterValueOfType(value: unknown, type: ToolParameterSpec['type']): boolean {
-  switch (type) {
-    case 'string':
-      return typeof value === 'string';
-    case 'number':
-      return typeof value === 'number' && Number.isFinite(value);
-    case 'boolean':
-      return typeof value === 'boolean';
-    case 'array':
-      return Array.isArray(value);
-    case 'object':
-      return typeof value === 'object' && value !== null && !Array.isArray(value);
-  }
 }
 
 function fromMemory(value: unknown, type: ToolParameterSpec['type']): unknown {

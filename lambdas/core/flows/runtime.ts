@@ -64,7 +64,7 @@ import {
   type TriggerNode,
 } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';
-import { isParameterValueOfType } from './offline-model';
+import { isParameterValueOfType } from './parameters';
 import { type PlaceholderScope, renderText, renderValue, valueAtPath } from './placeholders';
 import { isRetrievalTool, runRetrievalTool } from './retrieval-tools';
 import {

@@ -7,7 +7,7 @@
  */
 import type { BlobStore, Clock } from '../../ports/services';
 import type { DocumentStore, UploadSessionStore } from '../../ports/stores';
-import type { ZipJobStore } from '../processing/zip-job';
+import type { ZipJobStore } from '../../ports/zip-jobs';
 
 export interface AbandonedUploadDeps {
   readonly uploads: UploadSessionStore;

@@ -8,8 +8,8 @@
 
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
 import type { ContentFields, DocumentStore, UploadSessionStore } from '../../ports/stores';
+import type { ZipJobStore } from '../../ports/zip-jobs';
 import { ConflictError, GoneError, NotFoundError, ValidationError } from '../errors';
-import type { ZipJobStore } from '../processing/zip-job';
 import { type Caller, ownsRecord, requireKnowledgeBase, type TenancyDeps } from '../tenancy/tenancy';
 import { contentTypeFor, isZipFileName } from './content-types';
 import { type DatasetRef, type DocumentRecord, type DocumentView, documentView, reservationRecord } from './document';

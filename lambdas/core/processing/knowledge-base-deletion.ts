@@ -18,13 +18,15 @@
  */
 
 import type { KnowledgeIndex } from '../../ports/processing';
+import type { RetrievalConfigStore } from '../../ports/retrieval-configs';
 import type { BlobStore, Clock, ProcessingMessage, ProcessingQueue } from '../../ports/services';
 import type { DocumentStore, KnowledgeBaseRecord, KnowledgeBaseStore } from '../../ports/stores';
+import type { ZipJobStore } from '../../ports/zip-jobs';
 import type { DocumentRecord } from '../knowledge/document';
 import { ENVIRONMENTS, type Environment } from '../knowledge/fields';
-import { type RetrievalConfigStore, removeFromDefaultRetrieval } from '../retrieval/default-retrieval';
+import { removeFromDefaultRetrieval } from '../retrieval/default-retrieval';
 import type { ProcessingOutcome } from './process-document';
-import { wasRead, type ZipJobStore } from './zip-job';
+import { wasRead } from './zip-job';
 
 export interface KnowledgeBaseDeletionSettings {
   /** Documents removed by one queue message (of any environment). */

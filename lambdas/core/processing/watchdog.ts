@@ -8,9 +8,10 @@
  * Knowledge base deletions: a job that has not moved for `timeoutSeconds` is resumed (knowledge-base-deletion.ts).
  */
 import type { KnowledgeBaseStore } from '../../ports/stores';
+import type { ZipJobStore } from '../../ports/zip-jobs';
 import { resumeStuckDeletions } from './knowledge-base-deletion';
 import { failStuck, type ProcessingDeps } from './process-document';
-import { wasRead, type ZipJobStore } from './zip-job';
+import { wasRead } from './zip-job';
 
 export interface WatchdogReport {
   readonly retried: number;

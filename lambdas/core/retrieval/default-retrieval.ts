@@ -3,52 +3,15 @@
  * configured knowledge base (memory resolved, results under minScore dropped) and injects the context into the
  * conversation as one system message. The format of that message is fixed here (docs/retrieval.md).
  */
-import * as z from 'zod';
+
+import type { RetrievalConfigStore } from '../../ports/retrieval-configs';
 import { NotFoundError, ValidationError } from '../errors';
-import { ENVIRONMENTS, type Environment, environment as environmentField, uuid } from '../knowledge/fields';
+import { ENVIRONMENTS, type Environment } from '../knowledge/fields';
 import type { Caller } from '../tenancy/tenancy';
 import { requireAgent } from '../tenancy/tenancy';
-import { withRules } from '../validation';
-import { filterEntrySchema } from './filters';
-import { MAX_NUMBER_OF_RESULTS, type RetrievalDeps, type RetrievalResult, retrieve } from './retrieve';
+import type { RetrievalConfig, RetrievalConfigRecord } from './retrieval-config';
+import { type RetrievalDeps, type RetrievalResult, retrieve } from './retrieve';
 
-/** The configuration is stored in DynamoDB, which stores no number closer to 0 than this (other than 0 itself). */
-const SMALLEST_STORED_MAGNITUDE = 1e-130;
-
-const storedMinScore = withRules(z.number().min(0).max(1), (value) =>
-  value > 0 && value < SMALLEST_STORED_MAGNITUDE
-    ? [{ rule: 'minScore.precision', message: `must be 0 or at least ${SMALLEST_STORED_MAGNITUDE}` }]
-    : [],
-);
-
-export const retrievalConfigSchema = z.strictObject({
-  enabled: z.boolean(),
-  knowledgeBases: z
-    .array(
-      z.strictObject({
-        knowledgeBaseId: uuid,
-        environment: environmentField.optional(),
-        numberOfResults: z.number().int().min(1).max(MAX_NUMBER_OF_RESULTS).optional(),
-        minScore: storedMinScore.optional(),
-        filters: z.array(filterEntrySchema).max(20).optional(),
-      }),
-    )
-    .max(10),
-});
-export type RetrievalConfig = z.output<typeof retrievalConfigSchema>;
-
-export interface RetrievalConfigRecord extends RetrievalConfig {
-  readonly agentId: string;
-  readonly environment: Environment;
-  readonly updatedAt: string;
-}
-
-export interface RetrievalConfigStore {
-  get(agentId: string, environment: Environment): Promise<RetrievalConfigRecord | undefined>;
-  put(record: RetrievalConfigRecord): Promise<void>;
-  /** Writes `record` only while the stored one still has `previousUpdatedAt`; false when it changed meanwhile. */
-  replace(record: RetrievalConfigRecord, previousUpdatedAt: string): Promise<boolean>;
-}
 
 export interface DefaultRetrievalDeps extends RetrievalDeps {
   readonly retrievalConfigs: RetrievalConfigStore;

@@ -13,8 +13,8 @@ import {
 import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '../../../core/knowledge/document';
 import type { Environment, MetadataChanges } from '../../../core/knowledge/fields';
 import type { UploadCompletion, UploadSession } from '../../../core/knowledge/upload-session';
-import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../../core/processing/zip-job';
-import type { RetrievalConfigRecord, RetrievalConfigStore } from '../../../core/retrieval/default-retrieval';
+import type { RetrievalConfigRecord } from '../../../core/retrieval/retrieval-config';
+import type { RetrievalConfigStore } from '../../../ports/retrieval-configs';
 import type {
   AgentRecord,
   AgentStore,
@@ -27,6 +27,7 @@ import type {
   TokenStore,
   UploadSessionStore,
 } from '../../../ports/stores';
+import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../../ports/zip-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
 
 /**

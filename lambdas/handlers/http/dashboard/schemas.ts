@@ -1,6 +1,6 @@
 /** Request schemas of the dashboard endpoints. */
 import * as z from 'zod';
-import { SCOPES } from '../../../../lib/routes';
+import { SCOPES } from '../../../core/auth/scopes';
 import { uuid } from '../../../core/knowledge/fields';
 
 const trimmed = (max: number) => z.string().trim().min(1).max(max);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ZipArchiveImporter } from '../../../../lambdas/adapters/archive/zip-importer';
 import { DEFAULT_ZIP_LIMITS } from '../../../../lambdas/adapters/archive/zip-reader';
-import type { PlannedFile } from '../../../../lambdas/core/processing/zip-job';
+import type { PlannedFile } from '../../../../lambdas/ports/zip-jobs';
 import { type ArchiveItem, buildZip } from '../../../helpers/zip-archives';
 
 let folder: string;
