@@ -1,5 +1,5 @@
 /** The whole platform in one stack: data tables, document storage with its processing queue, and the REST API. */
-import { CfnOutput, Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import type { CorsPolicy } from '../lambdas/shared/cors';
 import { ApiFirewall } from './constructs/api-firewall';
@@ -55,12 +55,7 @@ export class AgentPlatformStack extends Stack {
     super(scope, id, props);
 
     this.data = new DataTables(this, 'Data');
-    this.storage = new DocumentStorage(this, 'DocumentStorage', {
-      // Longer than the processing function's 360 s (a batch of hostile files at the extraction limit), with room
-      // for one throttled retry; see docs/processing.md, "Hostile files".
-      processingVisibilityTimeout: Duration.seconds(900),
-      maxReceiveCount: 3,
-    });
+    this.storage = new DocumentStorage(this, 'DocumentStorage');
     this.knowledgeIndex =
       props.knowledgeIndex === 'dynamodb'
         ? new ChunkTableIndex(this, 'ChunkIndex')
@@ -84,8 +79,6 @@ export class AgentPlatformStack extends Stack {
     this.api = new PlatformApi(this, 'PlatformApi', {
       stageName: props.stage,
       resources,
-      uploadUrlTtl: Duration.seconds(900),
-      uploadSessionTtl: Duration.seconds(3600),
       maxFileBytes: MAX_FILE_BYTES,
       maxArchiveBytes: MAX_ARCHIVE_BYTES,
       cors: props.cors,
@@ -109,11 +102,7 @@ export class AgentPlatformStack extends Stack {
     }
 
     this.processing = new DocumentProcessing(this, 'DocumentProcessing', {
-      resources: {
-        tables: this.data.tables,
-        documentsBucket: this.storage.bucket,
-        processingQueue: this.storage.queue,
-      },
+      resources,
       processingQueue: this.storage.queue,
       knowledgeIndex: this.knowledgeIndex,
       maxFileBytes: MAX_FILE_BYTES,

@@ -21,6 +21,10 @@ export function positiveInteger(name: string, fallback: number): number {
   return value;
 }
 
+/** How long an upload URL stays valid, and an upload session open, unless UPLOAD_URL_TTL_SECONDS / UPLOAD_SESSION_TTL_SECONDS say otherwise. */
+export const DEFAULT_UPLOAD_URL_TTL_SECONDS = 900;
+export const DEFAULT_UPLOAD_SESSION_TTL_SECONDS = 3600;
+
 /** 50 MB per file, the anchor of the issue and Bedrock's own limit. */
 export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
 
@@ -55,8 +59,8 @@ export const config = {
   /** CORS_ALLOWED_ORIGINS: which other origins' pages may read the answers (shared/cors.ts); unset, none. */
   cors: () => corsPolicyFromEnv(),
   uploads: () => ({
-    uploadUrlTtlSeconds: positiveInteger('UPLOAD_URL_TTL_SECONDS', 900),
-    uploadSessionTtlSeconds: positiveInteger('UPLOAD_SESSION_TTL_SECONDS', 3600),
+    uploadUrlTtlSeconds: positiveInteger('UPLOAD_URL_TTL_SECONDS', DEFAULT_UPLOAD_URL_TTL_SECONDS),
+    uploadSessionTtlSeconds: positiveInteger('UPLOAD_SESSION_TTL_SECONDS', DEFAULT_UPLOAD_SESSION_TTL_SECONDS),
     maxFileBytes: positiveInteger('MAX_FILE_BYTES', DEFAULT_MAX_FILE_BYTES),
     maxArchiveBytes: positiveInteger('ZIP_MAX_ARCHIVE_BYTES', DEFAULT_MAX_ARCHIVE_BYTES),
   }),

@@ -150,16 +150,29 @@ const httpCors = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyRe
 };
 
 /**
- * A handler for the route `routeId` of lib/routes.ts. `schema` validates the merged request fields; `run` gets the
+ * The route of lib/routes.ts an event came by: the only one of `routes`, or, for a handler that serves several
+ * routes, the one whose path template API Gateway (and the local router) put in `event.resource`.
+ */
+function routeOf(routes: readonly HttpRoute[], event: APIGatewayProxyEvent): HttpRoute {
+  if (routes.length === 1) return routes[0];
+  const route = routes.find((r) => r.path === event.resource && r.method === event.httpMethod);
+  if (!route) throw new Error(`no route of this handler for ${event.httpMethod} ${event.resource}`);
+  return route;
+}
+
+/**
+ * A handler for the route `routeId` of lib/routes.ts (or for each of several routes that share it, such as a list
+ * both the customer API and the dashboard offer). `schema` validates the merged request fields; `run` gets the
  * parsed input and the authenticated caller and returns the success body (wrapped as `{ success: true, ...body }`).
  */
 export function httpHandler<S extends z.ZodType>(
-  routeId: string,
+  routeId: string | readonly string[],
   schema: S,
   run: (input: z.output<S>, caller: Caller) => Promise<HttpResult>,
 ) {
-  const route = routeById(routeId);
+  const routes = (typeof routeId === 'string' ? [routeId] : routeId).map(routeById);
   const base = async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> => {
+    const route = routeOf(routes, event);
     const caller = callerFromEvent(event);
     if (route.scope !== null) {
       if (!caller) throw new UnauthorizedError();

@@ -20,8 +20,9 @@ import { UPLOAD_CORS_RULE } from '../../lambdas/shared/cors';
 
 export interface DocumentStorageProps {
   /**
-   * Visibility timeout of the processing queue: six times the processing function's timeout, the AWS guidance for an
-   * SQS event source, so a message is not redelivered while a batch is still being worked on.
+   * Visibility timeout of the processing queue: longer than the processing function's 360 s (a batch of hostile files
+   * at the extraction limit) with room for one throttled retry (docs/processing.md, "Hostile files"), so a message is
+   * not redelivered while a batch is still being worked on.
    * @default 900 seconds
    */
   readonly processingVisibilityTimeout?: Duration;

@@ -22,6 +22,7 @@ import {
 } from 'aws-cdk-lib/aws-apigateway';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { DEFAULT_UPLOAD_SESSION_TTL_SECONDS, DEFAULT_UPLOAD_URL_TTL_SECONDS } from '../../lambdas/shared/config';
 import {
   CORS_ALLOW_HEADERS,
   CORS_ALLOWED_ORIGINS_VARIABLE,
@@ -101,8 +102,12 @@ export class PlatformApi extends Construct {
     this.cors = props.cors ?? { kind: 'same-origin' };
     this.commonEnvironment = {
       ...corsEnvironment(this.cors),
-      UPLOAD_URL_TTL_SECONDS: String((props.uploadUrlTtl ?? Duration.seconds(900)).toSeconds()),
-      UPLOAD_SESSION_TTL_SECONDS: String((props.uploadSessionTtl ?? Duration.seconds(3600)).toSeconds()),
+      UPLOAD_URL_TTL_SECONDS: String(
+        (props.uploadUrlTtl ?? Duration.seconds(DEFAULT_UPLOAD_URL_TTL_SECONDS)).toSeconds(),
+      ),
+      UPLOAD_SESSION_TTL_SECONDS: String(
+        (props.uploadSessionTtl ?? Duration.seconds(DEFAULT_UPLOAD_SESSION_TTL_SECONDS)).toSeconds(),
+      ),
       MAX_FILE_BYTES: String(props.maxFileBytes),
       ZIP_MAX_ARCHIVE_BYTES: String(props.maxArchiveBytes),
     };

@@ -15,6 +15,7 @@ import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
 import { runScheduleTick, type TickOutcome } from '../../lambdas/core/flows/scheduler';
 import type { Embedder } from '../../lambdas/ports/processing';
+import { positiveInteger } from '../../lambdas/shared/config';
 import { container } from '../../lambdas/shared/container';
 import { useKnowledgeIndex } from '../../lambdas/shared/knowledge-index';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
@@ -190,7 +191,8 @@ export async function startProcessing(engines: EngineEndpoints): Promise<QueueWo
     handler: handler as SqsHandler,
   });
   const watchdog = await import('../../lambdas/handlers/scheduled/watchdog');
-  const intervalSeconds = Number(process.env.WATCHDOG_INTERVAL_SECONDS ?? 60);
+  // Validated like every number the functions read: `abc` is an error at start, not a watchdog every millisecond.
+  const intervalSeconds = positiveInteger('WATCHDOG_INTERVAL_SECONDS', 60);
   const timer = setInterval(() => {
     watchdog.handler().catch((error: unknown) => console.error('watchdog failed', error));
   }, intervalSeconds * 1000);

@@ -12,7 +12,6 @@ import { requireAgent } from '../tenancy/tenancy';
 import type { RetrievalConfig, RetrievalConfigRecord } from './retrieval-config';
 import { type RetrievalDeps, type RetrievalResult, retrieve } from './retrieve';
 
-
 export interface DefaultRetrievalDeps extends RetrievalDeps {
   readonly retrievalConfigs: RetrievalConfigStore;
   readonly clock: { now(): Date };

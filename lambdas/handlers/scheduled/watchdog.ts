@@ -8,9 +8,7 @@ import { processingContainer } from '../../shared/processing-container';
 
 /** A document may stay `uploaded` this long before the watchdog steps in (default 15 minutes). */
 export function processingTimeoutSeconds(): number {
-  const value = Number(process.env.PROCESSING_TIMEOUT_SECONDS ?? 900);
-  if (!Number.isInteger(value) || value <= 0) throw new Error('PROCESSING_TIMEOUT_SECONDS must be a positive integer');
-  return value;
+  return positiveInteger('PROCESSING_TIMEOUT_SECONDS', 900);
 }
 
 export const handler = async () => {

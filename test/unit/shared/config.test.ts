@@ -1,5 +1,5 @@
 /** lambdas/shared/config.ts: when upload URLs are path-style (local S3, LocalStack) and when a value is refused. */
-import { config } from '../../../lambdas/shared/config';
+import { config, positiveInteger } from '../../../lambdas/shared/config';
 
 const NAMES = ['S3_FORCE_PATH_STYLE', 'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3'] as const;
 const saved = Object.fromEntries(NAMES.map((name) => [name, process.env[name]]));
@@ -30,4 +30,26 @@ it.each([
 it('refuses a value that is neither true nor false', () => {
   withEnv({ S3_FORCE_PATH_STYLE: 'yes' });
   expect(() => config.s3ForcePathStyle()).toThrow(/S3_FORCE_PATH_STYLE must be true or false, got yes/);
+});
+
+describe('positiveInteger', () => {
+  const name = 'WATCHDOG_INTERVAL_SECONDS';
+  afterEach(() => {
+    delete process.env[name];
+  });
+
+  it('refuses what is not a positive whole number, naming the variable, instead of running with NaN', () => {
+    for (const raw of ['abc', '0', '-5', '1.5', '1e400']) {
+      process.env[name] = raw;
+      expect(() => positiveInteger(name, 60)).toThrow(`Invalid configuration: ${name} must be a positive integer`);
+    }
+  });
+
+  it('takes the default when unset or empty, and the value otherwise', () => {
+    expect(positiveInteger(name, 60)).toBe(60);
+    process.env[name] = '';
+    expect(positiveInteger(name, 60)).toBe(60);
+    process.env[name] = '15';
+    expect(positiveInteger(name, 60)).toBe(15);
+  });
 });
