@@ -8,10 +8,10 @@
 import { readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { LanceKnowledgeIndex } from '../lambdas/adapters/index/lancedb';
+import { processingContainer } from '../lambdas/composition/processing-container';
 import type { DocumentRecord } from '../lambdas/core/knowledge/document';
 import { buildChunks, type ProcessingDeps } from '../lambdas/core/processing/process-document';
 import type { BlobStore } from '../lambdas/ports/services';
-import { processingContainer } from '../lambdas/shared/processing-container';
 
 export interface MemoryReport {
   readonly inputBytes: number;

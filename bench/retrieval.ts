@@ -12,17 +12,17 @@
  * They are written straight into the runtime's index (replaceDocument, 1,000 chunks a document) after the agent and
  * knowledge base were created through the API. The exact scan analyzes text with the index's own analyzer
  * (LanceDB's `tokenize`: stemming, stop words) and scores with LanceDB's BM25 (k1 1.2, b 0.75, idf
- * ln(1 + (N − n + 0.5)/(n + 0.5)), statistics of the whole table), so it ranks as the index would without an index.
+ * ln(1 + (N − n + 0.5)/(n + 0.5)), statistics of the dataset's table, which holds only these chunks), so it ranks as the index would without an index.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { LanceKnowledgeIndex } from '../lambdas/adapters/index/lancedb';
+import { installedKnowledgeIndex } from '../lambdas/composition/knowledge-index';
 import type { DatasetRef } from '../lambdas/core/knowledge/document';
 import { chunkId, chunkText } from '../lambdas/core/processing/chunking';
 import type { IndexedChunk, IndexFilter, IndexHit } from '../lambdas/ports/processing';
-import { installedKnowledgeIndex } from '../lambdas/shared/knowledge-index';
 import { startLocalRuntime } from '../lib/local/runtime';
 import { type CorpusPage, loadCorpus, refreshIndexFully } from '../test/quality/corpus';
 import { seededRandom } from './ingestion-corpus';

@@ -12,12 +12,12 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { TitanEmbedder } from '../../lambdas/adapters/embedding/bedrock-titan';
 import { openAiCompatibleEmbedderFromEnv } from '../../lambdas/adapters/embedding/openai-compatible';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
+import { container } from '../../lambdas/composition/container';
+import { useKnowledgeIndex } from '../../lambdas/composition/knowledge-index';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
 import { runScheduleTick, type TickOutcome } from '../../lambdas/core/flows/scheduler';
 import type { Embedder } from '../../lambdas/ports/processing';
 import { positiveInteger } from '../../lambdas/shared/config';
-import { container } from '../../lambdas/shared/container';
-import { useKnowledgeIndex } from '../../lambdas/shared/knowledge-index';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
 import {
   DOCUMENTS_BUCKET,
@@ -219,7 +219,7 @@ export const LOCAL_FLOW_RUNNERS = 4;
  */
 export async function startFlowRunner(engines: EngineEndpoints): Promise<QueueWorker> {
   const { handler } = await import('../../lambdas/handlers/queue/flow-runner');
-  const { flowContainer } = await import('../../lambdas/shared/flow-container');
+  const { flowContainer } = await import('../../lambdas/composition/flow-container');
   const sqs = new SQSClient({
     endpoint: engines.sqsEndpoint,
     region: LOCAL_REGION,
@@ -408,7 +408,7 @@ export async function startSeparateWorker(options: { dataDir?: string } = {}): P
 
 /** Ticks the schedule handler's use case on a timer, one tick at a time, with the given clock. */
 async function startScheduler(options: LocalRuntimeOptions): Promise<LocalScheduler & { stop(): Promise<void> }> {
-  const { flowContainer } = await import('../../lambdas/shared/flow-container');
+  const { flowContainer } = await import('../../lambdas/composition/flow-container');
   const clock = options.scheduleClock ?? { now: () => new Date() };
   let running: Promise<TickOutcome> | undefined;
   const tick = async (): Promise<TickOutcome> => {

@@ -6,9 +6,9 @@
  * Locally the router calls this same function on every request, with no cache.
  */
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
+import { container } from '../../composition/container';
 import { authenticate, callerContext } from '../../core/auth/tokens';
 import { UnauthorizedError } from '../../core/errors';
-import { container } from '../../shared/container';
 import { logger } from '../../shared/logger';
 
 /** `arn:aws:execute-api:region:account:api/stage/METHOD/path` → `arn:aws:execute-api:region:account:api/stage/*`. */

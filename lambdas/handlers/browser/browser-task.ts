@@ -3,15 +3,15 @@
  * Chromium of @sparticuz/chromium, with the same driver and task loop as the local runtime, behind the same guard
  * proxy. The stack's flow functions invoke it (lambdas/adapters/browser/lambda-driver.ts); it answers a
  * BrowserTaskReply, never throws for a task that failed. Its model comes from the same configuration as the flow
- * functions' (lambdas/shared/flow-model.ts); it touches no table.
+ * functions' (lambdas/composition/flow-model.ts); it touches no table.
  */
 import { join } from 'node:path';
 import type { BrowserTaskReply } from '../../adapters/browser/lambda-driver';
 import { LAMBDA_CHROMIUM_FLAGS, PlaywrightBrowserDriver } from '../../adapters/browser/playwright-driver';
 import { allowPrivateNetworkFromEnv } from '../../adapters/network/url-guard';
+import { flowModelResolverFromEnv } from '../../composition/flow-model';
 import { AppError } from '../../core/errors';
 import { parseInput } from '../../core/validation';
-import { flowModelResolverFromEnv } from '../../shared/flow-model';
 import { logger } from '../../shared/logger';
 import { browserTaskRequest } from './schemas';
 
@@ -28,7 +28,7 @@ async function lambdaChromium(): Promise<string> {
 
 const inLambda = () => process.env.AWS_LAMBDA_FUNCTION_NAME !== undefined && !process.env.CHROMIUM_PATH;
 
-/** One per execution environment: Chromium stays up between tasks (shared/container.ts is not loaded here). */
+/** One per execution environment: Chromium stays up between tasks (composition/container.ts is not loaded here). */
 let browser: PlaywrightBrowserDriver | undefined;
 const driver = () => {
   browser ??= new PlaywrightBrowserDriver({

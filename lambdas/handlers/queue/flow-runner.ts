@@ -9,10 +9,10 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
+import { flowContainer } from '../../composition/flow-container';
 import { continueRun } from '../../core/flows/runtime';
 import { environment, uuid } from '../../core/knowledge/fields';
 import type { FlowRunMessage } from '../../ports/flows';
-import { flowContainer } from '../../shared/flow-container';
 import { logger } from '../../shared/logger';
 
 /**

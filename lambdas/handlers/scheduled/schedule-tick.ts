@@ -1,6 +1,7 @@
 /** Every minute (EventBridge Scheduler in AWS, a timer locally): runs due schedule triggers (core/flows/scheduler.ts). */
+
+import { flowContainer } from '../../composition/flow-container';
 import { runScheduleTick } from '../../core/flows/scheduler';
-import { flowContainer } from '../../shared/flow-container';
 import { logger } from '../../shared/logger';
 
 export const handler = async (event?: { now?: string }) => {

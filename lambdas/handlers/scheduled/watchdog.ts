@@ -1,10 +1,11 @@
 /** Scheduled every few minutes (EventBridge in AWS, a timer locally): see core/processing/watchdog.ts. */
+
+import { container } from '../../composition/container';
+import { processingContainer } from '../../composition/processing-container';
 import { DEFAULT_GRACE_SECONDS, removeAbandonedUploads } from '../../core/knowledge/abandoned-uploads';
 import { runWatchdog } from '../../core/processing/watchdog';
 import { positiveInteger } from '../../shared/config';
-import { container } from '../../shared/container';
 import { logger } from '../../shared/logger';
-import { processingContainer } from '../../shared/processing-container';
 
 /** A document may stay `uploaded` this long before the watchdog steps in (default 15 minutes). */
 export function processingTimeoutSeconds(): number {

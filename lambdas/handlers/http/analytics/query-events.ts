@@ -1,5 +1,5 @@
+import { container } from '../../../composition/container';
 import { queryEvents } from '../../../core/analytics/query';
-import { container } from '../../../shared/container';
 import { httpHandler } from '../../../shared/http';
 import { queryEventsSchema } from './schemas';
 

@@ -1,5 +1,5 @@
+import { container } from '../../../composition/container';
 import { createToken } from '../../../core/dashboard/dashboard';
-import { container } from '../../../shared/container';
 import { httpHandler } from '../../../shared/http';
 import { createTokenSchema } from './schemas';
 

@@ -1,7 +1,9 @@
 import { DynamoRetrievalConfigStore } from '../../../adapters/store/dynamodb/stores';
+import { dynamoDocumentClient } from '../../../composition/clients/dynamodb';
+import { container } from '../../../composition/container';
+import { once } from '../../../composition/once';
 import { deleteKnowledgeBase } from '../../../core/dashboard/dashboard';
 import { config } from '../../../shared/config';
-import { container, dynamoDocumentClient, once } from '../../../shared/container';
 import { httpHandler } from '../../../shared/http';
 import { knowledgeBasePathSchema } from './schemas';
 

@@ -1,5 +1,5 @@
+import { container } from '../../../composition/container';
 import { getKnowledgeBase } from '../../../core/dashboard/dashboard';
-import { container } from '../../../shared/container';
 import { httpHandler } from '../../../shared/http';
 import { knowledgeBasePathSchema } from './schemas';
 

@@ -1,5 +1,5 @@
+import { flowContainer } from '../../../composition/flow-container';
 import { getSession } from '../../../core/flows/definitions';
-import { flowContainer } from '../../../shared/flow-container';
 import { httpHandler } from '../../../shared/http';
 import { sessionPathSchema } from './schemas';
 

@@ -1,5 +1,5 @@
+import { flowContainer } from '../../../composition/flow-container';
 import { validateAgentDefinition } from '../../../core/flows/definitions';
-import { flowContainer } from '../../../shared/flow-container';
 import { httpHandler } from '../../../shared/http';
 import { definitionBodySchema } from './schemas';
 

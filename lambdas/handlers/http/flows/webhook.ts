@@ -1,6 +1,6 @@
+import { flowContainer } from '../../../composition/flow-container';
 import { invoke } from '../../../core/flows/runtime';
 import { requireAgent } from '../../../core/tenancy/tenancy';
-import { flowContainer } from '../../../shared/flow-container';
 import { httpHandler } from '../../../shared/http';
 import { invocationAnswer } from './answer';
 import { webhookSchema } from './schemas';

@@ -1,5 +1,5 @@
+import { container } from '../../../composition/container';
 import { getDocument } from '../../../core/knowledge/documents';
-import { container } from '../../../shared/container';
 import { httpHandler } from '../../../shared/http';
 import { documentQuerySchema } from './schemas';
 

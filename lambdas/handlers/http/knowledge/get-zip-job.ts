@@ -1,5 +1,5 @@
+import { container } from '../../../composition/container';
 import { zipJobView } from '../../../core/processing/zip-job';
-import { container } from '../../../shared/container';
 import { httpHandler } from '../../../shared/http';
 import { zipJobPathSchema } from './schemas';
 

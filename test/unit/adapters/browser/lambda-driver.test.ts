@@ -249,7 +249,7 @@ describe('the BrowserTask handler', () => {
 
 describe('BROWSER_DRIVER in the flow container', () => {
   it('refuses an unknown driver, and with `lambda` invokes the BrowserTask function', async () => {
-    const { flowContainer } = await import('../../../../lambdas/shared/flow-container');
+    const { flowContainer } = await import('../../../../lambdas/composition/flow-container');
     Object.assign(process.env, {
       BROWSER_DRIVER: 'firefox',
       BROWSER_TASK_FUNCTION: FUNCTION,

@@ -7,11 +7,11 @@ import type { AddressInfo } from 'node:net';
 import { BedrockConverseModel } from '../../../../lambdas/adapters/model/bedrock-converse';
 import { OpenAiCompatibleModel } from '../../../../lambdas/adapters/model/openai-compatible';
 import { PromptedFlowModel } from '../../../../lambdas/adapters/model/prompted-flow-model';
+import { flowModelResolverFromEnv } from '../../../../lambdas/composition/flow-model';
 import { AppError } from '../../../../lambdas/core/errors';
 import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
 import type { FlowModelContext, LlmConfig, ToolParameterSpec } from '../../../../lambdas/ports/flows';
 import { ModelError } from '../../../../lambdas/ports/model';
-import { flowModelResolverFromEnv } from '../../../../lambdas/shared/flow-model';
 
 interface ChatBody {
   readonly model: string;

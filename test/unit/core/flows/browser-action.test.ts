@@ -6,9 +6,9 @@
  */
 import { OpenAiCompatibleModel } from '../../../../lambdas/adapters/model/openai-compatible';
 import { PromptedFlowModel } from '../../../../lambdas/adapters/model/prompted-flow-model';
+import { flowModelResolverFromEnv } from '../../../../lambdas/composition/flow-model';
 import { browserTaskModel, readBrowserAction } from '../../../../lambdas/core/flows/browser-task';
 import type { BrowserActionRequest } from '../../../../lambdas/ports/flows';
-import { flowModelResolverFromEnv } from '../../../../lambdas/shared/flow-model';
 import { type ScriptedModelServer, startScriptedModelServer } from '../../../helpers/scripted-model-server';
 
 describe('readBrowserAction', () => {

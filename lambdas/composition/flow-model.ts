@@ -9,7 +9,7 @@
  * POST the conversation (with MODEL_API_KEY) to any host it can reach, the instance metadata service and private
  * VPC addresses included (SSRF). The Bedrock model ids a definition may name are bounded by the function's IAM policy.
  */
-import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
+
 import { BedrockConverseModel } from '../adapters/model/bedrock-converse';
 import { imageInputFromEnv, MODEL_ENV, modelProviderFromEnv } from '../adapters/model/openai-compatible';
 import { PromptedFlowModel } from '../adapters/model/prompted-flow-model';
@@ -17,6 +17,7 @@ import { AppError } from '../core/errors';
 import { OfflineFlowModel } from '../core/flows/offline-model';
 import type { FlowModel, FlowModelResolver, LlmConfig } from '../ports/flows';
 import type { ModelProvider } from '../ports/model';
+import { bedrockRuntimeClient } from './clients/bedrock-runtime';
 
 export const BEDROCK_FLOW_MODEL_ENV = 'BEDROCK_FLOW_MODEL_ID';
 /** `false` when the Bedrock models of the deployment read no images (docs/flows.md, "Attachments"). */
@@ -59,7 +60,6 @@ export function flowModelResolverFromEnv(
     providers.set(`ChatOpenAICompatible:${defaultOpenAiCompatibleName}`, defaultOpenAiCompatible);
   }
 
-  let bedrockClient: BedrockRuntimeClient | undefined;
   const openAiCompatible = (model: string) =>
     cached(`ChatOpenAICompatible:${model}`, () => {
       const provider = modelProviderFromEnv({ ...endpoint, [MODEL_ENV.model]: model });
@@ -68,8 +68,7 @@ export function flowModelResolverFromEnv(
     });
   const bedrock = (modelId: string) =>
     cached(`ChatBedrockConverse:${modelId}`, () => {
-      bedrockClient ??= new BedrockRuntimeClient({});
-      return new BedrockConverseModel(bedrockClient, modelId, { imageInput: bedrockImageInput });
+      return new BedrockConverseModel(bedrockRuntimeClient(), modelId, { imageInput: bedrockImageInput });
     });
 
   const offline = new OfflineFlowModel();

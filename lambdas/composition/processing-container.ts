@@ -19,9 +19,11 @@ import {
 import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../core/processing/process-document';
 import type { ZipImportDeps } from '../core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { config, DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from './config';
-import { container, dynamoDocumentClient, once } from './container';
+import { config, DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '../shared/config';
+import { dynamoDocumentClient } from './clients/dynamodb';
+import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
+import { once } from './once';
 
 export { useKnowledgeIndex } from './knowledge-index';
 

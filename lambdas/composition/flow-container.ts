@@ -4,7 +4,6 @@
  * default retrieval and the retrieval tools through the retrieval container (with the generate endpoint's model), and
  * the flow runner's queue with the budget of a request's run (docs/flows.md, "Long runs").
  */
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { GuardedImageDownloader } from '../adapters/network/guarded-download';
 import { GuardedOutboundHttp } from '../adapters/network/outbound-http';
 import { allowPrivateNetworkFromEnv } from '../adapters/network/url-guard';
@@ -15,11 +14,14 @@ import type { AttachmentDeps } from '../core/flows/attachments';
 import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '../core/flows/runtime';
 import { runDefaultRetrieval } from '../core/retrieval/default-retrieval';
 import { type BrowserDriver, OutboundError } from '../ports/flows';
-import { config, positiveInteger } from './config';
-import { container, dynamoDocumentClient, once } from './container';
+import { config, positiveInteger } from '../shared/config';
+import { logger } from '../shared/logger';
+import { dynamoDocumentClient } from './clients/dynamodb';
+import { sqsClient } from './clients/sqs';
+import { container } from './container';
 import { flowModelResolverFromEnv } from './flow-model';
-import { logger } from './logger';
 import { generateModelFromEnv } from './model';
+import { once } from './once';
 import { retrievalContainer } from './retrieval-container';
 
 const definitions = once(() => new DynamoDefinitionStore(dynamoDocumentClient(), config.tableName('agentDefinitions')));
@@ -36,7 +38,7 @@ const flowRuns = once(() => config.flowRuns());
 // Built on first hand-over: only the webhook, app-event and flow runner functions are given the queue.
 const runQueue = once(
   // The configured endpoint, not the queue URL's host (the local engine's is not resolvable everywhere).
-  () => new SqsFlowRunQueue(new SQSClient({ useQueueUrlAsEndpoint: false }), config.flowRunQueueUrl()),
+  () => new SqsFlowRunQueue(sqsClient(), config.flowRunQueueUrl()),
 );
 const generateModel = once(() => generateModelFromEnv());
 const http = once(() => new GuardedOutboundHttp({ allowPrivateNetwork: allowPrivateNetworkFromEnv() }));

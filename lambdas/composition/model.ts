@@ -7,10 +7,10 @@
  * returns no scores and cannot drop results under minScore before it generates, so minScore would mean something
  * else there than locally.
  */
-import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { BedrockConverseModel } from '../adapters/model/bedrock-converse';
 import { modelProviderFromEnv } from '../adapters/model/openai-compatible';
 import type { ModelProvider } from '../ports/model';
+import { bedrockRuntimeClient } from './clients/bedrock-runtime';
 
 export function generateModelFromEnv(
   env: Readonly<Record<string, string | undefined>> = process.env,
@@ -18,5 +18,5 @@ export function generateModelFromEnv(
   const openAiCompatible = modelProviderFromEnv(env);
   if (openAiCompatible) return openAiCompatible;
   const bedrockModelId = env.BEDROCK_GENERATE_MODEL_ID;
-  return bedrockModelId ? new BedrockConverseModel(new BedrockRuntimeClient({}), bedrockModelId) : null;
+  return bedrockModelId ? new BedrockConverseModel(bedrockRuntimeClient(), bedrockModelId) : null;
 }

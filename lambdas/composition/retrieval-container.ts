@@ -6,9 +6,11 @@
 import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/stores';
 import type { DefaultRetrievalDeps } from '../core/retrieval/default-retrieval';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { config } from './config';
-import { container, dynamoDocumentClient, once } from './container';
+import { config } from '../shared/config';
+import { dynamoDocumentClient } from './clients/dynamodb';
+import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
+import { once } from './once';
 
 let index: KnowledgeIndex | undefined;
 

@@ -7,7 +7,7 @@
 import { bedrockIndexFromEnv, type ChunkTextSource } from '../adapters/index/bedrock-knowledge-base';
 import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '../adapters/index/dynamodb-chunks';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { dynamoDocumentClient } from './container';
+import { dynamoDocumentClient } from './clients/dynamodb';
 
 let installed: { index: KnowledgeIndex; embedder: Embedder | null } | undefined;
 

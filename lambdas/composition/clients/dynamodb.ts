@@ -1,0 +1,13 @@
+/**
+ * The one DynamoDB document client of this process. Its endpoint comes from the standard variables
+ * (AWS_ENDPOINT_URL_DYNAMODB), which is how the local runtime points it at its engine.
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { once } from '../once';
+
+export const dynamoDocumentClient = once(() =>
+  DynamoDBDocumentClient.from(new DynamoDBClient({}), {
+    marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
+  }),
+);

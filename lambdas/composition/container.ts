@@ -1,0 +1,85 @@
+/**
+ * Composition root of the API handlers: builds each adapter once per cold start, on first use, so a handler only
+ * needs the configuration of what it touches. The SDK clients are those of ./clients, one module each.
+ */
+import { randomUUID } from 'node:crypto';
+import { S3BlobStore } from '../adapters/blob/s3';
+import { SqsProcessingQueue } from '../adapters/queue/sqs-processing';
+import { DynamoAnalyticsStore } from '../adapters/store/dynamodb/analytics-store';
+import {
+  DynamoAgentStore,
+  DynamoDocumentStore,
+  DynamoKnowledgeBaseStore,
+  DynamoTokenStore,
+  DynamoUploadSessionStore,
+  DynamoZipJobStore,
+} from '../adapters/store/dynamodb/stores';
+import { retentionDaysFrom } from '../core/analytics/retention';
+import type { KnowledgeDeps } from '../core/knowledge/documents';
+import type { AnalyticsStore } from '../ports/analytics';
+import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../ports/services';
+import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '../ports/stores';
+import type { ZipJobStore } from '../ports/zip-jobs';
+import { config } from '../shared/config';
+import { dynamoDocumentClient } from './clients/dynamodb';
+import { s3Client } from './clients/s3';
+import { sqsClient } from './clients/sqs';
+import { once } from './once';
+
+const tokens = once(() => new DynamoTokenStore(dynamoDocumentClient(), config.tableName('tokens')));
+const agents = once(() => new DynamoAgentStore(dynamoDocumentClient(), config.tableName('agents')));
+const knowledgeBases = once(
+  () => new DynamoKnowledgeBaseStore(dynamoDocumentClient(), config.tableName('knowledgeBases')),
+);
+const documents = once(() => new DynamoDocumentStore(dynamoDocumentClient(), config.tableName('documents')));
+const uploads = once(() => new DynamoUploadSessionStore(dynamoDocumentClient(), config.tableName('uploads')));
+const zipJobs = once(() => new DynamoZipJobStore(dynamoDocumentClient(), config.tableName('zipJobs')));
+const analytics = once(
+  () =>
+    new DynamoAnalyticsStore(dynamoDocumentClient(), config.tableName('analytics'), {
+      clock,
+      retentionDays: retentionDaysFrom(process.env.ANALYTICS_RETENTION_DAYS),
+    }),
+);
+const blobs = once(() => new S3BlobStore(s3Client(), config.documentsBucket()));
+const queue = once(() => new SqsProcessingQueue(sqsClient(), config.processingQueueUrl()));
+const settings = once(() => config.uploads());
+
+const clock: Clock = { now: () => new Date() };
+const ids: IdGenerator = { uuid: () => randomUUID() };
+
+/** Dependencies by name, each built when first read. */
+export const container = {
+  get tokens(): TokenStore {
+    return tokens();
+  },
+  get agents(): AgentStore {
+    return agents();
+  },
+  get knowledgeBases(): KnowledgeBaseStore {
+    return knowledgeBases();
+  },
+  get documents(): DocumentStore {
+    return documents();
+  },
+  get uploads(): UploadSessionStore {
+    return uploads();
+  },
+  get zipJobs(): ZipJobStore {
+    return zipJobs();
+  },
+  get analytics(): AnalyticsStore {
+    return analytics();
+  },
+  get blobs(): BlobStore {
+    return blobs();
+  },
+  get queue(): ProcessingQueue {
+    return queue();
+  },
+  get settings() {
+    return settings();
+  },
+  clock,
+  ids,
+} satisfies KnowledgeDeps & { tokens: TokenStore; analytics: AnalyticsStore };
