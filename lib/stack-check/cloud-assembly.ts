@@ -122,6 +122,7 @@ export class ResourceNames {
 
   physicalName(logicalId: string): string {
     const type = this.typeOf(logicalId);
+    if (type === 'AWS::ApiGateway::Stage') return String(this.template.Resources[logicalId].Properties?.StageName);
     const name = this.overrides[logicalId] ?? logicalId;
     return type === 'AWS::S3::Bucket' ? name.toLowerCase() : name;
   }
@@ -171,6 +172,8 @@ export class ResourceNames {
         return this.queueUrl(logicalId);
       case 'QueueName':
         return this.physicalName(logicalId);
+      case 'RootResourceId':
+        return `${logicalId}Root`;
       case 'KnowledgeBaseId':
       case 'DataSourceId':
         return this.physicalName(logicalId).slice(0, 10).toUpperCase();
