@@ -1,7 +1,7 @@
 /**
  * Runs the synthesized stack of a cloud assembly on this machine (lib/stack-check/stack-runner.ts) until stdin
  * closes: `tsx bin/run-stack.ts <cdk.out> [--template <file>]`. Prints one line `@@stack {"ready":{baseUrl,token}}`
- * when it serves (the token: a new organization with every scope), and for each `report` line read on stdin one
+ * when it serves (token and otherToken: two new organizations with every scope), and for each `report` line read on stdin one
  * line `@@stack {"report":{...}}`: the calls checked, the calls refused, wiring errors and each function's output.
  * test/stack/run.test.ts drives it; jest itself cannot load the ES-module-only SQS engine.
  */
@@ -25,9 +25,11 @@ async function main(): Promise<void> {
     : assembly.template;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-stack-'));
   const stack = await runStack({ ...assembly, template }, { dataDir });
+  // Two organizations, as the HTTP suites' TEST_TOKENS want them.
   const token = await stack.createToken(SCOPES);
+  const otherToken = await stack.createToken(SCOPES);
   const say = (value: unknown) => process.stdout.write(`@@stack ${JSON.stringify(value)}\n`);
-  say({ ready: { baseUrl: stack.baseUrl, token } });
+  say({ ready: { baseUrl: stack.baseUrl, token, otherToken } });
 
   const stop = async () => {
     await stack.stop();

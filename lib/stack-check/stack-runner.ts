@@ -453,9 +453,14 @@ function serveApi(
     // API Gateway answers a path or method it does not know with 403 MISSING_AUTHENTICATION_TOKEN.
     if (!match) return gatewayResponse('MISSING_AUTHENTICATION_TOKEN', 403, 'Missing Authentication Token');
     const values = match.pattern.exec(url.pathname) as RegExpExecArray;
-    const pathParameters = Object.fromEntries(
-      match.parameterNames.map((n, i) => [n, decodeURIComponent(values[i + 1])]),
-    );
+    const decode = (value: string) => {
+      try {
+        return decodeURIComponent(value);
+      } catch {
+        return value; // a malformed escape reaches the function as sent
+      }
+    };
+    const pathParameters = Object.fromEntries(match.parameterNames.map((n, i) => [n, decode(values[i + 1])]));
     const headers: Record<string, string> = {};
     const multiValueHeaders: Record<string, string[]> = {};
     for (const [name, value] of Object.entries(request.headers)) {
@@ -464,12 +469,11 @@ function serveApi(
       headers[name] = list.join(',');
       multiValueHeaders[name] = list;
     }
-    const query: Record<string, string> = {};
-    const multiQuery: Record<string, string[]> = {};
-    for (const [k, v] of url.searchParams) {
-      query[k] = v;
-      multiQuery[k] = [...(multiQuery[k] ?? []), v];
-    }
+    // Maps, then plain objects: a query key such as `valueOf` or `constructor` must not meet Object.prototype.
+    const queryValues = new Map<string, string[]>();
+    for (const [k, v] of url.searchParams) queryValues.set(k, [...(queryValues.get(k) ?? []), v]);
+    const query: Record<string, string> = Object.fromEntries([...queryValues].map(([k, v]) => [k, v[v.length - 1]]));
+    const multiQuery: Record<string, string[]> = Object.fromEntries(queryValues);
     const methodArn = `${apiArn}/${stageName}/${method}${url.pathname}`;
     const requestContext: Record<string, unknown> = {
       accountId: SYNTHETIC_ACCOUNT,
