@@ -140,6 +140,19 @@ describe('the synthesized stack, run from its assets', () => {
     expect(report.callsChecked).toBeGreaterThan(20);
   }, 120_000);
 
+  test('a token restricted to one agent is minted (CreateToken reads the agents table: it had neither the variable nor the grant)', async () => {
+    const call = api(stack, stack.token);
+    const { agentId } = await dataset(call);
+    const minted = await call('POST', '/dashboard/tokens', {
+      name: 'one agent',
+      scopes: ['webhook'],
+      agentIds: [agentId],
+    });
+    expect(minted).toMatchObject({ status: 201, body: { agentIds: [agentId] } });
+    const report = await stack.report();
+    expect(report.denials).toEqual([]);
+  });
+
   test('the gateway answers as the template declares: 401 without a token, 403 for a path it does not know', async () => {
     const anonymous = api(stack, null);
     const missing = await anonymous('POST', '/dashboard/agents', { displayName: 'x' });
