@@ -18,6 +18,8 @@ export interface StackProcess {
   readonly baseUrl: string;
   /** A token of its own organization with every scope. */
   readonly token: string;
+  /** The same for a second organization. */
+  readonly otherToken: string;
   report(): Promise<StackReport>;
   stop(): Promise<void>;
 }
@@ -52,10 +54,11 @@ export function startStackProcess(cloudAssembly: string, templateFile?: string):
   return new Promise((resolveStart, reject) => {
     child.once('exit', (code) => reject(new Error(`bin/run-stack.ts exited (${code}): ${stderr.slice(-3000)}`)));
     next().then((message) => {
-      const { baseUrl, token } = message.ready as { baseUrl: string; token: string };
+      const { baseUrl, token, otherToken } = message.ready as { baseUrl: string; token: string; otherToken: string };
       resolveStart({
         baseUrl,
         token,
+        otherToken,
         async report() {
           const answer = next();
           child.stdin.write('report\n');
