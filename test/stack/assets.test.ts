@@ -1,18 +1,12 @@
 /**
- * The artifacts a deploy uploads, checked from the synthesized cloud assembly (both knowledge index variants): every
+ * The artifacts a deploy uploads, checked from the synthesized cloud assembly (the default variant; run.test.ts checks the knowledgeIndex=dynamodb one): every
  * Node.js function of the template loads from its asset folder on Node 22 in a process of its own with its template
  * environment, reads every variable the template gives it, and its package size is reported.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  loadHandler,
-  mapLimited,
-  packageSize,
-  runtimeNodePath,
-  unusedEnvironmentVariables,
-} from '../../lib/stack-check/asset-checks';
+import { loadHandler, runtimeNodePath, unusedEnvironmentVariables } from '../../lib/stack-check/asset-checks';
 import {
   type CloudAssembly,
   nodeFunctions,
@@ -21,14 +15,10 @@ import {
   synthesizeCloudAssembly,
   type TemplateFunction,
 } from '../../lib/stack-check/cloud-assembly';
+import { assetChecks } from '../helpers/stack-assets';
 
-/** Minified handler file of an API function, source map aside: the budget of scripts/bundle-sizes.ts. */
-const API_BUNDLE_BUDGET_BYTES = 300 * 1024;
-
-const VARIANTS: Record<string, Record<string, string>> = {
-  default: {},
-  'knowledgeIndex=dynamodb': { knowledgeIndex: 'dynamodb' },
-};
+/** The dynamodb variant's assets are checked by run.test.ts, which synthesizes it: one bundling per variant. */
+const VARIANTS: Record<string, Record<string, string>> = { default: {} };
 
 let workdir: string;
 let nodePath: string;
@@ -52,50 +42,11 @@ function edited(fn: TemplateFunction, edit: Partial<TemplateFunction>): Template
   return { ...fn, ...edit };
 }
 
-describe.each(Object.keys(VARIANTS))('the %s stack', (variant) => {
-  const functions = () => nodeFunctions(assemblies[variant]);
-  const names = () => new ResourceNames(assemblies[variant].template);
-
-  test('every Node.js function runs on nodejs22.x from an asset folder of the assembly', () => {
-    expect(functions().length).toBeGreaterThan(30);
-    for (const fn of functions()) {
-      expect({ id: fn.logicalId, runtime: fn.runtime }).toEqual({ id: fn.logicalId, runtime: 'nodejs22.x' });
-      expect(fs.existsSync(fn.assetDirectory)).toBe(true);
-    }
-  });
-
-  test("every function's handler loads on Node 22 with its template environment and the runtime's NODE_PATH", async () => {
-    const started = Date.now();
-    const results = await mapLimited(functions(), 2, (fn) =>
-      loadHandler(fn, resolvedEnvironment(fn, names()), nodePath),
-    );
-    console.log(
-      `[stack] ${variant}: ${results.filter((r) => r.ok).length}/${results.length} handlers loaded on Node 22 in ` +
-        `${Date.now() - started} ms`,
-    );
-    expect(results.filter((r) => !r.ok)).toEqual([]);
-  }, 120_000);
-
-  test('every variable of a function’s template environment is read by its bundle', () => {
-    const unused = functions()
-      .map((fn) => ({ fn: fn.logicalId, unused: unusedEnvironmentVariables(fn) }))
-      .filter((r) => r.unused.length > 0);
-    expect(unused).toEqual([]);
-  });
-
-  test(`every API function's handler file stays within ${API_BUNDLE_BUDGET_BYTES / 1024} KB`, () => {
-    const sizes = functions().map((fn) => ({ fn: fn.logicalId, ...packageSize(fn) }));
-    const lines = sizes
-      .sort((a, b) => b.totalBytes - a.totalBytes)
-      .map(
-        (s) =>
-          `  ${s.fn}: package ${(s.totalBytes / 1024).toFixed(0)} KB, handler ${(s.handlerBytes / 1024).toFixed(0)} KB`,
-      );
-    console.log(`[stack] ${variant}: package sizes (unzipped, source maps included)\n${lines.join('\n')}`);
-    const overBudget = sizes.filter((s) => s.fn.startsWith('PlatformApi') && s.handlerBytes > API_BUNDLE_BUDGET_BYTES);
-    expect(overBudget).toEqual([]);
-  });
-});
+assetChecks(
+  'default',
+  () => assemblies.default,
+  () => nodePath,
+);
 
 describe('what the checks catch (on a copy of a function entry)', () => {
   const uploadLink = () => {

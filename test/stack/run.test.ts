@@ -7,6 +7,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { runtimeNodePath } from '../../lib/stack-check/asset-checks';
 import {
   type CfnTemplate,
   type CloudAssembly,
@@ -16,18 +17,30 @@ import {
 } from '../../lib/stack-check/cloud-assembly';
 import type { PolicyStatement } from '../../lib/stack-check/iam';
 import { pollUntil } from '../helpers/poll';
+import { assetChecks } from '../helpers/stack-assets';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
 
 let workdir: string;
 let assembly: CloudAssembly;
+let nodePath: string;
 
 beforeAll(() => {
   workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-run-'));
   assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { knowledgeIndex: 'dynamodb' });
+  nodePath = runtimeNodePath();
 }, 300_000);
 
 afterAll(() => {
   fs.rmSync(workdir, { recursive: true, force: true });
+  fs.rmSync(path.dirname(nodePath), { recursive: true, force: true });
+});
+
+describe('its assets', () => {
+  assetChecks(
+    'knowledgeIndex=dynamodb',
+    () => assembly,
+    () => nodePath,
+  );
 });
 
 /** The stack of the assembly, or of a changed copy of its template (the same asset folders). */
