@@ -154,6 +154,8 @@ export class ResourceNames {
         return `arn:aws:logs:${at}:log-group:${name}:*`;
       case 'AWS::Bedrock::KnowledgeBase':
         return `arn:aws:bedrock:${at}:knowledge-base/${name}`;
+      case 'AWS::Events::Rule':
+        return `arn:aws:events:${at}:rule/${name}`;
       case 'AWS::S3Vectors::VectorBucket':
         return `arn:aws:s3vectors:${at}:bucket/${name}`;
       default:

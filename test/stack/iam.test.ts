@@ -5,8 +5,10 @@
  */
 import {
   type CfnTemplate,
+  type Json,
   nodeFunctions,
   ResourceNames,
+  resolveIntrinsics,
   SYNTHETIC_ACCOUNT,
   SYNTHETIC_REGION,
   type TemplateFunction,
@@ -140,6 +142,70 @@ describe('a call is checked against the role of the function that makes it', () 
       resource,
     });
     await expect(denied).rejects.toThrow(`AccessDenied: ${fn.logicalId} may not dynamodb:PutItem on ${resource}`);
+  });
+});
+
+describe.each(['default', 'knowledgeIndex=dynamodb'])('scheduled targets of the %s stack', (variant) => {
+  const template = () => templates[variant];
+  const ofType = (t: CfnTemplate, type: string) =>
+    Object.entries(t.Resources).filter(([, r]) => r.Type === type) as [string, { Properties: Record<string, Json> }][];
+
+  test("each EventBridge Scheduler schedule's role trusts the scheduler and may invoke its target function", async () => {
+    const schedules = ofType(template(), 'AWS::Scheduler::Schedule');
+    expect(schedules.length).toBeGreaterThan(0);
+    const names = new ResourceNames(template());
+    const functions = new Set(functionsOf(template()).map((f) => f.logicalId));
+    for (const [id, schedule] of schedules) {
+      const target = schedule.Properties.Target as { Arn: Json; RoleArn: Json };
+      const [targetId] = (target.Arn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
+      const [roleId] = (target.RoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
+      expect(functions.has(targetId)).toBe(true);
+      expect(JSON.stringify(template().Resources[roleId].Properties?.AssumeRolePolicyDocument)).toContain(
+        'scheduler.amazonaws.com',
+      );
+      await new FunctionPermissions(template(), { logicalId: id, roleLogicalId: roleId }, names).check(
+        'lambda:InvokeFunction',
+        names.arn(targetId),
+      );
+    }
+  });
+
+  test('each EventBridge rule may invoke its target functions (a Lambda permission for the rule)', () => {
+    const names = new ResourceNames(template());
+    const permissions = ofType(template(), 'AWS::Lambda::Permission').map(([, p]) => ({
+      fn: JSON.stringify(p.Properties.FunctionName),
+      principal: p.Properties.Principal,
+      source: p.Properties.SourceArn === undefined ? undefined : resolveIntrinsics(p.Properties.SourceArn, names),
+    }));
+    const rules = ofType(template(), 'AWS::Events::Rule');
+    expect(rules.length).toBeGreaterThan(0);
+    for (const [id, rule] of rules) {
+      for (const target of rule.Properties.Targets as { Arn: Json }[]) {
+        expect(permissions).toContainEqual({
+          fn: JSON.stringify(target.Arn),
+          principal: 'events.amazonaws.com',
+          source: names.arn(id),
+        });
+      }
+    }
+  });
+
+  test('a schedule whose role lost its policy is refused, naming the schedule, action and function', async () => {
+    const copy = structuredClone(template());
+    const [id, schedule] = ofType(copy, 'AWS::Scheduler::Schedule')[0];
+    const target = schedule.Properties.Target as { Arn: Json; RoleArn: Json };
+    const [roleId] = (target.RoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
+    for (const [policyId, policy] of ofType(copy, 'AWS::IAM::Policy')) {
+      if (JSON.stringify(policy.Properties.Roles).includes(`"${roleId}"`)) delete copy.Resources[policyId];
+    }
+    const names = new ResourceNames(copy);
+    const [targetId] = (target.Arn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
+    await expect(
+      new FunctionPermissions(copy, { logicalId: id, roleLogicalId: roleId }, names).check(
+        'lambda:InvokeFunction',
+        names.arn(targetId),
+      ),
+    ).rejects.toThrow(`AccessDenied: ${id} may not lambda:InvokeFunction on ${names.arn(targetId)}`);
   });
 });
 
