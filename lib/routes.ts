@@ -390,7 +390,8 @@ export const ROUTES: readonly HttpRoute[] = [
     path: '/dashboard/tokens',
     handler: http('dashboard/create-token'),
     scope: 'dashboard',
-    access: { tables: { tokens: 'readWrite' } },
+    // agents: a token restricted to agents (agentIds) is minted only for agents of the caller's organization.
+    access: { tables: { tokens: 'readWrite', agents: 'read' } },
     summary: "Create a token of the caller's organization",
   },
 ];

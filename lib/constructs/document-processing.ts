@@ -55,7 +55,6 @@ export class DocumentProcessing extends Construct {
       ...props.knowledgeIndex.environment(),
       MAX_FILE_BYTES: String(props.maxFileBytes),
       ZIP_MAX_ARCHIVE_BYTES: String(props.maxArchiveBytes),
-      PROCESSING_TIMEOUT_SECONDS: '900',
     };
 
     this.processor = new ServiceFunction(this, 'ProcessorFunction', {
@@ -99,7 +98,12 @@ export class DocumentProcessing extends Construct {
       handlerFile: WORKERS.watchdog.handler,
       description: 'Retries, then fails, documents left uploaded past the processing time limit',
       timeout: Duration.minutes(2),
-      environment: { ...common, ...resourceEnvironment(props.resources, WORKERS.watchdog.access) },
+      // Only the watchdog reads it: how long a document may stay `uploaded` before it is retried, then failed.
+      environment: {
+        ...common,
+        PROCESSING_TIMEOUT_SECONDS: '900',
+        ...resourceEnvironment(props.resources, WORKERS.watchdog.access),
+      },
     });
     grantAccess(this.watchdog, props.resources, WORKERS.watchdog.access);
     props.knowledgeIndex.grantIngest(this.watchdog);

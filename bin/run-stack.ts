@@ -1,0 +1,64 @@
+/**
+ * Runs the synthesized stack of a cloud assembly on this machine (lib/stack-check/stack-runner.ts) until stdin
+ * closes: `tsx bin/run-stack.ts <cdk.out> [--template <file>]`. Prints one line `@@stack {"ready":{baseUrl,token}}`
+ * when it serves (token and otherToken: two new organizations with every scope), and for each `report` line read on stdin one
+ * line `@@stack {"report":{...}}`: the calls checked, the calls refused, wiring errors and each function's output.
+ * test/stack/run.test.ts drives it; jest itself cannot load the ES-module-only SQS engine.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as readline from 'node:readline';
+import { type CfnTemplate, readCloudAssembly } from '../lib/stack-check/cloud-assembly';
+import { runStack } from '../lib/stack-check/stack-runner';
+
+const SCOPES = ['dashboard', 'knowledge-management', 'analytics', 'webhook'];
+
+async function main(): Promise<void> {
+  const [directory, flag, templateFile] = process.argv.slice(2);
+  if (!directory || (flag !== undefined && (flag !== '--template' || !templateFile))) {
+    throw new Error('usage: tsx bin/run-stack.ts <cdk.out> [--template <file>]');
+  }
+  const assembly = readCloudAssembly(directory);
+  const template = templateFile
+    ? (JSON.parse(fs.readFileSync(templateFile, 'utf8')) as CfnTemplate)
+    : assembly.template;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-stack-'));
+  const stack = await runStack({ ...assembly, template }, { dataDir });
+  // Two organizations, as the HTTP suites' TEST_TOKENS want them.
+  const token = await stack.createToken(SCOPES);
+  const otherToken = await stack.createToken(SCOPES);
+  const say = (value: unknown) => process.stdout.write(`@@stack ${JSON.stringify(value)}\n`);
+  say({ ready: { baseUrl: stack.baseUrl, token, otherToken } });
+
+  const stop = async () => {
+    await stack.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop());
+  const lines = readline.createInterface({ input: process.stdin });
+  lines.on('line', (line) => {
+    if (line.trim() !== 'report') return;
+    const hosts = [...stack.hosts.values()];
+    say({
+      report: {
+        functions: hosts.length,
+        functionsRun: hosts.filter((h) => h.invocations > 0).length,
+        invocations: Object.fromEntries(
+          hosts.filter((h) => h.invocations > 0).map((h) => [h.fn.logicalId, h.invocations]),
+        ),
+        callsChecked: stack.callsChecked(),
+        denials: stack.denials().map((e) => ({ functionId: e.functionId, action: e.action, resource: e.resource })),
+        wiringErrors: stack.wiringErrors,
+        output: Object.fromEntries(hosts.filter((h) => h.output()).map((h) => [h.fn.logicalId, h.output()])),
+      },
+    });
+  });
+  lines.on('close', () => void stop());
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,61 @@
+/**
+ * The full part of `npm run test:stack`: the `-c knowledgeIndex=dynamodb` stack synthesized and run from its cloud
+ * assembly (bin/run-stack.ts), then the HTTP suites that hold against any deployment pointed at it through
+ * TEST_BASE_URL and TEST_TOKENS, as scripts/test-localstack.sh points them at LocalStack. Fails on a failing suite,
+ * on any call a function's role refused, and on any wiring error. Figures are printed as `[stack-suites]` lines.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { synthesizeCloudAssembly } from '../lib/stack-check/cloud-assembly';
+import { startStackProcess } from '../test/helpers/stack-process';
+
+/** Suites that need nothing of the local runtime (its data folder, its clock, short upload TTLs, its worker). */
+const SUITES = [
+  'test/integration/upload-flow.test.ts',
+  'test/api/documents.test.ts',
+  'test/api/dashboard.test.ts',
+  'test/api/zip-import.test.ts',
+  'test/proof/fuzz.test.ts',
+];
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-suites-'));
+  try {
+    const assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { knowledgeIndex: 'dynamodb' });
+    const stack = await startStackProcess(assembly.directory);
+    let status = 1;
+    try {
+      const jest = spawnSync('npx', ['jest', ...SUITES, '--runInBand'], {
+        stdio: 'inherit',
+        env: { ...process.env, TEST_BASE_URL: stack.baseUrl, TEST_TOKENS: `${stack.token},${stack.otherToken}` },
+      });
+      const report = await stack.report();
+      const invocations = Object.values(report.invocations).reduce((n, i) => n + i, 0);
+      console.log(
+        `[stack-suites] ${SUITES.length} suites ${jest.status === 0 ? 'passed' : 'FAILED'} through the synthesized ` +
+          `stack: ${report.functionsRun} of ${report.functions} functions run (${invocations} invocations), ` +
+          `${report.callsChecked} AWS calls checked against their roles, ${report.denials.length} refused, ` +
+          `${report.wiringErrors.length} wiring errors, ${Math.round((Date.now() - started) / 1000)} s`,
+      );
+      for (const denial of report.denials) console.log(`[stack-suites] AccessDenied ${JSON.stringify(denial)}`);
+      for (const error of report.wiringErrors) console.log(`[stack-suites] wiring: ${error}`);
+      status = jest.status === 0 && report.denials.length === 0 && report.wiringErrors.length === 0 ? 0 : 1;
+    } finally {
+      await stack.stop();
+    }
+    return status;
+  } finally {
+    fs.rmSync(workdir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (status) => process.exit(status),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

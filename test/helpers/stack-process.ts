@@ -1,0 +1,76 @@
+/** The synthesized stack run by bin/run-stack.ts in a process of its own, for test/stack. */
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+
+const ROOT = resolve(__dirname, '..', '..');
+
+export interface StackReport {
+  functions: number;
+  functionsRun: number;
+  invocations: Record<string, number>;
+  callsChecked: number;
+  denials: { functionId: string; action: string; resource: string }[];
+  wiringErrors: string[];
+  output: Record<string, string>;
+}
+
+export interface StackProcess {
+  readonly baseUrl: string;
+  /** A token of its own organization with every scope. */
+  readonly token: string;
+  /** The same for a second organization. */
+  readonly otherToken: string;
+  report(): Promise<StackReport>;
+  stop(): Promise<void>;
+}
+
+export function startStackProcess(cloudAssembly: string, templateFile?: string): Promise<StackProcess> {
+  const args = [
+    '--import',
+    'tsx',
+    'bin/run-stack.ts',
+    cloudAssembly,
+    ...(templateFile ? ['--template', templateFile] : []),
+  ];
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  const waiting: ((value: Record<string, unknown>) => void)[] = [];
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    let newline = stdout.indexOf('\n');
+    while (newline >= 0) {
+      const line = stdout.slice(0, newline);
+      stdout = stdout.slice(newline + 1);
+      if (line.startsWith('@@stack ')) waiting.shift()?.(JSON.parse(line.slice(8)) as Record<string, unknown>);
+      newline = stdout.indexOf('\n');
+    }
+  });
+  const next = () => new Promise<Record<string, unknown>>((resolveLine) => waiting.push(resolveLine));
+  const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
+  return new Promise((resolveStart, reject) => {
+    child.once('exit', (code) => reject(new Error(`bin/run-stack.ts exited (${code}): ${stderr.slice(-3000)}`)));
+    next().then((message) => {
+      const { baseUrl, token, otherToken } = message.ready as { baseUrl: string; token: string; otherToken: string };
+      resolveStart({
+        baseUrl,
+        token,
+        otherToken,
+        async report() {
+          const answer = next();
+          child.stdin.write('report\n');
+          return (await answer).report as StackReport;
+        },
+        async stop() {
+          child.stdin.end();
+          const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+          await exited;
+          clearTimeout(timer);
+        },
+      });
+    }, reject);
+  });
+}

@@ -1,0 +1,239 @@
+/**
+ * The synthesized stack (`-c knowledgeIndex=dynamodb`, the variant that runs here end to end: no Bedrock) run from
+ * its cloud assembly: HTTP requests through the API Gateway the template declares, each function run from its asset
+ * in a Node 22 process of its own, each AWS call checked against that function's role, S3 → SQS → the processor
+ * through the event source mapping. Then a grant and an environment variable removed from copies of the template.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { runtimeNodePath } from '../../lib/stack-check/asset-checks';
+import {
+  type CfnTemplate,
+  type CloudAssembly,
+  type Json,
+  nodeFunctions,
+  synthesizeCloudAssembly,
+} from '../../lib/stack-check/cloud-assembly';
+import type { PolicyStatement } from '../../lib/stack-check/iam';
+import { pollUntil } from '../helpers/poll';
+import { assetChecks } from '../helpers/stack-assets';
+import { type StackProcess, startStackProcess } from '../helpers/stack-process';
+
+let workdir: string;
+let assembly: CloudAssembly;
+let nodePath: string;
+
+beforeAll(() => {
+  workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-run-'));
+  assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { knowledgeIndex: 'dynamodb' });
+  nodePath = runtimeNodePath();
+}, 300_000);
+
+afterAll(() => {
+  fs.rmSync(workdir, { recursive: true, force: true });
+  fs.rmSync(path.dirname(nodePath), { recursive: true, force: true });
+});
+
+describe('its assets', () => {
+  assetChecks(
+    'knowledgeIndex=dynamodb',
+    () => assembly,
+    () => nodePath,
+  );
+});
+
+/** The stack of the assembly, or of a changed copy of its template (the same asset folders). */
+async function started(template?: CfnTemplate): Promise<StackProcess> {
+  if (!template) return startStackProcess(assembly.directory);
+  const file = path.join(workdir, `template-${Date.now()}.json`);
+  fs.writeFileSync(file, JSON.stringify(template));
+  return startStackProcess(assembly.directory, file);
+}
+
+function api(stack: StackProcess, token: string | null) {
+  return async (method: string, route: string, body?: unknown) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (token) headers.authorization = `Bearer ${token}`;
+    const response = await fetch(stack.baseUrl + route, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: (text ? JSON.parse(text) : null) as Record<string, Json> };
+  };
+}
+
+async function dataset(call: ReturnType<typeof api>) {
+  const agent = await call('POST', '/dashboard/agents', { displayName: 'Support bot' });
+  expect(agent.status).toBe(201);
+  const kb = await call('POST', `/dashboard/agents/${agent.body.agentId}/knowledge/bases`, {
+    name: 'Manuals',
+    description: 'Product manuals',
+  });
+  expect(kb.status).toBe(201);
+  return {
+    agentId: String(agent.body.agentId),
+    knowledgeBaseId: String(kb.body.knowledgeBaseId),
+    environment: 'production',
+  };
+}
+
+/** A copy of the template with `edit` applied to the resource whose logical id starts with `prefix`. */
+function templateWith(prefix: string, type: string, edit: (properties: Record<string, Json>) => void): CfnTemplate {
+  const copy = structuredClone(assembly.template);
+  const matches = Object.entries(copy.Resources).filter(([id, r]) => id.startsWith(prefix) && r.Type === type);
+  expect(matches).toHaveLength(1);
+  edit(matches[0][1].Properties as Record<string, Json>);
+  return copy;
+}
+
+describe('the synthesized stack, run from its assets', () => {
+  let stack: StackProcess;
+  let startedAt: number;
+
+  beforeAll(async () => {
+    startedAt = Date.now();
+    stack = await started();
+  }, 60_000);
+
+  afterAll(async () => {
+    if (!stack) return;
+    const report = await stack.report();
+    const invocations = Object.values(report.invocations).reduce((n, i) => n + i, 0);
+    console.log(
+      `[stack] ${report.functions} functions in the template, ${report.functionsRun} run (${invocations} ` +
+        `invocations), ${report.callsChecked} AWS calls checked against their roles, ${report.denials.length} ` +
+        `refused, in ${Date.now() - startedAt} ms. Bedrock is not run here: this variant indexes in DynamoDB and ` +
+        'generate answers extractively.',
+    );
+    await stack.stop();
+  });
+
+  test('upload-link → PUT → upload-complete → processed ready → found by a query, every call allowed', async () => {
+    const call = api(stack, stack.token);
+    const d = await dataset(call);
+    const link = await call('POST', '/api/v1/knowledge/documents/upload-link', { ...d, fileName: 'zebra.txt' });
+    expect(link.status).toBe(200);
+    const put = await fetch(String(link.body.uploadUrl), {
+      method: 'PUT',
+      headers: link.body.requiredHeaders as Record<string, string>,
+      body: 'The zebra crossing manual: stripes are repainted every spring.',
+    });
+    expect(put.status).toBe(200);
+    const complete = await call('POST', '/api/v1/knowledge/documents/upload-complete', {
+      uploadId: link.body.uploadId,
+    });
+    expect(complete.status).toBe(200);
+
+    const query = new URLSearchParams({ ...d, s3Key: String(link.body.s3Key) });
+    const document = await pollUntil(
+      () => call('GET', `/api/v1/knowledge/documents?${query}`),
+      (r) => r.body.status === 'ready' || r.body.status === 'failed',
+      60_000,
+    );
+    expect(document.body.status).toBe('ready');
+
+    const found = await call(
+      'POST',
+      `/dashboard/agents/${d.agentId}/knowledge/${d.environment}/kb/${d.knowledgeBaseId}/query`,
+      {
+        query: 'zebra stripes',
+      },
+    );
+    expect(found.status).toBe(200);
+    expect(JSON.stringify(found.body.results)).toContain('zebra crossing manual');
+
+    const report = await stack.report();
+    expect(report.denials).toEqual([]);
+    expect(report.wiringErrors).toEqual([]);
+    const processor = Object.keys(report.invocations).find((id) => id.startsWith('DocumentProcessingProcessor'));
+    expect(processor).toBeDefined();
+    expect(report.callsChecked).toBeGreaterThan(20);
+  }, 120_000);
+
+  test('a token restricted to one agent is minted (CreateToken reads the agents table: it had neither the variable nor the grant)', async () => {
+    const call = api(stack, stack.token);
+    const { agentId } = await dataset(call);
+    const minted = await call('POST', '/dashboard/tokens', {
+      name: 'one agent',
+      scopes: ['webhook'],
+      agentIds: [agentId],
+    });
+    expect(minted).toMatchObject({ status: 201, body: { agentIds: [agentId] } });
+    const report = await stack.report();
+    expect(report.denials).toEqual([]);
+  });
+
+  test('the gateway answers as the template declares: 401 without a token, 403 for a path it does not know', async () => {
+    const anonymous = api(stack, null);
+    const missing = await anonymous('POST', '/dashboard/agents', { displayName: 'x' });
+    expect(missing).toMatchObject({ status: 401, body: { error: { code: 'UNAUTHORIZED' } } });
+    expect((await anonymous('GET', '/no/such/route')).status).toBe(403);
+    expect((await anonymous('GET', '/health')).status).toBe(200);
+  });
+});
+
+test('a grant removed from the template fails the call with AccessDenied naming function, action and resource', async () => {
+  const copy = structuredClone(assembly.template);
+  const uploadLink = nodeFunctions({ ...assembly, template: copy }).find((f) =>
+    f.logicalId.startsWith('PlatformApiUploadLinkFunction'),
+  );
+  if (!uploadLink) throw new Error('no UploadLink function');
+  const uploads = Object.keys(copy.Resources).find(
+    (id) => id.startsWith('DataUploadsTable') && copy.Resources[id].Type === 'AWS::DynamoDB::Table',
+  ) as string;
+  let removed = 0;
+  for (const r of Object.values(copy.Resources)) {
+    if (r.Type !== 'AWS::IAM::Policy' || !JSON.stringify(r.Properties?.Roles).includes(uploadLink.roleLogicalId))
+      continue;
+    const document = r.Properties?.PolicyDocument as unknown as { Statement: PolicyStatement[] };
+    const before = document.Statement.length;
+    document.Statement = document.Statement.filter(
+      (s) => !(JSON.stringify(s.Resource).includes(`"${uploads}"`) && JSON.stringify(s.Action).includes('PutItem')),
+    );
+    removed += before - document.Statement.length;
+  }
+  expect(removed).toBe(1);
+
+  const stack = await started(copy);
+  try {
+    const call = api(stack, stack.token);
+    const link = await call('POST', '/api/v1/knowledge/documents/upload-link', {
+      ...(await dataset(call)),
+      fileName: 'a.txt',
+    });
+    expect(link.status).toBeGreaterThanOrEqual(500);
+    // The statement removed granted writes to the documents and uploads tables; the first write is refused.
+    expect((await stack.report()).denials).toContainEqual({
+      functionId: uploadLink.logicalId,
+      action: 'dynamodb:PutItem',
+      resource: expect.stringMatching(/^arn:aws:dynamodb:us-east-1:000000000000:table\/Data(Documents|Uploads)Table/),
+    });
+  } finally {
+    await stack.stop();
+  }
+}, 60_000);
+
+test('an environment variable removed from the template fails the function that needs it, naming the variable', async () => {
+  const copy = templateWith('PlatformApiUploadLinkFunction', 'AWS::Lambda::Function', (p) => {
+    const variables = (p.Environment as { Variables: Record<string, Json> }).Variables;
+    expect(variables.UPLOADS_TABLE).toBeDefined();
+    delete variables.UPLOADS_TABLE;
+  });
+  const stack = await started(copy);
+  try {
+    const call = api(stack, stack.token);
+    const link = await call('POST', '/api/v1/knowledge/documents/upload-link', {
+      ...(await dataset(call)),
+      fileName: 'a.txt',
+    });
+    expect(link.status).toBe(500);
+    const { output } = await stack.report();
+    const uploadLink = Object.keys(output).find((id) => id.startsWith('PlatformApiUploadLinkFunction')) as string;
+    expect(output[uploadLink]).toContain('Missing configuration: environment variable UPLOADS_TABLE');
+  } finally {
+    await stack.stop();
+  }
+}, 60_000);
