@@ -15,7 +15,7 @@ import {
   DynamoZipJobStore,
 } from '../adapters/store/dynamodb/stores';
 import { retentionDaysFrom } from '../core/analytics/retention';
-import type { KnowledgeDeps } from '../core/knowledge/documents';
+import type { KnowledgeDeps } from '../core/knowledge/knowledge-deps';
 import type { AnalyticsStore } from '../ports/analytics';
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../ports/services';
 import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '../ports/stores';

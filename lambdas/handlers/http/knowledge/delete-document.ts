@@ -1,5 +1,5 @@
 import { container } from '../../../composition/container';
-import { deleteDocument } from '../../../core/knowledge/documents';
+import { deleteDocument } from '../../../core/knowledge/delete-document';
 import { httpHandler } from '../../../shared/http';
 import { documentQuerySchema } from './schemas';
 

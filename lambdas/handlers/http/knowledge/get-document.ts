@@ -1,5 +1,5 @@
 import { container } from '../../../composition/container';
-import { getDocument } from '../../../core/knowledge/documents';
+import { getDocument } from '../../../core/knowledge/get-document';
 import { httpHandler } from '../../../shared/http';
 import { documentQuerySchema } from './schemas';
 

@@ -1,5 +1,5 @@
 import { container } from '../../../composition/container';
-import { patchMetadata } from '../../../core/knowledge/documents';
+import { patchMetadata } from '../../../core/knowledge/patch-metadata';
 import { httpHandler } from '../../../shared/http';
 import { patchMetadataSchema } from './schemas';
 

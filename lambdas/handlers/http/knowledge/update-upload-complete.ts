@@ -1,5 +1,5 @@
 import { container } from '../../../composition/container';
-import { completeUpdateUpload } from '../../../core/knowledge/documents';
+import { completeUpdateUpload } from '../../../core/knowledge/complete-update-upload';
 import { httpHandler } from '../../../shared/http';
 import { uploadCompleteSchema } from './schemas';
 

@@ -1,5 +1,5 @@
 import { container } from '../../../composition/container';
-import { createUpdateUploadLink } from '../../../core/knowledge/documents';
+import { createUpdateUploadLink } from '../../../core/knowledge/create-update-upload-link';
 import { httpHandler } from '../../../shared/http';
 import { updateUploadLinkSchema } from './schemas';
 

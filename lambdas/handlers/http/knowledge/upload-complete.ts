@@ -1,5 +1,5 @@
 import { container } from '../../../composition/container';
-import { completeUpload } from '../../../core/knowledge/documents';
+import { completeUpload } from '../../../core/knowledge/complete-upload';
 import { httpHandler } from '../../../shared/http';
 import { uploadCompleteSchema } from './schemas';
 

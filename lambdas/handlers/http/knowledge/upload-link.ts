@@ -1,5 +1,5 @@
 import { container } from '../../../composition/container';
-import { createUploadLink } from '../../../core/knowledge/documents';
+import { createUploadLink } from '../../../core/knowledge/create-upload-link';
 import { httpHandler } from '../../../shared/http';
 import { uploadLinkSchema } from './schemas';
 

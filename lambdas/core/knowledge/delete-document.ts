@@ -1,0 +1,22 @@
+/**
+ * DELETE /knowledge/documents. Primary course: the record goes first, so the document disappears at once; then its
+ * objects, and a queued message removes its chunks.
+ */
+import type { Caller } from '../tenancy/tenancy';
+import type { DatasetRef } from './document';
+import { datasetOf, documentNotFound, findDocument } from './find-document';
+import type { DocumentIdentifier, KnowledgeDeps } from './knowledge-deps';
+
+/** DELETE /knowledge/documents: the record goes first, so the document disappears at once; then its objects. */
+export async function deleteDocument(
+  deps: KnowledgeDeps,
+  caller: Caller,
+  request: DatasetRef & DocumentIdentifier,
+): Promise<{ documentId: string; s3Key: string; deleted: true }> {
+  const doc = await findDocument(deps, caller, request);
+  const removed = await deps.documents.delete(datasetOf(doc), doc.documentId);
+  if (!removed) throw documentNotFound(request);
+  await deps.blobs.delete([...new Set([removed.s3Key, removed.objectKey])]);
+  await deps.queue.send({ kind: 'delete-document', ...datasetOf(removed), documentId: removed.documentId });
+  return { documentId: removed.documentId, s3Key: removed.s3Key, deleted: true };
+}
