@@ -14,7 +14,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoDocumentStore } from '../lambdas/adapters/store/dynamodb/stores';
+import { DynamoDocumentStore } from '../lambdas/adapters/store/dynamodb/document-store';
 import type { DocumentRecord } from '../lambdas/core/knowledge/document';
 import { LOCAL_REGION, type LocalCredentials } from '../lib/local/engines';
 

@@ -5,15 +5,13 @@
 import { randomUUID } from 'node:crypto';
 import { S3BlobStore } from '../adapters/blob/s3';
 import { SqsProcessingQueue } from '../adapters/queue/sqs-processing';
+import { DynamoAgentStore } from '../adapters/store/dynamodb/agent-store';
 import { DynamoAnalyticsStore } from '../adapters/store/dynamodb/analytics-store';
-import {
-  DynamoAgentStore,
-  DynamoDocumentStore,
-  DynamoKnowledgeBaseStore,
-  DynamoTokenStore,
-  DynamoUploadSessionStore,
-  DynamoZipJobStore,
-} from '../adapters/store/dynamodb/stores';
+import { DynamoDocumentStore } from '../adapters/store/dynamodb/document-store';
+import { DynamoKnowledgeBaseStore } from '../adapters/store/dynamodb/knowledge-base-store';
+import { DynamoTokenStore } from '../adapters/store/dynamodb/token-store';
+import { DynamoUploadSessionStore } from '../adapters/store/dynamodb/upload-session-store';
+import { DynamoZipJobStore } from '../adapters/store/dynamodb/zip-job-store';
 import { retentionDaysFrom } from '../core/analytics/retention';
 import type { KnowledgeDeps } from '../core/knowledge/knowledge-deps';
 import type { AnalyticsStore } from '../ports/analytics';

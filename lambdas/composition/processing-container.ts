@@ -10,7 +10,7 @@ import { ZipArchiveImporter } from '../adapters/archive/zip-importer';
 import { DEFAULT_ZIP_LIMITS } from '../adapters/archive/zip-reader';
 import { IsolatedTextExtractor } from '../adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS } from '../adapters/extraction/text-extractor';
-import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/stores';
+import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/retrieval-config-store';
 import {
   DEFAULT_DELETION_SETTINGS,
   type KnowledgeBaseDeletionDeps,

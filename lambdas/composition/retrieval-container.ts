@@ -3,7 +3,7 @@
  * AWS, the DynamoDB chunk table on LocalStack, the runtime's embedded index locally). Nothing of extraction is
  * bundled here.
  */
-import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/stores';
+import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/retrieval-config-store';
 import type { DefaultRetrievalDeps } from '../core/retrieval/default-retrieval';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
 import { config } from '../shared/config';

@@ -1,6 +1,7 @@
 /**
  * Ports of ZIP imports (core/processing/zip-job.ts): the store of import jobs and their file lists, and the reader
- * that applies the archive rules. Implementations: adapters/store/dynamodb/stores.ts, adapters/archive/zip-importer.ts.
+ * that applies the archive rules. Implementations: adapters/store/dynamodb/zip-job-store.ts,
+ * adapters/archive/zip-importer.ts.
  */
 import type { DatasetRef } from '../core/knowledge/document';
 import type { ZipRequestMetadata } from '../core/processing/zip-import';

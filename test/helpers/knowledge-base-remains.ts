@@ -8,7 +8,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/stores';
+import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/document-store';
 import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
 import { DOCUMENTS_BUCKET, LOCAL_REGION } from '../../lib/local/engines';
 import { readEnginesFile } from '../../lib/local/runtime';

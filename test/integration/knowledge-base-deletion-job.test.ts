@@ -11,12 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import {
-  DynamoDocumentStore,
-  DynamoKnowledgeBaseStore,
-  DynamoRetrievalConfigStore,
-  DynamoZipJobStore,
-} from '../../lambdas/adapters/store/dynamodb/stores';
+import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/document-store';
+import { DynamoKnowledgeBaseStore } from '../../lambdas/adapters/store/dynamodb/knowledge-base-store';
+import { DynamoRetrievalConfigStore } from '../../lambdas/adapters/store/dynamodb/retrieval-config-store';
+import { DynamoZipJobStore } from '../../lambdas/adapters/store/dynamodb/zip-job-store';
 import { type DatasetRef, reservationRecord } from '../../lambdas/core/knowledge/document';
 import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
 import {

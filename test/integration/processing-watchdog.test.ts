@@ -13,7 +13,8 @@ import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamod
 import { ZipArchiveImporter } from '../../lambdas/adapters/archive/zip-importer';
 import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import { DynamoDocumentStore, DynamoZipJobStore } from '../../lambdas/adapters/store/dynamodb/stores';
+import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/document-store';
+import { DynamoZipJobStore } from '../../lambdas/adapters/store/dynamodb/zip-job-store';
 import { type DocumentRecord, reservationRecord } from '../../lambdas/core/knowledge/document';
 import { type ProcessingDeps, processDocument } from '../../lambdas/core/processing/process-document';
 import { runWatchdog } from '../../lambdas/core/processing/watchdog';

@@ -18,7 +18,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { seededRandom } from '../../bench/ingestion-corpus';
 import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/stores';
+import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/document-store';
 import type { DocumentRecord } from '../../lambdas/core/knowledge/document';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '../../lambdas/core/processing/chunking';
 import { ProcessingError } from '../../lambdas/core/processing/errors';

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/stores';
+import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/document-store';
 import { reservationRecord } from '../../lambdas/core/knowledge/document';
 import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '../../lambdas/core/processing/chunking';

@@ -27,7 +27,8 @@ import {
   type IndexQuery,
   type KnowledgeIndex,
 } from '../../ports/processing';
-import { collect, queryAll, tenantKey } from '../store/dynamodb/stores';
+import { tenantKey } from '../store/dynamodb/document-store';
+import { collect, queryAll } from '../store/dynamodb/queries';
 
 /** The variable a function finds the table in; set by the stack when it is deployed with `-c knowledgeIndex=dynamodb`. */
 export const CHUNK_INDEX_TABLE_VARIABLE = 'CHUNK_INDEX_TABLE';

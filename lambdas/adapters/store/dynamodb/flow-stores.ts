@@ -9,7 +9,7 @@ import type { FlowSession } from '../../../core/flows/session';
 import type { Environment } from '../../../core/knowledge/fields';
 import { type DefinitionStore, type SessionStore, SessionTooLargeError } from '../../../ports/flows';
 import { unlessConditionFails } from './expressions';
-import { collect, queryAll } from './stores';
+import { collect, queryAll } from './queries';
 
 const SCHEDULED = 'scheduled';
 /** DynamoDB's item limit is 400 KB; session state is trimmed (oldest messages first) to stay under this. */

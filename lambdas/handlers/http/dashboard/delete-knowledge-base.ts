@@ -1,4 +1,4 @@
-import { DynamoRetrievalConfigStore } from '../../../adapters/store/dynamodb/stores';
+import { DynamoRetrievalConfigStore } from '../../../adapters/store/dynamodb/retrieval-config-store';
 import { dynamoDocumentClient } from '../../../composition/clients/dynamodb';
 import { container } from '../../../composition/container';
 import { once } from '../../../composition/once';

@@ -4,11 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import {
-  DynamoAgentStore,
-  DynamoKnowledgeBaseStore,
-  DynamoTokenStore,
-} from '../../../../lambdas/adapters/store/dynamodb/stores';
+import { DynamoAgentStore } from '../../../../lambdas/adapters/store/dynamodb/agent-store';
+import { DynamoKnowledgeBaseStore } from '../../../../lambdas/adapters/store/dynamodb/knowledge-base-store';
+import { DynamoTokenStore } from '../../../../lambdas/adapters/store/dynamodb/token-store';
 import { authenticate, callerContext, callerFromContext, requireGrantable } from '../../../../lambdas/core/auth/tokens';
 import { createAgent, createToken, listAgents } from '../../../../lambdas/core/dashboard/dashboard';
 import { AppError } from '../../../../lambdas/core/errors';

@@ -10,7 +10,8 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import { LanceKnowledgeIndex } from '../../../../lambdas/adapters/index/lancedb';
-import { DynamoAgentStore, DynamoKnowledgeBaseStore } from '../../../../lambdas/adapters/store/dynamodb/stores';
+import { DynamoAgentStore } from '../../../../lambdas/adapters/store/dynamodb/agent-store';
+import { DynamoKnowledgeBaseStore } from '../../../../lambdas/adapters/store/dynamodb/knowledge-base-store';
 import { ValidationError } from '../../../../lambdas/core/errors';
 import {
   retrieveAndGenerateFromKnowledgeBase,

@@ -1,0 +1,173 @@
+/**
+ * KnowledgeBaseStore on DynamoDB: knowledge bases by agent, and the deletion job a knowledge base being deleted
+ * carries (lib/tables.ts).
+ */
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { Environment } from '../../../core/knowledge/fields';
+import type { KnowledgeBaseDeletion, KnowledgeBaseRecord, KnowledgeBaseStore } from '../../../ports/stores';
+import { setExpression, unlessConditionFails } from './expressions';
+import { collect, queryAll, unlessIndexMissing } from './queries';
+
+/** Value of `pendingKey` while a knowledge base is being deleted (the watchdog's sparse index). */
+const DELETING = 'deleting';
+
+function knowledgeBaseOf(item: Record<string, unknown> | undefined): KnowledgeBaseRecord | undefined {
+  if (!item) return undefined;
+  const { pendingKey: _pending, ...record } = item;
+  return record as unknown as KnowledgeBaseRecord;
+}
+
+export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async put(knowledgeBase: KnowledgeBaseRecord): Promise<void> {
+    await this.client.send(new PutCommand({ TableName: this.tableName, Item: knowledgeBase }));
+  }
+
+  async get(agentId: string, knowledgeBaseId: string): Promise<KnowledgeBaseRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: { agentId, knowledgeBaseId }, ConsistentRead: true }),
+    );
+    return knowledgeBaseOf(Item);
+  }
+
+  async list(agentId: string, options: { includeDeleting?: boolean } = {}): Promise<KnowledgeBaseRecord[]> {
+    const items = await collect(
+      queryAll<Record<string, unknown>>(this.client, {
+        TableName: this.tableName,
+        KeyConditionExpression: 'agentId = :a',
+        ExpressionAttributeValues: { ':a': agentId },
+      }),
+    );
+    const bases = items
+      .map((item) => knowledgeBaseOf(item) as KnowledgeBaseRecord)
+      .filter((kb) => options.includeDeleting || kb.status !== 'deleting');
+    return bases.sort(
+      (a, b) => a.createdAt.localeCompare(b.createdAt) || a.knowledgeBaseId.localeCompare(b.knowledgeBaseId),
+    );
+  }
+
+  async update(
+    agentId: string,
+    knowledgeBaseId: string,
+    changes: { name?: string; description?: string | null },
+    updatedAt: string,
+  ): Promise<KnowledgeBaseRecord | undefined> {
+    return unlessConditionFails(async () => {
+      const parts = setExpression({ ...changes, updatedAt });
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: 'attribute_exists(knowledgeBaseId) AND attribute_not_exists(#status)',
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return knowledgeBaseOf(Attributes);
+    });
+  }
+
+  async markDeleting(
+    agentId: string,
+    knowledgeBaseId: string,
+    deletion: KnowledgeBaseDeletion,
+    updatedAt: string,
+  ): Promise<KnowledgeBaseRecord | undefined> {
+    return unlessConditionFails(async () => {
+      const parts = setExpression({ status: DELETING, deletion, pendingKey: DELETING, updatedAt });
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: 'attribute_exists(knowledgeBaseId) AND attribute_not_exists(#status)',
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return knowledgeBaseOf(Attributes);
+    });
+  }
+
+  async recordDefaultRetrievalChanged(
+    agentId: string,
+    knowledgeBaseId: string,
+    environments: readonly Environment[],
+  ): Promise<void> {
+    await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          UpdateExpression: 'SET deletion.defaultRetrievalChanged = :e',
+          ConditionExpression: '#status = :deleting',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':e': environments, ':deleting': DELETING },
+        }),
+      ),
+    );
+  }
+
+  async advanceDeletion(agentId: string, knowledgeBaseId: string, page: number, updatedAt: string): Promise<boolean> {
+    const written = await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          UpdateExpression: 'SET deletion.#page = :next, updatedAt = :now',
+          ConditionExpression: '#status = :deleting AND deletion.#page = :page',
+          ExpressionAttributeNames: { '#status': 'status', '#page': 'page' },
+          ExpressionAttributeValues: { ':deleting': DELETING, ':page': page, ':next': page + 1, ':now': updatedAt },
+        }),
+      ),
+    );
+    return written !== undefined;
+  }
+
+  async listDeleting(updatedBefore: string, limit: number): Promise<{ agentId: string; knowledgeBaseId: string }[]> {
+    const { Items } = await unlessIndexMissing(
+      () =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: 'deleting',
+            KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
+            ExpressionAttributeValues: { ':p': DELETING, ':before': updatedBefore },
+            Limit: limit,
+          }),
+        ),
+      { Items: [] } as { Items?: Record<string, unknown>[] },
+    );
+    return (Items ?? []).map((item) => ({
+      agentId: String(item.agentId),
+      knowledgeBaseId: String(item.knowledgeBaseId),
+    }));
+  }
+
+  async removeDeleted(agentId: string, knowledgeBaseId: string): Promise<boolean> {
+    const removed = await unlessConditionFails(() =>
+      this.client.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          ConditionExpression: '#status = :deleting',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':deleting': DELETING },
+        }),
+      ),
+    );
+    return removed !== undefined;
+  }
+}

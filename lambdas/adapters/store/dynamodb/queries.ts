@@ -1,0 +1,37 @@
+/**
+ * Reading DynamoDB the way every store does: every page of a Query, and an index a local data folder may lack.
+ */
+import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+
+/**
+ * A local data folder made before an index existed lacks it (dynalite cannot add one to a table; the runtime warns
+ * at start): such a read finds nothing rather than failing what depends on it, e.g. every watchdog tick.
+ */
+export async function unlessIndexMissing<T>(read: () => Promise<T>, missing: T): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    const absent =
+      error instanceof Error &&
+      error.name === 'ValidationException' &&
+      error.message.includes('does not have the specified index');
+    if (absent) return missing;
+    throw error;
+  }
+}
+
+/** Every item of a Query, page after page. */
+export async function* queryAll<T>(client: DynamoDBDocumentClient, input: QueryCommandInput): AsyncGenerator<T> {
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await client.send(new QueryCommand({ ...input, ExclusiveStartKey }));
+    for (const item of page.Items ?? []) yield item as T;
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+}
+
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
+}

@@ -1,0 +1,187 @@
+/**
+ * ZipJobStore on DynamoDB: a ZIP import job and its file list in one item collection, and a sparse index of the
+ * imports not yet read through (lib/tables.ts).
+ */
+import {
+  BatchWriteCommand,
+  type BatchWriteCommandInput,
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../../ports/zip-jobs';
+import { setExpression, unlessConditionFails } from './expressions';
+import { collect, queryAll, unlessIndexMissing } from './queries';
+
+const JOB_ITEM = 'job';
+
+const knowledgeBaseKeyOf = (ref: { agentId: string; knowledgeBaseId: string }) =>
+  `${ref.agentId}#${ref.knowledgeBaseId}`;
+
+/** Most items one BatchWriteItem takes. */
+const BATCH_WRITE_ITEMS = 25;
+
+const fileItemKey = (index: number) => `file#${String(index).padStart(5, '0')}`;
+
+/** Value of `pendingKey` while a job's archive is not read through (the watchdog's sparse index). */
+const UNREAD = 'unread';
+
+export class DynamoZipJobStore implements ZipJobStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async create(job: ZipJobRecord): Promise<ZipJobRecord> {
+    const created = await unlessConditionFails(() =>
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { ...job, itemKey: JOB_ITEM, pendingKey: UNREAD, knowledgeBaseKey: knowledgeBaseKeyOf(job) },
+          ConditionExpression: 'attribute_not_exists(zipJobId)',
+        }),
+      ),
+    );
+    return created ? job : ((await this.get(job.zipJobId)) ?? job);
+  }
+
+  async get(zipJobId: string): Promise<ZipJobRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: { zipJobId, itemKey: JOB_ITEM }, ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    const { itemKey: _key, pendingKey: _pending, knowledgeBaseKey: _kb, ...job } = Item;
+    return job as ZipJobRecord;
+  }
+
+  async setStatus(zipJobId: string, status: ZipJobStatus, error: ZipJobRecord['error'], updatedAt: string) {
+    const parts = setExpression(
+      { status, error, updatedAt },
+      { ':failed': 'failed' },
+      status === 'failed' ? ['pendingKey'] : [],
+    );
+    // A failed job stays failed (the watchdog may have given up on it while an import attempt was starting).
+    await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { zipJobId, itemKey: JOB_ITEM },
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: 'attribute_exists(zipJobId) AND #status <> :failed',
+        }),
+      ),
+    );
+  }
+
+  async markRead(zipJobId: string, fileCount: number, warnings: readonly string[], updatedAt: string) {
+    await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { zipJobId, itemKey: JOB_ITEM },
+        ...setExpression({ fileCount, warnings, updatedAt }, {}, ['pendingKey']),
+      }),
+    );
+  }
+
+  async listPending(updatedBefore: string, limit: number): Promise<string[]> {
+    const { Items } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: 'pending',
+        KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
+        ExpressionAttributeValues: { ':p': UNREAD, ':before': updatedBefore },
+        Limit: limit,
+      }),
+    );
+    return (Items ?? []).map((item) => String(item.zipJobId));
+  }
+
+  private async updateUnread(zipJobId: string, fields: Record<string, unknown>, remove: readonly string[] = []) {
+    const written = await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { zipJobId, itemKey: JOB_ITEM },
+          ...setExpression(fields, { ':unread': UNREAD }, remove),
+          ConditionExpression: 'pendingKey = :unread',
+        }),
+      ),
+    );
+    return written !== undefined;
+  }
+
+  recordWatchdogRetry(zipJobId: string, retries: number, updatedAt: string): Promise<boolean> {
+    return this.updateUnread(zipJobId, { watchdogRetries: retries, updatedAt });
+  }
+
+  failUnread(zipJobId: string, error: NonNullable<ZipJobRecord['error']>, updatedAt: string): Promise<boolean> {
+    return this.updateUnread(zipJobId, { status: 'failed', error, updatedAt }, ['pendingKey']);
+  }
+
+  async putFile(zipJobId: string, index: number, file: ZipJobFile): Promise<void> {
+    await this.client.send(
+      new PutCommand({ TableName: this.tableName, Item: { ...file, zipJobId, itemKey: fileItemKey(index) } }),
+    );
+  }
+
+  async listOfKnowledgeBase(agentId: string, knowledgeBaseId: string): Promise<ZipJobRecord[]> {
+    const keys = await unlessIndexMissing(
+      () =>
+        collect(
+          queryAll<Record<string, unknown>>(this.client, {
+            TableName: this.tableName,
+            IndexName: 'byKnowledgeBase',
+            KeyConditionExpression: 'knowledgeBaseKey = :k',
+            ExpressionAttributeValues: { ':k': knowledgeBaseKeyOf({ agentId, knowledgeBaseId }) },
+          }),
+        ),
+      [],
+    );
+    const jobs = await Promise.all(keys.map((key) => this.get(String(key.zipJobId))));
+    return jobs.filter((job): job is ZipJobRecord => job !== undefined);
+  }
+
+  async delete(zipJobId: string): Promise<void> {
+    const items = await collect(
+      queryAll<Record<string, unknown>>(this.client, {
+        TableName: this.tableName,
+        KeyConditionExpression: 'zipJobId = :z',
+        ExpressionAttributeValues: { ':z': zipJobId },
+        ProjectionExpression: 'zipJobId, itemKey',
+        ConsistentRead: true,
+      }),
+    );
+    const files = items.filter((item) => item.itemKey !== JOB_ITEM);
+    for (let start = 0; start < files.length; start += BATCH_WRITE_ITEMS) {
+      let requests: NonNullable<BatchWriteCommandInput['RequestItems']>[string] = files
+        .slice(start, start + BATCH_WRITE_ITEMS)
+        .map((item) => ({ DeleteRequest: { Key: { zipJobId, itemKey: item.itemKey } } }));
+      // What DynamoDB leaves unprocessed (throttling) is sent again; the SDK's own retries space the attempts.
+      while (requests.length > 0) {
+        const { UnprocessedItems } = await this.client.send(
+          new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }),
+        );
+        requests = UnprocessedItems?.[this.tableName] ?? [];
+      }
+    }
+    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { zipJobId, itemKey: JOB_ITEM } }));
+  }
+
+  async listFiles(zipJobId: string): Promise<ZipJobFile[]> {
+    const files: ZipJobFile[] = [];
+    for await (const item of queryAll<Record<string, unknown>>(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'zipJobId = :z AND begins_with(itemKey, :f)',
+      ExpressionAttributeValues: { ':z': zipJobId, ':f': 'file#' },
+      ConsistentRead: true,
+    })) {
+      const { zipJobId: _id, itemKey: _key, ...file } = item;
+      files.push(file as unknown as ZipJobFile);
+    }
+    return files;
+  }
+}
