@@ -1,15 +1,15 @@
 /**
  * The AWS KnowledgeIndex: one Amazon Bedrock knowledge base per environment, each with a custom data source whose
  * chunking strategy is NONE. Every chunk of the pipeline is one Bedrock custom document, ingested inline with its
- * metadata; retrieval is Bedrock's Retrieve with the tenant scope and the label filters as a RetrievalFilter.
- * The mapping, the filter semantics, "ready" and the costs are described in docs/retrieval-aws.md.
+ * metadata (bedrock-documents.ts); retrieval is Bedrock's Retrieve with the tenant scope and the label filters as a
+ * RetrievalFilter (bedrock-filters.ts). The mapping, the filter semantics, "ready" and the costs are described in
+ * docs/retrieval-aws.md.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import {
   BedrockAgentClient,
   DeleteKnowledgeBaseDocumentsCommand,
   type DeleteKnowledgeBaseDocumentsCommandInput,
-  type DocumentIdentifier,
   GetKnowledgeBaseDocumentsCommand,
   type GetKnowledgeBaseDocumentsCommandInput,
   IngestKnowledgeBaseDocumentsCommand,
@@ -18,11 +18,9 @@ import {
   type KnowledgeBaseDocumentDetail,
   ListKnowledgeBaseDocumentsCommand,
   type ListKnowledgeBaseDocumentsCommandInput,
-  type MetadataAttribute,
 } from '@aws-sdk/client-bedrock-agent';
 import {
   BedrockAgentRuntimeClient,
-  type KnowledgeBaseRetrievalResult,
   type RetrievalFilter,
   RetrieveCommand,
   type RetrieveCommandInput,
@@ -33,80 +31,46 @@ import {
   assertChunksOfDocument,
   type ChunkMetadata,
   type DocumentRef,
-  FILTERABLE_KEYS,
   type IndexedChunk,
   type IndexFilter,
   type IndexHit,
   type IndexQuery,
   type KnowledgeIndex,
 } from '../../ports/processing';
-
-// ---------------------------------------------------------------------------------------------------------------
-// Configuration and limits
+import {
+  bedrockDocumentId,
+  bedrockDocumentPrefix,
+  chunkOfResult,
+  customIdentifier,
+  documentIdOf,
+  idOf,
+  normalizeScore,
+  toBedrockDocument,
+} from './bedrock-documents';
+import { matches, toRetrievalFilter } from './bedrock-filters';
 
 /** The environment variable `bedrockIndexFromEnv` reads: JSON `{ "<environment>": { knowledgeBaseId, dataSourceId } }`. */
 export const BEDROCK_KNOWLEDGE_BASES_VARIABLE = 'BEDROCK_KNOWLEDGE_BASES';
 
 /** IngestKnowledgeBaseDocuments takes at most 25 documents a call. */
 export const MAX_INGEST_DOCUMENTS = 25;
+
 /** DeleteKnowledgeBaseDocuments and GetKnowledgeBaseDocuments take at most 10 document identifiers a call. */
 export const MAX_DELETE_DOCUMENTS = 10;
+
 export const MAX_GET_DOCUMENTS = 10;
+
 /** ListKnowledgeBaseDocuments returns at most 1,000 documents a page. */
 export const LIST_PAGE_SIZE = 1000;
+
 /** Retrieve returns 1 to 100 results. */
 export const MAX_RETRIEVE_RESULTS = 100;
-/** A custom document identifier is 1 to 2,048 characters. */
-export const MAX_DOCUMENT_ID_LENGTH = 2048;
 
 /** Bedrock statuses of a document that is on its way out: neither retrievable for long nor worth deleting again. */
 const LEAVING = new Set(['DELETING', 'DELETE_IN_PROGRESS', 'NOT_FOUND']);
+
 /** The one status that means "retrievable now". */
 const INDEXED = 'INDEXED';
-
-// ---------------------------------------------------------------------------------------------------------------
-// Metadata: what each Bedrock document carries
-
-/**
- * The label order keys: a label as LABEL_ORDER_PARTS numbers that compare like the label's bytes (see `labelOrder`),
- * so that greaterThan / lessThan, which Bedrock (and S3 Vectors) only apply to numbers, work on string labels.
- */
-export const LABEL_ORDER_PARTS = 7;
-/** Characters per order part: 80^8 < 2^53, so every part is an integer a double holds exactly. */
-export const LABEL_ORDER_CHARS_PER_PART = 8;
-const ORDER_BASE = 80;
-/** The label alphabet of the spec (`[a-z0-9_-]` and the colon), in byte order. */
-const LABEL_ALPHABET = '-0123456789:_abcdefghijklmnopqrstuvwxyz';
-
-export function labelOrderKey(label: 'label1' | 'label2', part: number): string {
-  return `${label}_order${part}`;
-}
-
-/** Custom metadata is stored with this prefix, so an empty string (Bedrock refuses empty values) survives the trip. */
-const CUSTOM_META_PREFIX = '=';
-const CUSTOM_META_KEYS = [
-  'svc_internal_meta1',
-  'svc_internal_meta2',
-  'svc_internal_meta3',
-  'svc_internal_meta4',
-] as const;
-
-/**
- * Metadata keys the vector index stores but never filters on. S3 Vectors allows 2 KB of filterable metadata a vector
- * and up to 10 non-filterable keys per index; Bedrock's own text and metadata fields must be among them, and so must
- * our long values (s3Key up to 1,024 characters, four custom metadata fields up to 500 each). The CDK construct
- * creates the vector index with exactly this list.
- */
-export const NON_FILTERABLE_METADATA_KEYS = [
-  'AMAZON_BEDROCK_TEXT',
-  'AMAZON_BEDROCK_METADATA',
-  'chunkId',
-  's3Key',
-  ...CUSTOM_META_KEYS,
-] as const;
-
-// ---------------------------------------------------------------------------------------------------------------
-// Public types
 
 export interface BedrockKnowledgeBase {
   readonly knowledgeBaseId: string;
@@ -130,281 +94,6 @@ export interface BedrockKnowledgeIndexOptions {
   readonly knowledgeBases: BedrockKnowledgeBases;
   readonly chunkTexts: ChunkTextSource;
 }
-
-// ---------------------------------------------------------------------------------------------------------------
-// Identifiers
-
-/**
- * Percent-encodes every character outside `[A-Za-z0-9._:#/-]` (UTF-8 bytes, `%XX`). Injective, and the encoding of a
- * prefix is a prefix of the encoding, so "the ids of a document" stays a prefix test.
- */
-function encodeIdPart(value: string): string {
-  return value.replace(/[^A-Za-z0-9._:#/-]/gu, (char) =>
-    [...Buffer.from(char, 'utf8')].map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
-  );
-}
-
-/** Every Bedrock id of the document starts with this: `<agentId>/<knowledgeBaseId>/<documentId>#`. */
-export function bedrockDocumentPrefix(ref: DocumentRef): string {
-  return encodeIdPart(`${ref.agentId}/${ref.knowledgeBaseId}/${ref.documentId}#`);
-}
-
-/** The Bedrock custom document id of a chunk: `<agentId>/<knowledgeBaseId>/<chunkId>` (chunkId starts `<documentId>#`). */
-export function bedrockDocumentId(chunk: Pick<IndexedChunk, 'agentId' | 'knowledgeBaseId' | 'documentId' | 'chunkId'>) {
-  if (!chunk.chunkId.startsWith(`${chunk.documentId}#`)) {
-    throw new Error(`chunkId "${chunk.chunkId}" must start with "<documentId>#" (${chunk.documentId}#)`);
-  }
-  const id = encodeIdPart(`${chunk.agentId}/${chunk.knowledgeBaseId}/${chunk.chunkId}`);
-  if (id.length > MAX_DOCUMENT_ID_LENGTH) {
-    throw new Error(
-      `Bedrock document id of chunk ${chunk.chunkId} is ${id.length} characters (max ${MAX_DOCUMENT_ID_LENGTH})`,
-    );
-  }
-  return id;
-}
-
-function customIdentifier(id: string): DocumentIdentifier {
-  return { dataSourceType: 'CUSTOM', custom: { id } };
-}
-
-function documentIdOf(document: KnowledgeBaseDocument): string {
-  return document.content?.custom?.customDocumentIdentifier?.id as string;
-}
-
-function idOf(detail: KnowledgeBaseDocumentDetail): string | undefined {
-  return detail.identifier?.custom?.id;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Label order: greaterThan / lessThan on string labels
-
-function orderDigit(codePoint: number): number {
-  // Alphabet characters get even digits 2..78 and 0 ends the label; a character outside the alphabet (only a filter
-  // value can have one) gets the odd digit between its alphabet neighbours, so comparisons stay exact.
-  let below = 0;
-  for (const symbol of LABEL_ALPHABET) {
-    const code = symbol.codePointAt(0) as number;
-    if (code === codePoint) return 2 * (below + 1);
-    if (code < codePoint) below++;
-  }
-  return 2 * below + 1;
-}
-
-/**
- * A string as LABEL_ORDER_PARTS integers, LABEL_ORDER_CHARS_PER_PART characters each in base 80 and padded with 0,
- * so that comparing the tuples lexicographically compares the strings byte-wise (as the local index does) for labels
- * of the spec's alphabet and up to 56 characters; longer strings are cut (labels have at most 50).
- */
-export function labelOrder(value: string): number[] {
-  const digits = [...value].slice(0, LABEL_ORDER_PARTS * LABEL_ORDER_CHARS_PER_PART).map((char) => {
-    return orderDigit(char.codePointAt(0) as number);
-  });
-  const parts: number[] = [];
-  for (let part = 0; part < LABEL_ORDER_PARTS; part++) {
-    let number = 0;
-    for (let i = 0; i < LABEL_ORDER_CHARS_PER_PART; i++) {
-      number = number * ORDER_BASE + (digits[part * LABEL_ORDER_CHARS_PER_PART + i] ?? 0);
-    }
-    parts.push(number);
-  }
-  return parts;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Chunk → Bedrock document
-
-function stringAttribute(key: string, value: string): MetadataAttribute {
-  return { key, value: { type: 'STRING', stringValue: value } };
-}
-
-function numberAttribute(key: string, value: number): MetadataAttribute {
-  return { key, value: { type: 'NUMBER', numberValue: value } };
-}
-
-/**
- * The inline attributes of a chunk. A null label or custom metadata field is left out (Bedrock stores no null), which
- * is what makes notEquals match chunks without the label, as the local index's `IS NULL OR <>` does.
- */
-export function metadataAttributes(chunk: IndexedChunk, metadata: ChunkMetadata = chunk): MetadataAttribute[] {
-  const attributes: MetadataAttribute[] = [
-    stringAttribute('agentId', chunk.agentId),
-    stringAttribute('knowledgeBaseId', chunk.knowledgeBaseId),
-    stringAttribute('environment', chunk.environment),
-    stringAttribute('documentId', chunk.documentId),
-    stringAttribute('chunkId', chunk.chunkId),
-    stringAttribute('s3Key', chunk.s3Key),
-    numberAttribute('position', chunk.position),
-  ];
-  for (const label of FILTERABLE_KEYS) {
-    const value = metadata[label];
-    // An empty label breaks the label rules and cannot be stored (Bedrock needs 1+ characters): it reads as no label.
-    if (value === null || value === '') continue;
-    attributes.push(stringAttribute(label, value));
-    labelOrder(value).forEach((part, i) => {
-      attributes.push(numberAttribute(labelOrderKey(label, i), part));
-    });
-  }
-  for (const key of CUSTOM_META_KEYS) {
-    const value = metadata[key];
-    if (value !== null) attributes.push(stringAttribute(key, `${CUSTOM_META_PREFIX}${value}`));
-  }
-  return attributes;
-}
-
-export function toBedrockDocument(chunk: IndexedChunk, metadata: ChunkMetadata = chunk): KnowledgeBaseDocument {
-  return {
-    content: {
-      dataSourceType: 'CUSTOM',
-      custom: {
-        customDocumentIdentifier: { id: bedrockDocumentId(chunk) },
-        sourceType: 'IN_LINE',
-        inlineContent: { type: 'TEXT', textContent: { data: chunk.text } },
-      },
-    },
-    metadata: { type: 'IN_LINE_ATTRIBUTE', inlineAttributes: metadataAttributes(chunk, metadata) },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Filters → RetrievalFilter
-
-/** AND of conditions, nested so that every andAll has 2 to 5 members (Bedrock's bounds); one condition stays bare. */
-function allOf(conditions: readonly RetrievalFilter[]): RetrievalFilter {
-  if (conditions.length === 0) throw new Error('allOf needs at least one condition');
-  if (conditions.length === 1) return conditions[0];
-  if (conditions.length <= 5) return { andAll: [...conditions] };
-  return { andAll: [...conditions.slice(0, 4), allOf(conditions.slice(4))] };
-}
-
-/**
- * label > value (or <): the lexicographic comparison of the order tuples, written out as
- * `p0 > a0 OR (p0 = a0 AND (p1 > a1 OR (p1 = a1 AND ...)))` over the parts the value reaches. A chunk without the
- * label has no order keys, so it never matches, like a NULL in the local index.
- */
-function rangeFilter(label: 'label1' | 'label2', operator: 'greaterThan' | 'lessThan', value: string): RetrievalFilter {
-  const target = labelOrder(value);
-  const length = [...value].length;
-  const parts = Math.min(LABEL_ORDER_PARTS, Math.floor(length / LABEL_ORDER_CHARS_PER_PART) + 1);
-  const compare = (part: number): RetrievalFilter => {
-    const attribute = { key: labelOrderKey(label, part), value: target[part] };
-    const strict: RetrievalFilter = operator === 'greaterThan' ? { greaterThan: attribute } : { lessThan: attribute };
-    if (part === parts - 1) return strict;
-    return { orAll: [strict, { andAll: [{ equals: attribute }, compare(part + 1)] }] };
-  };
-  return compare(0);
-}
-
-function labelFilter(filter: IndexFilter): RetrievalFilter {
-  if (!(FILTERABLE_KEYS as readonly string[]).includes(filter.key)) {
-    throw new Error(`Cannot filter on "${filter.key}": only ${FILTERABLE_KEYS.join(', ')} are filterable`);
-  }
-  switch (filter.operator) {
-    case 'equals':
-      return { equals: { key: filter.key, value: filter.value } };
-    case 'notEquals':
-      // Bedrock's notEquals also matches a chunk without the key: the same as the local `IS NULL OR <>`.
-      return { notEquals: { key: filter.key, value: filter.value } };
-    case 'greaterThan':
-    case 'lessThan':
-      return rangeFilter(filter.key, filter.operator, filter.value);
-    default:
-      throw new Error(`Unknown filter operator "${String(filter.operator)}"`);
-  }
-}
-
-/**
- * The RetrievalFilter a query sends: the tenant scope (agent, knowledge base and environment; the environment also
- * picks the Bedrock knowledge base) ANDed with every label filter. Exported for `explain` and for tests.
- */
-export function toRetrievalFilter(scope: DatasetRef, filters: readonly IndexFilter[]): RetrievalFilter {
-  return allOf([
-    { equals: { key: 'agentId', value: scope.agentId } },
-    { equals: { key: 'knowledgeBaseId', value: scope.knowledgeBaseId } },
-    { equals: { key: 'environment', value: scope.environment } },
-    ...filters.map(labelFilter),
-  ]);
-}
-
-/** The same filters evaluated on a returned chunk: a second line of defence, never a substitute for the filter. */
-function matches(chunk: Omit<IndexedChunk, 'vector'>, scope: DatasetRef, filters: readonly IndexFilter[]): boolean {
-  if (
-    chunk.agentId !== scope.agentId ||
-    chunk.knowledgeBaseId !== scope.knowledgeBaseId ||
-    chunk.environment !== scope.environment
-  ) {
-    return false;
-  }
-  return filters.every((filter) => {
-    const value = chunk[filter.key];
-    if (value === null) return filter.operator === 'notEquals';
-    // Byte-wise, as the local index compares strings.
-    const order = Buffer.compare(Buffer.from(value, 'utf8'), Buffer.from(filter.value, 'utf8'));
-    switch (filter.operator) {
-      case 'equals':
-        return order === 0;
-      case 'notEquals':
-        return order !== 0;
-      case 'greaterThan':
-        return order > 0;
-      case 'lessThan':
-        return order < 0;
-      default:
-        return false;
-    }
-  });
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Retrieve result → IndexHit
-
-/** Bedrock's score is higher-is-better; it is clamped onto 0..1 (a missing or invalid score is 0). */
-export function normalizeScore(score: number | undefined): number {
-  if (typeof score !== 'number' || Number.isNaN(score)) return 0;
-  return Math.min(1, Math.max(0, score));
-}
-
-function stringOf(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
-}
-
-function customMetaOf(value: unknown): string | null {
-  return typeof value === 'string' && value.startsWith(CUSTOM_META_PREFIX)
-    ? value.slice(CUSTOM_META_PREFIX.length)
-    : null;
-}
-
-/** A Retrieve result as the chunk it came from; undefined when it lacks the metadata every chunk of ours has. */
-export function chunkOfResult(result: KnowledgeBaseRetrievalResult): Omit<IndexedChunk, 'vector'> | undefined {
-  const metadata = (result.metadata ?? {}) as Record<string, unknown>;
-  const agentId = stringOf(metadata.agentId);
-  const knowledgeBaseId = stringOf(metadata.knowledgeBaseId);
-  const environment = stringOf(metadata.environment);
-  const documentId = stringOf(metadata.documentId);
-  const chunkId = stringOf(metadata.chunkId);
-  const s3Key = stringOf(metadata.s3Key);
-  const position = Number(metadata.position);
-  if (!agentId || !knowledgeBaseId || !documentId || !chunkId || !s3Key || !Number.isInteger(position))
-    return undefined;
-  if (!(ENVIRONMENTS as readonly string[]).includes(environment ?? '')) return undefined;
-  return {
-    chunkId,
-    agentId,
-    environment: environment as Environment,
-    knowledgeBaseId,
-    documentId,
-    s3Key,
-    position,
-    text: result.content?.text ?? '',
-    label1: stringOf(metadata.label1),
-    label2: stringOf(metadata.label2),
-    svc_internal_meta1: customMetaOf(metadata.svc_internal_meta1),
-    svc_internal_meta2: customMetaOf(metadata.svc_internal_meta2),
-    svc_internal_meta3: customMetaOf(metadata.svc_internal_meta3),
-    svc_internal_meta4: customMetaOf(metadata.svc_internal_meta4),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 
 function batches<T>(items: readonly T[], size: number): T[][] {
   const result: T[][] = [];
@@ -653,9 +342,6 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     }
   }
 }
-
-// ---------------------------------------------------------------------------------------------------------------
-// Configuration from the environment
 
 /** Reads BEDROCK_KNOWLEDGE_BASES; a missing or malformed value fails loudly, naming the variable. */
 export function readKnowledgeBases(

@@ -624,13 +624,23 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     return dataset;
   }
 
+  /**
+   * Opens the table, creating it first if needed. One creation of a table at a time in this process, across handles:
+   * two concurrent creates of a new table make the second an overwrite (Lance commits it as `Overwrite`), which fails
+   * the first one's index creation and could drop rows written in between. Across processes one process writes a
+   * directory (the worker lock), and reads never create.
+   */
   private async createTable(name: string): Promise<lancedb.Table> {
-    const dimensions = this.embedder ? this.embedder.dimensions : null;
-    const table = await withCommitRetry(() =>
-      this.connection.createEmptyTable(name, schemaFor(dimensions), { mode: 'create', existOk: true }),
-    );
-    await ensureTextIndex(table);
-    return table;
+    return oneWriteAtATime(['create', this.directory, name].join('\u0000'), async () => {
+      const existing = await this.openExisting(name);
+      if (existing) return existing;
+      const dimensions = this.embedder ? this.embedder.dimensions : null;
+      const table = await withCommitRetry(() =>
+        this.connection.createEmptyTable(name, schemaFor(dimensions), { mode: 'create', existOk: true }),
+      );
+      await ensureTextIndex(table);
+      return table;
+    });
   }
 
   /** The table if it exists with its BM25 index (its creator makes the index before writing any row). */

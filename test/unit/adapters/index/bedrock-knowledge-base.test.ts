@@ -26,18 +26,20 @@ import {
 } from '@aws-sdk/client-bedrock-agent-runtime';
 import * as fc from 'fast-check';
 import {
-  BEDROCK_KNOWLEDGE_BASES_VARIABLE,
-  type BedrockKnowledgeBases,
-  BedrockKnowledgeIndex,
   bedrockDocumentId,
-  bedrockIndexFromEnv,
-  type ChunkTextSource,
   LABEL_ORDER_PARTS,
   labelOrder,
   metadataAttributes,
   normalizeScore,
+} from '../../../../lambdas/adapters/index/bedrock-documents';
+import { toRetrievalFilter } from '../../../../lambdas/adapters/index/bedrock-filters';
+import {
+  BEDROCK_KNOWLEDGE_BASES_VARIABLE,
+  type BedrockKnowledgeBases,
+  BedrockKnowledgeIndex,
+  bedrockIndexFromEnv,
+  type ChunkTextSource,
   readKnowledgeBases,
-  toRetrievalFilter,
 } from '../../../../lambdas/adapters/index/bedrock-knowledge-base';
 import type { DatasetRef } from '../../../../lambdas/core/knowledge/document';
 import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexFilter } from '../../../../lambdas/ports/processing';

@@ -433,6 +433,20 @@ describe('one table per dataset', () => {
     expect(new Set([index.tableNameOf(scope), index.tableNameOf({ ...scope, agentId: 'agent-2' })]).size).toBe(2);
   });
 
+  test('the first writes to a new dataset, at once from two handles, create its table once and lose nothing', async () => {
+    const [first, second] = [await openIndex(), await openIndex()];
+    const fresh = { ...scope, knowledgeBaseId: 'kb-fresh' };
+    const docs = Array.from({ length: 12 }, (_, i) => ref(`doc-${i}`, fresh));
+    await Promise.all(
+      docs.map((doc, i) => (i % 2 ? first : second).replaceDocument(doc, chunksOf(doc, [`ferry ${doc.documentId}`]))),
+    );
+    for (const index of [first, second]) {
+      expect((await index.listChunks(fresh)).map((chunk) => chunk.documentId).sort()).toEqual(
+        docs.map((doc) => doc.documentId).sort(),
+      );
+    }
+  });
+
   test('reads of a dataset without a table find nothing and create nothing, even at once', async () => {
     const index = await openIndex();
     const nowhere = { ...scope, knowledgeBaseId: 'kb-none' };
