@@ -136,9 +136,12 @@ describe('a crash with work queued', () => {
     }
     await first.kill();
 
+    // The documents are older than the timeout by the time the second runtime is up, so its watchdog re-queues them
+    // beside their queued messages (what "indexed once" is about). A document it still finds `uploaded` one timeout
+    // later is failed: 1 s left the worker 2 s after start and failed documents on a loaded 2-core CI machine.
     const second = await startService({
       dataDir,
-      env: { PROCESSING_TIMEOUT_SECONDS: '1', WATCHDOG_INTERVAL_SECONDS: '1' },
+      env: { PROCESSING_TIMEOUT_SECONDS: '3', WATCHDOG_INTERVAL_SECONDS: '1' },
     });
     try {
       const call2 = client(second);
@@ -209,7 +212,9 @@ describe('a ZIP import the queue gave up on', () => {
       const job = () => call<{ status: string; files: { status: string }[] }>('GET', jobPath);
       expect((await job()).body).toMatchObject({ status: 'uploaded', files: [] });
 
-      const worker = await startWorker(dataDir, { PROCESSING_TIMEOUT_SECONDS: '1', WATCHDOG_INTERVAL_SECONDS: '1' });
+      // 3 s, not 1: the import's documents must be processed within one timeout of being queued, or the same
+      // watchdog fails them (as it did on a loaded CI machine).
+      const worker = await startWorker(dataDir, { PROCESSING_TIMEOUT_SECONDS: '3', WATCHDOG_INTERVAL_SECONDS: '1' });
       try {
         // One worker per data folder: a second one is refused while the first lives.
         await expect(startWorker(dataDir)).rejects.toThrow(/already runs the processing worker/);
