@@ -39,8 +39,9 @@ import dynalite from 'dynalite';
 import { config } from '../../lambdas/shared/config';
 import type { TableName } from '../routes';
 import { TABLES, type TableSchema } from '../tables';
-import { type SigV4ErrorCode, startS3SignatureProxy, verifySigV4 } from './s3-signature-proxy';
+import { startS3SignatureProxy } from './s3-signature-proxy';
 import S3rver from './s3rver';
+import { type SigV4ErrorCode, verifySigV4 } from './sigv4-verifier';
 
 /** The access key pair every local engine checks requests against. */
 export interface LocalCredentials {

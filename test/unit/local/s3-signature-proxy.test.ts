@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { storeObjectsSafely } from '../../../lib/local/engines';
-import { type S3SignatureProxy, startS3SignatureProxy, verifySigV4 } from '../../../lib/local/s3-signature-proxy';
+import { type S3SignatureProxy, startS3SignatureProxy } from '../../../lib/local/s3-signature-proxy';
 import S3rver from '../../../lib/local/s3rver';
+import { verifySigV4 } from '../../../lib/local/sigv4-verifier';
 
 const BUCKET = 'docs';
 // Not s3rver's own pair: the proxy verifies these and hands requests on under s3rver's key id.

@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { LambdaBrowserDriver, lambdaBrowserDriverFromEnv } from '../../../../lambdas/adapters/browser/lambda-driver';
 import { closeBrowser, handler } from '../../../../lambdas/handlers/browser/browser-task';
-import { verifySigV4 } from '../../../../lib/local/s3-signature-proxy';
+import { verifySigV4 } from '../../../../lib/local/sigv4-verifier';
 import { type BrowserSite, startBrowserSite } from '../../../helpers/browser-site';
 import {
   type ChatRequest,
