@@ -11,7 +11,7 @@ import { SqsFlowRunQueue } from '../adapters/queue/sqs-flow-runs';
 import { DynamoDefinitionStore, DynamoSessionStore } from '../adapters/store/dynamodb/flow-stores';
 import { AnalyticsRecorder } from '../core/analytics/track';
 import type { AttachmentDeps } from '../core/flows/attachments';
-import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '../core/flows/runtime';
+import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '../core/flows/run-context';
 import { runDefaultRetrieval } from '../core/retrieval/default-retrieval';
 import { type BrowserDriver, OutboundError } from '../ports/flows';
 import { config, positiveInteger } from '../shared/config';

@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import type { TriggerNode } from './definition';
 import { nodesOf } from './definition';
-import { type FlowRuntimeDeps, invoke } from './runtime';
+import type { FlowRuntimeDeps } from './run-context';
+import { invoke } from './runtime';
 import { firesBetween } from './schedule';
 
 /** How far back a tick looks: a late or missed tick is caught up within this window. */

@@ -21,13 +21,8 @@ import { DynamoDefinitionStore, DynamoSessionStore } from '../../../../lambdas/a
 import { AnalyticsRecorder } from '../../../../lambdas/core/analytics/track';
 import { validateDefinition } from '../../../../lambdas/core/flows/definition';
 import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
-import {
-  continueRun,
-  type FlowRuntimeDeps,
-  invoke,
-  RunHeldError,
-  SESSION_LEASE_MS,
-} from '../../../../lambdas/core/flows/runtime';
+import { type FlowRuntimeDeps, SESSION_LEASE_MS } from '../../../../lambdas/core/flows/run-context';
+import { continueRun, invoke, RunHeldError } from '../../../../lambdas/core/flows/runtime';
 import type { FlowSession } from '../../../../lambdas/core/flows/session';
 import type { FlowRunMessage } from '../../../../lambdas/ports/flows';
 import { TABLES } from '../../../../lib/tables';

@@ -24,9 +24,9 @@ import {
   FAILURE_MESSAGE_MAX_CHARS,
   type FlowRuntimeDeps,
   type InvocationFailure,
-  invoke,
   NODE_OUTPUT_MAX_BYTES,
-} from '../../../../lambdas/core/flows/runtime';
+} from '../../../../lambdas/core/flows/run-context';
+import { invoke } from '../../../../lambdas/core/flows/runtime';
 import type { FlowSession } from '../../../../lambdas/core/flows/session';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';

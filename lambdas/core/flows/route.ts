@@ -1,0 +1,64 @@
+/**
+ * Where a run goes after a node: the first edge of the node whose condition holds (`stepForward`, `promptCondition`,
+ * and the `when` conditions on memory and outputs).
+ */
+
+import type { EdgeCondition, FlowEdge } from './definition';
+import { type PlaceholderScope, valueAtPath } from './placeholders';
+import { type Located, modelContext, placeholderScope, type RunContext } from './run-context';
+
+/**
+ * The next node after `from`: promptCondition edges first (the model picks one, or `stay` on a canStayOnNode
+ * node), then stepForward edges whose `when` holds, in order, then the first stepForward without `when`. None: the
+ * flow ends.
+ */
+export async function route(context: RunContext, { flow, node }: Located): Promise<string | null> {
+  const edges = flow.edges.filter((e) => e.from === node.name);
+  const prompted = edges.filter((e) => e.type === 'promptCondition');
+  if (prompted.length > 0) {
+    const allowStay = node.type === 'promptNode' && node.canStayOnNode === true;
+    const choice = await context.deps
+      .models(node.type === 'promptNode' ? node.llmConfig : undefined)
+      .chooseCondition(modelContext(context), { conditions: prompted.map((e) => e.condition ?? ''), allowStay });
+    if (choice === 'stay' && allowStay) return node.name;
+    if (typeof choice === 'number' && prompted[choice]) return prompted[choice].to;
+  }
+  const forward = edges.filter((e) => e.type === 'stepForward');
+  const scope = placeholderScope(context, node.name);
+  const conditional = forward.find((e) => e.when !== undefined && holds(e.when, scope));
+  if (conditional) return conditional.to;
+  const fallback = forward.find((e: FlowEdge) => e.when === undefined);
+  return fallback?.to ?? null;
+}
+
+/** A stepForward edge's `when`: numbers compare as numbers, anything else as text. */
+export function holds(condition: EdgeCondition, scope: PlaceholderScope): boolean {
+  const found = valueAtPath(condition.path, scope);
+  const actual = found?.value;
+  const exists = actual !== undefined && actual !== null;
+  switch (condition.operator) {
+    case 'exists':
+      return exists;
+    case 'notExists':
+      return !exists;
+    default:
+      break;
+  }
+  if (!exists || condition.value === undefined) return condition.operator === 'notEquals';
+  const left = Number(actual);
+  const right = Number(condition.value);
+  const numeric =
+    typeof actual !== 'object' && typeof actual !== 'boolean' && String(actual).trim() !== '' && !Number.isNaN(left);
+  const bothNumeric = numeric && String(condition.value).trim() !== '' && !Number.isNaN(right);
+  const text = typeof actual === 'object' ? JSON.stringify(actual) : String(actual);
+  switch (condition.operator) {
+    case 'equals':
+      return bothNumeric ? left === right : text === String(condition.value);
+    case 'notEquals':
+      return bothNumeric ? left !== right : text !== String(condition.value);
+    case 'greaterThan':
+      return bothNumeric ? left > right : text > String(condition.value);
+    case 'lessThan':
+      return bothNumeric ? left < right : text < String(condition.value);
+  }
+}
