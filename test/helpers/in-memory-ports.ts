@@ -6,7 +6,9 @@ import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '
 import type { Environment, MetadataChanges } from '../../lambdas/core/knowledge/fields';
 import type { KnowledgeDeps, UploadSettings } from '../../lambdas/core/knowledge/knowledge-deps';
 import type { UploadCompletion, UploadSession } from '../../lambdas/core/knowledge/upload-session';
+import type { RetrievalConfigRecord } from '../../lambdas/core/retrieval/retrieval-config';
 import type { Caller } from '../../lambdas/core/tenancy/tenancy';
+import type { RetrievalConfigStore } from '../../lambdas/ports/retrieval-configs';
 import type {
   BlobStore,
   Clock,
@@ -26,6 +28,8 @@ import type {
   KnowledgeBaseDeletion,
   KnowledgeBaseRecord,
   KnowledgeBaseStore,
+  TokenRecord,
+  TokenStore,
   UploadSessionStore,
 } from '../../lambdas/ports/stores';
 import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../lambdas/ports/zip-jobs';
@@ -492,6 +496,40 @@ export class InMemoryBlobStore implements BlobStore {
   }
 }
 
+export class InMemoryTokenStore implements TokenStore {
+  readonly records = new Map<string, TokenRecord>();
+
+  async put(token: TokenRecord): Promise<void> {
+    this.records.set(token.tokenHash, copy(token));
+  }
+
+  async getByHash(tokenHash: string): Promise<TokenRecord | undefined> {
+    const token = this.records.get(tokenHash);
+    return token && copy(token);
+  }
+}
+
+/** `replace` is conditional on the stored `updatedAt`, as the DynamoDB adapter's write. */
+export class InMemoryRetrievalConfigStore implements RetrievalConfigStore {
+  readonly records = new Map<string, RetrievalConfigRecord>();
+
+  async get(agentId: string, environment: Environment): Promise<RetrievalConfigRecord | undefined> {
+    const record = this.records.get(`${agentId}#${environment}`);
+    return record && copy(record);
+  }
+
+  async put(record: RetrievalConfigRecord): Promise<void> {
+    this.records.set(`${record.agentId}#${record.environment}`, copy(record));
+  }
+
+  async replace(record: RetrievalConfigRecord, previousUpdatedAt: string): Promise<boolean> {
+    const current = this.records.get(`${record.agentId}#${record.environment}`);
+    if (current?.updatedAt !== previousUpdatedAt) return false;
+    await this.put(record);
+    return true;
+  }
+}
+
 export class RecordingQueue implements ProcessingQueue {
   readonly sent: { message: ProcessingMessage; delaySeconds?: number }[] = [];
 
@@ -555,6 +593,8 @@ export function inMemoryKnowledgeDeps(settings: Partial<UploadSettings> = {}) {
   const queue = new RecordingQueue();
   const clock = new SettableClock();
   const ids = new SequentialIds();
+  const tokens = new InMemoryTokenStore();
+  const retrievalConfigs = new InMemoryRetrievalConfigStore();
   const deps: KnowledgeDeps = {
     agents,
     knowledgeBases,
@@ -591,7 +631,23 @@ export function inMemoryKnowledgeDeps(settings: Partial<UploadSettings> = {}) {
     };
   }
 
-  return { deps, agents, knowledgeBases, documents, zipJobs, uploads, blobs, queue, clock, ids, tenant };
+  return {
+    deps,
+    /** The same stores with those of the dashboard and default retrieval: every use case here takes a subset. */
+    allDeps: { ...deps, tokens, retrievalConfigs },
+    agents,
+    knowledgeBases,
+    documents,
+    zipJobs,
+    uploads,
+    blobs,
+    queue,
+    clock,
+    ids,
+    tokens,
+    retrievalConfigs,
+    tenant,
+  };
 }
 
 export type InMemoryKnowledge = ReturnType<typeof inMemoryKnowledgeDeps>;
