@@ -8,6 +8,14 @@ import type { KnowledgeDeps, UploadSettings } from '../../lambdas/core/knowledge
 import type { UploadCompletion, UploadSession } from '../../lambdas/core/knowledge/upload-session';
 import type { RetrievalConfigRecord } from '../../lambdas/core/retrieval/retrieval-config';
 import type { Caller } from '../../lambdas/core/tenancy/tenancy';
+import type {
+  ChunkMetadata,
+  DocumentRef,
+  IndexedChunk,
+  IndexHit,
+  IndexQuery,
+  KnowledgeIndex,
+} from '../../lambdas/ports/processing';
 import type { RetrievalConfigStore } from '../../lambdas/ports/retrieval-configs';
 import type {
   BlobStore,
@@ -530,6 +538,63 @@ export class InMemoryRetrievalConfigStore implements RetrievalConfigStore {
   }
 }
 
+/**
+ * A KnowledgeIndex that answers fixed hits per dataset, best first, at most `limit` (no ranking of its own): for
+ * use cases that only read the index. It records every query, so a test sees the scope and filters it was given.
+ */
+export class FixedHitsIndex implements KnowledgeIndex {
+  readonly queries: IndexQuery[] = [];
+  private readonly hits = new Map<string, IndexHit[]>();
+
+  /** The hits every query of `scope` answers; a chunk's text and score, the rest derived from the scope. */
+  setHits(scope: DatasetRef, hits: readonly { documentId: string; text: string; score: number }[]): void {
+    const empty: ChunkMetadata = {
+      label1: null,
+      label2: null,
+      svc_internal_meta1: null,
+      svc_internal_meta2: null,
+      svc_internal_meta3: null,
+      svc_internal_meta4: null,
+    };
+    this.hits.set(
+      datasetKey(scope),
+      hits.map(({ documentId, text, score }, position) => ({
+        score,
+        chunk: {
+          ...scope,
+          ...empty,
+          documentId,
+          chunkId: `${documentId}#${position}`,
+          s3Key: `${scope.agentId}/${scope.environment}/${scope.knowledgeBaseId}/${documentId}/file.txt`,
+          position,
+          text,
+        },
+      })),
+    );
+  }
+
+  async query(query: IndexQuery): Promise<IndexHit[]> {
+    this.queries.push(copy(query));
+    return copy((this.hits.get(datasetKey(query.scope)) ?? []).slice(0, query.limit));
+  }
+
+  async replaceDocument(_ref: DocumentRef, _chunks: readonly IndexedChunk[]): Promise<void> {
+    throw new Error('FixedHitsIndex answers queries only');
+  }
+
+  async deleteDocument(_ref: DocumentRef): Promise<void> {
+    throw new Error('FixedHitsIndex answers queries only');
+  }
+
+  async updateDocumentMetadata(_ref: DocumentRef, _metadata: ChunkMetadata): Promise<void> {
+    throw new Error('FixedHitsIndex answers queries only');
+  }
+
+  async countDocumentChunks(_ref: DocumentRef): Promise<number> {
+    throw new Error('FixedHitsIndex answers queries only');
+  }
+}
+
 export class RecordingQueue implements ProcessingQueue {
   readonly sent: { message: ProcessingMessage; delaySeconds?: number }[] = [];
 
@@ -631,7 +696,23 @@ export function inMemoryKnowledgeDeps(settings: Partial<UploadSettings> = {}) {
     };
   }
 
+  /** A second knowledge base of the tenant's agent. */
+  async function tenantKnowledgeBase(owner: Tenant, knowledgeBaseId: string): Promise<Tenant> {
+    const createdAt = clock.now().toISOString();
+    await knowledgeBases.put({
+      organizationId: owner.caller.organizationId,
+      agentId: owner.agentId,
+      knowledgeBaseId,
+      name: knowledgeBaseId,
+      description: null,
+      createdAt,
+      updatedAt: createdAt,
+    });
+    return { ...owner, knowledgeBaseId, dataset: { ...owner.dataset, knowledgeBaseId } };
+  }
+
   return {
+    tenantKnowledgeBase,
     deps,
     /** The same stores with those of the dashboard and default retrieval: every use case here takes a subset. */
     allDeps: { ...deps, tokens, retrievalConfigs },
