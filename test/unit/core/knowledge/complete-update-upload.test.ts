@@ -58,6 +58,33 @@ describe('completeUpdateUpload', () => {
     expect(knowledge.blobs.objects.has(versionKey)).toBe(true);
   });
 
+  it('answers as the first when an earlier attempt replaced the content but did not save its answer', async () => {
+    const { knowledge, tenant, update, versionKey } = await documentWithUpdateLink();
+    knowledge.blobs.putObject(versionKey, 'version two');
+    const appliedAt = knowledge.clock.now().toISOString();
+    // An attempt cut off after its conditional write: the document holds the upload, the session no answer.
+    await knowledge.documents.replaceContent(
+      tenant.dataset,
+      'handbook',
+      {
+        uploadId: update.uploadId,
+        objectKey: versionKey,
+        fileName: 'v2.txt',
+        contentType: 'text/plain',
+        fileSize: 11,
+        updatedAt: appliedAt,
+      },
+      { label2: 'two' },
+    );
+    knowledge.clock.advanceSeconds(20);
+
+    const completion = await completeUpdateUpload(knowledge.deps, tenant.caller, update.uploadId);
+
+    expect(completion).toMatchObject({ documentId: 'handbook', updatedAt: appliedAt });
+    expect((await knowledge.documents.get(tenant.dataset, 'handbook'))?.updatedAt).toBe(appliedAt);
+    expect(knowledge.blobs.objects.has(versionKey)).toBe(true);
+  });
+
   it('answers 404 DOCUMENT_NOT_FOUND and removes the new object when the document was deleted meanwhile', async () => {
     const { knowledge, tenant, update, versionKey } = await documentWithUpdateLink();
     knowledge.blobs.putObject(versionKey, 'version two');
