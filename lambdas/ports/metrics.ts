@@ -6,6 +6,7 @@
 
 /** Every metric the service emits; the stack's alarms and dashboard name them from here too. */
 export const METRIC = {
+  /** Uploads completed (a new document or a new version), each counted once, retries of the call not. */
   documentsUploaded: 'DocumentsUploaded',
   documentsReady: 'DocumentsReady',
   /** Dimension `errorCode`. */
@@ -17,6 +18,12 @@ export const METRIC = {
   /** Documents the watchdog found still `uploaded` past its limit (retried or failed by it). */
   documentsStuckUploaded: 'DocumentsStuckUploaded',
   authorizerDenied: 'AuthorizerDenied',
+  /** Milliseconds of one retrieval: the query's embedding (if any) and the index query. */
+  queryLatency: 'QueryLatency',
+  /** Results one retrieval returned (after minScore). */
+  queryResults: 'Results',
+  /** Retrievals that returned nothing. */
+  emptyResults: 'EmptyResults',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

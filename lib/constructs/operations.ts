@@ -1,6 +1,6 @@
 /**
  * What an operator watches: the alarms of the service, all to one SNS topic the deployer subscribes to (its ARN is the
- * stack output AlarmTopicArn), and one CloudWatch dashboard with a row per area (documents, API, flows, sign-in).
+ * stack output AlarmTopicArn), and one CloudWatch dashboard with a row per area (documents, retrieval, API, workers, sign-in).
  * The service's own metrics are the EMF metrics of lambdas/ports/metrics.ts in the stage's namespace, with the
  * Powertools `service` dimension.
  */
@@ -143,7 +143,7 @@ export class Operations extends Construct {
     const graph = (title: string, metrics: IMetric[]) => new GraphWidget({ title, left: metrics, width: 6 });
     this.dashboard.addWidgets(new TextWidget({ markdown: '## Documents', width: 24, height: 1 }));
     this.dashboard.addWidgets(
-      graph('Uploaded / ready / failed', [
+      graph('Ready / failed / stuck', [
         this.serviceMetric(METRIC.documentsReady, 'Sum'),
         this.serviceMetric(METRIC.documentsStuckUploaded, 'Sum'),
         new MathExpression({
@@ -163,6 +163,15 @@ export class Operations extends Construct {
           queue.metricApproximateNumberOfMessagesVisible({ label: name, statistic: 'Maximum' }),
         ),
       ),
+    );
+    this.dashboard.addWidgets(new TextWidget({ markdown: '## Retrieval', width: 24, height: 1 }));
+    this.dashboard.addWidgets(
+      graph('Query latency (ms)', [
+        this.serviceMetric(METRIC.queryLatency, 'p50'),
+        this.serviceMetric(METRIC.queryLatency, 'p95'),
+      ]),
+      graph('Results', [this.serviceMetric(METRIC.queryResults, 'Sum')]),
+      graph('Empty results', [this.serviceMetric(METRIC.emptyResults, 'Sum')]),
     );
     this.dashboard.addWidgets(new TextWidget({ markdown: '## API', width: 24, height: 1 }));
     this.dashboard.addWidgets(

@@ -684,7 +684,9 @@ describe('operations: alarms, their topic and the dashboard', () => {
   test('the dashboard has a row per area and charts the service metrics', () => {
     const dashboard = resources[logicalId(stack.operations.dashboard)];
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
-    for (const row of ['## Documents', '## API', '## Workers', '## Sign-in']) expect(body).toContain(row);
+    for (const row of ['## Documents', '## Retrieval', '## API', '## Workers', '## Sign-in']) {
+      expect(body).toContain(row);
+    }
     for (const metric of [
       'DocumentsReady',
       'DocumentsFailed',

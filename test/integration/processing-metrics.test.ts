@@ -1,7 +1,8 @@
 /**
  * The metrics a processing run emits, read as an operator's CloudWatch would: the EMF lines the functions print,
- * collected from the local runtime's output. Documents processed count as DocumentsReady, broken ones as
- * DocumentsFailed by their error code, and no line names an agent, a document or any other id.
+ * collected from the local runtime's output. Each completed upload counts as DocumentsUploaded, documents processed
+ * as DocumentsReady, broken ones as DocumentsFailed by their error code, and no line names an agent, a document or
+ * any other id.
  */
 import { join } from 'node:path';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
@@ -100,6 +101,7 @@ test('a processing run emits DocumentsReady per processed document and Documents
     async () => emfLines(service.output()),
     (found) => sum(found, 'DocumentsReady') + sum(found, 'DocumentsFailed') >= uploads.length,
   );
+  expect(sum(lines, 'DocumentsUploaded')).toBe(uploads.length);
   expect(sum(lines, 'DocumentsReady')).toBe(readyCount);
   for (const [code, count] of Object.entries(failedByCode)) {
     expect([code, sum(lines, 'DocumentsFailed', { errorCode: code })]).toEqual([code, count]);

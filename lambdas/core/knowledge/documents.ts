@@ -6,6 +6,7 @@
  * queues its processing. Every step is safe to retry: a repeated upload-complete answers what the first answered.
  */
 
+import { METRIC, type OperationalMetrics } from '../../ports/metrics';
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
 import type { ContentFields, DocumentStore, UploadSessionStore } from '../../ports/stores';
 import type { ZipJobStore } from '../../ports/zip-jobs';
@@ -25,6 +26,8 @@ export interface KnowledgeDeps extends TenancyDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly settings: UploadSettings;
+  /** DocumentsUploaded (ports/metrics.ts). */
+  readonly metrics: OperationalMetrics;
 }
 
 export interface UploadSettings {
@@ -380,7 +383,8 @@ export async function completeUpload(deps: KnowledgeDeps, caller: Caller, upload
   await deps.blobs.markCompleted(session.objectKey);
   const content = contentOf(session, head.size, now);
   let doc = await deps.documents.completeReservation(ref, documentId, content, session.metadata, now);
-  if (!doc) {
+  if (doc) deps.metrics.count(METRIC.documentsUploaded);
+  else {
     // Either an earlier attempt of this same call already completed it (answer as it did), or the reservation
     // expired and was taken by another upload.
     const current = await deps.documents.get(ref, documentId);
@@ -447,6 +451,7 @@ export async function completeUpdateUpload(
   const before = await deps.documents.get(ref, documentId);
   const content = contentOf(session, head.size, deps.clock.now().toISOString());
   let doc = await deps.documents.replaceContent(ref, documentId, content, session.metadata);
+  if (doc) deps.metrics.count(METRIC.documentsUploaded);
   if (!doc) {
     const current = await deps.documents.get(ref, documentId);
     if (!current || current.status === 'reserved') {
