@@ -11,7 +11,9 @@ import { DocumentStorage } from './constructs/document-storage';
 import { FlowRunner } from './constructs/flow-runner';
 import { FlowScheduler } from './constructs/flow-scheduler';
 import { type KnowledgeIndexBackend, KnowledgeIndexInfra } from './constructs/knowledge-index';
+import { Operations } from './constructs/operations';
 import { PlatformApi } from './constructs/platform-api';
+import { metricsNamespace, type ObservedStack } from './constructs/service-function';
 import type { TableName } from './routes';
 
 /** Largest document processed: 50 MB, Bedrock's own limit. */
@@ -37,7 +39,9 @@ export interface AgentPlatformStackProps extends StackProps {
   readonly cors?: CorsPolicy;
 }
 
-export class AgentPlatformStack extends Stack {
+export class AgentPlatformStack extends Stack implements ObservedStack {
+  /** CloudWatch namespace of this stage's metrics (POWERTOOLS_METRICS_NAMESPACE of every function). */
+  public readonly metricsNamespace: string;
   public readonly data: DataTables;
   public readonly storage: DocumentStorage;
   public readonly api: PlatformApi;
@@ -48,11 +52,15 @@ export class AgentPlatformStack extends Stack {
   public readonly browserTask: BrowserTask;
   /** Where runs that outlive a webhook's budget go on: the flow runner's queue and function. */
   public readonly flowRunner: FlowRunner;
+  /** Alarms (to the topic of output AlarmTopicArn) and the CloudWatch dashboard. */
+  public readonly operations: Operations;
   /** The API's web ACL; undefined with `-c waf=off`. */
   public readonly firewall: ApiFirewall | undefined;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps) {
     super(scope, id, props);
+    // Before any function is made: ServiceFunction reads it from the stack.
+    this.metricsNamespace = metricsNamespace(props.stage);
 
     this.data = new DataTables(this, 'Data');
     this.storage = new DocumentStorage(this, 'DocumentStorage');
@@ -111,6 +119,30 @@ export class AgentPlatformStack extends Stack {
 
     this.scheduler = new FlowScheduler(this, 'FlowScheduler', { resources });
 
+    this.operations = new Operations(this, 'Operations', {
+      metricsNamespace: this.metricsNamespace,
+      api: this.api.api,
+      deadLetterQueues: {
+        Processing: this.storage.deadLetterQueue,
+        FlowRun: this.flowRunner.deadLetterQueue,
+      },
+      processor: this.processing.processor,
+      authorizer: this.api.authorizerFunction,
+      throttleWatched: {
+        Processor: this.processing.processor,
+        Watchdog: this.processing.watchdog,
+        FlowRunner: this.flowRunner.function,
+        ScheduleTick: this.scheduler.tick,
+        BrowserTask: this.browserTask.function,
+        Authorizer: this.api.authorizerFunction,
+      },
+    });
+
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: this.operations.alarmTopic.topicArn,
+      description: 'SNS topic every alarm notifies: subscribe to it to be told (README, "Operating it")',
+    });
+    new CfnOutput(this, 'DashboardName', { value: this.operations.dashboard.dashboardName });
     new CfnOutput(this, 'ApiUrl', {
       value: this.api.url,
       description: 'Base URL of the API, without a trailing slash',

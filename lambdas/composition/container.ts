@@ -22,6 +22,7 @@ import { config } from '../shared/config';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { s3Client } from './clients/s3';
 import { sqsClient } from './clients/sqs';
+import { operationalMetrics } from './metrics';
 import { once } from './once';
 
 const tokens = once(() => new DynamoTokenStore(dynamoDocumentClient(), config.tableName('tokens')));
@@ -80,4 +81,7 @@ export const container = {
   },
   clock,
   ids,
+  get metrics() {
+    return operationalMetrics();
+  },
 } satisfies KnowledgeDeps & { tokens: TokenStore; analytics: AnalyticsStore };

@@ -8,31 +8,21 @@ import { GuardedImageDownloader } from '../adapters/network/guarded-download';
 import { GuardedOutboundHttp } from '../adapters/network/outbound-http';
 import { allowPrivateNetworkFromEnv } from '../adapters/network/url-guard';
 import { SqsFlowRunQueue } from '../adapters/queue/sqs-flow-runs';
-import { DynamoDefinitionStore, DynamoSessionStore } from '../adapters/store/dynamodb/flow-stores';
 import { AnalyticsRecorder } from '../core/analytics/track';
 import type { AttachmentDeps } from '../core/flows/attachments';
 import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '../core/flows/run-context';
 import { runDefaultRetrieval } from '../core/retrieval/default-retrieval';
 import { type BrowserDriver, OutboundError } from '../ports/flows';
-import { config, positiveInteger } from '../shared/config';
+import { config } from '../shared/config';
 import { logger } from '../shared/logger';
-import { dynamoDocumentClient } from './clients/dynamodb';
 import { sqsClient } from './clients/sqs';
 import { container } from './container';
+import { definitionStore, sessionStore } from './definition-container';
 import { flowModelResolverFromEnv } from './flow-model';
 import { generateModelFromEnv } from './model';
 import { once } from './once';
 import { retrievalContainer } from './retrieval-container';
 
-const definitions = once(() => new DynamoDefinitionStore(dynamoDocumentClient(), config.tableName('agentDefinitions')));
-const sessions = once(
-  () =>
-    new DynamoSessionStore(
-      dynamoDocumentClient(),
-      config.tableName('sessions'),
-      positiveInteger('SESSION_RETENTION_DAYS', 30),
-    ),
-);
 const models = once(() => flowModelResolverFromEnv());
 const flowRuns = once(() => config.flowRuns());
 // Built on first hand-over: only the webhook, app-event and flow runner functions are given the queue.
@@ -105,10 +95,10 @@ export const flowContainer = {
     return container.agents;
   },
   get definitions() {
-    return definitions();
+    return definitionStore();
   },
   get sessions() {
-    return sessions();
+    return sessionStore();
   },
   get models() {
     return models();

@@ -4,9 +4,11 @@
  * (CHUNK_INDEX_TABLE). The local runtime installs its embedded index here at start, and the processing and retrieval
  * composition roots both read it.
  */
+
 import { bedrockIndexFromEnv, type ChunkTextSource } from '../adapters/index/bedrock-knowledge-base';
 import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '../adapters/index/dynamodb-chunks';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
+import { captured } from './clients/capture';
 import { dynamoDocumentClient } from './clients/dynamodb';
 
 let installed: { index: KnowledgeIndex; embedder: Embedder | null } | undefined;
@@ -30,5 +32,5 @@ export function deployedKnowledgeIndex(
 ): KnowledgeIndex {
   const chunkTable = env[CHUNK_INDEX_TABLE_VARIABLE];
   if (chunkTable) return new DynamoChunkIndex(dynamoDocumentClient(), chunkTable);
-  return bedrockIndexFromEnv(chunkTexts, env);
+  return bedrockIndexFromEnv(chunkTexts, env, captured);
 }

@@ -23,6 +23,7 @@ import { config, DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInte
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
+import { operationalMetrics } from './metrics';
 import { once } from './once';
 
 export { useKnowledgeIndex } from './knowledge-index';
@@ -80,6 +81,9 @@ export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBase
     return container.zipJobs;
   },
   clock: container.clock,
+  get metrics() {
+    return operationalMetrics();
+  },
   get index(): KnowledgeIndex {
     index ??= installedKnowledgeIndex()?.index;
     // Bedrock cannot give chunk texts back; a metadata change re-ingests them from the stored file.

@@ -10,6 +10,7 @@ import { config } from '../shared/config';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
+import { operationalMetrics } from './metrics';
 import { once } from './once';
 
 let index: KnowledgeIndex | undefined;
@@ -41,5 +42,8 @@ export const retrievalContainer: DefaultRetrievalDeps = {
   },
   get embedder(): Embedder | null {
     return installedKnowledgeIndex()?.embedder ?? null;
+  },
+  get metrics() {
+    return operationalMetrics();
   },
 };

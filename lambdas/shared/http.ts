@@ -5,6 +5,7 @@
  * carries the CORS headers of CORS_ALLOWED_ORIGINS (shared/cors.ts) for the request's Origin.
  */
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { z } from 'zod';
@@ -18,6 +19,7 @@ import { config } from './config';
 import { corsResponseHeaders } from './cors';
 import { MAX_JSON_DEPTH, nestingDepthOver } from './json-depth';
 import { logger } from './logger';
+import { metrics } from './metrics';
 
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
@@ -161,6 +163,20 @@ function routeOf(routes: readonly HttpRoute[], event: APIGatewayProxyEvent): Htt
 }
 
 /**
+ * Log keys of the request: who (organization) and which agent and environment, ids only. The
+ * logger's keys are reset per request (injectLambdaContext `resetKeys`).
+ */
+function annotateRequest(caller: Caller | undefined, input: unknown): void {
+  // Taken from the validated input, so an annotation is a well-formed id or environment name, never free text.
+  const fields = (input ?? {}) as { agentId?: unknown; environment?: unknown };
+  const keys: Record<string, string> = {};
+  if (caller?.organizationId) keys.organizationId = caller.organizationId;
+  if (typeof fields.agentId === 'string') keys.agentId = fields.agentId;
+  if (typeof fields.environment === 'string') keys.environment = fields.environment;
+  logger.appendKeys(keys);
+}
+
+/**
  * A handler for the route `routeId` of lib/routes.ts (or for each of several routes that share it, such as a list
  * both the customer API and the dashboard offer). `schema` validates the merged request fields; `run` gets the
  * parsed input and the authenticated caller and returns the success body (wrapped as `{ success: true, ...body }`).
@@ -179,10 +195,14 @@ export function httpHandler<S extends z.ZodType>(
       requireScope(caller, route.scope);
     }
     const input = parseInput(schema, requestInput(route, event));
+    annotateRequest(caller, input);
     const result = await run(input, caller ?? { organizationId: '', tokenId: '', scopes: [] });
     return jsonResponse(result.status ?? 200, result.raw ? result.body : { success: true, ...result.body });
   };
+  // The anchor's order: metrics flushed last (after the error middleware has made its answer), then the log context.
+  // No Powertools Tracer here: see composition/clients/capture.ts for the bundle sizes.
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult>(base)
+    .use(logMetrics(metrics))
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(httpCors())
     .use(httpErrors());

@@ -1,4 +1,9 @@
-/** One Powertools logger per function. It logs request ids and errors, never request bodies. */
+/**
+ * One Powertools logger per function. It logs request ids and errors, never request bodies. Its level comes from
+ * POWERTOOLS_LOG_LEVEL and its debug sampling from POWERTOOLS_LOGGER_SAMPLE_RATE (both set by ServiceFunction).
+ */
 import { Logger } from '@aws-lambda-powertools/logger';
 
-export const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? 'agent-platform' });
+export const SERVICE_NAME_DEFAULT = 'agent-platform';
+
+export const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME_DEFAULT });

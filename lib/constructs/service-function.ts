@@ -3,7 +3,7 @@
  * the locally installed esbuild (never Docker) the same way `scripts/bundle-sizes.ts` measures it.
  */
 import * as path from 'node:path';
-import { Duration, type Size, Validations } from 'aws-cdk-lib';
+import { Duration, type Size, Stack, Validations } from 'aws-cdk-lib';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -13,6 +13,36 @@ import type { Construct } from 'constructs';
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
 export const SERVICE_NAME = 'agent-platform';
+
+/** The CloudWatch namespace of the service's metrics in one stage: each stage's metrics and alarms stay apart. */
+export function metricsNamespace(stage: string): string {
+  return `AgentPlatform/${stage}`;
+}
+
+/** Where a function finds its stage's namespace: the stack it is in says it (AgentPlatformStack does). */
+export interface ObservedStack {
+  readonly metricsNamespace: string;
+}
+
+/** Namespace of a function in a stack that names none (a construct tested alone in a bare Stack). */
+export const DEFAULT_METRICS_NAMESPACE = 'AgentPlatform';
+
+/** Debug lines logged for this share of invocations (Powertools Logger sampling), at level INFO otherwise. */
+export const DEBUG_LOG_SAMPLE_RATE = 0.01;
+
+/**
+ * The Powertools variables every function gets: service name, metrics namespace, log level and debug sampling.
+ * (Each handler passes `captureResponse: false` to the tracer itself, so no tracer variable is needed.)
+ */
+export function powertoolsEnvironment(scope: Construct): Record<string, string> {
+  const namespace = (Stack.of(scope) as Partial<ObservedStack>).metricsNamespace ?? DEFAULT_METRICS_NAMESPACE;
+  return {
+    POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+    POWERTOOLS_METRICS_NAMESPACE: namespace,
+    POWERTOOLS_LOG_LEVEL: 'INFO',
+    POWERTOOLS_LOGGER_SAMPLE_RATE: String(DEBUG_LOG_SAMPLE_RATE),
+  };
+}
 
 /** API Gateway gives up on an integration after 29 s, so an HTTP handler may not run longer. */
 export const HTTP_TIMEOUT = Duration.seconds(29);
@@ -70,7 +100,7 @@ export class ServiceFunction extends NodejsFunction {
       bundling: { ...BUNDLING, ...props.bundling },
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
-        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        ...powertoolsEnvironment(scope),
         ...props.environment,
       },
     });

@@ -2,6 +2,7 @@
  * In-memory ports for unit tests of core use cases: each store keeps the conditional semantics of its DynamoDB
  * adapter (lambdas/adapters/store/dynamodb/*), so a state rule of core/ is tested here without spawning anything.
  */
+
 import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '../../lambdas/core/knowledge/document';
 import type { Environment, MetadataChanges } from '../../lambdas/core/knowledge/fields';
 import type { KnowledgeDeps, UploadSettings } from '../../lambdas/core/knowledge/knowledge-deps';
@@ -41,6 +42,7 @@ import type {
   UploadSessionStore,
 } from '../../lambdas/ports/stores';
 import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../lambdas/ports/zip-jobs';
+import { recordingMetrics } from './metrics';
 
 /** Records are copied in and out, as a database would: a caller never mutates what the store holds. */
 function copy<T>(value: T): T {
@@ -660,6 +662,7 @@ export function inMemoryKnowledgeDeps(settings: Partial<UploadSettings> = {}) {
   const ids = new SequentialIds();
   const tokens = new InMemoryTokenStore();
   const retrievalConfigs = new InMemoryRetrievalConfigStore();
+  const metrics = recordingMetrics();
   const deps: KnowledgeDeps = {
     agents,
     knowledgeBases,
@@ -671,6 +674,7 @@ export function inMemoryKnowledgeDeps(settings: Partial<UploadSettings> = {}) {
     clock,
     ids,
     settings: { ...TEST_UPLOAD_SETTINGS, ...settings },
+    metrics,
   };
 
   /** Seeds an agent and a knowledge base of `organizationId` and a caller with every scope for it. */
@@ -727,6 +731,7 @@ export function inMemoryKnowledgeDeps(settings: Partial<UploadSettings> = {}) {
     ids,
     tokens,
     retrievalConfigs,
+    metrics,
     tenant,
   };
 }

@@ -74,6 +74,9 @@ describe('the BrowserTask function', () => {
     expect(variables).toEqual({
       NODE_OPTIONS: '--enable-source-maps',
       POWERTOOLS_SERVICE_NAME: 'agent-platform',
+      POWERTOOLS_METRICS_NAMESPACE: 'AgentPlatform/dev',
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      POWERTOOLS_LOGGER_SAMPLE_RATE: '0.01',
       // The model of the flow functions: the same configuration, so the same resolver picks the same model.
       BEDROCK_GENERATE_MODEL_ID: MODEL,
     });

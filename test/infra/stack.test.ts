@@ -27,6 +27,13 @@ const cdkJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'cdk
   context: Record<string, unknown>;
 };
 const TABLE_NAMES = Object.keys(TABLES) as TableName[];
+/** cdk.json's stage is `dev`: its metrics go to their own namespace. */
+const POWERTOOLS_SETTINGS = {
+  POWERTOOLS_SERVICE_NAME: 'agent-platform',
+  POWERTOOLS_METRICS_NAMESPACE: 'AgentPlatform/dev',
+  POWERTOOLS_LOG_LEVEL: 'INFO',
+  POWERTOOLS_LOGGER_SAMPLE_RATE: '0.01',
+};
 const DYNAMODB_WRITES = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
 
 let outdir: string;
@@ -120,6 +127,19 @@ describe('functions', () => {
     },
   );
 
+  test("every function, workers and authorizer included, is traced and has the stage's Powertools settings", () => {
+    const nodeFunctions = Object.values(resources).filter(
+      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x',
+    );
+    expect(nodeFunctions.length).toBeGreaterThan(ROUTES.length);
+    for (const fn of nodeFunctions) {
+      expect(fn.Properties).toMatchObject({
+        TracingConfig: { Mode: 'Active' },
+        Environment: { Variables: POWERTOOLS_SETTINGS },
+      });
+    }
+  });
+
   test('function log groups keep logs for one month', () => {
     const logGroupId = logicalId(stack.api.functions.Health.functionLogGroup);
     expect(resources[logGroupId].Properties).toMatchObject({ RetentionInDays: 30 });
@@ -139,7 +159,7 @@ describe('functions', () => {
     ].sort();
     const settings = {
       NODE_OPTIONS: '--enable-source-maps',
-      POWERTOOLS_SERVICE_NAME: 'agent-platform',
+      ...POWERTOOLS_SETTINGS,
       UPLOAD_URL_TTL_SECONDS: '900',
       UPLOAD_SESSION_TTL_SECONDS: '3600',
       MAX_FILE_BYTES: String(50 * 1024 * 1024),
@@ -560,5 +580,122 @@ describe('generate model', () => {
     const rolesAllowed = invoking.map(([, r]) => JSON.stringify(r.Properties.Roles));
     expect(rolesAllowed.filter((roles) => roles.includes(generateRole))).toHaveLength(1);
     expect(JSON.stringify(invoking)).toContain('foundation-model/amazon.nova-lite-v1:0');
+  });
+});
+
+describe('operations: alarms, their topic and the dashboard', () => {
+  const topicRef = () => ({ Ref: logicalId(stack.operations.alarmTopic) });
+
+  test('the alarm topic enforces TLS, has no fixed name, and its ARN is a stack output', () => {
+    const topic = resources[logicalId(stack.operations.alarmTopic)];
+    expect(topic.Type).toBe('AWS::SNS::Topic');
+    expect(topic.Properties).not.toHaveProperty('TopicName');
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [topicRef()],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+    template.hasOutput('AlarmTopicArn', { Value: topicRef() });
+  });
+
+  test.each([
+    ['ProcessingDeadLetters', () => stack.storage.deadLetterQueue],
+    ['FlowRunDeadLetters', () => stack.flowRunner.deadLetterQueue],
+  ])('%s: one message in the dead-letter queue alarms', (name, queue) => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(queue()), 'QueueName'] } }],
+      Statistic: 'Maximum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      AlarmActions: [topicRef()],
+    });
+    expect(stack.operations.alarms[name]).toBeDefined();
+  });
+
+  test('a document the watchdog finds stuck `uploaded` alarms, from the metric the watchdog emits', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AgentPlatform/dev',
+      MetricName: 'DocumentsStuckUploaded',
+      Dimensions: [{ Name: 'service', Value: 'agent-platform' }],
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: 1,
+      AlarmActions: [topicRef()],
+    });
+  });
+
+  test('more than 5% of API requests answered 5xx over two periods alarms', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/ApiGateway',
+      MetricName: '5XXError',
+      Statistic: 'Average',
+      Threshold: 0.05,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 2,
+      DatapointsToAlarm: 2,
+      AlarmActions: [topicRef()],
+    });
+  });
+
+  test('processor errors alarm on the processor function itself', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(stack.processing.processor) } }],
+      Threshold: 1,
+      AlarmActions: [topicRef()],
+    });
+  });
+
+  test('authorizer errors alarm on errors that are not denials; throttles on the workers and the authorizer', () => {
+    const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+    const byExpression = (text: string) =>
+      alarms.find((a) => JSON.stringify(a.Properties.Metrics ?? []).includes(text))?.Properties;
+    const authorizer = byExpression('errors - FILL(denied, 0)');
+    expect(JSON.stringify(authorizer)).toContain('"MetricName":"AuthorizerDenied"');
+    expect(JSON.stringify(authorizer)).toContain(logicalId(stack.api.authorizerFunction));
+    const throttles = byExpression('t0 + t1');
+    const watched = [
+      stack.processing.processor,
+      stack.processing.watchdog,
+      stack.flowRunner.function,
+      stack.scheduler.tick,
+      stack.browserTask.function,
+      stack.api.authorizerFunction,
+    ];
+    for (const fn of watched) expect(JSON.stringify(throttles)).toContain(logicalId(fn));
+    expect(JSON.stringify(throttles)).toContain('"MetricName":"Throttles"');
+  });
+
+  test('every alarm notifies the topic on alarm and on recovery', () => {
+    const alarms = Object.values(resources).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+    expect(alarms).toHaveLength(Object.keys(stack.operations.alarms).length);
+    expect(alarms.length).toBe(7);
+    for (const alarm of alarms) {
+      expect(alarm.Properties).toMatchObject({ AlarmActions: [topicRef()], OKActions: [topicRef()] });
+    }
+  });
+
+  test('the dashboard has a row per area and charts the service metrics', () => {
+    const dashboard = resources[logicalId(stack.operations.dashboard)];
+    const body = JSON.stringify(dashboard.Properties.DashboardBody);
+    for (const row of ['## Documents', '## Retrieval', '## API', '## Workers', '## Sign-in']) {
+      expect(body).toContain(row);
+    }
+    for (const metric of [
+      'DocumentsReady',
+      'DocumentsFailed',
+      'ProcessingDuration',
+      'ChunksIndexed',
+      'AuthorizerDenied',
+    ]) {
+      expect(body).toContain(metric);
+    }
+    expect(dashboard.Properties).not.toHaveProperty('DashboardName');
   });
 });

@@ -24,6 +24,7 @@ import {
 } from '../../lambdas/core/processing/knowledge-base-deletion';
 import { processDocument } from '../../lambdas/core/processing/process-document';
 import { runWatchdog } from '../../lambdas/core/processing/watchdog';
+import { NO_METRICS } from '../../lambdas/ports/metrics';
 import type { DocumentRef, KnowledgeIndex } from '../../lambdas/ports/processing';
 import type { ProcessingMessage } from '../../lambdas/ports/services';
 import type { KnowledgeBaseRecord } from '../../lambdas/ports/stores';
@@ -251,6 +252,7 @@ it('goes on after a page cut off half-way, and resumes a job whose message was l
         ...h.deps,
         extractor: new DocumentTextExtractor(),
         embedder: null,
+        metrics: NO_METRICS,
         settings: { maxFileBytes: 1_000_000, confirmAttempts: 1, confirmDelaySeconds: 1 },
       },
       { timeoutSeconds: 60 },
@@ -277,6 +279,7 @@ it('leaves no chunk of a document that processing indexes while the job removes 
     embedder: null,
     clock: h.deps.clock,
     settings: { maxFileBytes: 1_000_000, confirmAttempts: 1, confirmDelaySeconds: 1 },
+    metrics: NO_METRICS,
   };
   // The job has removed the chunks (there were none yet); before it removes the object and the record, the upload's
   // processing runs whole: it indexes and writes `ready`.

@@ -6,6 +6,7 @@
  * And ZIP imports: one cut off goes on where it stopped, one the queue gave up on is queued again once, then
  * failed, and none is left `processing` for good.
  */
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,7 @@ import { type DocumentRecord, reservationRecord } from '../../lambdas/core/knowl
 import { type ProcessingDeps, processDocument } from '../../lambdas/core/processing/process-document';
 import { runWatchdog } from '../../lambdas/core/processing/watchdog';
 import { importZip } from '../../lambdas/core/processing/zip-job';
+import { NO_METRICS } from '../../lambdas/ports/metrics';
 import type { DocumentRef, KnowledgeIndex } from '../../lambdas/ports/processing';
 import type { BlobStore, ProcessingMessage } from '../../lambdas/ports/services';
 import type { DocumentStore } from '../../lambdas/ports/stores';
@@ -81,6 +83,7 @@ function depsWith(
     extractor: new DocumentTextExtractor(),
     embedder: null,
     clock: { now: () => new Date() },
+    metrics: NO_METRICS,
     settings: { maxFileBytes: 1_000_000, confirmAttempts: 1, confirmDelaySeconds: 1 },
     sent,
     ...overrides,
@@ -311,6 +314,7 @@ describe('a ZIP import cut off half-way', () => {
       zipJobs,
       archives: new ZipArchiveImporter(),
       clock: { now: () => new Date() },
+      metrics: NO_METRICS,
       blobs: inMemoryBlobStore(objects),
       queue: {
         send: async (message: ProcessingMessage) => {

@@ -381,10 +381,12 @@ export function readKnowledgeBases(
 export function bedrockIndexFromEnv(
   chunkTexts: ChunkTextSource,
   env: Readonly<Record<string, string | undefined>> = process.env,
+  /** Wraps each client as it is built (the workers' X-Ray capture, composition/clients/capture.ts). */
+  wrapClient: <Client>(client: Client) => Client = (client) => client,
 ): BedrockKnowledgeIndex {
   return new BedrockKnowledgeIndex({
-    agentClient: new BedrockAgentClient({}),
-    runtimeClient: new BedrockAgentRuntimeClient({}),
+    agentClient: wrapClient(new BedrockAgentClient({})),
+    runtimeClient: wrapClient(new BedrockAgentRuntimeClient({})),
     knowledgeBases: readKnowledgeBases(env),
     chunkTexts,
   });

@@ -1,5 +1,6 @@
 /** The one Bedrock runtime client of this process (Converse for generate and the flow models). */
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { once } from '../once';
+import { captured } from './capture';
 
-export const bedrockRuntimeClient = once(() => new BedrockRuntimeClient({}));
+export const bedrockRuntimeClient = once(() => captured(new BedrockRuntimeClient({})));

@@ -5,9 +5,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { once } from '../once';
+import { captured } from './capture';
 
 export const dynamoDocumentClient = once(() =>
-  DynamoDBDocumentClient.from(new DynamoDBClient({}), {
+  DynamoDBDocumentClient.from(captured(new DynamoDBClient({})), {
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
   }),
 );

@@ -2,13 +2,15 @@
 import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../../shared/config';
 import { once } from '../once';
+import { captured } from './capture';
 
-export const s3Client = once(
-  () =>
+export const s3Client = once(() =>
+  captured(
     new S3Client({
       forcePathStyle: config.s3ForcePathStyle(),
       // Without this the SDK signs a checksum of an empty body into pre-signed URLs, which S3 then rejects.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     }),
+  ),
 );

@@ -3,6 +3,7 @@
  * the new content replaces the old (the old object is deleted), the document is `uploaded` again and reprocessing is
  * queued; the previous chunks stay retrievable until then.
  */
+import { METRIC } from '../../ports/metrics';
 import { NotFoundError } from '../errors';
 import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
 import { datasetOf } from './find-document';
@@ -28,6 +29,7 @@ export async function completeUpdateUpload(
   const before = await deps.documents.get(ref, documentId);
   const content = contentOf(session, head.size, deps.clock.now().toISOString());
   let doc = await deps.documents.replaceContent(ref, documentId, content, session.metadata);
+  if (doc) deps.metrics.count(METRIC.documentsUploaded);
   if (!doc) {
     const current = await deps.documents.get(ref, documentId);
     if (!current || current.status === 'reserved') {

@@ -3,6 +3,7 @@
  * uploaded; the reservation becomes an `uploaded` document (or the ZIP import job is recorded) and its processing is
  * queued. A repeated call answers what the first answered.
  */
+import { METRIC } from '../../ports/metrics';
 import { GoneError } from '../errors';
 import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
 import { datasetOf } from './find-document';
@@ -60,7 +61,8 @@ export async function completeUpload(deps: KnowledgeDeps, caller: Caller, upload
   await deps.blobs.markCompleted(session.objectKey);
   const content = contentOf(session, head.size, now);
   let doc = await deps.documents.completeReservation(ref, documentId, content, session.metadata, now);
-  if (!doc) {
+  if (doc) deps.metrics.count(METRIC.documentsUploaded);
+  else {
     // Either an earlier attempt of this same call already completed it (answer as it did), or the reservation
     // expired and was taken by another upload.
     const current = await deps.documents.get(ref, documentId);

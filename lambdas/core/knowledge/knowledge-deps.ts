@@ -2,6 +2,7 @@
  * What the document use cases of the Knowledge API need (core/knowledge/*.ts, one use case a file), and how a
  * request names a document.
  */
+import type { OperationalMetrics } from '../../ports/metrics';
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
 import type { DocumentStore, UploadSessionStore } from '../../ports/stores';
 import type { ZipJobStore } from '../../ports/zip-jobs';
@@ -16,6 +17,8 @@ export interface KnowledgeDeps extends TenancyDeps {
   readonly clock: Clock;
   readonly ids: IdGenerator;
   readonly settings: UploadSettings;
+  /** DocumentsUploaded (ports/metrics.ts). */
+  readonly metrics: OperationalMetrics;
 }
 
 export interface UploadSettings {

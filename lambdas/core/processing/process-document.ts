@@ -5,6 +5,7 @@
  * uploadId, so a crash at any step is repaired by processing the message again.
  */
 
+import { METRIC, type OperationalMetrics } from '../../ports/metrics';
 import type {
   ChunkMetadata,
   DocumentRef,
@@ -28,6 +29,8 @@ export interface ProcessingDeps {
   readonly embedder: Embedder | null;
   readonly clock: Clock;
   readonly settings: ProcessingSettings;
+  /** DocumentsReady, DocumentsFailed by errorCode, ProcessingDuration, ChunksIndexed (ports/metrics.ts). */
+  readonly metrics: OperationalMetrics;
 }
 
 export interface ProcessingSettings {
@@ -123,6 +126,7 @@ async function fail(deps: ProcessingDeps, doc: DocumentRecord, error: Processing
     deps.clock.now().toISOString(),
   );
   if (!updated) return 'skipped';
+  deps.metrics.count(METRIC.documentsFailed, 1, { errorCode: error.code });
   // A failed document is not retrievable: chunks of an earlier version go too, so the status tells the truth.
   await removeChunksOfFailed(deps, refOf(doc));
   return 'failed';
@@ -133,8 +137,12 @@ export async function failStuck(deps: ProcessingDeps, doc: DocumentRecord, messa
   return (await fail(deps, doc, new ProcessingError('INDEXING_FAILED', message))) === 'failed';
 }
 
-/** `ready` once the index serves every chunk; then catches up with metadata changed during processing. */
-async function markReady(deps: ProcessingDeps, doc: DocumentRecord): Promise<ProcessingOutcome> {
+/**
+ * `ready` once the index serves every chunk; then catches up with metadata changed during processing. ChunksIndexed
+ * counts here, on the one `ready` write of an upload: two workers may index the same upload at once (its S3 event and
+ * its upload-complete message), and only one of them makes it `ready`.
+ */
+async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: number): Promise<ProcessingOutcome> {
   const ref = refOf(doc);
   const updated = await deps.documents.setStatus(
     doc,
@@ -152,6 +160,13 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord): Promise<Pro
     else if (now.status === 'failed' && now.uploadId === doc.uploadId) await removeChunksOfFailed(deps, ref);
     return 'skipped';
   }
+  deps.metrics.count(METRIC.documentsReady);
+  deps.metrics.count(METRIC.chunksIndexed, chunkCount);
+  // From the document's last `uploaded` write (upload-complete, or the watchdog's retry) to `ready`.
+  deps.metrics.milliseconds(
+    METRIC.processingDuration,
+    Math.max(0, deps.clock.now().getTime() - Date.parse(doc.updatedAt)),
+  );
   if (!sameMetadata(chunkMetadataOf(updated), chunkMetadataOf(doc))) {
     await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(updated));
   }
@@ -174,7 +189,7 @@ export async function processDocument(
     throw error;
   }
   await deps.index.replaceDocument(ref, chunks);
-  if ((await deps.index.countDocumentChunks(ref)) >= chunks.length) return markReady(deps, doc);
+  if ((await deps.index.countDocumentChunks(ref)) >= chunks.length) return markReady(deps, doc, chunks.length);
   await deps.queue.send(
     { kind: 'confirm-indexed', ...ref, uploadId, attempt: 1 },
     { delaySeconds: deps.settings.confirmDelaySeconds },
@@ -192,7 +207,7 @@ export async function confirmIndexed(
   const doc = await pendingDocument(deps, ref, uploadId);
   if (!doc) return 'skipped';
   const expected = (await buildChunks(deps, doc)).length;
-  if ((await deps.index.countDocumentChunks(ref)) >= expected) return markReady(deps, doc);
+  if ((await deps.index.countDocumentChunks(ref)) >= expected) return markReady(deps, doc, expected);
   if (attempt >= deps.settings.confirmAttempts) {
     return fail(
       deps,

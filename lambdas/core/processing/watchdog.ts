@@ -7,6 +7,7 @@
  * IMPORT_FAILED; the documents it had created by then go on as any other.
  * Knowledge base deletions: a job that has not moved for `timeoutSeconds` is resumed (knowledge-base-deletion.ts).
  */
+import { METRIC } from '../../ports/metrics';
 import type { KnowledgeBaseStore } from '../../ports/stores';
 import type { ZipJobStore } from '../../ports/zip-jobs';
 import { resumeStuckDeletions } from './knowledge-base-deletion';
@@ -57,6 +58,8 @@ export async function runWatchdog(
       failed += 1;
     }
   }
+  // Every run, zero included, so the stuck-documents alarm sees a value rather than missing data.
+  deps.metrics.count(METRIC.documentsStuckUploaded, retried + failed);
   let importsRetried = 0;
   let importsFailed = 0;
   for (const zipJobId of await deps.zipJobs.listPending(cutoff, options.batch ?? 100)) {

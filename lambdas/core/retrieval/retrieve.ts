@@ -4,6 +4,7 @@
  * minScore are dropped (scores are on a fixed 0..1 scale, higher is better, on every backend).
  */
 
+import { METRIC, type OperationalMetrics } from '../../ports/metrics';
 import type {
   ChunkMetadata,
   Embedder,
@@ -25,6 +26,8 @@ export interface RetrievalDeps {
   readonly knowledgeBases: KnowledgeBaseStore;
   readonly index: KnowledgeIndex;
   readonly embedder: Embedder | null;
+  /** QueryLatency, Results and EmptyResults of each retrieval (ports/metrics.ts). */
+  readonly metrics: OperationalMetrics;
 }
 
 export interface RetrievalRequest extends DatasetRef {
@@ -88,10 +91,14 @@ export async function retrieve(
   const { filters, skipped } = resolveFilters(request.filters ?? [], request.memory ?? {});
   const numberOfResults = request.numberOfResults ?? DEFAULT_NUMBER_OF_RESULTS;
   const minScore = request.minScore ?? 0;
+  const started = performance.now();
   const vector = deps.embedder ? (await deps.embedder.embed([request.query]))[0] : undefined;
   const candidates = await deps.index.query({ scope, text: request.query, vector, filters, limit: numberOfResults });
   const hits = candidates.filter((hit) => hit.score >= minScore);
   const results = hits.map(resultOf);
+  deps.metrics.milliseconds(METRIC.queryLatency, performance.now() - started);
+  deps.metrics.count(METRIC.queryResults, results.length);
+  if (results.length === 0) deps.metrics.count(METRIC.emptyResults);
   if (!request.explain) return { results, hits };
   return {
     results,

@@ -13,6 +13,7 @@ import { flowModelResolverFromEnv } from '../../composition/flow-model';
 import { AppError } from '../../core/errors';
 import { parseInput } from '../../core/validation';
 import { logger } from '../../shared/logger';
+import { observed } from '../../shared/observed';
 import { browserTaskRequest } from './schemas';
 
 /**
@@ -45,7 +46,7 @@ export async function closeBrowser(): Promise<void> {
   browser = undefined;
 }
 
-export const handler = async (event: unknown): Promise<BrowserTaskReply> => {
+export const handler = observed(async (event: unknown): Promise<BrowserTaskReply> => {
   try {
     const request = parseInput(browserTaskRequest, event);
     return { ok: true, result: await driver().run(request) };
@@ -59,4 +60,4 @@ export const handler = async (event: unknown): Promise<BrowserTaskReply> => {
       error: { status: error.status, code: error.code, message: error.message, details: error.details },
     };
   }
-};
+});

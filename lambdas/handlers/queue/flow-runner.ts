@@ -14,6 +14,8 @@ import { continueRun } from '../../core/flows/runtime';
 import { environment, uuid } from '../../core/knowledge/fields';
 import type { FlowRunMessage } from '../../ports/flows';
 import { logger } from '../../shared/logger';
+import { observed } from '../../shared/observed';
+import { tracer } from '../../shared/tracer';
 
 /**
  * What the function keeps of its time for the node in flight when its deadline passes: a browser task takes up to
@@ -41,6 +43,8 @@ async function runRecord(record: SQSRecord, context: Context): Promise<void> {
     logger.warn('ignored a flow runner message that is not a continue-run', { messageId: record.messageId });
     return;
   }
+  tracer.putAnnotation('agentId', message.agentId);
+  tracer.putAnnotation('environment', message.environment);
   const remaining = context.getRemainingTimeInMillis();
   const deadline = flowContainer.clock.now().getTime() + remaining - Math.min(RUNNER_RESERVE_MS, remaining / 2);
   const outcome = await continueRun(flowContainer, message, { deadline });
@@ -52,5 +56,6 @@ async function runRecord(record: SQSRecord, context: Context): Promise<void> {
   });
 }
 
-export const handler = async (event: SQSEvent, context: Context) =>
-  processPartialResponse(event, (record: SQSRecord) => runRecord(record, context), processor, { context });
+export const handler = observed(async (event: SQSEvent, context: Context) =>
+  processPartialResponse(event, (record: SQSRecord) => runRecord(record, context), processor, { context }),
+);

@@ -10,6 +10,7 @@ import { processingContainer } from '../../composition/processing-container';
 import { runWork } from '../../core/processing/dispatch';
 import { parseWork } from '../../core/processing/work';
 import { logger } from '../../shared/logger';
+import { observed } from '../../shared/observed';
 
 const processor = new BatchProcessor(EventType.SQS);
 
@@ -33,5 +34,6 @@ async function recordHandler(record: SQSRecord): Promise<void> {
   }
 }
 
-export const handler = async (event: SQSEvent, context: Context) =>
-  processPartialResponse(event, recordHandler, processor, { context });
+export const handler = observed(async (event: SQSEvent, context: Context) =>
+  processPartialResponse(event, recordHandler, processor, { context }),
+);

@@ -3,12 +3,13 @@
 import { flowContainer } from '../../composition/flow-container';
 import { runScheduleTick } from '../../core/flows/scheduler';
 import { logger } from '../../shared/logger';
+import { observed } from '../../shared/observed';
 
-export const handler = async (event?: { now?: string }) => {
+export const handler = observed(async (event?: { now?: string }) => {
   const now = event?.now && !Number.isNaN(Date.parse(event.now)) ? new Date(event.now) : flowContainer.clock.now();
   const outcome = await runScheduleTick(flowContainer, now, (error) =>
     logger.error('a schedule trigger could not run', { error: error as Error }),
   );
   if (outcome.fired || outcome.failed) logger.info('schedule tick', { ...outcome, sessions: undefined });
   return outcome;
-};
+});

@@ -6,13 +6,14 @@ import { DEFAULT_GRACE_SECONDS, removeAbandonedUploads } from '../../core/knowle
 import { runWatchdog } from '../../core/processing/watchdog';
 import { positiveInteger } from '../../shared/config';
 import { logger } from '../../shared/logger';
+import { observed } from '../../shared/observed';
 
 /** A document may stay `uploaded` this long before the watchdog steps in (default 15 minutes). */
 export function processingTimeoutSeconds(): number {
   return positiveInteger('PROCESSING_TIMEOUT_SECONDS', 900);
 }
 
-export const handler = async () => {
+export const handler = observed(async () => {
   const report = await runWatchdog(processingContainer, { timeoutSeconds: processingTimeoutSeconds() });
   if (report.retried || report.failed || report.importsRetried || report.importsFailed || report.deletionsResumed) {
     logger.warn('watchdog acted on stuck documents', { ...report });
@@ -22,4 +23,4 @@ export const handler = async () => {
   });
   if (removed) logger.info('watchdog removed the objects of uploads nobody completed', { removed });
   return { ...report, abandonedUploadsRemoved: removed };
-};
+});

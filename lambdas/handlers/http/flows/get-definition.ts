@@ -1,9 +1,9 @@
-import { flowContainer } from '../../../composition/flow-container';
+import { definitionContainer } from '../../../composition/definition-container';
 import { definitionView, getAgentDefinition } from '../../../core/flows/definitions';
 import { httpHandler } from '../../../shared/http';
 import { definitionPathSchema } from './schemas';
 
 /** GET /dashboard/agents/:agentId/definition/:environment: the stored definition and its version. */
 export const handler = httpHandler('GetAgentDefinition', definitionPathSchema, async (input, caller) => ({
-  body: definitionView(await getAgentDefinition(flowContainer, caller, input.agentId, input.environment)),
+  body: definitionView(await getAgentDefinition(definitionContainer, caller, input.agentId, input.environment)),
 }));

@@ -1,9 +1,9 @@
-import { flowContainer } from '../../../composition/flow-container';
+import { definitionContainer } from '../../../composition/definition-container';
 import { getSession } from '../../../core/flows/definitions';
 import { httpHandler } from '../../../shared/http';
 import { sessionPathSchema } from './schemas';
 
 /** GET /dashboard/agents/:agentId/sessions/:environment/:sessionId */
 export const handler = httpHandler('GetSession', sessionPathSchema, async (input, caller) => ({
-  body: await getSession(flowContainer, caller, input.agentId, input.environment, input.sessionId),
+  body: await getSession(definitionContainer, caller, input.agentId, input.environment, input.sessionId),
 }));

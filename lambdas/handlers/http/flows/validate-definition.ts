@@ -1,4 +1,4 @@
-import { flowContainer } from '../../../composition/flow-container';
+import { definitionContainer } from '../../../composition/definition-container';
 import { validateAgentDefinition } from '../../../core/flows/definitions';
 import { httpHandler } from '../../../shared/http';
 import { definitionBodySchema } from './schemas';
@@ -9,5 +9,5 @@ import { definitionBodySchema } from './schemas';
  */
 export const handler = httpHandler('ValidateAgentDefinition', definitionBodySchema, async (input, caller) => {
   const { agentId, environment: _environment, ...definition } = input;
-  return { body: await validateAgentDefinition(flowContainer, caller, agentId, definition) };
+  return { body: await validateAgentDefinition(definitionContainer, caller, agentId, definition) };
 });

@@ -16,6 +16,7 @@ import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
 import { type FlowRuntimeDeps, SESSION_LEASE_MS } from '../../../../lambdas/core/flows/run-context';
 import { invoke } from '../../../../lambdas/core/flows/runtime';
 import type { BrowserDriver, FlowModel, FlowModelContext } from '../../../../lambdas/ports/flows';
+import { NO_METRICS } from '../../../../lambdas/ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { inMemoryBlobStore } from '../../../helpers/blobs';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
@@ -66,7 +67,13 @@ function runtime() {
     browser: {} as BrowserDriver,
     recorder: new AnalyticsRecorder(analytics, { uuid: randomUUID }, { maxDelayMs: 600_000 }),
     defaultRetrieval: async () => null,
-    knowledge: { agents: {} as never, knowledgeBases: {} as never, index: {} as never, embedder: null },
+    knowledge: {
+      agents: {} as never,
+      knowledgeBases: {} as never,
+      index: {} as never,
+      embedder: null,
+      metrics: NO_METRICS,
+    },
     generateModel: null,
     clock,
     ids: { uuid: randomUUID },

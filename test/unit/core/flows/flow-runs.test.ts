@@ -25,6 +25,7 @@ import { type FlowRuntimeDeps, SESSION_LEASE_MS } from '../../../../lambdas/core
 import { continueRun, invoke, RunHeldError } from '../../../../lambdas/core/flows/runtime';
 import type { FlowSession } from '../../../../lambdas/core/flows/session';
 import type { FlowRunMessage } from '../../../../lambdas/ports/flows';
+import { NO_METRICS } from '../../../../lambdas/ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
 
@@ -103,6 +104,7 @@ function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
       knowledgeBases: {} as never,
       index: {} as never,
       embedder: null,
+      metrics: NO_METRICS,
     },
     generateModel: null,
     clock,

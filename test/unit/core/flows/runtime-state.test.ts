@@ -28,6 +28,7 @@ import {
 } from '../../../../lambdas/core/flows/run-context';
 import { invoke } from '../../../../lambdas/core/flows/runtime';
 import type { FlowSession } from '../../../../lambdas/core/flows/session';
+import { NO_METRICS } from '../../../../lambdas/ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
 
@@ -87,6 +88,7 @@ function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
       knowledgeBases: {} as never,
       index: {} as never,
       embedder: null,
+      metrics: NO_METRICS,
     },
     generateModel: null,
     clock,

@@ -49,6 +49,14 @@ describe('completeUpload', () => {
     expect((await knowledge.uploads.get(link.uploadId))?.completion).toEqual(completion);
   });
 
+  it('counts the upload once in DocumentsUploaded, however often the call is repeated', async () => {
+    const { knowledge, tenant, link } = await linked();
+    knowledge.blobs.putObject(link.s3Key, 'content');
+    await completeUpload(knowledge.deps, tenant.caller, link.uploadId);
+    await completeUpload(knowledge.deps, tenant.caller, link.uploadId);
+    expect(knowledge.metrics.sum('DocumentsUploaded')).toBe(1);
+  });
+
   it('answers a repeated call as the first, without changing the document again', async () => {
     const { knowledge, tenant, link } = await linked();
     knowledge.blobs.putObject(link.s3Key, 'content');

@@ -20,6 +20,7 @@ import {
 import type { RetrievalDeps } from '../../../../lambdas/core/retrieval/retrieve';
 import { createTableInput } from '../../../../lib/local/engines';
 import { TABLES } from '../../../../lib/tables';
+import { recordingMetrics } from '../../../helpers/metrics';
 
 const caller = { organizationId: 'org-1', tokenId: 't', scopes: ['dashboard'] };
 const agentId = '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10';
@@ -28,6 +29,7 @@ const kbB = '9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b';
 let server: Server;
 let dir: string;
 let deps: RetrievalDeps;
+const metrics = recordingMetrics();
 let index: LanceKnowledgeIndex;
 
 const chunk = (knowledgeBaseId: string, documentId: string, text: string, label1: string | null = null) => ({
@@ -76,7 +78,7 @@ beforeAll(async () => {
   await index.replaceDocument({ agentId, environment: 'production', knowledgeBaseId: kbA, documentId: 'd1' }, [
     chunk(kbA, 'd1', 'Passwords are reset from the account page.', 'topic:account'),
   ]);
-  deps = { agents, knowledgeBases, index, embedder: null };
+  deps = { agents, knowledgeBases, index, embedder: null, metrics };
 });
 
 afterAll(async () => {
@@ -124,6 +126,18 @@ it('asks for knowledgeBaseId once the agent has two knowledge bases', async () =
   await expect(retrieveFromKnowledgeBase(deps, context, { query: 'password' })).rejects.toBeInstanceOf(ValidationError);
   expect(await retrieveFromKnowledgeBase(deps, context, { query: 'password', knowledgeBaseId: kbA })).toHaveLength(1);
   expect(await retrieveFromKnowledgeBase(deps, context, { query: 'password', knowledgeBaseId: kbB })).toEqual([]);
+});
+
+it('reports each retrieval: its latency, its results, and whether it found nothing', async () => {
+  metrics.clear();
+  // The agent has two knowledge bases by now (the test above): A holds the password chunk, B nothing.
+  expect(await retrieveFromKnowledgeBase(deps, context, { query: 'password', knowledgeBaseId: kbA })).toHaveLength(1);
+  expect(await retrieveFromKnowledgeBase(deps, context, { query: 'password', knowledgeBaseId: kbB })).toEqual([]);
+  const latencies = metrics.recorded.filter((r) => r.name === 'QueryLatency');
+  expect(latencies).toHaveLength(2);
+  for (const latency of latencies) expect(latency).toMatchObject({ unit: 'milliseconds', dimensions: {} });
+  expect(metrics.sum('Results')).toBe(1);
+  expect(metrics.sum('EmptyResults')).toBe(1);
 });
 
 it('never crosses into another organization', async () => {

@@ -1,0 +1,210 @@
+/**
+ * What an operator watches: the alarms of the service, all to one SNS topic the deployer subscribes to (its ARN is the
+ * stack output AlarmTopicArn), and one CloudWatch dashboard with a row per area (documents, retrieval, API, workers, sign-in).
+ * The service's own metrics are the EMF metrics of lambdas/ports/metrics.ts in the stage's namespace, with the
+ * Powertools `service` dimension.
+ */
+import { Duration, Validations } from 'aws-cdk-lib';
+import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
+import {
+  Alarm,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  type IMetric,
+  MathExpression,
+  Metric,
+  TextWidget,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { METRIC, type MetricName } from '../../lambdas/ports/metrics';
+import { SERVICE_NAME } from './service-function';
+
+/** Alarm period: the watchdog runs every 5 minutes, and API Gateway's metrics are per minute. */
+export const ALARM_PERIOD = Duration.minutes(5);
+/** Share of API requests answered 5xx (average of API Gateway's 5XXError) above which the API alarm fires. */
+export const API_5XX_RATE_THRESHOLD = 0.05;
+
+export interface OperationsProps {
+  /** CloudWatch namespace of the stage's EMF metrics (POWERTOOLS_METRICS_NAMESPACE). */
+  readonly metricsNamespace: string;
+  readonly api: RestApi;
+  /** Dead-letter queues whose every message is work the service gave up on. */
+  readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
+  readonly processor: IFunction;
+  readonly authorizer: IFunction;
+  /** Functions whose throttling is alarmed (the queue consumers, scheduled jobs and the authorizer; at most 10). */
+  readonly throttleWatched: Readonly<Record<string, IFunction>>;
+}
+
+export class Operations extends Construct {
+  /** Every alarm of the service notifies this topic: subscribe an email address, a chat bot or a pager to it. */
+  public readonly alarmTopic: Topic;
+  public readonly alarms: Readonly<Record<string, Alarm>>;
+  public readonly dashboard: Dashboard;
+
+  private readonly namespace: string;
+
+  constructor(scope: Construct, id: string, props: OperationsProps) {
+    super(scope, id);
+    this.namespace = props.metricsNamespace;
+    this.alarmTopic = new Topic(this, 'AlarmTopic', { enforceSSL: true, displayName: 'Agent platform alarms' });
+    Validations.of(this.alarmTopic).acknowledge({
+      id: 'AwsSolutions-SNS2',
+      reason:
+        'CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and a customer key costs ' +
+        'per month; alarm notifications carry alarm names and states, no customer data.',
+    });
+
+    const alarms: Record<string, Alarm> = {};
+    for (const [name, queue] of Object.entries(props.deadLetterQueues)) {
+      alarms[`${name}DeadLetters`] = new Alarm(this, `${name}DeadLettersAlarm`, {
+        alarmDescription: `Messages in the ${name} dead-letter queue: work the service gave up on (docs/ARCHITECTURE.md, "Operating it")`,
+        metric: queue.metricApproximateNumberOfMessagesVisible({ period: ALARM_PERIOD, statistic: 'Maximum' }),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+    }
+    alarms.StuckDocuments = new Alarm(this, 'StuckDocumentsAlarm', {
+      alarmDescription: 'Documents still `uploaded` past the processing time limit, found by the watchdog',
+      metric: this.serviceMetric(METRIC.documentsStuckUploaded, 'Sum'),
+      threshold: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    alarms.Api5xxRate = new Alarm(this, 'Api5xxRateAlarm', {
+      alarmDescription: `More than ${API_5XX_RATE_THRESHOLD * 100}% of API requests answered 5xx`,
+      metric: props.api.metricServerError({ period: ALARM_PERIOD, statistic: 'Average' }),
+      threshold: API_5XX_RATE_THRESHOLD,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 2,
+      datapointsToAlarm: 2,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    const throttles = Object.entries(props.throttleWatched);
+    alarms.Throttles = new Alarm(this, 'ThrottlesAlarm', {
+      alarmDescription: `Throttled invocations of ${throttles.map(([name]) => name).join(', ')}`,
+      metric: new MathExpression({
+        expression: throttles.map((_, i) => `t${i}`).join(' + '),
+        usingMetrics: Object.fromEntries(
+          throttles.map(([, fn], i) => [`t${i}`, fn.metricThrottles({ period: ALARM_PERIOD, statistic: 'Sum' })]),
+        ),
+        period: ALARM_PERIOD,
+        label: 'Throttles',
+      }),
+      threshold: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    alarms.ProcessorErrors = new Alarm(this, 'ProcessorErrorsAlarm', {
+      alarmDescription:
+        'Failed invocations of the document processor (a whole batch back to the queue, not one failed document)',
+      metric: props.processor.metricErrors({ period: ALARM_PERIOD, statistic: 'Sum' }),
+      threshold: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    // A denied token is an invocation error too (the authorizer throws 'Unauthorized' for API Gateway's 401): the
+    // alarm counts the errors that are not denials.
+    alarms.AuthorizerErrors = new Alarm(this, 'AuthorizerErrorsAlarm', {
+      alarmDescription: 'Authorizer invocations that failed for another reason than a denied token',
+      metric: new MathExpression({
+        expression: 'errors - FILL(denied, 0)',
+        usingMetrics: {
+          errors: props.authorizer.metricErrors({ period: ALARM_PERIOD, statistic: 'Sum' }),
+          denied: this.serviceMetric(METRIC.authorizerDenied, 'Sum'),
+        },
+        period: ALARM_PERIOD,
+        label: 'Authorizer errors (not denials)',
+      }),
+      threshold: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    const action = new SnsAction(this.alarmTopic);
+    for (const alarm of Object.values(alarms)) {
+      alarm.addAlarmAction(action);
+      alarm.addOkAction(action);
+    }
+    this.alarms = alarms;
+
+    this.dashboard = new Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
+    const graph = (title: string, metrics: IMetric[]) => new GraphWidget({ title, left: metrics, width: 6 });
+    this.dashboard.addWidgets(new TextWidget({ markdown: '## Documents', width: 24, height: 1 }));
+    this.dashboard.addWidgets(
+      graph('Ready / failed / stuck', [
+        this.serviceMetric(METRIC.documentsReady, 'Sum'),
+        this.serviceMetric(METRIC.documentsStuckUploaded, 'Sum'),
+        new MathExpression({
+          expression: `SUM(SEARCH('{${this.namespace},errorCode,service} MetricName="${METRIC.documentsFailed}"', 'Sum', 300))`,
+          label: 'Failed (all codes)',
+          period: ALARM_PERIOD,
+        }),
+      ]),
+      graph('Processing duration (ms)', [
+        this.serviceMetric(METRIC.processingDuration, 'p50'),
+        this.serviceMetric(METRIC.processingDuration, 'p95'),
+      ]),
+      graph('Chunks indexed', [this.serviceMetric(METRIC.chunksIndexed, 'Sum')]),
+      graph(
+        'Dead-letter queues',
+        Object.entries(props.deadLetterQueues).map(([name, queue]) =>
+          queue.metricApproximateNumberOfMessagesVisible({ label: name, statistic: 'Maximum' }),
+        ),
+      ),
+    );
+    this.dashboard.addWidgets(new TextWidget({ markdown: '## Retrieval', width: 24, height: 1 }));
+    this.dashboard.addWidgets(
+      graph('Query latency (ms)', [
+        this.serviceMetric(METRIC.queryLatency, 'p50'),
+        this.serviceMetric(METRIC.queryLatency, 'p95'),
+      ]),
+      graph('Results', [this.serviceMetric(METRIC.queryResults, 'Sum')]),
+      graph('Empty results', [this.serviceMetric(METRIC.emptyResults, 'Sum')]),
+    );
+    this.dashboard.addWidgets(new TextWidget({ markdown: '## API', width: 24, height: 1 }));
+    this.dashboard.addWidgets(
+      graph('Requests', [props.api.metricCount({ statistic: 'Sum' })]),
+      graph('5xx rate', [props.api.metricServerError({ statistic: 'Average' })]),
+      graph('4xx rate', [props.api.metricClientError({ statistic: 'Average' })]),
+      graph('Latency (ms)', [props.api.metricLatency({ statistic: 'p95' })]),
+    );
+    this.dashboard.addWidgets(new TextWidget({ markdown: '## Workers', width: 24, height: 1 }));
+    this.dashboard.addWidgets(
+      graph('Processor errors', [props.processor.metricErrors({ statistic: 'Sum' })]),
+      graph(
+        'Throttles',
+        throttles.map(([name, fn]) => fn.metricThrottles({ label: name, statistic: 'Sum' })),
+      ),
+    );
+    this.dashboard.addWidgets(new TextWidget({ markdown: '## Sign-in', width: 24, height: 1 }));
+    this.dashboard.addWidgets(
+      graph('Authorizer', [
+        this.serviceMetric(METRIC.authorizerDenied, 'Sum'),
+        props.authorizer.metricErrors({ statistic: 'Sum', label: 'Errors (denials included)' }),
+      ]),
+    );
+  }
+
+  /** One of the service's EMF metrics without dimensions of its own (only Powertools' `service`). */
+  private serviceMetric(name: MetricName, statistic: string): Metric {
+    return new Metric({
+      namespace: this.namespace,
+      metricName: name,
+      dimensionsMap: { service: SERVICE_NAME },
+      statistic,
+      period: ALARM_PERIOD,
+    });
+  }
+}
