@@ -19,6 +19,7 @@ import { sqsClient } from './clients/sqs';
 import { container } from './container';
 import { definitionStore, sessionStore } from './definition-container';
 import { flowModelResolverFromEnv } from './flow-model';
+import { operationalMetrics } from './metrics';
 import { generateModelFromEnv } from './model';
 import { once } from './once';
 import { retrievalContainer } from './retrieval-container';
@@ -111,6 +112,9 @@ export const flowContainer = {
   },
   get recorder() {
     return recorder();
+  },
+  get metrics() {
+    return operationalMetrics();
   },
   browser: browserDriver,
   defaultRetrieval,

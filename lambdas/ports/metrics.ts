@@ -24,6 +24,16 @@ export const METRIC = {
   queryResults: 'Results',
   /** Retrievals that returned nothing. */
   emptyResults: 'EmptyResults',
+  /** Flow invocations by how they ended: dimension `status` (completed, paused, failed, handedOver). */
+  runs: 'Runs',
+  /** Flow runs that failed, dimension `errorCode`. */
+  nodeFailures: 'NodeFailures',
+  /** Calls to a flow's model: prompt answers, tool turns, parameter inference, prompt conditions. */
+  modelCalls: 'ModelCalls',
+  /** Tools a flow ran: tool nodes and the scoped calls of prompt nodes. */
+  toolCalls: 'ToolCalls',
+  /** Steps browser tasks took. */
+  browserSteps: 'BrowserSteps',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

@@ -1,6 +1,6 @@
 /**
  * What an operator watches: the alarms of the service, all to one SNS topic the deployer subscribes to (its ARN is the
- * stack output AlarmTopicArn), and one CloudWatch dashboard with a row per area (documents, retrieval, API, workers, sign-in).
+ * stack output AlarmTopicArn), and one CloudWatch dashboard with a row per area (documents, retrieval, flows, API, workers, sign-in).
  * The service's own metrics are the EMF metrics of lambdas/ports/metrics.ts in the stage's namespace, with the
  * Powertools `service` dimension.
  */
@@ -172,6 +172,22 @@ export class Operations extends Construct {
       ]),
       graph('Results', [this.serviceMetric(METRIC.queryResults, 'Sum')]),
       graph('Empty results', [this.serviceMetric(METRIC.emptyResults, 'Sum')]),
+    );
+    const byDimension = (name: MetricName, dimension: string, label: string) =>
+      new MathExpression({
+        expression: `SEARCH('{${this.namespace},${dimension},service} MetricName="${name}"', 'Sum', 300)`,
+        label,
+        period: ALARM_PERIOD,
+      });
+    this.dashboard.addWidgets(new TextWidget({ markdown: '## Flows', width: 24, height: 1 }));
+    this.dashboard.addWidgets(
+      graph('Runs by status', [byDimension(METRIC.runs, 'status', 'Runs')]),
+      graph('Failures by code', [byDimension(METRIC.nodeFailures, 'errorCode', 'Failures')]),
+      graph('Model and tool calls', [
+        this.serviceMetric(METRIC.modelCalls, 'Sum'),
+        this.serviceMetric(METRIC.toolCalls, 'Sum'),
+      ]),
+      graph('Browser steps', [this.serviceMetric(METRIC.browserSteps, 'Sum')]),
     );
     this.dashboard.addWidgets(new TextWidget({ markdown: '## API', width: 24, height: 1 }));
     this.dashboard.addWidgets(

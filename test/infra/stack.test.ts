@@ -684,7 +684,7 @@ describe('operations: alarms, their topic and the dashboard', () => {
   test('the dashboard has a row per area and charts the service metrics', () => {
     const dashboard = resources[logicalId(stack.operations.dashboard)];
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
-    for (const row of ['## Documents', '## Retrieval', '## API', '## Workers', '## Sign-in']) {
+    for (const row of ['## Documents', '## Retrieval', '## Flows', '## API', '## Workers', '## Sign-in']) {
       expect(body).toContain(row);
     }
     for (const metric of [
@@ -693,6 +693,11 @@ describe('operations: alarms, their topic and the dashboard', () => {
       'ProcessingDuration',
       'ChunksIndexed',
       'AuthorizerDenied',
+      'Runs',
+      'NodeFailures',
+      'ModelCalls',
+      'ToolCalls',
+      'BrowserSteps',
     ]) {
       expect(body).toContain(metric);
     }

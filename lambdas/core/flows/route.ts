@@ -3,9 +3,10 @@
  * and the `when` conditions on memory and outputs).
  */
 
+import { METRIC } from '../../ports/metrics';
 import type { EdgeCondition, FlowEdge } from './definition';
 import { type PlaceholderScope, valueAtPath } from './placeholders';
-import { type Located, modelContext, placeholderScope, type RunContext } from './run-context';
+import { type Located, metricsOf, modelContext, placeholderScope, type RunContext } from './run-context';
 
 /**
  * The next node after `from`: promptCondition edges first (the model picks one, or `stay` on a canStayOnNode
@@ -17,6 +18,7 @@ export async function route(context: RunContext, { flow, node }: Located): Promi
   const prompted = edges.filter((e) => e.type === 'promptCondition');
   if (prompted.length > 0) {
     const allowStay = node.type === 'promptNode' && node.canStayOnNode === true;
+    metricsOf(context).count(METRIC.modelCalls);
     const choice = await context.deps
       .models(node.type === 'promptNode' ? node.llmConfig : undefined)
       .chooseCondition(modelContext(context), { conditions: prompted.map((e) => e.condition ?? ''), allowStay });

@@ -3,6 +3,7 @@
  * the helpers every part of a run uses: the placeholder scope, the model context, the node records, the failure that
  * ends a run, and the lease that holds a session while it runs.
  */
+
 import type {
   BrowserDriver,
   DefinitionStore,
@@ -11,6 +12,7 @@ import type {
   OutboundHttp,
   SessionStore,
 } from '../../ports/flows';
+import { METRIC, NO_METRICS, type OperationalMetrics } from '../../ports/metrics';
 import type { ModelImage, ModelProvider } from '../../ports/model';
 import type { Clock, IdGenerator } from '../../ports/services';
 import {
@@ -113,6 +115,8 @@ export interface FlowRuntimeDeps {
   readonly onFailure?: (failure: InvocationFailure, error: unknown) => void;
   /** The flow runner's queue, where a run that outlives its request's budget goes on; absent: runs never hand over. */
   readonly runs?: FlowRunQueue;
+  /** Runs, NodeFailures, ModelCalls, ToolCalls, BrowserSteps (ports/metrics.ts); none collected when absent. */
+  readonly metrics?: OperationalMetrics;
   /** The session lease's length (default SESSION_LEASE_MS). */
   readonly leaseMs?: number;
 }
@@ -265,6 +269,7 @@ export class SessionLease {
 export function fail(context: RunContext, error: unknown, step?: string): void {
   const { deps, session, invocation } = context;
   const failure = describeFailure(error);
+  (deps.metrics ?? NO_METRICS).count(METRIC.nodeFailures, 1, { errorCode: failure.code });
   session.status = 'failed';
   session.error = { code: failure.code, message: failure.message, node: session.currentNode };
   deps.onFailure?.(
@@ -392,4 +397,9 @@ export function describeFailure(error: unknown): { code: string; message: string
     return { code: error.code, message: truncatedText(error.message, FAILURE_MESSAGE_MAX_CHARS) };
   }
   return { code: 'INTERNAL_ERROR', message: 'The flow failed with an internal error' };
+}
+
+/** The metrics of a run (ports/metrics.ts), or none when the runtime was given no sink. */
+export function metricsOf(context: RunContext): OperationalMetrics {
+  return context.deps.metrics ?? NO_METRICS;
 }

@@ -3,7 +3,9 @@
  * message), a tool node (HTTP tools and the built-ins), a browser task; each records its output under
  * `{tools.<Node>…}` and a `node_execution` event.
  */
+
 import type { FlowModel, ScopedTool, ToolParameterSpec } from '../../ports/flows';
+import { METRIC } from '../../ports/metrics';
 import type { ModelToolCall, ModelToolRound } from '../../ports/model';
 import { boundedValue, recordBuiltInEvent, trackAnalyticsEvent, truncatedText } from '../analytics/track';
 import { AppError, ValidationError } from '../errors';
@@ -30,6 +32,7 @@ import {
   FlowError,
   type Located,
   locate,
+  metricsOf,
   modelContext,
   NODE_OUTPUT_MAX_BYTES,
   now,
@@ -93,6 +96,7 @@ async function runBrowserTaskNode(context: RunContext, node: BrowserTaskNode): P
       messages: messages.map(({ role, content }) => ({ role, content })),
     },
   });
+  metricsOf(context).count(METRIC.browserSteps, result.steps.length);
   result.steps.forEach((step, index) => {
     recordBuiltInEvent(
       context.deps.recorder,
@@ -151,6 +155,7 @@ async function runPrompt(context: RunContext, node: PromptNode): Promise<'next' 
     }
     setOutput(context, node, { response: text, calls }, PROMPT_WITH_TOOLS_OUTPUT_MAX_BYTES);
   } else {
+    metricsOf(context).count(METRIC.modelCalls);
     text = await model.respond(modelContext(context), prompt);
     setOutput(context, node, { response: text });
   }
@@ -184,6 +189,7 @@ async function respondWithTools(
   const tools = (node.tools ?? []).flatMap((name) => scopedTool(context.definition, name) ?? []);
   const rounds: ModelToolRound[] = [];
   for (;;) {
+    metricsOf(context).count(METRIC.modelCalls);
     const turn = await model.respondWithTools(modelContext(context), {
       prompt,
       tools,
@@ -362,6 +368,7 @@ async function runTool(context: RunContext, node: ToolNode): Promise<void> {
   const missing = Object.keys(specs).filter((key) => fixed[key] === undefined);
   let inferred: Record<string, unknown> = {};
   if (missing.length > 0) {
+    metricsOf(context).count(METRIC.modelCalls);
     inferred = await deps.models(undefined).inferParameters(modelContext(context), {
       toolName: node.toolName,
       hint: node.prompt,
@@ -408,6 +415,7 @@ async function executeTool(context: RunContext, execution: ToolExecution): Promi
   if (absent.length > 0) {
     throw new FlowError('TOOL_PARAMETERS_MISSING', `Tool ${toolName} needs ${absent.join(', ')}: ${execution.source}`);
   }
+  metricsOf(context).count(METRIC.toolCalls);
 
   let output: unknown;
   if (toolName === 'setMemory') {

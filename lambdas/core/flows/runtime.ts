@@ -14,8 +14,10 @@
  * after the budget, the session is stored with where the run goes on (`run`), a `continue-run` message goes to the
  * flow runner's queue, and `continueRun` takes the session over there and stores it after every node it completes.
  */
+
 import type { FlowRunMessage } from '../../ports/flows';
 import { SessionTooLargeError } from '../../ports/flows';
+import { METRIC } from '../../ports/metrics';
 import { boundedValue, recordBuiltInEvent } from '../analytics/track';
 import { ConflictError, NotFoundError } from '../errors';
 import {
@@ -36,6 +38,7 @@ import {
   type Invocation,
   locate,
   MAX_STEPS_PER_INVOCATION,
+  metricsOf,
   now,
   PAYLOAD_PART_MAX_BYTES,
   type RunContext,
@@ -194,6 +197,8 @@ async function finish(context: RunContext): Promise<void> {
     saved = await saveWithoutChanges(context, error);
   }
   if (!saved) throw new RunLostError(session.sessionId);
+  // Counted as stored: a state too large to store turned a completed run into a failed one just above.
+  metricsOf(context).count(METRIC.runs, 1, { status: session.status });
 }
 
 /**
@@ -245,6 +250,7 @@ export class RunHeldError extends ConflictError {
 async function handOver(context: RunContext, next: RunPosition): Promise<void> {
   const { deps, session, invocation } = context;
   if (!deps.runs) throw new Error('a run was handed over, but this flow runtime has no flow run queue');
+  metricsOf(context).count(METRIC.runs, 1, { status: 'handedOver' });
   session.run = {
     invocationId: invocation.invocationId,
     next,

@@ -5,6 +5,7 @@
  * SESSION_TOO_LARGE (never 413, never a session left `running`), failure messages are cut and recorded without a
  * stack, and what was recorded is written whatever throws.
  */
+
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -31,6 +32,7 @@ import type { FlowSession } from '../../../../lambdas/core/flows/session';
 import { NO_METRICS } from '../../../../lambdas/ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
+import { recordingMetrics } from '../../../helpers/metrics';
 
 const ONE_MB_TOOL_ANSWER = { status: 'large', blob: 'x'.repeat(1_000_000) };
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
@@ -173,6 +175,34 @@ it('stores a 1 MB tool answer as a bounded preview, and the next node still read
   expect(result.aiMessages.map((m) => m.content)).toEqual(['Order shipped.']);
   const session = await stored(agentId, result.sessionId);
   expect(session).toMatchObject({ status: 'completed', leaseUntil: null, outputs: result.outputs });
+});
+
+it('reports its run to the metrics: Runs by status, ToolCalls, ModelCalls, and NodeFailures by code', async () => {
+  const agentId = await agentWith([
+    { name: 'Small', type: 'tool', toolName: 'orderStatus' },
+    { name: 'Report', type: 'promptNode', displayName: 'Report', prompt: 'Order {tools.Small.status}.' },
+  ]);
+  const metrics = recordingMetrics();
+  const { deps } = runtime({ metrics });
+  expect((await call(deps, agentId)).status).toBe('completed');
+  expect(metrics.recorded.filter((m) => m.name === 'Runs')).toEqual([
+    { name: 'Runs', value: 1, unit: 'count', dimensions: { status: 'completed' } },
+  ]);
+  expect(metrics.sum('ToolCalls')).toBe(1);
+  expect(metrics.sum('ModelCalls')).toBe(1); // the prompt node's answer; the tool needs no inferred parameter
+  expect(metrics.sum('NodeFailures')).toBe(0);
+
+  metrics.clear();
+  // Twelve bounded 1 MB answers overflow the stored state (the test below): the run ends failed.
+  const overflowing = await agentWith(
+    Array.from({ length: 12 }, (_, i) => ({ name: `Big${i + 1}`, type: 'tool', toolName: 'bigAnswer' })),
+  );
+  expect((await call(deps, overflowing)).status).toBe('failed');
+  expect(metrics.recorded.filter((m) => m.name === 'NodeFailures')).toEqual([
+    { name: 'NodeFailures', value: 1, unit: 'count', dimensions: { errorCode: 'SESSION_TOO_LARGE' } },
+  ]);
+  expect(metrics.recorded.filter((m) => m.name === 'Runs').map((m) => m.dimensions.status)).toEqual(['failed']);
+  expect(metrics.sum('ToolCalls')).toBe(12);
 });
 
 it('ends the invocation failed with SESSION_TOO_LARGE when bounded outputs still overflow the state, and frees the session', async () => {
