@@ -591,8 +591,15 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   private async datasetTable(scope: DatasetRef, create: true): Promise<DatasetTable>;
   private async datasetTable(scope: DatasetRef, create: false): Promise<DatasetTable | null>;
   private async datasetTable(scope: DatasetRef, create: boolean): Promise<DatasetTable | null> {
+    return this.tableNamed(this.tableNameOf(scope), create, true);
+  }
+
+  /**
+   * The open table `name` (one handle per table in this index), opened or created on first use; null when it does not
+   * exist and `create` is false. With `evict`, idle tables past `maxOpenTables` are then closed (never this one).
+   */
+  private async tableNamed(name: string, create: boolean, evict: boolean): Promise<DatasetTable | null> {
     if (this.closed) throw new Error('The knowledge index is closed');
-    const name = this.tableNameOf(scope);
     const cached = this.tables.get(name);
     if (cached) {
       // Most recently used last.
@@ -611,7 +618,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       }
       const dataset = new DatasetTable(table, this.refreshDelayMs);
       this.tables.set(name, Promise.resolve(dataset));
-      await this.closeIdleTables(name);
+      if (evict) await this.closeIdleTables(name);
       return dataset;
     }
     const creating = this.createTable(name).then((table) => new DatasetTable(table, this.refreshDelayMs));
@@ -620,7 +627,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       if (this.tables.get(name) === creating) this.tables.delete(name);
     });
     const dataset = await creating;
-    await this.closeIdleTables(name);
+    if (evict) await this.closeIdleTables(name);
     return dataset;
   }
 
@@ -679,17 +686,10 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       (name) => name.startsWith(prefix) && /^[0-9a-f]{32}$/.test(name.slice(prefix.length)),
     );
     const tables: DatasetTable[] = [];
+    // No eviction here: it could close a table collected a moment before, which the caller is about to use.
     for (const name of names) {
-      const cached = this.tables.get(name);
-      if (cached) {
-        tables.push(await cached);
-        continue;
-      }
-      const table = await this.openExisting(name);
-      if (!table) continue;
-      const dataset = new DatasetTable(table, this.refreshDelayMs);
-      this.tables.set(name, Promise.resolve(dataset));
-      tables.push(dataset);
+      const dataset = await this.tableNamed(name, false, false);
+      if (dataset) tables.push(dataset);
     }
     return tables;
   }
