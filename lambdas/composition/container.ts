@@ -9,12 +9,14 @@ import { DynamoAgentStore } from '../adapters/store/dynamodb/agent-store';
 import { DynamoAnalyticsStore } from '../adapters/store/dynamodb/analytics-store';
 import { DynamoDocumentStore } from '../adapters/store/dynamodb/document-store';
 import { DynamoKnowledgeBaseStore } from '../adapters/store/dynamodb/knowledge-base-store';
+import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/retrieval-config-store';
 import { DynamoTokenStore } from '../adapters/store/dynamodb/token-store';
 import { DynamoUploadSessionStore } from '../adapters/store/dynamodb/upload-session-store';
 import { DynamoZipJobStore } from '../adapters/store/dynamodb/zip-job-store';
 import { retentionDaysFrom } from '../core/analytics/retention';
 import type { KnowledgeDeps } from '../core/knowledge/knowledge-deps';
 import type { AnalyticsStore } from '../ports/analytics';
+import type { RetrievalConfigStore } from '../ports/retrieval-configs';
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../ports/services';
 import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '../ports/stores';
 import type { ZipJobStore } from '../ports/zip-jobs';
@@ -39,6 +41,9 @@ const analytics = once(
       clock,
       retentionDays: retentionDaysFrom(process.env.ANALYTICS_RETENTION_DAYS),
     }),
+);
+const retrievalConfigs = once(
+  () => new DynamoRetrievalConfigStore(dynamoDocumentClient(), config.tableName('retrievalConfigs')),
 );
 const blobs = once(() => new S3BlobStore(s3Client(), config.documentsBucket()));
 const queue = once(() => new SqsProcessingQueue(sqsClient(), config.processingQueueUrl()));
@@ -70,6 +75,9 @@ export const container = {
   get analytics(): AnalyticsStore {
     return analytics();
   },
+  get retrievalConfigs(): RetrievalConfigStore {
+    return retrievalConfigs();
+  },
   get blobs(): BlobStore {
     return blobs();
   },
@@ -84,4 +92,4 @@ export const container = {
   get metrics() {
     return operationalMetrics();
   },
-} satisfies KnowledgeDeps & { tokens: TokenStore; analytics: AnalyticsStore };
+} satisfies KnowledgeDeps & { tokens: TokenStore; analytics: AnalyticsStore; retrievalConfigs: RetrievalConfigStore };

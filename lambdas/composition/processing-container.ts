@@ -10,7 +10,6 @@ import { ZipArchiveImporter } from '../adapters/archive/zip-importer';
 import { DEFAULT_ZIP_LIMITS } from '../adapters/archive/zip-reader';
 import { IsolatedTextExtractor } from '../adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS } from '../adapters/extraction/text-extractor';
-import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/retrieval-config-store';
 import {
   DEFAULT_DELETION_SETTINGS,
   type KnowledgeBaseDeletionDeps,
@@ -19,12 +18,10 @@ import {
 import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../core/processing/process-document';
 import type { ZipImportDeps } from '../core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { config, DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '../shared/config';
-import { dynamoDocumentClient } from './clients/dynamodb';
+import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '../shared/config';
 import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';
-import { once } from './once';
 
 export { useKnowledgeIndex } from './knowledge-index';
 
@@ -48,9 +45,6 @@ export function extractionLimits() {
   };
 }
 
-const retrievalConfigs = once(
-  () => new DynamoRetrievalConfigStore(dynamoDocumentClient(), config.tableName('retrievalConfigs')),
-);
 let deletionSettings: KnowledgeBaseDeletionSettings | undefined;
 
 export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps = {
@@ -62,7 +56,7 @@ export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBase
     return container.knowledgeBases;
   },
   get retrievalConfigs() {
-    return retrievalConfigs();
+    return container.retrievalConfigs;
   },
   get knowledgeBaseDeletion(): KnowledgeBaseDeletionSettings {
     deletionSettings ??= {

@@ -3,25 +3,17 @@
  * AWS, the DynamoDB chunk table on LocalStack, the runtime's embedded index locally). Nothing of extraction is
  * bundled here.
  */
-import { DynamoRetrievalConfigStore } from '../adapters/store/dynamodb/retrieval-config-store';
 import type { DefaultRetrievalDeps } from '../core/retrieval/default-retrieval';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { config } from '../shared/config';
-import { dynamoDocumentClient } from './clients/dynamodb';
 import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';
-import { once } from './once';
 
 let index: KnowledgeIndex | undefined;
 
-const retrievalConfigs = once(
-  () => new DynamoRetrievalConfigStore(dynamoDocumentClient(), config.tableName('retrievalConfigs')),
-);
-
 export const retrievalContainer: DefaultRetrievalDeps = {
   get retrievalConfigs() {
-    return retrievalConfigs();
+    return container.retrievalConfigs;
   },
   clock: container.clock,
   get agents() {

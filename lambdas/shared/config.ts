@@ -25,6 +25,9 @@ export function positiveInteger(name: string, fallback: number): number {
 export const DEFAULT_UPLOAD_URL_TTL_SECONDS = 900;
 export const DEFAULT_UPLOAD_SESSION_TTL_SECONDS = 3600;
 
+/** How long a document may stay `uploaded` before the watchdog retries, then fails it (PROCESSING_TIMEOUT_SECONDS). */
+export const DEFAULT_PROCESSING_TIMEOUT_SECONDS = 900;
+
 /** 50 MB per file, the anchor of the issue and Bedrock's own limit. */
 export const DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024;
 

@@ -10,6 +10,7 @@ import { Architecture } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { DEFAULT_PROCESSING_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
 import { WORKERS } from '../routes';
 import type { KnowledgeIndexBackend } from './knowledge-index';
 import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
@@ -101,7 +102,7 @@ export class DocumentProcessing extends Construct {
       // Only the watchdog reads it: how long a document may stay `uploaded` before it is retried, then failed.
       environment: {
         ...common,
-        PROCESSING_TIMEOUT_SECONDS: '900',
+        PROCESSING_TIMEOUT_SECONDS: String(DEFAULT_PROCESSING_TIMEOUT_SECONDS),
         ...resourceEnvironment(props.resources, WORKERS.watchdog.access),
       },
     });

@@ -4,13 +4,13 @@ import { container } from '../../composition/container';
 import { processingContainer } from '../../composition/processing-container';
 import { DEFAULT_GRACE_SECONDS, removeAbandonedUploads } from '../../core/knowledge/abandoned-uploads';
 import { runWatchdog } from '../../core/processing/watchdog';
-import { positiveInteger } from '../../shared/config';
+import { DEFAULT_PROCESSING_TIMEOUT_SECONDS, positiveInteger } from '../../shared/config';
 import { logger } from '../../shared/logger';
 import { observed } from '../../shared/observed';
 
 /** A document may stay `uploaded` this long before the watchdog steps in (default 15 minutes). */
 export function processingTimeoutSeconds(): number {
-  return positiveInteger('PROCESSING_TIMEOUT_SECONDS', 900);
+  return positiveInteger('PROCESSING_TIMEOUT_SECONDS', DEFAULT_PROCESSING_TIMEOUT_SECONDS);
 }
 
 export const handler = observed(async () => {
