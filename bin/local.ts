@@ -8,7 +8,8 @@
  *   MAX_FILE_BYTES and ZIP_MAX_ARCHIVE_BYTES, 256 MiB).
  * The engines' credentials are made at the first start of a DATA_DIR: DATA_DIR/engine-credentials.json.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { TickOutcome } from '../lambdas/core/flows/scheduler';
 import { defaultMaxUploadBytes } from '../lib/local/engines';
 import { startLocalRuntime } from '../lib/local/runtime';
 
@@ -27,6 +28,20 @@ function schedulerClock(path: string | undefined): { now(): Date } | undefined {
         return new Date();
       }
     },
+  };
+}
+
+/**
+ * With SCHEDULER_CLOCK_FILE, each tick's outcome is written next to it (`<file>.last-tick`: the "now" it ran at, what
+ * it fired, which fires it found already run, a sequence number), so a test knows a tick has run at the clock it set.
+ */
+function tickRecorder(path: string | undefined): ((now: Date, outcome: TickOutcome) => void) | undefined {
+  if (!path) return undefined;
+  let sequence = 0;
+  return (now, outcome) => {
+    const { fired, duplicates, failed } = outcome;
+    sequence += 1;
+    writeFileSync(`${path}.last-tick`, JSON.stringify({ sequence, now: now.toISOString(), fired, duplicates, failed }));
   };
 }
 
@@ -81,6 +96,7 @@ async function main(): Promise<void> {
     maxUploadBytes: bytes('MAX_UPLOAD_BYTES', defaultMaxUploadBytes()),
     scheduleIntervalMs: milliseconds('SCHEDULER_INTERVAL_MS', 15_000),
     scheduleClock: schedulerClock(process.env.SCHEDULER_CLOCK_FILE),
+    onScheduleTick: tickRecorder(process.env.SCHEDULER_CLOCK_FILE),
   });
   console.log(`DynamoDB at ${runtime.engines.dynamodbEndpoint}, SQS at ${runtime.engines.sqsEndpoint}`);
   console.log(`Agent Platform local runtime listening on ${runtime.url} (S3 at ${runtime.engines.s3Endpoint})`);

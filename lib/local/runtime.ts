@@ -54,6 +54,8 @@ export interface LocalRuntimeOptions {
   readonly scheduleClock?: { now(): Date };
   /** How often the scheduler ticks; 0 = never by itself (tests call `scheduler.tick()`). Default 15 s. */
   readonly scheduleIntervalMs?: number;
+  /** Told the outcome of every tick once it has run, with the "now" it ran at (tests wait on it instead of sleeping). */
+  readonly onScheduleTick?: (now: Date, outcome: TickOutcome) => void;
 }
 
 /** The local stand-in for EventBridge Scheduler: runs due schedule triggers on every tick. */
@@ -413,9 +415,12 @@ async function startScheduler(options: LocalRuntimeOptions): Promise<LocalSchedu
   let running: Promise<TickOutcome> | undefined;
   const tick = async (): Promise<TickOutcome> => {
     while (running) await running.catch(() => undefined);
-    running = runScheduleTick(flowContainer, clock.now(), (error) => console.error('schedule trigger failed', error));
+    const now = clock.now();
+    running = runScheduleTick(flowContainer, now, (error) => console.error('schedule trigger failed', error));
     try {
-      return await running;
+      const outcome = await running;
+      options.onScheduleTick?.(now, outcome);
+      return outcome;
     } finally {
       running = undefined;
     }

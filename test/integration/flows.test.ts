@@ -7,7 +7,7 @@
  * tool answer kept as a preview, a state still too large ending `failed` without holding the session, and (on a
  * second runtime that refuses private targets, as a deployment does) a failure message embedding a 40 KB host.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -103,6 +103,27 @@ afterAll(async () => {
 });
 
 const setClock = (at: Date) => writeFileSync(clockFile, at.toISOString());
+
+interface LastTick {
+  sequence: number;
+  now: string;
+  fired: number;
+  duplicates: number;
+}
+
+/** The runtime writes each schedule tick's outcome beside the clock file (bin/local.ts); waits for one that holds. */
+async function tickWhere(holds: (tick: LastTick) => boolean): Promise<LastTick> {
+  const read = async (): Promise<LastTick | null> => {
+    try {
+      return JSON.parse(readFileSync(`${clockFile}.last-tick`, 'utf8')) as LastTick;
+    } catch {
+      return null; // not written yet, or read while being written
+    }
+  };
+  const tick = await pollUntil(read, (t) => t !== null && holds(t));
+  if (!tick || !holds(tick)) throw new Error(`no schedule tick such that ${holds}; last: ${JSON.stringify(tick)}`);
+  return tick;
+}
 
 const definitionPath = () => `/dashboard/agents/${agentId}/definition/production`;
 const webhook = (trigger: string, body: Record<string, unknown>) =>
@@ -614,9 +635,12 @@ describe('schedule triggers', () => {
 
     const sessionId = fireSessionId(agentId, 'production', 'Morning', fireAt);
     const sessionPath = `/dashboard/agents/${agentId}/sessions/production/${sessionId}`;
-    // Before the fire time the scheduler ticks (every 200 ms) and runs nothing.
-    setClock(new Date(fireAt.getTime() - 30_000));
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Before the fire time the scheduler ticks (every 200 ms) and runs nothing: two ticks at that clock.
+    const before = new Date(fireAt.getTime() - 30_000).toISOString();
+    setClock(new Date(before));
+    const first = await tickWhere((t) => t.now === before);
+    const second = await tickWhere((t) => t.now === before && t.sequence > first.sequence);
+    expect([first.fired, second.fired]).toEqual([0, 0]);
     expect((await call('GET', sessionPath)).status).toBe(404);
 
     setClock(new Date(fireAt.getTime() + 20_000));
@@ -626,7 +650,8 @@ describe('schedule triggers', () => {
     );
     expect(fired.status).toBe(200);
     // Later ticks see the same fire and run nothing more: one invocation_start only.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const later = await tickWhere((t) => t.duplicates >= 1);
+    expect(later.fired).toBe(0);
 
     const session = await call<{ status: string; aiMessages: { content: string }[]; trigger: unknown }>(
       'GET',

@@ -47,6 +47,17 @@ describe('redelivery', () => {
     });
     queueUrl = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'processing' }))).QueueUrl;
   });
+  /** Messages in the processing queue, waiting or received and not yet deleted: 0 once the worker is done with all. */
+  const depth = async () => {
+    const { Attributes = {} } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
+    );
+    return Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible);
+  };
+
   afterAll(async () => {
     sqs?.destroy();
     await service?.stop();
@@ -74,7 +85,8 @@ describe('redelivery', () => {
       () => index.countDocumentChunks(ref),
       (n) => n > 1,
     );
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // let the late copies be consumed
+    // The late copies consumed and deleted: whatever they did is done.
+    expect(await pollUntil(depth, (n) => n === 0, 30_000)).toBe(0);
     expect(await index.countDocumentChunks(ref)).toBe(expected);
     const hits = await index.query({ scope: dataset, text: 'backups midnight restores', filters: [], limit: 100 });
     const ids = hits.filter((h) => h.chunk.documentId === ref.documentId).map((h) => h.chunk.chunkId);
@@ -102,15 +114,6 @@ describe('redelivery', () => {
     const message = { kind: 'process-zip', ...dataset, zipJobId: link.body.zipJobId, uploadId: link.body.uploadId };
     await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(message) }));
     // Once the worker has consumed (and deleted) the copy, the job must still be what it was.
-    const depth = async () => {
-      const { Attributes = {} } = await sqs.send(
-        new GetQueueAttributesCommand({
-          QueueUrl: queueUrl,
-          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
-        }),
-      );
-      return Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible);
-    };
     expect(await pollUntil(depth, (n) => n === 0, 30_000)).toBe(0);
     const after = await job();
     expect(after.body).toMatchObject({ status: 'completed', error: null });

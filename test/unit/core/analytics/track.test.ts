@@ -73,7 +73,8 @@ it('starts a background write once a batch is full, without being asked', async 
   const { sink, stored } = memorySink();
   const recorder = new AnalyticsRecorder(sink, ids, { maxBatchSize: 5, maxDelayMs: 60_000 });
   for (let i = 0; i < 5; i += 1) trackAnalyticsEvent(recorder, scope, 'checkout');
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  // Nobody calls flush(): the write must start by itself (maxDelayMs is a minute away).
+  for (let i = 0; i < 200 && stored.size < 5; i += 1) await new Promise((resolve) => setTimeout(resolve, 5));
   expect(stored.size).toBe(5);
 });
 
