@@ -21,6 +21,7 @@ import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../ports/se
 import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '../ports/stores';
 import type { ZipJobStore } from '../ports/zip-jobs';
 import { config } from '../shared/config';
+import { handlerVariable } from '../shared/environment';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { s3Client } from './clients/s3';
 import { sqsClient } from './clients/sqs';
@@ -39,7 +40,7 @@ const analytics = once(
   () =>
     new DynamoAnalyticsStore(dynamoDocumentClient(), config.tableName('analytics'), {
       clock,
-      retentionDays: retentionDaysFrom(process.env.ANALYTICS_RETENTION_DAYS),
+      retentionDays: retentionDaysFrom(handlerVariable('ANALYTICS_RETENTION_DAYS')),
     }),
 );
 const retrievalConfigs = once(

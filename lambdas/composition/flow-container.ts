@@ -14,6 +14,7 @@ import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '../core/flows/run-
 import { runDefaultRetrieval } from '../core/retrieval/default-retrieval';
 import { type BrowserDriver, OutboundError } from '../ports/flows';
 import { config } from '../shared/config';
+import { handlerEnvironment, handlerVariable } from '../shared/environment';
 import { logger } from '../shared/logger';
 import { sqsClient } from './clients/sqs';
 import { container } from './container';
@@ -59,13 +60,13 @@ const browserDriver: BrowserDriver = {
   run: async (request) => {
     let driver = browser;
     if (!driver) {
-      const choice = process.env.BROWSER_DRIVER || 'playwright';
+      const choice = handlerVariable('BROWSER_DRIVER') || 'playwright';
       if (choice === 'lambda') {
         const { lambdaBrowserDriverFromEnv } = await import('../adapters/browser/lambda-driver');
         driver = lambdaBrowserDriverFromEnv();
       } else if (choice === 'playwright') {
         const { browserDriverFromEnv } = await import('../adapters/browser/playwright-driver');
-        driver = browserDriverFromEnv(process.env, models());
+        driver = browserDriverFromEnv(handlerEnvironment(), models());
       } else {
         throw new OutboundError(
           'BROWSER_UNAVAILABLE',

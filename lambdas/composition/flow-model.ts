@@ -17,6 +17,7 @@ import { AppError } from '../core/errors';
 import { OfflineFlowModel } from '../core/flows/offline-model';
 import type { FlowModel, FlowModelResolver, LlmConfig } from '../ports/flows';
 import type { ModelProvider } from '../ports/model';
+import { type EnvironmentValues, handlerEnvironment } from '../shared/environment';
 import { bedrockRuntimeClient } from './clients/bedrock-runtime';
 
 export const BEDROCK_FLOW_MODEL_ENV = 'BEDROCK_FLOW_MODEL_ID';
@@ -30,9 +31,7 @@ const MAX_CACHED_PROVIDERS = 64;
  * comes with a bad MODEL_TIMEOUT_MS. A node asking for a class the deployment has no configuration for fails when
  * it runs, with a 503 MODEL_NOT_CONFIGURED naming the variable to set.
  */
-export function flowModelResolverFromEnv(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): FlowModelResolver {
+export function flowModelResolverFromEnv(env: EnvironmentValues = handlerEnvironment()): FlowModelResolver {
   // Only the endpoint settings are kept: a node's model name replaces MODEL_NAME, nothing else.
   const endpoint = {
     [MODEL_ENV.baseUrl]: env[MODEL_ENV.baseUrl],

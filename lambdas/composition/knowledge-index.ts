@@ -5,10 +5,15 @@
  * composition roots both read it.
  */
 
-import { bedrockIndexFromEnv, type ChunkTextSource } from '../adapters/index/bedrock-knowledge-base';
+import {
+  BedrockKnowledgeIndex,
+  type ChunkTextSource,
+  readKnowledgeBases,
+} from '../adapters/index/bedrock-knowledge-base';
 import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '../adapters/index/dynamodb-chunks';
 import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { captured } from './clients/capture';
+import { type EnvironmentValues, handlerEnvironment } from '../shared/environment';
+import { bedrockAgentClient, bedrockAgentRuntimeClient } from './clients/bedrock-agent';
 import { dynamoDocumentClient } from './clients/dynamodb';
 
 let installed: { index: KnowledgeIndex; embedder: Embedder | null } | undefined;
@@ -28,9 +33,14 @@ export function installedKnowledgeIndex() {
  */
 export function deployedKnowledgeIndex(
   chunkTexts: ChunkTextSource,
-  env: Readonly<Record<string, string | undefined>> = process.env,
+  env: EnvironmentValues = handlerEnvironment(),
 ): KnowledgeIndex {
   const chunkTable = env[CHUNK_INDEX_TABLE_VARIABLE];
   if (chunkTable) return new DynamoChunkIndex(dynamoDocumentClient(), chunkTable);
-  return bedrockIndexFromEnv(chunkTexts, env, captured);
+  return new BedrockKnowledgeIndex({
+    agentClient: bedrockAgentClient(),
+    runtimeClient: bedrockAgentRuntimeClient(),
+    knowledgeBases: readKnowledgeBases(env),
+    chunkTexts,
+  });
 }

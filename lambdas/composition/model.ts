@@ -10,11 +10,10 @@
 import { BedrockConverseModel } from '../adapters/model/bedrock-converse';
 import { modelProviderFromEnv } from '../adapters/model/openai-compatible';
 import type { ModelProvider } from '../ports/model';
+import { type EnvironmentValues, handlerEnvironment } from '../shared/environment';
 import { bedrockRuntimeClient } from './clients/bedrock-runtime';
 
-export function generateModelFromEnv(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): ModelProvider | null {
+export function generateModelFromEnv(env: EnvironmentValues = handlerEnvironment()): ModelProvider | null {
   const openAiCompatible = modelProviderFromEnv(env);
   if (openAiCompatible) return openAiCompatible;
   const bedrockModelId = env.BEDROCK_GENERATE_MODEL_ID;

@@ -4,16 +4,17 @@
  */
 
 import { corsPolicyFromEnv } from './cors';
+import { handlerVariable } from './environment';
 import { RESOURCE_ENV, type TableName } from './resources';
 
 export function requireEnv(name: string): string {
-  const value = process.env[name];
+  const value = handlerVariable(name);
   if (value === undefined || value === '') throw new Error(`Missing configuration: environment variable ${name}`);
   return value;
 }
 
 export function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name];
+  const raw = handlerVariable(name);
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value <= 0)
@@ -54,10 +55,10 @@ export const config = {
    * (AWS_ENDPOINT_URL[_S3], as LocalStack sets it in its Lambda containers), where bucket host names do not resolve.
    */
   s3ForcePathStyle: () => {
-    const value = process.env.S3_FORCE_PATH_STYLE;
+    const value = handlerVariable('S3_FORCE_PATH_STYLE');
     if (value === 'true' || value === 'false') return value === 'true';
     if (value) throw new Error(`S3_FORCE_PATH_STYLE must be true or false, got ${value}`);
-    return Boolean(process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL);
+    return Boolean(handlerVariable('AWS_ENDPOINT_URL_S3') || handlerVariable('AWS_ENDPOINT_URL'));
   },
   /** CORS_ALLOWED_ORIGINS: which other origins' pages may read the answers (shared/cors.ts); unset, none. */
   cors: () => corsPolicyFromEnv(),

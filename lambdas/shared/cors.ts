@@ -8,6 +8,8 @@
  * already holds, and the browser sends it nothing on its own.
  */
 
+import { type EnvironmentValues, handlerEnvironment } from './environment';
+
 export type CorsPolicy =
   /** No cross-origin reads: the default. */
   | { readonly kind: 'same-origin' }
@@ -83,7 +85,7 @@ export function parseCorsAllowedOrigins(raw: string | undefined, source = CORS_A
 let cached: { raw: string | undefined; policy: CorsPolicy } | undefined;
 
 /** The policy of this process's environment, parsed once per value. */
-export function corsPolicyFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): CorsPolicy {
+export function corsPolicyFromEnv(env: EnvironmentValues = handlerEnvironment()): CorsPolicy {
   const raw = env[CORS_ALLOWED_ORIGINS_VARIABLE];
   if (cached === undefined || cached.raw !== raw) cached = { raw, policy: parseCorsAllowedOrigins(raw) };
   return cached.policy;

@@ -3,7 +3,8 @@
  * POWERTOOLS_LOG_LEVEL and its debug sampling from POWERTOOLS_LOGGER_SAMPLE_RATE (both set by ServiceFunction).
  */
 import { Logger } from '@aws-lambda-powertools/logger';
+import { handlerVariable } from './environment';
 
 export const SERVICE_NAME_DEFAULT = 'agent-platform';
 
-export const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME_DEFAULT });
+export const logger = new Logger({ serviceName: handlerVariable('POWERTOOLS_SERVICE_NAME') ?? SERVICE_NAME_DEFAULT });

@@ -4,13 +4,14 @@
  * handler's middy chain (shared/http.ts, handlers/queue, handlers/scheduled, the authorizer).
  */
 import { Metrics } from '@aws-lambda-powertools/metrics';
+import { handlerVariable } from './environment';
 import { logger, SERVICE_NAME_DEFAULT } from './logger';
 
 export const LOCAL_METRICS_NAMESPACE = 'AgentPlatform/local';
 
 export const metrics = new Metrics({
-  namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? LOCAL_METRICS_NAMESPACE,
-  serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME_DEFAULT,
+  namespace: handlerVariable('POWERTOOLS_METRICS_NAMESPACE') ?? LOCAL_METRICS_NAMESPACE,
+  serviceName: handlerVariable('POWERTOOLS_SERVICE_NAME') ?? SERVICE_NAME_DEFAULT,
   // Most requests emit no metric, which is normal here: that notice is debug, every other warning stays a warning.
   logger: {
     debug: (...args: unknown[]) => logger.debug(String(args[0])),

@@ -4,6 +4,7 @@
  * Annotations are ids only (organizationId, agentId, environment), never contents or tokens.
  */
 import { Tracer } from '@aws-lambda-powertools/tracer';
+import { handlerVariable } from './environment';
 import { SERVICE_NAME_DEFAULT } from './logger';
 
-export const tracer = new Tracer({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? SERVICE_NAME_DEFAULT });
+export const tracer = new Tracer({ serviceName: handlerVariable('POWERTOOLS_SERVICE_NAME') ?? SERVICE_NAME_DEFAULT });

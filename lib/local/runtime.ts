@@ -2,6 +2,7 @@
  * The whole service on one machine: engines, the handlers' configuration pointed at them, organizations for the
  * development tokens, and the HTTP server of the local router.
  */
+
 import { randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -18,6 +19,8 @@ import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas
 import { runScheduleTick, type TickOutcome } from '../../lambdas/core/flows/scheduler';
 import type { Embedder } from '../../lambdas/ports/processing';
 import { positiveInteger } from '../../lambdas/shared/config';
+import { configureHandlerEnvironment } from '../../lambdas/shared/environment';
+import { logger } from '../../lambdas/shared/logger';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
 import {
   DOCUMENTS_BUCKET,
@@ -73,26 +76,40 @@ export interface LocalRuntime {
 
 const ROOT = resolve(__dirname, '..', '..');
 
-/** Points the handlers' AWS clients and resource names at the engines, as the stack's environment does in AWS. */
+/**
+ * Points the handlers' AWS clients and resource names at the engines, as the stack's environment does in AWS. They
+ * are handed to the handlers (lambdas/shared/environment.ts), not written into `process.env`: the variables the user
+ * started the process with stay as they were, and win for what the runtime does not set (POWERTOOLS_LOG_LEVEL,
+ * BROWSER_DRIVER, model and embedder settings).
+ */
 export function configureHandlers(engines: EngineEndpoints): void {
-  Object.assign(process.env, {
+  const tables = Object.fromEntries(
+    (Object.entries(RESOURCE_ENV.tables) as [TableName, string][]).map(([logical, variable]) => [
+      variable,
+      engines.tableNames[logical],
+    ]),
+  );
+  const logLevel = process.env.POWERTOOLS_LOG_LEVEL || 'WARN';
+  configureHandlerEnvironment({
     AWS_REGION: LOCAL_REGION,
     AWS_ACCESS_KEY_ID: engines.credentials.accessKeyId,
     AWS_SECRET_ACCESS_KEY: engines.credentials.secretAccessKey,
+    // The engines' own keys: a session token of the user's shell must not be sent with them.
+    AWS_SESSION_TOKEN: undefined,
     AWS_ENDPOINT_URL_DYNAMODB: engines.dynamodbEndpoint,
     AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
     AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
     S3_FORCE_PATH_STYLE: 'true',
     // browserTask nodes run in Chromium here (@sparticuz/chromium's, or CHROMIUM_PATH); in AWS, in the BrowserTask function.
-    BROWSER_DRIVER: process.env.BROWSER_DRIVER ?? 'playwright',
+    BROWSER_DRIVER: process.env.BROWSER_DRIVER || 'playwright',
     [RESOURCE_ENV.documentsBucket]: DOCUMENTS_BUCKET,
     [RESOURCE_ENV.processingQueue]: engines.processingQueueUrl,
     [RESOURCE_ENV.flowRunQueue]: engines.flowRunQueueUrl,
-    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+    POWERTOOLS_LOG_LEVEL: logLevel,
+    ...tables,
   });
-  for (const [logical, variable] of Object.entries(RESOURCE_ENV.tables) as [TableName, string][]) {
-    process.env[variable] = engines.tableNames[logical];
-  }
+  // The logger was built when its module loaded, from the process environment: give it the runtime's level.
+  logger.setLogLevel(logLevel as Parameters<typeof logger.setLogLevel>[0]);
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   OutboundError,
   type OutboundErrorCode,
 } from '../../ports/flows';
+import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
 
 /** What the BrowserTask function answers: the result, or the error (an AppError's) that ended the task. */
 export type BrowserTaskReply =
@@ -86,9 +87,7 @@ export class LambdaBrowserDriver implements BrowserDriver {
  * The driver of a flow function in the stack: BROWSER_TASK_FUNCTION, the region, the endpoint
  * (AWS_ENDPOINT_URL_LAMBDA or AWS_ENDPOINT_URL, as the SDK reads them) and the function's credentials from `env`.
  */
-export function lambdaBrowserDriverFromEnv(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): LambdaBrowserDriver {
+export function lambdaBrowserDriverFromEnv(env: EnvironmentValues = handlerEnvironment()): LambdaBrowserDriver {
   const functionName = env.BROWSER_TASK_FUNCTION;
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION;
   if (!functionName || !region) {

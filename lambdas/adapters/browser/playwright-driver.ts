@@ -27,6 +27,7 @@ import {
   type FlowModelResolver,
   OutboundError,
 } from '../../ports/flows';
+import { type EnvironmentValues, handlerEnvironment, handlerVariable } from '../../shared/environment';
 import { allowPrivateNetworkFromEnv, checkTarget, type TargetGuardOptions } from '../network/url-guard';
 import { GuardProxy } from './guard-proxy';
 import { PlaywrightPage } from './playwright-page';
@@ -103,7 +104,7 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
   private browser: Promise<Browser> | undefined;
 
   constructor(private readonly options: PlaywrightBrowserDriverOptions) {
-    this.executablePath = options.executablePath ?? (process.env.CHROMIUM_PATH || undefined);
+    this.executablePath = options.executablePath ?? (handlerVariable('CHROMIUM_PATH') || undefined);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_BROWSER_TIMEOUT_MS;
   }
 
@@ -200,7 +201,7 @@ export class PlaywrightBrowserDriver implements BrowserDriver {
 
 /** The driver of the local runtime: OUTBOUND_ALLOW_PRIVATE_NETWORK and CHROMIUM_PATH, with the given models. */
 export function browserDriverFromEnv(
-  env: Readonly<Record<string, string | undefined>> = process.env,
+  env: EnvironmentValues = handlerEnvironment(),
   models?: FlowModelResolver,
 ): PlaywrightBrowserDriver {
   return new PlaywrightBrowserDriver({

@@ -5,6 +5,7 @@
  */
 import * as z from 'zod';
 import { type Embedder, EmbedderError } from '../../ports/processing';
+import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
 import { describeFetchFailure, parseJsonOrUndefined, withoutTrailingSlashes } from '../network/http-client-text';
 
 export const DEFAULT_EMBEDDER_TIMEOUT_MS = 30_000;
@@ -209,7 +210,7 @@ export const EMBEDDER_ENV = {
  * first document or query, and every answer is checked against it. Bad values fail loudly, naming the variable.
  */
 export async function openAiCompatibleEmbedderFromEnv(
-  env: Readonly<Record<string, string | undefined>> = process.env,
+  env: EnvironmentValues = handlerEnvironment(),
 ): Promise<OpenAiCompatibleEmbedder> {
   const baseUrl = env[EMBEDDER_ENV.baseUrl];
   if (!baseUrl) throw new Error(`EMBEDDER=openai-compatible needs ${EMBEDDER_ENV.baseUrl} (http://host:port/v1)`);

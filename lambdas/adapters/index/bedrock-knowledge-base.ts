@@ -7,7 +7,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import {
-  BedrockAgentClient,
+  type BedrockAgentClient,
   DeleteKnowledgeBaseDocumentsCommand,
   type DeleteKnowledgeBaseDocumentsCommandInput,
   GetKnowledgeBaseDocumentsCommand,
@@ -20,7 +20,7 @@ import {
   type ListKnowledgeBaseDocumentsCommandInput,
 } from '@aws-sdk/client-bedrock-agent';
 import {
-  BedrockAgentRuntimeClient,
+  type BedrockAgentRuntimeClient,
   type RetrievalFilter,
   RetrieveCommand,
   type RetrieveCommandInput,
@@ -37,6 +37,7 @@ import {
   type IndexQuery,
   type KnowledgeIndex,
 } from '../../ports/processing';
+import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
 import {
   bedrockDocumentId,
   bedrockDocumentPrefix,
@@ -344,9 +345,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
 }
 
 /** Reads BEDROCK_KNOWLEDGE_BASES; a missing or malformed value fails loudly, naming the variable. */
-export function readKnowledgeBases(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): BedrockKnowledgeBases {
+export function readKnowledgeBases(env: EnvironmentValues = handlerEnvironment()): BedrockKnowledgeBases {
   const raw = env[BEDROCK_KNOWLEDGE_BASES_VARIABLE];
   if (raw === undefined || raw === '') {
     throw new Error(`Missing configuration: environment variable ${BEDROCK_KNOWLEDGE_BASES_VARIABLE}`);
@@ -375,19 +374,4 @@ export function readKnowledgeBases(
     result[environment] = { knowledgeBaseId, dataSourceId };
   }
   return result;
-}
-
-/** The adapter as a Lambda function builds it once per cold start: clients from the default chain, ids from the env. */
-export function bedrockIndexFromEnv(
-  chunkTexts: ChunkTextSource,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-  /** Wraps each client as it is built (the workers' X-Ray capture, composition/clients/capture.ts). */
-  wrapClient: <Client>(client: Client) => Client = (client) => client,
-): BedrockKnowledgeIndex {
-  return new BedrockKnowledgeIndex({
-    agentClient: wrapClient(new BedrockAgentClient({})),
-    runtimeClient: wrapClient(new BedrockAgentRuntimeClient({})),
-    knowledgeBases: readKnowledgeBases(env),
-    chunkTexts,
-  });
 }

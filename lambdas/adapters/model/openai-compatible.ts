@@ -12,6 +12,7 @@ import {
   type ModelToolCall,
   type ModelToolRound,
 } from '../../ports/model';
+import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
 import { describeFetchFailure, parseJsonOrUndefined, withoutTrailingSlashes } from '../network/http-client-text';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
@@ -202,9 +203,7 @@ export const MODEL_ENV = {
  * The configured model, or null for the extractive default when MODEL_BASE_URL is unset. A base URL without
  * MODEL_NAME, a base URL that is not http(s), or a timeout that is not a positive integer fails loudly.
  */
-export function modelProviderFromEnv(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): OpenAiCompatibleModel | null {
+export function modelProviderFromEnv(env: EnvironmentValues = handlerEnvironment()): OpenAiCompatibleModel | null {
   const baseUrl = env[MODEL_ENV.baseUrl];
   if (baseUrl === undefined || baseUrl === '') return null;
   if (!/^https?:\/\/[^/]/.test(baseUrl) || !URL.canParse(baseUrl)) {

@@ -5,6 +5,7 @@
 import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { OutboundError } from '../../ports/flows';
+import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
 
 /**
  * What an IP address reaches. `carrier-nat` is the shared address space of RFC 6598 (100.64.0.0/10); `reserved`
@@ -231,7 +232,7 @@ function bareHost(hostname: string): string {
 // Configuration
 
 /** OUTBOUND_ALLOW_PRIVATE_NETWORK: `true` or `false`; unset or empty is false; anything else fails loudly. */
-export function allowPrivateNetworkFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): boolean {
+export function allowPrivateNetworkFromEnv(env: EnvironmentValues = handlerEnvironment()): boolean {
   const value = env[OUTBOUND_ENV.allowPrivateNetwork];
   if (value === undefined || value === '' || value === 'false') return false;
   if (value === 'true') return true;

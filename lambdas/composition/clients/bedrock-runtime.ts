@@ -2,5 +2,6 @@
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { once } from '../once';
 import { captured } from './capture';
+import { clientConfig } from './client-config';
 
-export const bedrockRuntimeClient = once(() => captured(new BedrockRuntimeClient({})));
+export const bedrockRuntimeClient = once(() => captured(new BedrockRuntimeClient(clientConfig('BEDROCK_RUNTIME'))));

@@ -3,10 +3,12 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { config } from '../../shared/config';
 import { once } from '../once';
 import { captured } from './capture';
+import { clientConfig } from './client-config';
 
 export const s3Client = once(() =>
   captured(
     new S3Client({
+      ...clientConfig('S3'),
       forcePathStyle: config.s3ForcePathStyle(),
       // Without this the SDK signs a checksum of an empty body into pre-signed URLs, which S3 then rejects.
       requestChecksumCalculation: 'WHEN_REQUIRED',

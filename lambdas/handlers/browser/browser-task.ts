@@ -12,6 +12,7 @@ import { allowPrivateNetworkFromEnv } from '../../adapters/network/url-guard';
 import { flowModelResolverFromEnv } from '../../composition/flow-model';
 import { AppError } from '../../core/errors';
 import { parseInput } from '../../core/validation';
+import { handlerVariable } from '../../shared/environment';
 import { logger } from '../../shared/logger';
 import { observed } from '../../shared/observed';
 import { browserTaskRequest } from './schemas';
@@ -27,7 +28,7 @@ async function lambdaChromium(): Promise<string> {
   return chromium.executablePath(join(__dirname, 'bin'));
 }
 
-const inLambda = () => process.env.AWS_LAMBDA_FUNCTION_NAME !== undefined && !process.env.CHROMIUM_PATH;
+const inLambda = () => handlerVariable('AWS_LAMBDA_FUNCTION_NAME') !== undefined && !handlerVariable('CHROMIUM_PATH');
 
 /** One per execution environment: Chromium stays up between tasks (composition/container.ts is not loaded here). */
 let browser: PlaywrightBrowserDriver | undefined;

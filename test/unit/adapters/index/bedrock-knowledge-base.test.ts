@@ -3,6 +3,7 @@
  * typed as the SDK's command inputs, so `tsc` checks their shapes; the fake data source keeps document statuses and
  * honours clientTokens the way Bedrock documents them (a repeated token is ignored), so idempotency is exercised.
  */
+
 import {
   BedrockAgentClient,
   DeleteKnowledgeBaseDocumentsCommand,
@@ -37,10 +38,10 @@ import {
   BEDROCK_KNOWLEDGE_BASES_VARIABLE,
   type BedrockKnowledgeBases,
   BedrockKnowledgeIndex,
-  bedrockIndexFromEnv,
   type ChunkTextSource,
   readKnowledgeBases,
 } from '../../../../lambdas/adapters/index/bedrock-knowledge-base';
+import { deployedKnowledgeIndex } from '../../../../lambdas/composition/knowledge-index';
 import type { DatasetRef } from '../../../../lambdas/core/knowledge/document';
 import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexFilter } from '../../../../lambdas/ports/processing';
 import { NO_METADATA } from '../../../helpers/chunks';
@@ -788,7 +789,7 @@ describe('configuration', () => {
 
   test('reads one knowledge base and data source per environment from BEDROCK_KNOWLEDGE_BASES', () => {
     expect(readKnowledgeBases({ [BEDROCK_KNOWLEDGE_BASES_VARIABLE]: json })).toEqual(KNOWLEDGE_BASES);
-    const index = bedrockIndexFromEnv({ chunksOf: async () => [] }, { BEDROCK_KNOWLEDGE_BASES: json });
+    const index = deployedKnowledgeIndex({ chunksOf: async () => [] }, { BEDROCK_KNOWLEDGE_BASES: json });
     expect(index).toBeInstanceOf(BedrockKnowledgeIndex);
   });
 
@@ -801,6 +802,6 @@ describe('configuration', () => {
     ],
   ])('fails loudly, naming the variable, for %o', (env, message) => {
     expect(() => readKnowledgeBases(env)).toThrow(message);
-    expect(() => bedrockIndexFromEnv({ chunksOf: async () => [] }, env)).toThrow(message);
+    expect(() => deployedKnowledgeIndex({ chunksOf: async () => [] }, env)).toThrow(message);
   });
 });
