@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OpenAiCompatibleEmbedder } from '../../../../lambdas/adapters/embedding/openai-compatible';
-import { LanceKnowledgeIndex, tableNameFor } from '../../../../lambdas/adapters/index/lancedb';
+import { LanceKnowledgeIndex } from '../../../../lambdas/adapters/index/lancedb';
+import { tableNameFor } from '../../../../lambdas/adapters/index/lancedb-tables';
 import type { DocumentRef } from '../../../../lambdas/ports/processing';
 import { chunksOf } from '../../../helpers/chunks';
 import {

@@ -2,15 +2,10 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  buildWhereClause,
-  filterClause,
-  hybridScore,
-  LanceKnowledgeIndex,
-  lexicalScore,
-  schemaFor,
-  vectorScore,
-} from '../../../../lambdas/adapters/index/lancedb';
+import { LanceKnowledgeIndex } from '../../../../lambdas/adapters/index/lancedb';
+import { hybridScore, lexicalScore, vectorScore } from '../../../../lambdas/adapters/index/lancedb-scores';
+import { buildWhereClause, filterClause } from '../../../../lambdas/adapters/index/lancedb-sql';
+import { schemaFor } from '../../../../lambdas/adapters/index/lancedb-tables';
 import type { DatasetRef } from '../../../../lambdas/core/knowledge/document';
 import type { Environment } from '../../../../lambdas/core/knowledge/fields';
 import type {
