@@ -10,7 +10,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
 import { flowContainer } from '../../composition/flow-container';
-import { continueRun } from '../../core/flows/runtime';
+import { continueRun } from '../../core/flows/continue-run';
 import { environment, uuid } from '../../core/knowledge/fields';
 import type { FlowRunMessage } from '../../ports/flows';
 import { logger } from '../../shared/logger';

@@ -19,10 +19,11 @@ import { GuardedOutboundHttp } from '../../../../lambdas/adapters/network/outbou
 import { DynamoAnalyticsStore } from '../../../../lambdas/adapters/store/dynamodb/analytics-store';
 import { DynamoDefinitionStore, DynamoSessionStore } from '../../../../lambdas/adapters/store/dynamodb/flow-stores';
 import { AnalyticsRecorder } from '../../../../lambdas/core/analytics/track';
+import { continueRun, RunHeldError } from '../../../../lambdas/core/flows/continue-run';
 import { validateDefinition } from '../../../../lambdas/core/flows/definition';
 import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
 import { type FlowRuntimeDeps, SESSION_LEASE_MS } from '../../../../lambdas/core/flows/run-context';
-import { continueRun, invoke, RunHeldError } from '../../../../lambdas/core/flows/runtime';
+import { invoke } from '../../../../lambdas/core/flows/runtime';
 import type { FlowSession } from '../../../../lambdas/core/flows/session';
 import type { FlowRunMessage } from '../../../../lambdas/ports/flows';
 import { NO_METRICS } from '../../../../lambdas/ports/metrics';
