@@ -4,7 +4,7 @@
  * adapters/archive/zip-importer.ts.
  */
 import type { DatasetRef } from '../core/knowledge/document';
-import type { ZipRequestMetadata } from '../core/processing/zip-import';
+import type { ZipRequestMetadata } from '../core/processing/zip-entries';
 
 export type ZipJobStatus = 'uploaded' | 'processing' | 'completed' | 'failed';
 

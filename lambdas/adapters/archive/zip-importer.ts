@@ -4,17 +4,16 @@
  * outcomes). No file's content is kept by planning but one CSV's, the label file's candidate; each accepted file is
  * inflated again, one at a time, when it is stored as a document.
  */
+
+import { type LabelCsv, parseLabelCsv } from '../../core/processing/label-csv';
+import { findLabelFile, LabelFileCandidate } from '../../core/processing/label-file';
 import {
   type AcceptedZipEntry,
-  findLabelFile,
   isRejectedEntry,
-  type LabelCsv,
-  LabelFileCandidate,
-  parseLabelCsv,
-  planZipImport,
   type ZipEntryInfo,
   type ZipRequestMetadata,
-} from '../../core/processing/zip-import';
+} from '../../core/processing/zip-entries';
+import { planZipImport } from '../../core/processing/zip-import';
 import type { ArchiveImporter, OpenArchive, PlannedFile } from '../../ports/zip-jobs';
 import { DEFAULT_MAX_ARCHIVE_BYTES } from '../../shared/config';
 import { openZipFileReader, readZipArchive, type ZipFileReader, type ZipLimits } from './zip-reader';

@@ -14,7 +14,7 @@ import {
   type ZipEntry,
   type ZipEntryRejectionCode,
   type ZipProblem,
-} from '../../core/processing/zip-import';
+} from '../../core/processing/zip-entries';
 
 export interface ZipLimits {
   /** Most files in one archive (directories and macOS/Windows junk excluded; refused entries and the CSV count). */

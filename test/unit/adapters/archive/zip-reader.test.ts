@@ -7,7 +7,7 @@ import {
   readZipArchive,
   type ZipLimits,
 } from '../../../../lambdas/adapters/archive/zip-reader';
-import type { ZipEntry } from '../../../../lambdas/core/processing/zip-import';
+import type { ZipEntry } from '../../../../lambdas/core/processing/zip-entries';
 import {
   buildZip,
   corruptData,

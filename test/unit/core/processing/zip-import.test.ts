@@ -1,19 +1,15 @@
 import * as fc from 'fast-check';
 import { readZipArchive } from '../../../../lambdas/adapters/archive/zip-reader';
-import {
-  findLabelFile,
-  LabelFileCandidate,
-  labelFolderOf,
-  MAX_WARNINGS,
-  parseLabelCsv,
-  planZipImport,
-  type ZipCustomMeta,
-  type ZipEntry,
-  type ZipEntryInfo,
-  type ZipFilePlan,
-  type ZipLabels,
-  type ZipRequestMetadata,
-} from '../../../../lambdas/core/processing/zip-import';
+import { parseLabelCsv } from '../../../../lambdas/core/processing/label-csv';
+import { findLabelFile, LabelFileCandidate, labelFolderOf } from '../../../../lambdas/core/processing/label-file';
+import type {
+  ZipCustomMeta,
+  ZipEntry,
+  ZipEntryInfo,
+  ZipLabels,
+  ZipRequestMetadata,
+} from '../../../../lambdas/core/processing/zip-entries';
+import { MAX_WARNINGS, planZipImport, type ZipFilePlan } from '../../../../lambdas/core/processing/zip-import';
 import { type ArchiveItem, buildZip, markEncrypted, renameEntry } from '../../../helpers/zip-archives';
 
 const REQUEST: ZipLabels = { label1: 'source:upload', label2: 'team:sales' };
