@@ -15,7 +15,8 @@
  *   DATA_DIR (.data), PROCESSING_TIMEOUT_SECONDS (900), WATCHDOG_INTERVAL_SECONDS (60), EMBEDDER (as the runtime's),
  *   MAX_FILE_BYTES, ZIP_MAX_ENTRIES, POWERTOOLS_LOG_LEVEL (WARN).
  */
-import { isRunning, startSeparateWorker } from '../lib/local/runtime';
+import { isRunning } from '../lib/local/data-folder';
+import { startSeparateWorker } from '../lib/local/runtime';
 
 async function main(): Promise<void> {
   const worker = await startSeparateWorker({ dataDir: process.env.DATA_DIR || '.data' });

@@ -2,34 +2,30 @@
  * The whole service on one machine: engines, the handlers' configuration pointed at them, organizations for the
  * development tokens, and the HTTP server of the local router.
  */
-
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { TitanEmbedder } from '../../lambdas/adapters/embedding/bedrock-titan';
-import { openAiCompatibleEmbedderFromEnv } from '../../lambdas/adapters/embedding/openai-compatible';
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
 import { container } from '../../lambdas/composition/container';
 import { useKnowledgeIndex } from '../../lambdas/composition/knowledge-index';
 import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
 import { runScheduleTick, type TickOutcome } from '../../lambdas/core/flows/scheduler';
-import type { Embedder } from '../../lambdas/ports/processing';
 import { positiveInteger } from '../../lambdas/shared/config';
 import { configureHandlerEnvironment } from '../../lambdas/shared/environment';
 import { logger } from '../../lambdas/shared/logger';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
 import {
-  DOCUMENTS_BUCKET,
-  type EngineEndpoints,
-  type Engines,
-  LOCAL_REGION,
-  makePrivate,
-  startEngines,
-} from './engines';
+  acquireWorkerLock,
+  type EnginesFile,
+  readEnginesFile,
+  removeEnginesFile,
+  writeEnginesFile,
+} from './data-folder';
+import { embedderFromEnv } from './embedder';
+import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, LOCAL_REGION, startEngines } from './engines';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
 import { answerClientError, createRouter } from './router';
 
@@ -161,38 +157,6 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
 }
 
 /**
- * EMBEDDER=openai-compatible (any `/v1/embeddings` server) or bedrock-titan gives the embedded index vectors (hybrid
- * retrieval); unset, retrieval is lexical (BM25). Async: without EMBEDDER_DIMENSIONS the server is asked at start.
- */
-export async function embedderFromEnv(): Promise<Embedder | null> {
-  const name = process.env.EMBEDDER;
-  if (!name) return null;
-  if (name === 'openai-compatible') return openAiCompatibleEmbedderFromEnv(process.env);
-  if (name !== 'bedrock-titan') {
-    throw new Error(`EMBEDDER must be openai-compatible, bedrock-titan or unset, not ${name}`);
-  }
-  const dimensions = Number(process.env.EMBEDDER_DIMENSIONS ?? 1024);
-  if (dimensions !== 256 && dimensions !== 512 && dimensions !== 1024) {
-    throw new Error('EMBEDDER_DIMENSIONS must be 256, 512 or 1024');
-  }
-  // Bedrock is reached with the user's own AWS credentials from the environment, read before the runtime points
-  // the AWS_* variables at the local engines.
-  const { AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN } = process.env;
-  if (!AWS_ACCESS_KEY_ID || !AWS_SECRET_ACCESS_KEY) {
-    throw new Error('EMBEDDER=bedrock-titan needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment');
-  }
-  const client = new BedrockRuntimeClient({
-    region: process.env.EMBEDDER_REGION ?? process.env.AWS_REGION ?? 'us-east-1',
-    credentials: {
-      accessKeyId: AWS_ACCESS_KEY_ID,
-      secretAccessKey: AWS_SECRET_ACCESS_KEY,
-      sessionToken: AWS_SESSION_TOKEN,
-    },
-  });
-  return new TitanEmbedder(client, dimensions);
-}
-
-/**
  * The processing worker: the embedded index under DATA_DIR/index installed in the processing container, and the
  * queue polled into the same SQS handler the stack deploys.
  */
@@ -269,119 +233,6 @@ export async function startFlowRunner(engines: EngineEndpoints): Promise<QueueWo
 function flowRunVisibilityFromEnv(): number | undefined {
   const raw = process.env.FLOW_RUN_VISIBILITY_TIMEOUT_SECONDS;
   return raw === undefined || raw === '' ? undefined : Number(raw);
-}
-
-/** The file under DATA_DIR where a running runtime tells a separate worker where its engines answer. */
-export const ENGINES_FILE = 'engines.json';
-
-/** What DATA_DIR/engines.json (mode 0600) holds: the engines' endpoints and credentials, and their process. */
-export interface EnginesFile extends EngineEndpoints {
-  readonly pid: number;
-  readonly startedAt: string;
-}
-
-function writeEnginesFile(dataDir: string, engines: EngineEndpoints): void {
-  const { dynamodbEndpoint, s3Endpoint, sqsEndpoint, processingQueueUrl, deadLetterQueueUrl, tableNames } = engines;
-  const { flowRunQueueUrl, flowRunDeadLetterQueueUrl } = engines;
-  const file: EnginesFile = {
-    dynamodbEndpoint,
-    s3Endpoint,
-    sqsEndpoint,
-    processingQueueUrl,
-    deadLetterQueueUrl,
-    flowRunQueueUrl,
-    flowRunDeadLetterQueueUrl,
-    tableNames,
-    credentials: { accessKeyId: engines.credentials.accessKeyId, secretAccessKey: engines.credentials.secretAccessKey },
-    pid: process.pid,
-    startedAt: new Date().toISOString(),
-  };
-  // Written aside and renamed, so a worker starting at that moment never reads half a file. It holds the
-  // credentials: owner-only (chmod too, for a leftover of a crashed start that `mode` would not change).
-  const path = join(dataDir, ENGINES_FILE);
-  const aside = `${path}.${process.pid}.tmp`;
-  writeFileSync(aside, JSON.stringify(file, null, 2), { mode: 0o600 });
-  chmodSync(aside, 0o600);
-  renameSync(aside, path);
-}
-
-function removeEnginesFile(dataDir: string): void {
-  try {
-    if (readEnginesFile(dataDir).pid === process.pid) rmSync(join(dataDir, ENGINES_FILE), { force: true });
-  } catch {
-    // already gone, or another runtime's
-  }
-}
-
-/** Reads DATA_DIR/engines.json; throws, saying what to do, when there is none or its runtime is gone. */
-export function readEnginesFile(dataDir: string): EnginesFile {
-  const path = join(resolve(dataDir), ENGINES_FILE);
-  let file: EnginesFile;
-  try {
-    file = JSON.parse(readFileSync(path, 'utf8')) as EnginesFile;
-  } catch {
-    throw new Error(`${path} not found: start the runtime first (LOCAL_WORKER=off npm start, same DATA_DIR)`);
-  }
-  makePrivate(path, 0o600);
-  if (!isRunning(file.pid)) {
-    throw new Error(`${path} names process ${file.pid}, which is not running: start the runtime first`);
-  }
-  return file;
-}
-
-/** Whether a process of that id exists (signal 0 checks without sending anything). */
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** DATA_DIR/worker.pid: the process that runs the processing worker of that data folder. */
-export const WORKER_LOCK_FILE = 'worker.pid';
-
-/**
- * One processing worker per data folder: LanceDB keeps both copies when two processes insert the same new chunks
- * at once (see lambdas/adapters/index/lancedb.ts), so a second worker is refused while the first one's process lives. A worker
- * that died (even by SIGKILL) leaves its file behind; the next one sees its process gone and takes over.
- * Returns the release.
- */
-export async function acquireWorkerLock(dataDir: string): Promise<() => void> {
-  const path = join(resolve(dataDir), WORKER_LOCK_FILE);
-  const mine = String(process.pid);
-  for (let attempt = 1; attempt <= 20; attempt++) {
-    try {
-      writeFileSync(path, mine, { flag: 'wx' });
-      return () => {
-        try {
-          if (readFileSync(path, 'utf8') === mine) rmSync(path, { force: true });
-        } catch {
-          // already gone
-        }
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    let holder = '';
-    try {
-      holder = readFileSync(path, 'utf8').trim();
-    } catch {
-      continue; // removed meanwhile: try again
-    }
-    if (holder === '') {
-      await new Promise((wait) => setTimeout(wait, 50)); // being written by a worker starting this very moment
-      continue;
-    }
-    if (holder !== mine && isRunning(Number(holder))) {
-      throw new Error(
-        `process ${holder} already runs the processing worker of ${resolve(dataDir)} (${path}); one worker per DATA_DIR`,
-      );
-    }
-    rmSync(path, { force: true });
-  }
-  throw new Error(`could not take ${path}`);
 }
 
 export interface SeparateWorker {

@@ -10,8 +10,8 @@ import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dy
 import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
 import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/document-store';
 import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
+import { readEnginesFile } from '../../lib/local/data-folder';
 import { DOCUMENTS_BUCKET, LOCAL_REGION } from '../../lib/local/engines';
-import { readEnginesFile } from '../../lib/local/runtime';
 
 export interface Remains {
   readonly documents: Record<Environment, number>;

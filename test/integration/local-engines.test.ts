@@ -18,8 +18,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type { EnginesFile } from '../../lib/local/data-folder';
 import { CREDENTIALS_FILE, DOCUMENTS_BUCKET, LOCAL_REGION, type LocalCredentials } from '../../lib/local/engines';
-import type { EnginesFile } from '../../lib/local/runtime';
 import { s3rverXmlParser } from '../../lib/local/s3rver';
 import { startService, type TestService } from '../helpers/service';
 
