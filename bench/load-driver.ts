@@ -16,7 +16,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDocumentStore } from '../lambdas/adapters/store/dynamodb/document-store';
 import type { DocumentRecord } from '../lambdas/core/knowledge/document';
-import { LOCAL_REGION, type LocalCredentials } from '../lib/local/engines';
+import type { LocalCredentials } from '../lib/local/engine-credentials';
+import { LOCAL_REGION } from '../lib/local/engine-credentials';
 
 export const REQUEST_TIMEOUT_MS = 30_000;
 /** Each phase (seeding, the load, waiting for `ready`, the checks) must end within this. */

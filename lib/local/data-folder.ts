@@ -5,7 +5,8 @@
 
 import { chmodSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type EngineEndpoints, makePrivate } from './engines';
+import { makePrivate } from './engine-credentials';
+import type { EngineEndpoints } from './engines';
 
 /** The file under DATA_DIR where a running runtime tells a separate worker where its engines answer. */
 export const ENGINES_FILE = 'engines.json';

@@ -5,26 +5,15 @@
  *
  * Every engine asks for the credentials of its data folder (random, made at its first start, DATA_DIR/
  * engine-credentials.json, mode 0600): neither dynalite nor fauxqs checks a signature itself, so a SigV4 check runs
- * in front of their handlers, and s3rver answers only on a Unix socket in a private directory, behind the proxy.
+ * in front of their handlers, and s3rver answers only on a Unix socket in a private directory, behind the proxy
+ * (engine-credentials.ts; s3rver's object store made atomic: s3rver-store.ts).
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import {
-  chmodSync,
-  createWriteStream,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { type Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { join } from 'node:path';
 import {
   CreateTableCommand,
   type CreateTableCommandInput,
@@ -39,26 +28,28 @@ import dynalite from 'dynalite';
 import { config } from '../../lambdas/shared/config';
 import type { TableName } from '../routes';
 import { TABLES, type TableSchema } from '../tables';
+import {
+  guardServer,
+  LOCAL_REGION,
+  type LocalCredentials,
+  loadEngineCredentials,
+  makePrivate,
+} from './engine-credentials';
 import { startS3SignatureProxy } from './s3-signature-proxy';
 import S3rver from './s3rver';
-import { type SigV4ErrorCode, verifySigV4 } from './sigv4-verifier';
+import { type S3rverInternals, storeObjectsSafely } from './s3rver-store';
 
-/** The access key pair every local engine checks requests against. */
-export interface LocalCredentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-}
-
-/** The file under DATA_DIR that keeps the engines' credentials of that data folder (mode 0600). */
-export const CREDENTIALS_FILE = 'engine-credentials.json';
-
-export const LOCAL_REGION = 'us-east-1';
 export const DOCUMENTS_BUCKET = 'documents';
+
 export const PROCESSING_QUEUE = 'processing';
+
 export const PROCESSING_DLQ = 'processing-dlq';
+
 /** The flow runner's queue (docs/flows.md, "Long runs") and its dead-letter queue, as the stack makes them. */
 export const FLOW_RUN_QUEUE = 'flow-runs';
+
 export const FLOW_RUN_DLQ = 'flow-runs-dlq';
+
 /** Receives of a flow run message before it moves to the dead-letter queue (FlowRunner in the stack: the same). */
 export const FLOW_RUN_MAX_RECEIVES = 5;
 
@@ -110,7 +101,7 @@ export interface Engines extends EngineEndpoints {
   stop(): Promise<void>;
 }
 
-function listen(server: Server, host: string, port = 0): Promise<AddressInfo> {
+export function listen(server: Server, host: string, port = 0): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve(server.address() as AddressInfo));
@@ -149,208 +140,6 @@ export function createTableInput(name: string, schema: TableSchema): CreateTable
     AttributeDefinitions: [...types].map(([AttributeName, AttributeType]) => ({ AttributeName, AttributeType })),
     BillingMode: 'PAY_PER_REQUEST',
     ...(indexes.length ? { GlobalSecondaryIndexes: indexes } : {}),
-  };
-}
-
-/**
- * Fixes a file or folder that group or others may read to owner-only: the engines' data and credentials are this
- * user's alone. Says so when it changes anything.
- */
-export function makePrivate(path: string, mode: 0o600 | 0o700): void {
-  const current = statSync(path).mode & 0o777;
-  if ((current & 0o077) === 0) return;
-  chmodSync(path, mode);
-  console.warn(`${path} was open to other users (mode ${current.toString(8)}): made it ${mode.toString(8)}`);
-}
-
-const ACCESS_KEY_ID = /^LOCAL[0-9A-Z]{16}$/;
-const SECRET_ACCESS_KEY = /^[A-Za-z0-9_-]{40}$/;
-
-/**
- * The credentials of a data folder: made at its first start (random, never the same for two folders), then read
- * from DATA_DIR/engine-credentials.json. Pre-signed URLs issued before a restart keep working after it.
- */
-export function loadEngineCredentials(dataDir: string): LocalCredentials {
-  const path = join(dataDir, CREDENTIALS_FILE);
-  const made: LocalCredentials = {
-    accessKeyId: `LOCAL${randomBytes(8).toString('hex').toUpperCase()}`,
-    secretAccessKey: randomBytes(30).toString('base64url'),
-  };
-  try {
-    // `wx`: of two runtimes starting on one new folder, the second reads what the first wrote.
-    writeFileSync(path, `${JSON.stringify(made, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-    return made;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  makePrivate(path, 0o600);
-  let stored: Partial<LocalCredentials> = {};
-  try {
-    stored = JSON.parse(readFileSync(path, 'utf8')) as Partial<LocalCredentials>;
-  } catch {
-    // reported below
-  }
-  if (!ACCESS_KEY_ID.test(stored.accessKeyId ?? '') || !SECRET_ACCESS_KEY.test(stored.secretAccessKey ?? '')) {
-    throw new Error(`${path} does not hold the engines' credentials: remove it, and the next start makes new ones`);
-  }
-  return { accessKeyId: stored.accessKeyId as string, secretAccessKey: stored.secretAccessKey as string };
-}
-
-/** The JSON error AWS's JSON services (DynamoDB, SQS) answer a request they cannot authenticate with. */
-const JSON_AUTH_ERRORS: Record<SigV4ErrorCode, string> = {
-  InvalidAccessKeyId: 'UnrecognizedClientException',
-  SignatureDoesNotMatch: 'InvalidSignatureException',
-  RequestTimeTooSkewed: 'InvalidSignatureException',
-  AccessDenied: 'MissingAuthenticationTokenException',
-  AuthorizationQueryParametersError: 'IncompleteSignatureException',
-  AuthorizationHeaderMalformed: 'IncompleteSignatureException',
-  MissingSecurityHeader: 'IncompleteSignatureException',
-  InvalidArgument: 'IncompleteSignatureException',
-};
-
-/**
- * Checks a DynamoDB or SQS request's SigV4 signature against the data folder's credentials: undefined when it holds,
- * else the JSON body those services answer (with 400). The body is not hashed: the signature binds the
- * x-amz-content-sha256 the SDK sends, the same limit as the S3 proxy's (see s3-signature-proxy.ts).
- */
-function refusal(req: IncomingMessage, credentials: LocalCredentials, service: 'dynamodb' | 'sqs'): string | undefined {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const verdict = verifySigV4(
-    {
-      method: req.method ?? 'GET',
-      path: q < 0 ? url : url.slice(0, q),
-      query: q < 0 ? '' : url.slice(q + 1),
-      headers: req.headersDistinct,
-    },
-    { credentials, region: LOCAL_REGION, service },
-  );
-  if (verdict.ok) return undefined;
-  return JSON.stringify({
-    __type: `com.amazon.coral.service#${JSON_AUTH_ERRORS[verdict.code]}`,
-    message: verdict.message,
-  });
-}
-
-const AWS_JSON = 'application/x-amz-json-1.0';
-
-/**
- * Puts the signature check in front of an engine's own request handlers (dynalite's; fauxqs's Fastify, whose routes
- * under /_fauxqs list queued messages): a request that fails it never reaches the engine.
- */
-function guardServer(server: Server, credentials: LocalCredentials, service: 'dynamodb' | 'sqs'): void {
-  const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
-  if (handlers.length === 0) throw new Error(`the ${service} engine has no request handler to guard`);
-  server.removeAllListeners('request');
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const body = refusal(req, credentials, service);
-    if (body === undefined) {
-      for (const handler of handlers) handler.call(server, req, res);
-      return;
-    }
-    req.resume();
-    res.writeHead(400, { 'content-type': AWS_JSON, 'content-length': Buffer.byteLength(body) });
-    res.end(body);
-  });
-}
-
-/** What engines.ts uses of s3rver beyond its typed API: its store, and listening on a path. */
-interface S3rverInternals {
-  store: S3rverStore;
-  httpServer?: Server;
-  configureBuckets(): Promise<void>;
-  listen(path: string): Promise<Server>;
-}
-
-interface S3rverObject {
-  bucket: string;
-  key: string;
-  content: Readable | Buffer;
-  metadata: Record<string, unknown>;
-}
-
-interface S3rverStore {
-  rootDirectory: string;
-  getResourcePath(bucket: string, key: string | undefined, resource: string): string;
-  putMetadata(bucket: string, key: string, metadata: Record<string, unknown>, md5: string): Promise<void>;
-  putObject(object: S3rverObject): Promise<{ size: number; md5: string }>;
-  putPart(
-    bucket: string,
-    uploadId: string,
-    partNumber: number,
-    content: Readable,
-  ): Promise<{ size: number; md5: string }>;
-  deleteObject(bucket: string, key: string): Promise<void>;
-}
-
-/**
- * Writes `content` to `target` through a file in `incoming`, renamed into place once complete. s3rver's own writes
- * have no error handler on their file stream (a name too long for the disk, a folder in the way: the error ends the
- * process) and leave half an object behind when the request breaks off; here a failure rejects, and leaves nothing.
- */
-async function storeAtomically(
-  incoming: string,
-  target: string,
-  content: Readable | Buffer,
-): Promise<{ size: number; md5: string }> {
-  await mkdir(dirname(target), { recursive: true });
-  const temporary = join(incoming, randomUUID());
-  const md5 = createHash('md5');
-  let size = 0;
-  try {
-    if (Buffer.isBuffer(content)) {
-      md5.update(content);
-      size = content.length;
-      await writeFile(temporary, content);
-    } else {
-      const count = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          md5.update(chunk);
-          size += chunk.length;
-          done(null, chunk);
-        },
-      });
-      await pipeline(content, count, createWriteStream(temporary));
-    }
-    await rename(temporary, target);
-  } catch (error) {
-    await rm(temporary, { force: true });
-    throw error;
-  }
-  return { size, md5: md5.digest('hex') };
-}
-
-/**
- * Replaces s3rver's two streaming writes (PutObject, UploadPart) with storeAtomically; `incoming` must be on the
- * file system of s3rver's directory, and not inside it. Also lets deletes race: after removing an object's files,
- * s3rver removes the folders the delete left empty, and of the deletes of one DeleteObjects request in the same
- * folder, all but the first find that folder gone (ENOENT) and the whole request answered 500.
- */
-export function storeObjectsSafely(s3: InstanceType<typeof S3rver>, incoming: string): void {
-  const { store } = s3 as unknown as S3rverInternals;
-  const deleteObject = store.deleteObject.bind(store);
-  store.deleteObject = async (bucket, key) => {
-    try {
-      await deleteObject(bucket, key);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTEMPTY') throw error;
-    }
-  };
-  store.putObject = async (object) => {
-    const stored = await storeAtomically(
-      incoming,
-      store.getResourcePath(object.bucket, object.key, 'object'),
-      object.content,
-    );
-    await store.putMetadata(object.bucket, object.key, object.metadata, stored.md5);
-    return stored;
-  };
-  store.putPart = async (bucket, uploadId, partNumber, content) => {
-    const partPath = join(store.getResourcePath(bucket, undefined, 'uploads'), uploadId, String(partNumber));
-    const stored = await storeAtomically(incoming, partPath, content);
-    await writeFile(`${partPath}.md5`, stored.md5);
-    return stored;
   };
 }
 

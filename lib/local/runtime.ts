@@ -25,7 +25,8 @@ import {
   writeEnginesFile,
 } from './data-folder';
 import { embedderFromEnv } from './embedder';
-import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, LOCAL_REGION, startEngines } from './engines';
+import { LOCAL_REGION } from './engine-credentials';
+import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, startEngines } from './engines';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
 import { answerClientError, createRouter } from './router';
 

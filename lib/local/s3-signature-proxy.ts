@@ -10,27 +10,26 @@
  *
  * s3rver knows one fixed key pair; the proxy verifies requests against the data folder's own credentials and hands
  * them on under s3rver's key id (s3rver never recomputes a V4 signature, so the signature itself is left as it is).
+ *
+ * Its error bodies, CORS answers and key refusals are in s3-answers.ts; what it hands on to s3rver, s3-upstream.ts.
  */
-
 import {
   Agent,
   type ClientRequest,
   createServer,
   request as httpRequest,
-  type IncomingHttpHeaders,
   type IncomingMessage,
   type OutgoingHttpHeaders,
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isIP } from 'node:net';
-import { hostname as osHostname } from 'node:os';
-import { UPLOAD_CORS_RULE } from '../../lambdas/shared/cors';
-import { decodeComponent, parseQuery, type SigV4ErrorCode, uriEncode, verifySigV4 } from './sigv4-verifier';
+import { answerPreflight, INTERNAL_ERROR, keyRefusal, STATUS, sendError, setCorsHeaders } from './s3-answers';
+import { asUpstream, forwardHeaders, HOP_BY_HOP, isPartUpload, type S3Upstream, upstreamTarget } from './s3-upstream';
+import { verifySigV4 } from './sigv4-verifier';
 
 export interface S3SignatureProxyOptions {
   /** Where s3rver answers: a base URL (http://127.0.0.1:45678), or a Unix socket. */
-  upstream: string | { socketPath: string };
+  upstream: S3Upstream;
   credentials: { accessKeyId: string; secretAccessKey: string };
   /** e.g. us-east-1 */
   region: string;
@@ -49,255 +48,10 @@ export interface S3SignatureProxyOptions {
 /** S3's own limit of one PUT: 5 GiB. The local runtime passes the service's limits instead (engines.ts). */
 export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
 
-/** S3's longest key, in UTF-8 bytes. */
-export const MAX_KEY_BYTES = 1024;
-
-/**
- * The longest name of one file or folder on the disk store (NAME_MAX of Linux and macOS file systems). s3rver stores
- * a key's last segment as `<segment>._S3rver_metadata.json`, 22 bytes longer, so that segment may have 233.
- */
-const NAME_MAX = 255;
-
-const STORE_SUFFIX_BYTES = '._S3rver_metadata.json'.length;
-
-/** s3rver's own, fixed access key id: what requests carry once the proxy has verified them. */
-const UPSTREAM_ACCESS_KEY_ID = 'S3RVER';
-
 export interface S3SignatureProxy {
   url: string;
   port: number;
   close(): Promise<void>;
-}
-
-/** HTTP status S3 answers each error code with. */
-const STATUS: Record<SigV4ErrorCode, number> = {
-  AccessDenied: 403,
-  SignatureDoesNotMatch: 403,
-  InvalidAccessKeyId: 403,
-  AuthorizationQueryParametersError: 403,
-  AuthorizationHeaderMalformed: 400,
-  MissingSecurityHeader: 400,
-  RequestTimeTooSkewed: 403,
-  InvalidArgument: 400,
-};
-
-const escapeXml = (text: string): string =>
-  text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c] ?? c);
-
-/** S3's XML error body; `details` are the extra elements S3 adds for some codes (Size, MaxSizeAllowed, ...). */
-function sendError(
-  res: ServerResponse,
-  status: number,
-  code: string,
-  message: string,
-  details: Record<string, string | number> = {},
-  close = false,
-): void {
-  if (res.headersSent || res.destroyed) {
-    res.destroy();
-    return;
-  }
-  const extra = Object.entries(details)
-    .map(([name, value]) => `<${name}>${escapeXml(String(value))}</${name}>`)
-    .join('');
-  const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${escapeXml(code)}</Code><Message>${escapeXml(message)}</Message>${extra}</Error>`;
-  res.writeHead(status, {
-    'content-type': 'application/xml',
-    'content-length': Buffer.byteLength(body),
-    ...(close ? { connection: 'close' } : {}),
-  });
-  res.end(body);
-}
-
-const INTERNAL_ERROR = 'We encountered an internal error. Please try again.';
-
-const CORS_VARY = 'Origin, Access-Control-Request-Headers, Access-Control-Request-Method';
-
-const corsAllows = (allowed: readonly string[], value: string): boolean =>
-  allowed.includes('*') || allowed.some((item) => item.toLowerCase() === value.toLowerCase());
-
-/**
- * A CORS preflight, answered as S3 answers it for the documents bucket's rule (UPLOAD_CORS_RULE, which the CDK
- * bucket has too): s3rver's bucket has no CORS configuration, so without this a browser page could not PUT to an
- * upload URL locally although it can in AWS. Like S3, no signature is asked of a preflight.
- */
-function answerPreflight(req: IncomingMessage, res: ServerResponse): void {
-  req.resume();
-  const origin = req.headers.origin;
-  const method = req.headers['access-control-request-method'];
-  if (!origin) {
-    sendError(res, 400, 'BadRequest', 'Insufficient information. Origin request header needed.');
-    return;
-  }
-  if (!method) {
-    sendError(res, 400, 'BadRequest', 'Invalid Access-Control-Request-Method: null');
-    return;
-  }
-  const requested = (req.headers['access-control-request-headers'] ?? '')
-    .split(',')
-    .map((name) => name.trim().toLowerCase())
-    .filter((name) => name !== '');
-  const rule = UPLOAD_CORS_RULE;
-  if (
-    !corsAllows(rule.allowedOrigins, origin) ||
-    !corsAllows(rule.allowedMethods, method) ||
-    !requested.every((name) => corsAllows(rule.allowedHeaders, name))
-  ) {
-    sendError(
-      res,
-      403,
-      'AccessForbidden',
-      "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
-    );
-    return;
-  }
-  res.writeHead(200, {
-    'access-control-allow-origin': rule.allowedOrigins.includes('*') ? '*' : origin,
-    'access-control-allow-methods': rule.allowedMethods.join(', '),
-    ...(requested.length > 0 ? { 'access-control-allow-headers': requested.join(', ') } : {}),
-    'access-control-max-age': String(rule.maxAgeSeconds),
-    vary: CORS_VARY,
-    'content-length': 0,
-  });
-  res.end();
-}
-
-/**
- * The CORS headers of an actual request the rule covers (a PUT from a page), set before any answer is written, so
- * that they go with s3rver's answer and with the proxy's own errors alike: the page can read why S3 refused its
- * upload (403 SignatureDoesNotMatch, 412, EntityTooLarge).
- */
-function setCorsHeaders(req: IncomingMessage, res: ServerResponse): void {
-  const origin = req.headers.origin;
-  const rule = UPLOAD_CORS_RULE;
-  if (!origin || !corsAllows(rule.allowedMethods, req.method ?? '') || !corsAllows(rule.allowedOrigins, origin)) {
-    return;
-  }
-  res.setHeader('access-control-allow-origin', rule.allowedOrigins.includes('*') ? '*' : origin);
-  res.setHeader('vary', CORS_VARY);
-}
-
-/**
- * Why the key a request addresses cannot be stored: longer than S3 allows, or (stricter than S3, which stores any
- * key up to 1,024 bytes) a segment too long for a file name of the disk store, or a `.`/`..` segment, which the
- * disk store would resolve to another folder. undefined when the key is fine, or the request names no key.
- */
-function keyRefusal(
-  path: string,
-  host: string | undefined,
-): { code: 'KeyTooLongError' | 'InvalidArgument'; message: string; details: Record<string, number> } | undefined {
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(path);
-  } catch {
-    return undefined; // s3rver answers a malformed path itself
-  }
-  // Virtual-hosted style (`<bucket>.s3.amazonaws.com`): the whole path is the key; path style: all after the bucket.
-  const name = (host ?? '').replace(/:\d+$/, '');
-  const virtualHosted = /^.+\.s3(-website)?([-.].+)?\.amazonaws\.com$/.test(name);
-  const rest = decoded.replace(/^\//, '');
-  const key = virtualHosted ? rest : rest.slice(rest.indexOf('/') + 1 || rest.length);
-  if (key === '') return undefined;
-  const size = Buffer.byteLength(key, 'utf8');
-  if (size > MAX_KEY_BYTES) {
-    return {
-      code: 'KeyTooLongError',
-      message: 'Your key is too long',
-      details: { Size: size, MaxSizeAllowed: MAX_KEY_BYTES },
-    };
-  }
-  const segments = key.split('/');
-  for (const [index, segment] of segments.entries()) {
-    if (segment === '.' || segment === '..') {
-      return {
-        code: 'InvalidArgument',
-        message: `The local S3 engine cannot store a key with a '${segment}' segment (S3 itself would accept it).`,
-        details: {},
-      };
-    }
-    const limit = index === segments.length - 1 ? NAME_MAX - STORE_SUFFIX_BYTES : NAME_MAX;
-    const bytes = Buffer.byteLength(segment, 'utf8');
-    if (bytes > limit) {
-      return {
-        code: 'KeyTooLongError',
-        message:
-          `Your key is too long for the local S3 engine: it stores each segment between slashes as a file name, and ` +
-          `one has ${bytes} bytes, over its ${limit} (S3 itself accepts any key up to ${MAX_KEY_BYTES} bytes).`,
-        details: { Size: size, MaxSizeAllowed: MAX_KEY_BYTES },
-      };
-    }
-  }
-  return undefined;
-}
-
-/**
- * The request as s3rver is to see it: the verified access key id replaced by s3rver's own, in the Authorization
- * header or in X-Amz-Credential. Everything else (and so the signature) is left as it came.
- */
-function asUpstream(url: string, headers: OutgoingHttpHeaders): string {
-  const authorization = headers.authorization;
-  if (typeof authorization === 'string') {
-    headers.authorization = authorization.replace(/Credential=[^/,\s]*\//, `Credential=${UPSTREAM_ACCESS_KEY_ID}/`);
-    return url;
-  }
-  const q = url.indexOf('?');
-  if (q < 0) return url;
-  const query = url
-    .slice(q + 1)
-    .split('&')
-    .map((part) => {
-      const eq = part.indexOf('=');
-      if (eq < 0 || decodeComponent(part.slice(0, eq)) !== 'X-Amz-Credential') return part;
-      const scope = decodeComponent(part.slice(eq + 1));
-      return `${part.slice(0, eq)}=${uriEncode(`${UPSTREAM_ACCESS_KEY_ID}${scope.slice(scope.indexOf('/'))}`)}`;
-    })
-    .join('&');
-  return `${url.slice(0, q)}?${query}`;
-}
-
-/** Hop-by-hop headers, which belong to one connection and are not forwarded. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'upgrade',
-]);
-
-/**
- * Whether s3rver routes a request with this Host as path-style. s3rver's vhost middleware takes any other host name as
- * a bucket name (virtual-hosted style: `Host: files.example` means bucket `files.example`); IP addresses, `localhost`,
- * the machine's own name and `*.s3*.amazonaws.com` keep their meaning.
- */
-function s3rverUnderstandsHost(host: string | undefined): boolean {
-  if (!host) return false;
-  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
-  return (
-    isIP(name) !== 0 ||
-    name === 'localhost' ||
-    name === osHostname() ||
-    /(^|\.)s3(-website)?([-.].+)?\.amazonaws\.com$/.test(name)
-  );
-}
-
-function forwardHeaders(headers: IncomingHttpHeaders, upstreamHost: string): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || name === 'expect') continue; // the 100-continue was answered here
-    out[name] = value;
-  }
-  // The original Host is kept when s3rver reads it as intended, so that URLs it builds from it (the Location of a
-  // completed multipart upload) point at this proxy; another name would be taken for a bucket, so it is replaced.
-  if (!s3rverUnderstandsHost(headers.host)) out.host = upstreamHost;
-  return out;
-}
-
-/** An UploadPart (`?partNumber&uploadId`): S3 applies If-None-Match to whole objects, not to parts. */
-function isPartUpload(url: string): boolean {
-  const q = url.indexOf('?');
-  return q >= 0 && parseQuery(url.slice(q + 1)).some((p) => p.key === 'uploadId');
 }
 
 /** Runs `work` after every earlier `work` of the same key has ended. */
@@ -557,18 +311,4 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
       });
     });
   });
-}
-
-/** How to reach s3rver, and the Host it is told when the client's would be taken for a bucket name. */
-function upstreamTarget(upstream: S3SignatureProxyOptions['upstream']): {
-  connect: { socketPath: string } | { host: string; port: number };
-  host: string;
-} {
-  if (typeof upstream !== 'string') return { connect: { socketPath: upstream.socketPath }, host: 'localhost' };
-  const url = new URL(upstream);
-  if (url.protocol !== 'http:') throw new Error(`upstream must be an http:// URL, got ${upstream}`);
-  return {
-    connect: { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port || 80) },
-    host: url.host,
-  };
 }

@@ -11,13 +11,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, type CreateTableCommandInput, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { LOCAL_REGION } from '../local/engine-credentials';
 import {
   DOCUMENTS_BUCKET,
   type Engines,
   FLOW_RUN_DLQ,
   FLOW_RUN_MAX_RECEIVES,
   FLOW_RUN_QUEUE,
-  LOCAL_REGION,
   PROCESSING_DLQ,
   PROCESSING_QUEUE,
   startEngines,

@@ -9,7 +9,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoAnalyticsStore } from '../../lambdas/adapters/store/dynamodb/analytics-store';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '../../lambdas/core/analytics/event';
 import type { Environment } from '../../lambdas/core/knowledge/fields';
-import { LOCAL_REGION } from '../../lib/local/engines';
+import { LOCAL_REGION } from '../../lib/local/engine-credentials';
 import { client, startService, type TestService } from '../helpers/service';
 
 const PATH = '/api/v1/events/agent';

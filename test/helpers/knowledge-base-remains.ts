@@ -11,7 +11,8 @@ import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
 import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/document-store';
 import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
 import { readEnginesFile } from '../../lib/local/data-folder';
-import { DOCUMENTS_BUCKET, LOCAL_REGION } from '../../lib/local/engines';
+import { LOCAL_REGION } from '../../lib/local/engine-credentials';
+import { DOCUMENTS_BUCKET } from '../../lib/local/engines';
 
 export interface Remains {
   readonly documents: Record<Environment, number>;

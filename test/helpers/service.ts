@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { LocalCredentials } from '../../lib/local/engines';
+import type { LocalCredentials } from '../../lib/local/engine-credentials';
 
 export interface TestService {
   readonly baseUrl: string;

@@ -17,7 +17,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDefinitionStore } from '../../lambdas/adapters/store/dynamodb/flow-stores';
 import { nextFire } from '../../lambdas/core/flows/schedule';
 import { fireSessionId } from '../../lambdas/core/flows/scheduler';
-import { LOCAL_REGION } from '../../lib/local/engines';
+import { LOCAL_REGION } from '../../lib/local/engine-credentials';
 import { createDataset, uploadDocument } from '../helpers/fixtures';
 import { refundFlow, scheduleFlow, supportDefinition, triageFlow } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';

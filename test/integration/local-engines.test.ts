@@ -19,7 +19,8 @@ import {
 import { ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { EnginesFile } from '../../lib/local/data-folder';
-import { CREDENTIALS_FILE, DOCUMENTS_BUCKET, LOCAL_REGION, type LocalCredentials } from '../../lib/local/engines';
+import { CREDENTIALS_FILE, LOCAL_REGION, type LocalCredentials } from '../../lib/local/engine-credentials';
+import { DOCUMENTS_BUCKET } from '../../lib/local/engines';
 import { s3rverXmlParser } from '../../lib/local/s3rver';
 import { startService, type TestService } from '../helpers/service';
 

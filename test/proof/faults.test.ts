@@ -23,7 +23,7 @@ import type { DocumentRecord } from '../../lambdas/core/knowledge/document';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '../../lambdas/core/processing/chunking';
 import { ProcessingError } from '../../lambdas/core/processing/errors';
 import { readEnginesFile } from '../../lib/local/data-folder';
-import { LOCAL_REGION } from '../../lib/local/engines';
+import { LOCAL_REGION } from '../../lib/local/engine-credentials';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { client, startService, type TestService } from '../helpers/service';
 import { startWorker, type TestWorker } from '../helpers/worker';

@@ -2,7 +2,7 @@
 import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CREDENTIALS_FILE, loadEngineCredentials } from '../../../lib/local/engines';
+import { CREDENTIALS_FILE, loadEngineCredentials } from '../../../lib/local/engine-credentials';
 
 const mode = (path: string): number => statSync(path).mode & 0o777;
 const folders: string[] = [];

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { storeObjectsSafely } from '../../../lib/local/engines';
 import { type S3SignatureProxy, startS3SignatureProxy } from '../../../lib/local/s3-signature-proxy';
 import S3rver from '../../../lib/local/s3rver';
+import { storeObjectsSafely } from '../../../lib/local/s3rver-store';
 import { verifySigV4 } from '../../../lib/local/sigv4-verifier';
 
 const BUCKET = 'docs';
