@@ -2,6 +2,14 @@
  * Signature Version 4 as S3 checks it, for requests to the local S3: header auth (`Authorization: AWS4-HMAC-SHA256 …`)
  * and query auth (pre-signed URLs): the canonical request, the string to sign, the signing key, the time window and the
  * expiry. A pure function of the request and the credentials (`verifySigV4`); the proxy in front of s3rver uses it.
+ *
+ * Over 400 lines on purpose: the canonical request, the string to sign and the checks of S3's two ways to sign are
+ * one algorithm. `@smithy/signature-v4` was weighed for the expected signature and not used: it signs a request
+ * it is about to send (it picks the headers to sign, normalizes the path and adds its own X-Amz-* values), while a
+ * verifier must rebuild the canonical request from what was received: the raw path as sent, exactly the headers
+ * listed in SignedHeaders, the client's X-Amz-Date and X-Amz-Expires. The tests sign with the SDK itself
+ * (S3Client requests and getSignedUrl URLs through the proxy, test/unit/local/s3-signature-proxy.test.ts) and check
+ * this verifier accepts them and refuses them tampered, which is the comparison that matters.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 

@@ -5,6 +5,9 @@
  * AWS call, its queues polled as its event source mappings say, and its REST API served as the template's resources,
  * methods, authorizer, Lambda permissions and gateway responses declare: all read from the template, none from
  * lib/routes.ts, so a drift between the two shows here.
+ *
+ * Over 400 lines on purpose: one runner whose engines, function pool, queue pollers and API server are started
+ * and stopped together, in an order the template decides; the pieces that stand alone are in this folder's other files.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';

@@ -4,6 +4,9 @@
  *
  * Two passes over the archive: the central directory first (names and flags only, nothing inflated), so that the
  * file count is known before any content is read; then each file's content, in archive order, one at a time.
+ *
+ * Over 400 lines on purpose: the two passes share the open archive, its counters and its limits, and each limit is
+ * checked where the bytes are read; split, the limits would be checked far from the reads they bound.
  */
 import type { Readable } from 'node:stream';
 import * as yauzl from 'yauzl';

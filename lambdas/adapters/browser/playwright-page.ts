@@ -4,6 +4,9 @@
  * the same element, so the model names what it acts on by ref; acted on through Playwright's locators. Every request
  * goes through the task's guard proxy; a navigation the proxy refused fails its step with TARGET_REFUSED and the page
  * goes back to where it was.
+ *
+ * Over 400 lines on purpose: one class over one Playwright page, whose observe and act methods share the page, its
+ * frames and the refs of the last snapshot.
  */
 import { type BrowserContext, errors, type Page, type Request, type Response } from 'playwright-core';
 import { AppError } from '../../core/errors';

@@ -3,6 +3,9 @@
  * may call, its variables and its callback. Every choice the spec leaves open ("not shown": the junction literal,
  * edge structure, the browser task's model property, app trigger properties) is made here, once, and described in
  * docs/flows.md. `validateDefinition` answers every problem at once, each with its flow, node, field and rule.
+ *
+ * Over 400 lines on purpose: the zod schema of a definition is one tree (each node type, edge and tool refers to the
+ * others), and `validateDefinition`'s cross-reference rules read all of it; the node runners are elsewhere.
  */
 import * as z from 'zod';
 import type { ErrorDetail } from '../errors';

@@ -2,6 +2,10 @@
  * What one invocation of a flow carries from node to node (RunContext), the runtime's dependencies and limits, and
  * the helpers every part of a run uses: the placeholder scope, the model context, the node records, the failure that
  * ends a run, and the lease that holds a session while it runs.
+ *
+ * Over 400 lines on purpose: these are the one vocabulary of a run that runtime.ts, session-claim.ts, run-endings.ts,
+ * continue-run.ts, run-nodes.ts, run-tool.ts and scoped-tools.ts all share; split further, each would import from
+ * several small files for the same handful of names.
  */
 
 import type {
