@@ -7,11 +7,11 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
-import { LanceKnowledgeIndex } from '../lambdas/adapters/index/lancedb';
-import { processingContainer } from '../lambdas/composition/processing-container';
-import type { DocumentRecord } from '../lambdas/core/knowledge/document';
-import { buildChunks, type ProcessingDeps } from '../lambdas/core/processing/process-document';
-import type { BlobStore } from '../lambdas/ports/services';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import { processingContainer } from '#composition/processing-container';
+import type { DocumentRecord } from '#core/knowledge/document';
+import { buildChunks, type ProcessingDeps } from '#core/processing/process-document';
+import type { BlobStore } from '#ports/services';
 
 export interface MemoryReport {
   readonly inputBytes: number;

@@ -14,8 +14,8 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoDocumentStore } from '../lambdas/adapters/store/dynamodb/document-store';
-import type { DocumentRecord } from '../lambdas/core/knowledge/document';
+import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
+import type { DocumentRecord } from '#core/knowledge/document';
 import type { LocalCredentials } from '../lib/local/engine-credentials';
 import { LOCAL_REGION } from '../lib/local/engine-credentials';
 

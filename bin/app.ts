@@ -5,7 +5,7 @@
  */
 import { App, type AppProps, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { type CorsPolicy, parseCorsAllowedOrigins } from '../lambdas/shared/cors';
+import { type CorsPolicy, parseCorsAllowedOrigins } from '#shared/cors';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
 import { DEFAULT_RATE_LIMIT_PER_5_MINUTES } from '../lib/constructs/api-firewall';
 

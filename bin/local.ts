@@ -9,7 +9,7 @@
  * The engines' credentials are made at the first start of a DATA_DIR: DATA_DIR/engine-credentials.json.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import type { TickOutcome } from '../lambdas/core/flows/scheduler';
+import type { TickOutcome } from '#core/flows/scheduler';
 import { defaultMaxUploadBytes } from '../lib/local/engines';
 import { startLocalRuntime } from '../lib/local/runtime';
 

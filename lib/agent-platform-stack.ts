@@ -1,7 +1,7 @@
 /** The whole platform in one stack: data tables, document storage with its processing queue, and the REST API. */
 import { CfnOutput, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import type { CorsPolicy } from '../lambdas/shared/cors';
+import type { CorsPolicy } from '#shared/cors';
 import { ApiFirewall } from './constructs/api-firewall';
 import { BrowserTask } from './constructs/browser-task';
 import { ChunkTableIndex } from './constructs/chunk-table-index';

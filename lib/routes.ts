@@ -5,8 +5,8 @@
  * Over 400 lines on purpose: the table is one list, and a route's path, scope, access and handler are read together.
  */
 
-import { SCOPES, type Scope } from '../lambdas/core/auth/scopes';
-import { RESOURCE_ENV, type TableName } from '../lambdas/shared/resources';
+import { SCOPES, type Scope } from '#core/auth/scopes';
+import { RESOURCE_ENV, type TableName } from '#shared/resources';
 
 // Owned by the core (scopes) and by the functions' configuration (resource variables); the table re-exports them
 // for the stack and the local runtime.

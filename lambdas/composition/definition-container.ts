@@ -3,10 +3,10 @@
  * of definitions and sessions and the agents they belong to, without the flow runtime's models, outbound HTTP and
  * browser, so these functions stay small (the 300 KB budget of an API bundle). The flow container reuses the stores.
  */
-import { DynamoDefinitionStore, DynamoSessionStore } from '../adapters/store/dynamodb/flow-stores';
-import type { DefinitionDeps } from '../core/flows/definitions';
-import type { SessionStore } from '../ports/flows';
-import { config, positiveInteger } from '../shared/config';
+import { DynamoDefinitionStore, DynamoSessionStore } from '#adapters/store/dynamodb/flow-stores';
+import type { DefinitionDeps } from '#core/flows/definitions';
+import type { SessionStore } from '#ports/flows';
+import { config, positiveInteger } from '#shared/config';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { container } from './container';
 import { once } from './once';

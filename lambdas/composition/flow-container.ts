@@ -4,18 +4,18 @@
  * default retrieval and the retrieval tools through the retrieval container (with the generate endpoint's model), and
  * the flow runner's queue with the budget of a request's run (docs/flows.md, "Long runs").
  */
-import { GuardedImageDownloader } from '../adapters/network/guarded-download';
-import { GuardedOutboundHttp } from '../adapters/network/outbound-http';
-import { allowPrivateNetworkFromEnv } from '../adapters/network/url-guard';
-import { SqsFlowRunQueue } from '../adapters/queue/sqs-flow-runs';
-import { AnalyticsRecorder } from '../core/analytics/track';
-import type { AttachmentDeps } from '../core/flows/attachments';
-import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '../core/flows/run-context';
-import { runDefaultRetrieval } from '../core/retrieval/default-retrieval';
-import { type BrowserDriver, OutboundError } from '../ports/flows';
-import { config } from '../shared/config';
-import { handlerEnvironment, handlerVariable } from '../shared/environment';
-import { logger } from '../shared/logger';
+import { GuardedImageDownloader } from '#adapters/network/guarded-download';
+import { GuardedOutboundHttp } from '#adapters/network/outbound-http';
+import { allowPrivateNetworkFromEnv } from '#adapters/network/url-guard';
+import { SqsFlowRunQueue } from '#adapters/queue/sqs-flow-runs';
+import { AnalyticsRecorder } from '#core/analytics/track';
+import type { AttachmentDeps } from '#core/flows/attachments';
+import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '#core/flows/run-context';
+import { runDefaultRetrieval } from '#core/retrieval/default-retrieval';
+import { type BrowserDriver, OutboundError } from '#ports/flows';
+import { config } from '#shared/config';
+import { handlerEnvironment, handlerVariable } from '#shared/environment';
+import { logger } from '#shared/logger';
 import { sqsClient } from './clients/sqs';
 import { container } from './container';
 import { definitionStore, sessionStore } from './definition-container';
@@ -62,10 +62,10 @@ const browserDriver: BrowserDriver = {
     if (!driver) {
       const choice = handlerVariable('BROWSER_DRIVER') || 'playwright';
       if (choice === 'lambda') {
-        const { lambdaBrowserDriverFromEnv } = await import('../adapters/browser/lambda-driver');
+        const { lambdaBrowserDriverFromEnv } = await import('#adapters/browser/lambda-driver');
         driver = lambdaBrowserDriverFromEnv();
       } else if (choice === 'playwright') {
-        const { browserDriverFromEnv } = await import('../adapters/browser/playwright-driver');
+        const { browserDriverFromEnv } = await import('#adapters/browser/playwright-driver');
         driver = browserDriverFromEnv(handlerEnvironment(), models());
       } else {
         throw new OutboundError(

@@ -10,14 +10,14 @@
  * VPC addresses included (SSRF). The Bedrock model ids a definition may name are bounded by the function's IAM policy.
  */
 
-import { BedrockConverseModel } from '../adapters/model/bedrock-converse';
-import { imageInputFromEnv, MODEL_ENV, modelProviderFromEnv } from '../adapters/model/openai-compatible';
-import { PromptedFlowModel } from '../adapters/model/prompted-flow-model';
-import { AppError } from '../core/errors';
-import { OfflineFlowModel } from '../core/flows/offline-model';
-import type { FlowModel, FlowModelResolver, LlmConfig } from '../ports/flows';
-import type { ModelProvider } from '../ports/model';
-import { type EnvironmentValues, handlerEnvironment } from '../shared/environment';
+import { BedrockConverseModel } from '#adapters/model/bedrock-converse';
+import { imageInputFromEnv, MODEL_ENV, modelProviderFromEnv } from '#adapters/model/openai-compatible';
+import { PromptedFlowModel } from '#adapters/model/prompted-flow-model';
+import { AppError } from '#core/errors';
+import { OfflineFlowModel } from '#core/flows/offline-model';
+import type { FlowModel, FlowModelResolver, LlmConfig } from '#ports/flows';
+import type { ModelProvider } from '#ports/model';
+import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 import { bedrockRuntimeClient } from './clients/bedrock-runtime';
 
 export const BEDROCK_FLOW_MODEL_ENV = 'BEDROCK_FLOW_MODEL_ID';

@@ -9,10 +9,10 @@ import {
   BedrockKnowledgeIndex,
   type ChunkTextSource,
   readKnowledgeBases,
-} from '../adapters/index/bedrock-knowledge-base';
-import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '../adapters/index/dynamodb-chunks';
-import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { type EnvironmentValues, handlerEnvironment } from '../shared/environment';
+} from '#adapters/index/bedrock-knowledge-base';
+import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '#adapters/index/dynamodb-chunks';
+import type { Embedder, KnowledgeIndex } from '#ports/processing';
+import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 import { bedrockAgentClient, bedrockAgentRuntimeClient } from './clients/bedrock-agent';
 import { dynamoDocumentClient } from './clients/dynamodb';
 

@@ -7,10 +7,10 @@
  * returns no scores and cannot drop results under minScore before it generates, so minScore would mean something
  * else there than locally.
  */
-import { BedrockConverseModel } from '../adapters/model/bedrock-converse';
-import { modelProviderFromEnv } from '../adapters/model/openai-compatible';
-import type { ModelProvider } from '../ports/model';
-import { type EnvironmentValues, handlerEnvironment } from '../shared/environment';
+import { BedrockConverseModel } from '#adapters/model/bedrock-converse';
+import { modelProviderFromEnv } from '#adapters/model/openai-compatible';
+import type { ModelProvider } from '#ports/model';
+import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 import { bedrockRuntimeClient } from './clients/bedrock-runtime';
 
 export function generateModelFromEnv(env: EnvironmentValues = handlerEnvironment()): ModelProvider | null {

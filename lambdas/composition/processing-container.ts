@@ -6,19 +6,19 @@
  * before the worker starts.
  */
 
-import { ZipArchiveImporter } from '../adapters/archive/zip-importer';
-import { DEFAULT_ZIP_LIMITS } from '../adapters/archive/zip-reader';
-import { IsolatedTextExtractor } from '../adapters/extraction/isolated-extractor';
-import { DEFAULT_EXTRACTION_CAPS } from '../adapters/extraction/text-extractor';
+import { ZipArchiveImporter } from '#adapters/archive/zip-importer';
+import { DEFAULT_ZIP_LIMITS } from '#adapters/archive/zip-reader';
+import { IsolatedTextExtractor } from '#adapters/extraction/isolated-extractor';
+import { DEFAULT_EXTRACTION_CAPS } from '#adapters/extraction/text-extractor';
 import {
   DEFAULT_DELETION_SETTINGS,
   type KnowledgeBaseDeletionDeps,
   type KnowledgeBaseDeletionSettings,
-} from '../core/processing/knowledge-base-deletion';
-import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '../core/processing/process-document';
-import type { ZipImportDeps } from '../core/processing/zip-job';
-import type { Embedder, KnowledgeIndex } from '../ports/processing';
-import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '../shared/config';
+} from '#core/processing/knowledge-base-deletion';
+import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '#core/processing/process-document';
+import type { ZipImportDeps } from '#core/processing/zip-job';
+import type { Embedder, KnowledgeIndex } from '#ports/processing';
+import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '#shared/config';
 import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';

@@ -3,8 +3,8 @@
  * AWS, the DynamoDB chunk table on LocalStack, the runtime's embedded index locally). Nothing of extraction is
  * bundled here.
  */
-import type { DefaultRetrievalDeps } from '../core/retrieval/default-retrieval';
-import type { Embedder, KnowledgeIndex } from '../ports/processing';
+import type { DefaultRetrievalDeps } from '#core/retrieval/default-retrieval';
+import type { Embedder, KnowledgeIndex } from '#ports/processing';
 import { container } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';

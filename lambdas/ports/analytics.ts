@@ -2,8 +2,8 @@
  * Ports of analytics: the sink that records events (written by the flow runtime and agent code through
  * lambdas/core/analytics/track.ts) and the reader behind POST /api/v1/events/agent.
  */
-import type { AnalyticsEventRecord, EventPosition, NewAnalyticsEvent } from '../core/analytics/event';
-import type { Environment } from '../core/knowledge/fields';
+import type { AnalyticsEventRecord, EventPosition, NewAnalyticsEvent } from '#core/analytics/event';
+import type { Environment } from '#core/knowledge/fields';
 
 export interface WriteOutcome {
   /** Events stored by this call. */

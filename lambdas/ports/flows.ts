@@ -3,19 +3,19 @@
  * browser behind browserTask nodes; outbound HTTP for HTTP tools and AI-message callbacks; and the stores of agent
  * definitions and sessions. Implementations live in lambdas/adapters.
  */
-import { AppError } from '../core/errors';
-import type { AgentDefinitionRecord } from '../core/flows/definition-record';
-import type { LlmConfig } from '../core/flows/llm-config';
-import type { ToolParameterSpec } from '../core/flows/parameters';
-import type { FlowSession } from '../core/flows/session';
-import type { Environment } from '../core/knowledge/fields';
+import { AppError } from '#core/errors';
+import type { AgentDefinitionRecord } from '#core/flows/definition-record';
+import type { LlmConfig } from '#core/flows/llm-config';
+import type { ToolParameterSpec } from '#core/flows/parameters';
+import type { FlowSession } from '#core/flows/session';
+import type { Environment } from '#core/knowledge/fields';
 import type { ModelMessage, ModelToolCall, ModelToolRound } from './model';
 
 // ---------------------------------------------------------------------------------------------------------------
 // The model of a flow
 
-export { LLM_CLASS_NAMES, type LlmClassName, type LlmConfig } from '../core/flows/llm-config';
-export type { ToolParameterSpec } from '../core/flows/parameters';
+export { LLM_CLASS_NAMES, type LlmClassName, type LlmConfig } from '#core/flows/llm-config';
+export type { ToolParameterSpec } from '#core/flows/parameters';
 
 export interface FlowModelContext {
   /** System text: the agent's instructions and, after a trigger with default retrieval, the retrieved context. */

@@ -4,7 +4,7 @@
  * extractive answer of `core/retrieval/generate.ts`, which needs no network. Flow prompt nodes ask it too
  * (adapters/model/prompted-flow-model.ts), with the tools they scope.
  */
-import { AppError } from '../core/errors';
+import { AppError } from '#core/errors';
 
 export type ModelRole = 'user' | 'assistant' | 'system';
 

@@ -2,8 +2,8 @@
  * Ports of document processing: text extraction, embedding, and the knowledge index a document's chunks go to
  * (an embedded index locally, an Amazon Bedrock knowledge base per environment in AWS).
  */
-import { AppError } from '../core/errors';
-import type { DatasetRef } from '../core/knowledge/document';
+import { AppError } from '#core/errors';
+import type { DatasetRef } from '#core/knowledge/document';
 
 export interface ExtractedText {
   readonly text: string;

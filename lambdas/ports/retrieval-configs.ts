@@ -1,6 +1,6 @@
 /** Port of the default retrieval configurations (core/retrieval/default-retrieval.ts); DynamoDB in adapters/store. */
-import type { Environment } from '../core/knowledge/fields';
-import type { RetrievalConfigRecord } from '../core/retrieval/retrieval-config';
+import type { Environment } from '#core/knowledge/fields';
+import type { RetrievalConfigRecord } from '#core/retrieval/retrieval-config';
 
 export interface RetrievalConfigStore {
   get(agentId: string, environment: Environment): Promise<RetrievalConfigRecord | undefined>;

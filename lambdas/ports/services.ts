@@ -1,5 +1,5 @@
 /** Non-persistence ports: object storage, the processing queue, time and identifiers. */
-import type { Environment } from '../core/knowledge/fields';
+import type { Environment } from '#core/knowledge/fields';
 
 export interface ObjectHead {
   readonly size: number;

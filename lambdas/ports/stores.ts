@@ -2,10 +2,10 @@
  * Persistence ports of the core. Each operation is atomic in the adapter (a conditional write), so the core's
  * state rules hold under concurrent calls and retries without transactions.
  */
-import type { Scope } from '../core/auth/scopes';
-import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '../core/knowledge/document';
-import type { Environment, MetadataChanges } from '../core/knowledge/fields';
-import type { UploadCompletion, UploadSession } from '../core/knowledge/upload-session';
+import type { Scope } from '#core/auth/scopes';
+import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '#core/knowledge/document';
+import type { Environment, MetadataChanges } from '#core/knowledge/fields';
+import type { UploadCompletion, UploadSession } from '#core/knowledge/upload-session';
 
 export interface TokenRecord {
   readonly tokenHash: string;

@@ -3,8 +3,8 @@
  * that applies the archive rules. Implementations: adapters/store/dynamodb/zip-job-store.ts,
  * adapters/archive/zip-importer.ts.
  */
-import type { DatasetRef } from '../core/knowledge/document';
-import type { ZipRequestMetadata } from '../core/processing/zip-entries';
+import type { DatasetRef } from '#core/knowledge/document';
+import type { ZipRequestMetadata } from '#core/processing/zip-entries';
 
 export type ZipJobStatus = 'uploaded' | 'processing' | 'completed' | 'failed';
 

@@ -8,7 +8,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { captureClientsWith } from '../composition/clients/capture';
+import { captureClientsWith } from '#composition/clients/capture';
 import { logger } from './logger';
 import { metrics } from './metrics';
 import { tracer } from './tracer';

@@ -6,7 +6,7 @@
 import { ResponseType, type RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
-import { CORS_EXPOSE_HEADERS, type CorsPolicy, edgeAllowOrigin } from '../../lambdas/shared/cors';
+import { CORS_EXPOSE_HEADERS, type CorsPolicy, edgeAllowOrigin } from '#shared/cors';
 import { gatewayCorsHeaders } from './platform-api';
 
 /** Requests one source address may send in five minutes (WAF's window) before it is answered 429. */

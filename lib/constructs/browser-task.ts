@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { Duration, Size } from 'aws-cdk-lib';
 import { Architecture } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { BROWSER_TIME_LIMIT_MS } from '../../lambdas/core/flows/browser-task';
+import { BROWSER_TIME_LIMIT_MS } from '#core/flows/browser-task';
 import { WORKERS } from '../routes';
 import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
 import { ServiceFunction } from './service-function';

@@ -7,7 +7,7 @@
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { CHUNK_INDEX_TABLE_VARIABLE } from '../../lambdas/adapters/index/dynamodb-chunks';
+import { CHUNK_INDEX_TABLE_VARIABLE } from '#adapters/index/dynamodb-chunks';
 import { CHUNK_INDEX_TABLE } from '../tables';
 import { createTable } from './data-tables';
 import type { KnowledgeIndexBackend } from './knowledge-index';

@@ -10,7 +10,7 @@ import { Architecture } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DEFAULT_PROCESSING_TIMEOUT_SECONDS } from '../../lambdas/shared/config';
+import { DEFAULT_PROCESSING_TIMEOUT_SECONDS } from '#shared/config';
 import { WORKERS } from '../routes';
 import type { KnowledgeIndexBackend } from './knowledge-index';
 import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';

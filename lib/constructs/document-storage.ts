@@ -14,9 +14,9 @@ import {
 import { SqsDestination } from 'aws-cdk-lib/aws-s3-notifications';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { PENDING_UPLOAD_TAG } from '../../lambdas/adapters/blob/s3';
-import { ATTACHMENT_RETENTION_DAYS, ATTACHMENTS_PREFIX } from '../../lambdas/core/flows/attachments';
-import { UPLOAD_CORS_RULE } from '../../lambdas/shared/cors';
+import { PENDING_UPLOAD_TAG } from '#adapters/blob/s3';
+import { ATTACHMENT_RETENTION_DAYS, ATTACHMENTS_PREFIX } from '#core/flows/attachments';
+import { UPLOAD_CORS_RULE } from '#shared/cors';
 
 export interface DocumentStorageProps {
   /**

@@ -9,9 +9,9 @@ import { CfnDataSource, CfnKnowledgeBase, FoundationModel, FoundationModelIdenti
 import { Grant, type IGrantable, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { CfnIndex, CfnVectorBucket } from 'aws-cdk-lib/aws-s3vectors';
 import { Construct } from 'constructs';
-import { NON_FILTERABLE_METADATA_KEYS } from '../../lambdas/adapters/index/bedrock-documents';
-import { BEDROCK_KNOWLEDGE_BASES_VARIABLE } from '../../lambdas/adapters/index/bedrock-knowledge-base';
-import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
+import { NON_FILTERABLE_METADATA_KEYS } from '#adapters/index/bedrock-documents';
+import { BEDROCK_KNOWLEDGE_BASES_VARIABLE } from '#adapters/index/bedrock-knowledge-base';
+import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 
 /** Titan Text Embeddings V2 at its largest size; the vector index is created with the same dimension. */
 export const EMBEDDING_MODEL = FoundationModelIdentifier.AMAZON_TITAN_EMBED_TEXT_V2_0;

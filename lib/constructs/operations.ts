@@ -22,7 +22,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRIC, type MetricName } from '../../lambdas/ports/metrics';
+import { METRIC, type MetricName } from '#ports/metrics';
 import { SERVICE_NAME } from './service-function';
 
 /** Alarm period: the watchdog runs every 5 minutes, and API Gateway's metrics are per minute. */

@@ -22,7 +22,7 @@ import {
 } from 'aws-cdk-lib/aws-apigateway';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { DEFAULT_UPLOAD_SESSION_TTL_SECONDS, DEFAULT_UPLOAD_URL_TTL_SECONDS } from '../../lambdas/shared/config';
+import { DEFAULT_UPLOAD_SESSION_TTL_SECONDS, DEFAULT_UPLOAD_URL_TTL_SECONDS } from '#shared/config';
 import {
   CORS_ALLOW_HEADERS,
   CORS_ALLOWED_ORIGINS_VARIABLE,
@@ -31,7 +31,7 @@ import {
   type CorsPolicy,
   corsAllowMethods,
   edgeAllowOrigin,
-} from '../../lambdas/shared/cors';
+} from '#shared/cors';
 import { AUTHORIZER, type HttpRoute, type ResourceAccess, ROUTES } from '../routes';
 import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
 import { ServiceFunction } from './service-function';

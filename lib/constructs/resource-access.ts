@@ -9,7 +9,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
-import { ATTACHMENTS_PREFIX } from '../../lambdas/core/flows/attachments';
+import { ATTACHMENTS_PREFIX } from '#core/flows/attachments';
 import { RESOURCE_ENV, type ResourceAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
 import type { KnowledgeIndexBackend } from './knowledge-index';

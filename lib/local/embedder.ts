@@ -3,9 +3,9 @@
  */
 
 import { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime';
-import { TitanEmbedder } from '../../lambdas/adapters/embedding/bedrock-titan';
-import { openAiCompatibleEmbedderFromEnv } from '../../lambdas/adapters/embedding/openai-compatible';
-import type { Embedder } from '../../lambdas/ports/processing';
+import { TitanEmbedder } from '#adapters/embedding/bedrock-titan';
+import { openAiCompatibleEmbedderFromEnv } from '#adapters/embedding/openai-compatible';
+import type { Embedder } from '#ports/processing';
 
 /**
  * EMBEDDER=openai-compatible (any `/v1/embeddings` server) or bedrock-titan gives the embedded index vectors (hybrid

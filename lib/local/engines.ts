@@ -25,7 +25,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import dynalite from 'dynalite';
-import { config } from '../../lambdas/shared/config';
+import { config } from '#shared/config';
 import type { TableName } from '../routes';
 import { TABLES, type TableSchema } from '../tables';
 import {

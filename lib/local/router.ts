@@ -21,7 +21,7 @@ import {
   corsPolicyFromEnv,
   corsPreflightHeaders,
   corsResponseHeaders,
-} from '../../lambdas/shared/cors';
+} from '#shared/cors';
 import { AUTHORIZER, type HttpRoute, ROUTES } from '../routes';
 
 /** API Gateway's own limit on a request payload. */

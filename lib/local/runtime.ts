@@ -8,14 +8,14 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import { container } from '../../lambdas/composition/container';
-import { useKnowledgeIndex } from '../../lambdas/composition/knowledge-index';
-import { bearerToken, generateToken, hashToken, issueToken } from '../../lambdas/core/auth/tokens';
-import { runScheduleTick, type TickOutcome } from '../../lambdas/core/flows/scheduler';
-import { positiveInteger } from '../../lambdas/shared/config';
-import { configureHandlerEnvironment } from '../../lambdas/shared/environment';
-import { logger } from '../../lambdas/shared/logger';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import { container } from '#composition/container';
+import { useKnowledgeIndex } from '#composition/knowledge-index';
+import { bearerToken, generateToken, hashToken, issueToken } from '#core/auth/tokens';
+import { runScheduleTick, type TickOutcome } from '#core/flows/scheduler';
+import { positiveInteger } from '#shared/config';
+import { configureHandlerEnvironment } from '#shared/environment';
+import { logger } from '#shared/logger';
 import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
 import {
   acquireWorkerLock,
@@ -162,7 +162,7 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
  * queue polled into the same SQS handler the stack deploys.
  */
 export async function startProcessing(engines: EngineEndpoints): Promise<QueueWorker> {
-  const { handler } = await import('../../lambdas/handlers/queue/process-documents');
+  const { handler } = await import('#handlers/queue/process-documents');
   const sqs = new SQSClient({
     endpoint: engines.sqsEndpoint,
     region: LOCAL_REGION,
@@ -174,7 +174,7 @@ export async function startProcessing(engines: EngineEndpoints): Promise<QueueWo
     queueArn: `arn:aws:sqs:${LOCAL_REGION}:000000000000:processing`,
     handler: handler as SqsHandler,
   });
-  const watchdog = await import('../../lambdas/handlers/scheduled/watchdog');
+  const watchdog = await import('#handlers/scheduled/watchdog');
   // Validated like every number the functions read: `abc` is an error at start, not a watchdog every millisecond.
   const intervalSeconds = positiveInteger('WATCHDOG_INTERVAL_SECONDS', 60);
   const timer = setInterval(() => {
@@ -202,8 +202,8 @@ export const LOCAL_FLOW_RUNNERS = 4;
  * queue, handing each message to the same SQS handler the stack deploys.
  */
 export async function startFlowRunner(engines: EngineEndpoints): Promise<QueueWorker> {
-  const { handler } = await import('../../lambdas/handlers/queue/flow-runner');
-  const { flowContainer } = await import('../../lambdas/composition/flow-container');
+  const { handler } = await import('#handlers/queue/flow-runner');
+  const { flowContainer } = await import('#composition/flow-container');
   const sqs = new SQSClient({
     endpoint: engines.sqsEndpoint,
     region: LOCAL_REGION,
@@ -279,7 +279,7 @@ export async function startSeparateWorker(options: { dataDir?: string } = {}): P
 
 /** Ticks the schedule handler's use case on a timer, one tick at a time, with the given clock. */
 async function startScheduler(options: LocalRuntimeOptions): Promise<LocalScheduler & { stop(): Promise<void> }> {
-  const { flowContainer } = await import('../../lambdas/composition/flow-container');
+  const { flowContainer } = await import('#composition/flow-container');
   const clock = options.scheduleClock ?? { now: () => new Date() };
   let running: Promise<TickOutcome> | undefined;
   const tick = async (): Promise<TickOutcome> => {

@@ -4,7 +4,7 @@
  * cannot take (KeyTooLongError).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { UPLOAD_CORS_RULE } from '../../lambdas/shared/cors';
+import { UPLOAD_CORS_RULE } from '#shared/cors';
 import type { SigV4ErrorCode } from './sigv4-verifier';
 
 /** S3's longest key, in UTF-8 bytes. */

@@ -6,9 +6,9 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DynamoAnalyticsStore } from '../../lambdas/adapters/store/dynamodb/analytics-store';
-import type { AnalyticsEventRecord, NewAnalyticsEvent } from '../../lambdas/core/analytics/event';
-import type { Environment } from '../../lambdas/core/knowledge/fields';
+import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
+import type { AnalyticsEventRecord, NewAnalyticsEvent } from '#core/analytics/event';
+import type { Environment } from '#core/knowledge/fields';
 import { LOCAL_REGION } from '../../lib/local/engine-credentials';
 import { client, startService, type TestService } from '../helpers/service';
 

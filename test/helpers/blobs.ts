@@ -2,7 +2,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BlobStore, ObjectTooLargeError } from '../../lambdas/ports/services';
+import { type BlobStore, ObjectTooLargeError } from '#ports/services';
 
 export function inMemoryBlobStore(objects = new Map<string, Buffer>()): BlobStore & { objects: Map<string, Buffer> } {
   return {

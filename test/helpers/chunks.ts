@@ -1,6 +1,6 @@
 /** Chunks as the pipeline makes them, for tests of KnowledgeIndex adapters. */
 import { createHash } from 'node:crypto';
-import type { ChunkMetadata, DocumentRef, IndexedChunk } from '../../lambdas/ports/processing';
+import type { ChunkMetadata, DocumentRef, IndexedChunk } from '#ports/processing';
 
 export const NO_METADATA: ChunkMetadata = {
   label1: null,

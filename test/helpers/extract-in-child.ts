@@ -3,7 +3,7 @@
  * stdin: JSON `[{ bytes (base64), fileName, contentType }]`; stdout: JSON, one outcome per file, in order.
  * Used by extraction.test.ts as `node --import tsx test/helpers/extract-in-child.ts`.
  */
-import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
+import { DocumentTextExtractor } from '#adapters/extraction/text-extractor';
 
 export interface ChildInput {
   readonly bytes: string;

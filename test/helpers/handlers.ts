@@ -5,8 +5,8 @@
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { callerContext } from '../../lambdas/core/auth/tokens';
-import type { Caller } from '../../lambdas/core/tenancy/tenancy';
+import { callerContext } from '#core/auth/tokens';
+import type { Caller } from '#core/tenancy/tenancy';
 
 const ROOT = resolve(__dirname, '..', '..');
 

@@ -3,21 +3,14 @@
  * adapter (lambdas/adapters/store/dynamodb/*), so a state rule of core/ is tested here without spawning anything.
  */
 
-import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '../../lambdas/core/knowledge/document';
-import type { Environment, MetadataChanges } from '../../lambdas/core/knowledge/fields';
-import type { KnowledgeDeps, UploadSettings } from '../../lambdas/core/knowledge/knowledge-deps';
-import type { UploadCompletion, UploadSession } from '../../lambdas/core/knowledge/upload-session';
-import type { RetrievalConfigRecord } from '../../lambdas/core/retrieval/retrieval-config';
-import type { Caller } from '../../lambdas/core/tenancy/tenancy';
-import type {
-  ChunkMetadata,
-  DocumentRef,
-  IndexedChunk,
-  IndexHit,
-  IndexQuery,
-  KnowledgeIndex,
-} from '../../lambdas/ports/processing';
-import type { RetrievalConfigStore } from '../../lambdas/ports/retrieval-configs';
+import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '#core/knowledge/document';
+import type { Environment, MetadataChanges } from '#core/knowledge/fields';
+import type { KnowledgeDeps, UploadSettings } from '#core/knowledge/knowledge-deps';
+import type { UploadCompletion, UploadSession } from '#core/knowledge/upload-session';
+import type { RetrievalConfigRecord } from '#core/retrieval/retrieval-config';
+import type { Caller } from '#core/tenancy/tenancy';
+import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexHit, IndexQuery, KnowledgeIndex } from '#ports/processing';
+import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type {
   BlobStore,
   Clock,
@@ -28,7 +21,7 @@ import type {
   ProcessingMessage,
   ProcessingQueue,
   PutConditions,
-} from '../../lambdas/ports/services';
+} from '#ports/services';
 import type {
   AgentRecord,
   AgentStore,
@@ -40,8 +33,8 @@ import type {
   TokenRecord,
   TokenStore,
   UploadSessionStore,
-} from '../../lambdas/ports/stores';
-import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../lambdas/ports/zip-jobs';
+} from '#ports/stores';
+import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '#ports/zip-jobs';
 import { recordingMetrics } from './metrics';
 
 /** Records are copied in and out, as a database would: a caller never mutates what the store holds. */

@@ -1,6 +1,6 @@
 /** Steps the knowledge use case tests share: a document uploaded through the use cases themselves, not seeded. */
-import { completeUpload } from '../../lambdas/core/knowledge/complete-upload';
-import { createUploadLink, type UploadLinkRequest } from '../../lambdas/core/knowledge/create-upload-link';
+import { completeUpload } from '#core/knowledge/complete-upload';
+import { createUploadLink, type UploadLinkRequest } from '#core/knowledge/create-upload-link';
 import type { InMemoryKnowledge, Tenant } from './in-memory-ports';
 
 /** upload-link, the client's PUT, upload-complete: the document is `uploaded`. */

@@ -1,5 +1,5 @@
 /** OperationalMetrics that keeps what it is told, for tests of the use cases that report metrics. */
-import type { MetricDimensions, MetricName, OperationalMetrics } from '../../lambdas/ports/metrics';
+import type { MetricDimensions, MetricName, OperationalMetrics } from '#ports/metrics';
 
 export interface RecordedMetric {
   readonly name: MetricName;

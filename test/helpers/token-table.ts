@@ -5,7 +5,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { hashToken } from '../../lambdas/core/auth/tokens';
+import { hashToken } from '#core/auth/tokens';
 import { LOCAL_REGION, loadEngineCredentials } from '../../lib/local/engine-credentials';
 import type { TestService } from './service';
 

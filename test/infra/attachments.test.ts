@@ -6,7 +6,7 @@
 import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { ATTACHMENT_RETENTION_DAYS, ATTACHMENTS_PREFIX } from '../../lambdas/core/flows/attachments';
+import { ATTACHMENT_RETENTION_DAYS, ATTACHMENTS_PREFIX } from '#core/flows/attachments';
 import { RESOURCE_ENV } from '../../lib/routes';
 import { type Synthesized, synthesizeUnbundled } from '../helpers/synth';
 

@@ -4,8 +4,8 @@
  * runtime's side, from a browser, is test/integration/cors.test.ts.
  */
 import { App } from 'aws-cdk-lib';
+import { corsAllowMethods } from '#shared/cors';
 import { readConfig } from '../../bin/app';
-import { corsAllowMethods } from '../../lambdas/shared/cors';
 import { ROUTES } from '../../lib/routes';
 import { type Synthesized, synthesizeUnbundled } from '../helpers/synth';
 

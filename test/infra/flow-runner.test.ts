@@ -7,7 +7,7 @@
 import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { ATTACHMENTS_PREFIX } from '../../lambdas/core/flows/attachments';
+import { ATTACHMENTS_PREFIX } from '#core/flows/attachments';
 import { FLOW_RUN_MAX_RECEIVES } from '../../lib/constructs/flow-runner';
 import { FLOW_RUN_MAX_RECEIVES as LOCAL_FLOW_RUN_MAX_RECEIVES } from '../../lib/local/engines';
 import { RESOURCE_ENV, ROUTES, WORKERS } from '../../lib/routes';

@@ -11,9 +11,9 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { NON_FILTERABLE_METADATA_KEYS } from '../../lambdas/adapters/index/bedrock-documents';
-import { readKnowledgeBases } from '../../lambdas/adapters/index/bedrock-knowledge-base';
-import { ENVIRONMENTS } from '../../lambdas/core/knowledge/fields';
+import { NON_FILTERABLE_METADATA_KEYS } from '#adapters/index/bedrock-documents';
+import { readKnowledgeBases } from '#adapters/index/bedrock-knowledge-base';
+import { ENVIRONMENTS } from '#core/knowledge/fields';
 import {
   INGEST_ACTIONS,
   KnowledgeIndexInfra,

@@ -6,7 +6,7 @@
  * offline model reading the page in one step. Loopback is allowed here only (OUTBOUND_ALLOW_PRIVATE_NETWORK=true);
  * the guard's refusals are proved at the driver (test/unit/core/flows/browser-task.test.ts), with it off.
  */
-import { BROWSER_MAX_STEPS } from '../../lambdas/core/flows/browser-task';
+import { BROWSER_MAX_STEPS } from '#core/flows/browser-task';
 import { type BrowserSite, startBrowserSite } from '../helpers/browser-site';
 import { type ChatRequest, type ScriptedModelServer, startScriptedModelServer } from '../helpers/scripted-model-server';
 import { client, startService, type TestService } from '../helpers/service';

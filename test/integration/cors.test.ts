@@ -9,7 +9,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { CHROMIUM_FLAGS, packagedChromium } from '../../lambdas/adapters/browser/playwright-driver';
+import { CHROMIUM_FLAGS, packagedChromium } from '#adapters/browser/playwright-driver';
 import { createDataset, type Dataset, type UploadLink } from '../helpers/fixtures';
 import { client, startService, type TestService } from '../helpers/service';
 

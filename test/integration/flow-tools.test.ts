@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { TOOL_CALL_LIMIT } from '../../lambdas/core/flows/run-context';
+import { TOOL_CALL_LIMIT } from '#core/flows/run-context';
 import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import {

@@ -8,7 +8,7 @@
  * failed session, never a 5xx.
  */
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { ATTACHMENT_MAX_BYTES } from '../../lambdas/core/flows/attachments';
+import { ATTACHMENT_MAX_BYTES } from '#core/flows/attachments';
 import { FLOW_INPUT_MAX_BODY_BYTES } from '../../lib/routes';
 import { createDataset, type Dataset } from '../helpers/fixtures';
 import { GIF, type ImageServer, JPEG, PNG, pngOfSize, startImageServer, WEBP } from '../helpers/images';

@@ -9,25 +9,25 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DocumentTextExtractor } from '../../lambdas/adapters/extraction/text-extractor';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import { DynamoDocumentStore } from '../../lambdas/adapters/store/dynamodb/document-store';
-import { DynamoKnowledgeBaseStore } from '../../lambdas/adapters/store/dynamodb/knowledge-base-store';
-import { DynamoRetrievalConfigStore } from '../../lambdas/adapters/store/dynamodb/retrieval-config-store';
-import { DynamoZipJobStore } from '../../lambdas/adapters/store/dynamodb/zip-job-store';
-import { type DatasetRef, reservationRecord } from '../../lambdas/core/knowledge/document';
-import { ENVIRONMENTS, type Environment } from '../../lambdas/core/knowledge/fields';
+import { DocumentTextExtractor } from '#adapters/extraction/text-extractor';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
+import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
+import { DynamoRetrievalConfigStore } from '#adapters/store/dynamodb/retrieval-config-store';
+import { DynamoZipJobStore } from '#adapters/store/dynamodb/zip-job-store';
+import { type DatasetRef, reservationRecord } from '#core/knowledge/document';
+import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 import {
   type KnowledgeBaseDeletionDeps,
   runKnowledgeBaseDeletionPage,
   startKnowledgeBaseDeletion,
-} from '../../lambdas/core/processing/knowledge-base-deletion';
-import { processDocument } from '../../lambdas/core/processing/process-document';
-import { runWatchdog } from '../../lambdas/core/processing/watchdog';
-import { NO_METRICS } from '../../lambdas/ports/metrics';
-import type { DocumentRef, KnowledgeIndex } from '../../lambdas/ports/processing';
-import type { ProcessingMessage } from '../../lambdas/ports/services';
-import type { KnowledgeBaseRecord } from '../../lambdas/ports/stores';
+} from '#core/processing/knowledge-base-deletion';
+import { processDocument } from '#core/processing/process-document';
+import { runWatchdog } from '#core/processing/watchdog';
+import { NO_METRICS } from '#ports/metrics';
+import type { DocumentRef, KnowledgeIndex } from '#ports/processing';
+import type { ProcessingMessage } from '#ports/services';
+import type { KnowledgeBaseRecord } from '#ports/stores';
 import { TABLES } from '../../lib/tables';
 import { inMemoryBlobStore } from '../helpers/blobs';
 import { NO_METADATA } from '../helpers/chunks';

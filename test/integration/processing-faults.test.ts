@@ -16,7 +16,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';

@@ -5,7 +5,7 @@
  * any other id.
  */
 import { join } from 'node:path';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';

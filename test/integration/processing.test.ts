@@ -7,8 +7,8 @@
 import { join } from 'node:path';
 import { Document, Packer, Paragraph, Table, TableCell, TableRow, TextRun } from 'docx';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import type { KnowledgeIndex } from '../../lambdas/ports/processing';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import type { KnowledgeIndex } from '#ports/processing';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';

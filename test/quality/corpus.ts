@@ -8,7 +8,7 @@
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import type { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
+import type { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 
 export interface CorpusPage {
   /** Stable id: the path relative to the source's root. */

@@ -8,10 +8,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LanceKnowledgeIndex } from '../../lambdas/adapters/index/lancedb';
-import type { DatasetRef } from '../../lambdas/core/knowledge/document';
-import { chunkId, chunkText } from '../../lambdas/core/processing/chunking';
-import type { DocumentRef, IndexedChunk, IndexFilter, IndexHit } from '../../lambdas/ports/processing';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import type { DatasetRef } from '#core/knowledge/document';
+import { chunkId, chunkText } from '#core/processing/chunking';
+import type { DocumentRef, IndexedChunk, IndexFilter, IndexHit } from '#ports/processing';
 import {
   Bm25,
   type Corpus,

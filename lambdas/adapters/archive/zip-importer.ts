@@ -5,17 +5,17 @@
  * inflated again, one at a time, when it is stored as a document.
  */
 
-import { type LabelCsv, parseLabelCsv } from '../../core/processing/label-csv';
-import { findLabelFile, LabelFileCandidate } from '../../core/processing/label-file';
+import { type LabelCsv, parseLabelCsv } from '#core/processing/label-csv';
+import { findLabelFile, LabelFileCandidate } from '#core/processing/label-file';
 import {
   type AcceptedZipEntry,
   isRejectedEntry,
   type ZipEntryInfo,
   type ZipRequestMetadata,
-} from '../../core/processing/zip-entries';
-import { planZipImport } from '../../core/processing/zip-import';
-import type { ArchiveImporter, OpenArchive, PlannedFile } from '../../ports/zip-jobs';
-import { DEFAULT_MAX_ARCHIVE_BYTES } from '../../shared/config';
+} from '#core/processing/zip-entries';
+import { planZipImport } from '#core/processing/zip-import';
+import type { ArchiveImporter, OpenArchive, PlannedFile } from '#ports/zip-jobs';
+import { DEFAULT_MAX_ARCHIVE_BYTES } from '#shared/config';
 import { openZipFileReader, readZipArchive, type ZipFileReader, type ZipLimits } from './zip-reader';
 
 export class ZipArchiveImporter implements ArchiveImporter {

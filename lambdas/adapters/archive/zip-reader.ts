@@ -10,14 +10,14 @@
  */
 import type { Readable } from 'node:stream';
 import * as yauzl from 'yauzl';
-import { fileNameSafetyViolations } from '../../core/knowledge/fields';
+import { fileNameSafetyViolations } from '#core/knowledge/fields';
 import {
   baseNameOf,
   type ZipArchiveErrorCode,
   type ZipEntry,
   type ZipEntryRejectionCode,
   type ZipProblem,
-} from '../../core/processing/zip-entries';
+} from '#core/processing/zip-entries';
 
 export interface ZipLimits {
   /** Most files in one archive (directories and macOS/Windows junk excluded; refused entries and the CSV count). */

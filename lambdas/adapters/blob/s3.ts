@@ -24,7 +24,7 @@ import {
   ObjectTooLargeError,
   type PresignedPut,
   type PutConditions,
-} from '../../ports/services';
+} from '#ports/services';
 
 /**
  * The tag an upload URL writes its object with, removed by upload-complete. The bucket's lifecycle rule expires

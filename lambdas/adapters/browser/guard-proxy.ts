@@ -15,8 +15,8 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { connect, type LookupFunction, type Socket } from 'node:net';
-import { OutboundError } from '../../ports/flows';
-import { checkTarget, guardedLookup, type TargetGuardOptions } from '../network/url-guard';
+import { checkTarget, guardedLookup, type TargetGuardOptions } from '#adapters/network/url-guard';
+import { OutboundError } from '#ports/flows';
 
 export class GuardProxy {
   /** Refusals by `host:port`, to tell a refused main navigation from any other failure. */

@@ -4,16 +4,16 @@
  * reply is the task's result, or the error that ended the task before its first step, rethrown here with its code.
  */
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { AppError, type ErrorDetail } from '../../core/errors';
-import { BROWSER_TIME_LIMIT_MS } from '../../core/flows/browser-task';
+import { AppError, type ErrorDetail } from '#core/errors';
+import { BROWSER_TIME_LIMIT_MS } from '#core/flows/browser-task';
 import {
   type BrowserDriver,
   type BrowserTaskRequest,
   type BrowserTaskResult,
   OutboundError,
   type OutboundErrorCode,
-} from '../../ports/flows';
-import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
+} from '#ports/flows';
+import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 
 /** What the BrowserTask function answers: the result, or the error (an AppError's) that ended the task. */
 export type BrowserTaskReply =

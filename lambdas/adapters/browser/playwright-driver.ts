@@ -13,22 +13,17 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress } from 'node:zlib';
 import { type Browser, chromium } from 'playwright-core';
-import {
-  BROWSER_MAX_STEPS,
-  BROWSER_TIME_LIMIT_MS,
-  browserTaskModel,
-  runBrowserTask,
-} from '../../core/flows/browser-task';
-import { OfflineFlowModel } from '../../core/flows/offline-model';
+import { allowPrivateNetworkFromEnv, checkTarget, type TargetGuardOptions } from '#adapters/network/url-guard';
+import { BROWSER_MAX_STEPS, BROWSER_TIME_LIMIT_MS, browserTaskModel, runBrowserTask } from '#core/flows/browser-task';
+import { OfflineFlowModel } from '#core/flows/offline-model';
 import {
   type BrowserDriver,
   type BrowserTaskRequest,
   type BrowserTaskResult,
   type FlowModelResolver,
   OutboundError,
-} from '../../ports/flows';
-import { type EnvironmentValues, handlerEnvironment, handlerVariable } from '../../shared/environment';
-import { allowPrivateNetworkFromEnv, checkTarget, type TargetGuardOptions } from '../network/url-guard';
+} from '#ports/flows';
+import { type EnvironmentValues, handlerEnvironment, handlerVariable } from '#shared/environment';
 import { GuardProxy } from './guard-proxy';
 import { PlaywrightPage } from './playwright-page';
 

@@ -9,13 +9,14 @@
  * frames and the refs of the last snapshot.
  */
 import { type BrowserContext, errors, type Page, type Request, type Response } from 'playwright-core';
-import { AppError } from '../../core/errors';
+import { checkTarget, type TargetGuardOptions } from '#adapters/network/url-guard';
+import { AppError } from '#core/errors';
 import {
   cut,
   ELEMENT_TEXT_MAX_CHARS,
   OBSERVATION_MAX_ELEMENTS,
   OBSERVATION_TEXT_MAX_CHARS,
-} from '../../core/flows/browser-task';
+} from '#core/flows/browser-task';
 import {
   type BrowserAction,
   type BrowserActionOutcome,
@@ -24,8 +25,7 @@ import {
   type BrowserPage,
   type BrowserPageState,
   OutboundError,
-} from '../../ports/flows';
-import { checkTarget, type TargetGuardOptions } from '../network/url-guard';
+} from '#ports/flows';
 import type { GuardProxy } from './guard-proxy';
 
 export const MAX_PAGE_TEXT_CHARS = 20_000;

@@ -4,7 +4,7 @@
  * (In AWS the Bedrock knowledge base embeds chunks itself; this adapter is for the embedded index.)
  */
 import { type BedrockRuntimeClient, InvokeModelCommand } from '@aws-sdk/client-bedrock-runtime';
-import type { Embedder } from '../../ports/processing';
+import type { Embedder } from '#ports/processing';
 
 export const TITAN_EMBED_MODEL_ID = 'amazon.titan-embed-text-v2:0';
 

@@ -4,9 +4,9 @@
  * endpoint is the operator's configuration, never a tenant's, so it may be loopback; the API key goes to it alone.
  */
 import * as z from 'zod';
-import { type Embedder, EmbedderError } from '../../ports/processing';
-import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
-import { describeFetchFailure, parseJsonOrUndefined, withoutTrailingSlashes } from '../network/http-client-text';
+import { describeFetchFailure, parseJsonOrUndefined, withoutTrailingSlashes } from '#adapters/network/http-client-text';
+import { type Embedder, EmbedderError } from '#ports/processing';
+import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 
 export const DEFAULT_EMBEDDER_TIMEOUT_MS = 30_000;
 /**

@@ -6,7 +6,7 @@
 import type { Readable } from 'node:stream';
 import mammoth from 'mammoth';
 import { type Entry, fromBuffer, type ZipFile } from 'yauzl';
-import { ProcessingError } from '../../core/processing/errors';
+import { ProcessingError } from '#core/processing/errors';
 import { htmlToText } from './html';
 
 /** Entries that tell what an Office container holds (a Map: entry names are the uploader's strings). */

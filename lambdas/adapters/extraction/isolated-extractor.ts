@@ -11,8 +11,8 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { ProcessingError, type ProcessingErrorCode } from '../../core/processing/errors';
-import type { ExtractedText, TextExtractor } from '../../ports/processing';
+import { ProcessingError, type ProcessingErrorCode } from '#core/processing/errors';
+import type { ExtractedText, TextExtractor } from '#ports/processing';
 import { DocumentTextExtractor, type ExtractionCaps } from './text-extractor';
 
 export interface ExtractionLimits extends ExtractionCaps {

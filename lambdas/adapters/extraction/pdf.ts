@@ -4,7 +4,7 @@
  * so the tests extract PDFs in a child process (`test/helpers/extract-in-child.ts`).
  */
 import path from 'node:path';
-import { ProcessingError } from '../../core/processing/errors';
+import { ProcessingError } from '#core/processing/errors';
 
 type PdfJs = typeof import('pdfjs-dist/legacy/build/pdf.mjs');
 

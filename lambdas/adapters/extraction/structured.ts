@@ -3,7 +3,7 @@
  * `key.path: value`, so every value sits next to the name that gives it meaning.
  */
 import { parse } from 'csv-parse/sync';
-import { ProcessingError } from '../../core/processing/errors';
+import { ProcessingError } from '#core/processing/errors';
 
 /** The first row is the header. Empty cells are left out; a row longer than the header names its extra cells. */
 export function csvToText(text: string): string {

@@ -3,8 +3,8 @@
  * the name and content type only among text formats; see docs/processing.md, "Extraction and chunking".
  */
 
-import { ProcessingError } from '../../core/processing/errors';
-import type { ExtractedText, TextExtractor } from '../../ports/processing';
+import { ProcessingError } from '#core/processing/errors';
+import type { ExtractedText, TextExtractor } from '#ports/processing';
 import { docxToText, MAX_DOCX_XML_BYTES, zipKind } from './docx';
 import { htmlToText, looksLikeHtml } from './html';
 import { MAX_PDF_PAGES, pdfToText } from './pdf';

@@ -11,8 +11,8 @@ import type {
   MetadataAttribute,
 } from '@aws-sdk/client-bedrock-agent';
 import type { KnowledgeBaseRetrievalResult } from '@aws-sdk/client-bedrock-agent-runtime';
-import { ENVIRONMENTS, type Environment } from '../../core/knowledge/fields';
-import { type ChunkMetadata, type DocumentRef, FILTERABLE_KEYS, type IndexedChunk } from '../../ports/processing';
+import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
+import { type ChunkMetadata, type DocumentRef, FILTERABLE_KEYS, type IndexedChunk } from '#ports/processing';
 
 /** A custom document identifier is 1 to 2,048 characters. */
 export const MAX_DOCUMENT_ID_LENGTH = 2048;

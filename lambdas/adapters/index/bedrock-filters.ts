@@ -5,8 +5,8 @@
  */
 
 import type { RetrievalFilter } from '@aws-sdk/client-bedrock-agent-runtime';
-import type { DatasetRef } from '../../core/knowledge/document';
-import { FILTERABLE_KEYS, type IndexedChunk, type IndexFilter } from '../../ports/processing';
+import type { DatasetRef } from '#core/knowledge/document';
+import { FILTERABLE_KEYS, type IndexedChunk, type IndexFilter } from '#ports/processing';
 import { LABEL_ORDER_CHARS_PER_PART, LABEL_ORDER_PARTS, labelOrder, labelOrderKey } from './bedrock-documents';
 
 /** AND of conditions, nested so that every andAll has 2 to 5 members (Bedrock's bounds); one condition stays bare. */

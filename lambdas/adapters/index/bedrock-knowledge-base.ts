@@ -25,8 +25,8 @@ import {
   RetrieveCommand,
   type RetrieveCommandInput,
 } from '@aws-sdk/client-bedrock-agent-runtime';
-import type { DatasetRef } from '../../core/knowledge/document';
-import { ENVIRONMENTS, type Environment } from '../../core/knowledge/fields';
+import type { DatasetRef } from '#core/knowledge/document';
+import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 import {
   assertChunksOfDocument,
   type ChunkMetadata,
@@ -36,8 +36,8 @@ import {
   type IndexHit,
   type IndexQuery,
   type KnowledgeIndex,
-} from '../../ports/processing';
-import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
+} from '#ports/processing';
+import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 import {
   bedrockDocumentId,
   bedrockDocumentPrefix,

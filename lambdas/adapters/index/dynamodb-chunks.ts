@@ -14,7 +14,9 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { DatasetRef } from '../../core/knowledge/document';
+import { tenantKey } from '#adapters/store/dynamodb/document-store';
+import { collect, queryAll } from '#adapters/store/dynamodb/queries';
+import type { DatasetRef } from '#core/knowledge/document';
 import {
   assertChunksOfDocument,
   CHUNK_METADATA_KEYS,
@@ -26,9 +28,7 @@ import {
   type IndexHit,
   type IndexQuery,
   type KnowledgeIndex,
-} from '../../ports/processing';
-import { tenantKey } from '../store/dynamodb/document-store';
-import { collect, queryAll } from '../store/dynamodb/queries';
+} from '#ports/processing';
 
 /** The variable a function finds the table in; set by the stack when it is deployed with `-c knowledgeIndex=dynamodb`. */
 export const CHUNK_INDEX_TABLE_VARIABLE = 'CHUNK_INDEX_TABLE';

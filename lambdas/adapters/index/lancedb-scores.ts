@@ -3,7 +3,7 @@
  * (docs/retrieval.md, "Scores"), and the order of hits.
  */
 
-import type { IndexHit } from '../../ports/processing';
+import type { IndexHit } from '#ports/processing';
 
 /**
  * k of the lexical score `m / (m + k)`, where m is the BM25 score divided by the number of distinct query terms.

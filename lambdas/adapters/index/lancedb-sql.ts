@@ -3,8 +3,8 @@
  * (docs/retrieval.md, "Filters").
  */
 
-import type { DatasetRef } from '../../core/knowledge/document';
-import { type DocumentRef, FILTERABLE_KEYS, type IndexFilter } from '../../ports/processing';
+import type { DatasetRef } from '#core/knowledge/document';
+import { type DocumentRef, FILTERABLE_KEYS, type IndexFilter } from '#ports/processing';
 
 /** A SQL string literal: quotes doubled, so no value can end the literal (backslashes are not escapes in Lance SQL). */
 export function sqlString(value: string): string {

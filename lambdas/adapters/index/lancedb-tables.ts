@@ -8,9 +8,9 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
 import { Field, FixedSizeList, Float32, Int32, Schema, Utf8 } from 'apache-arrow';
-import type { DatasetRef } from '../../core/knowledge/document';
-import type { Environment } from '../../core/knowledge/fields';
-import { CHUNK_METADATA_KEYS, type Embedder, type IndexedChunk } from '../../ports/processing';
+import type { DatasetRef } from '#core/knowledge/document';
+import type { Environment } from '#core/knowledge/fields';
+import { CHUNK_METADATA_KEYS, type Embedder, type IndexedChunk } from '#ports/processing';
 
 /** Writes are followed, after this quiet time, by an optimize that folds new rows into the BM25 index. */
 export const DEFAULT_INDEX_REFRESH_DELAY_MS = 1000;

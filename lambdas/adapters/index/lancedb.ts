@@ -5,8 +5,8 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
-import type { DatasetRef } from '../../core/knowledge/document';
-import type { Environment } from '../../core/knowledge/fields';
+import type { DatasetRef } from '#core/knowledge/document';
+import type { Environment } from '#core/knowledge/fields';
 import {
   assertChunksOfDocument,
   CHUNK_METADATA_KEYS,
@@ -18,7 +18,7 @@ import {
   type IndexHit,
   type IndexQuery,
   type KnowledgeIndex,
-} from '../../ports/processing';
+} from '#ports/processing';
 import {
   byScoreThenPosition,
   cosineDistance,

@@ -4,7 +4,7 @@
  * single-metric line, so its dimensions do not leak onto the other metrics of the invocation.
  */
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { MetricDimensions, MetricName, OperationalMetrics } from '../../ports/metrics';
+import type { MetricDimensions, MetricName, OperationalMetrics } from '#ports/metrics';
 
 export class PowertoolsMetrics implements OperationalMetrics {
   constructor(private readonly metrics: Metrics) {}

@@ -13,7 +13,8 @@ import {
   type ToolConfiguration,
   type ToolUseBlock,
 } from '@aws-sdk/client-bedrock-runtime';
-import { SERVICE_BUSY_RETRY_AFTER_SECONDS, ServiceBusyError } from '../../core/errors';
+import { isThrottledByAws } from '#adapters/errors/aws-throttling';
+import { SERVICE_BUSY_RETRY_AFTER_SECONDS, ServiceBusyError } from '#core/errors';
 import {
   type ImageMediaType,
   ModelError,
@@ -23,8 +24,7 @@ import {
   type ModelResponse,
   type ModelToolCall,
   type ModelToolRound,
-} from '../../ports/model';
-import { isThrottledByAws } from '../errors/aws-throttling';
+} from '#ports/model';
 
 /** Converse's JSON document type (the SDK does not export it by name). */
 type DocumentType = NonNullable<ToolUseBlock['input']>;

@@ -3,6 +3,7 @@
  * hosted API). Configured by MODEL_BASE_URL and MODEL_NAME; without them generate is extractive and offline.
  */
 import * as z from 'zod';
+import { describeFetchFailure, parseJsonOrUndefined, withoutTrailingSlashes } from '#adapters/network/http-client-text';
 import {
   ModelError,
   type ModelMessage,
@@ -11,9 +12,8 @@ import {
   type ModelResponse,
   type ModelToolCall,
   type ModelToolRound,
-} from '../../ports/model';
-import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
-import { describeFetchFailure, parseJsonOrUndefined, withoutTrailingSlashes } from '../network/http-client-text';
+} from '#ports/model';
+import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /** How much of an error body goes into `ModelError.detail` (for the log, never the caller). */

@@ -3,9 +3,9 @@
  * whose answer is read back robustly, since a model may wrap it in words, fences or a <think> block. A provider
  * failure propagates as its ModelError; an answer that cannot be read is "no condition" or "no parameter".
  */
-import { ImagesRefusedError } from '../../core/flows/attachments';
-import { readBrowserAction } from '../../core/flows/browser-task';
-import { isParameterValueOfType } from '../../core/flows/parameters';
+import { ImagesRefusedError } from '#core/flows/attachments';
+import { readBrowserAction } from '#core/flows/browser-task';
+import { isParameterValueOfType } from '#core/flows/parameters';
 import type {
   BrowserActionRequest,
   BrowserChoice,
@@ -16,7 +16,7 @@ import type {
   ScopedTool,
   ToolTurn,
   ToolTurnRequest,
-} from '../../ports/flows';
+} from '#ports/flows';
 import {
   ModelError,
   type ModelMessage,
@@ -24,7 +24,7 @@ import {
   type ModelRequest,
   type ModelResponse,
   type ModelTool,
-} from '../../ports/model';
+} from '#ports/model';
 
 export interface PromptedFlowModelOptions {
   /** For the AI messages of prompt nodes; routing and parameters always use 0. */

@@ -6,8 +6,8 @@
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { DownloadTooLargeError, type ImageDownloader } from '../../ports/attachments';
-import { OutboundError } from '../../ports/flows';
+import { DownloadTooLargeError, type ImageDownloader } from '#ports/attachments';
+import { OutboundError } from '#ports/flows';
 import { MAX_OUTBOUND_REDIRECTS } from './outbound-http';
 import { checkTarget, guardedLookup, type TargetGuardOptions } from './url-guard';
 

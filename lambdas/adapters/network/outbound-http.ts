@@ -5,7 +5,7 @@
  */
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { OutboundError, type OutboundHttp, type OutboundRequest, type OutboundResponse } from '../../ports/flows';
+import { OutboundError, type OutboundHttp, type OutboundRequest, type OutboundResponse } from '#ports/flows';
 import { checkTarget, guardedLookup, type TargetGuardOptions } from './url-guard';
 
 export const DEFAULT_OUTBOUND_TIMEOUT_MS = 10_000;

@@ -4,8 +4,8 @@
  */
 import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { OutboundError } from '../../ports/flows';
-import { type EnvironmentValues, handlerEnvironment } from '../../shared/environment';
+import { OutboundError } from '#ports/flows';
+import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 
 /**
  * What an IP address reaches. `carrier-nat` is the shared address space of RFC 6598 (100.64.0.0/10); `reserved`

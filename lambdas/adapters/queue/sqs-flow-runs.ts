@@ -1,6 +1,6 @@
 /** FlowRunQueue on SQS: the queue the flow runner function consumes (lib/constructs/flow-runner.ts). */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { FlowRunMessage, FlowRunQueue } from '../../ports/flows';
+import type { FlowRunMessage, FlowRunQueue } from '#ports/flows';
 
 export class SqsFlowRunQueue implements FlowRunQueue {
   constructor(

@@ -1,6 +1,6 @@
 /** ProcessingQueue on SQS. */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { ProcessingMessage, ProcessingQueue } from '../../ports/services';
+import type { ProcessingMessage, ProcessingQueue } from '#ports/services';
 
 export class SqsProcessingQueue implements ProcessingQueue {
   constructor(

@@ -4,7 +4,7 @@
  */
 import { BedrockAgentClient } from '@aws-sdk/client-bedrock-agent';
 import { BedrockAgentRuntimeClient } from '@aws-sdk/client-bedrock-agent-runtime';
-import { once } from '../once';
+import { once } from '#composition/once';
 import { captured } from './capture';
 import { clientConfig } from './client-config';
 

@@ -5,7 +5,7 @@
  * run by the local runtime reaches its engines without the runtime writing the process environment. What is not
  * set is left to the SDK's own defaults.
  */
-import { handlerEnvironment } from '../../shared/environment';
+import { handlerEnvironment } from '#shared/environment';
 
 export interface ClientConfig {
   region?: string;

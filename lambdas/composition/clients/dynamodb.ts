@@ -4,7 +4,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { once } from '../once';
+import { once } from '#composition/once';
 import { captured } from './capture';
 import { clientConfig } from './client-config';
 

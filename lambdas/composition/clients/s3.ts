@@ -1,7 +1,7 @@
 /** The one S3 client of this process (AWS_ENDPOINT_URL_S3 locally; path-style where bucket host names do not resolve). */
 import { S3Client } from '@aws-sdk/client-s3';
-import { config } from '../../shared/config';
-import { once } from '../once';
+import { once } from '#composition/once';
+import { config } from '#shared/config';
 import { captured } from './capture';
 import { clientConfig } from './client-config';
 

@@ -1,6 +1,6 @@
 /** The one SQS client of this process, for the processing queue and the flow runner's queue. */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { once } from '../once';
+import { once } from '#composition/once';
 import { captured } from './capture';
 import { clientConfig } from './client-config';
 

@@ -3,7 +3,7 @@
  * to the query that produced it. Opaque to callers; it carries no data that is not already in the page.
  */
 import { createHash } from 'node:crypto';
-import { ValidationError } from '../errors';
+import { ValidationError } from '#core/errors';
 import type { EventPosition } from './event';
 
 const VERSION = 1;

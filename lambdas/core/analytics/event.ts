@@ -3,8 +3,8 @@
  * Shared by the recorder (lambdas/core/analytics/track.ts) and the query (query.ts) so both speak one vocabulary.
  */
 import * as z from 'zod';
-import { type Environment, environment } from '../knowledge/fields';
-import { parseInput, withRules } from '../validation';
+import { type Environment, environment } from '#core/knowledge/fields';
+import { parseInput, withRules } from '#core/validation';
 
 /** Events the flow runtime records by itself; agent code records its own names through trackAnalyticsEvent(). */
 export const BUILT_IN_EVENTS = [

@@ -3,11 +3,12 @@
  * unknown agent); the filters become one key range of one index (lambdas/adapters/store/dynamodb/analytics-store.ts);
  * the page starts after the cursor (when given), skips `offset` records, and holds at most `limit`, newest first.
  */
-import type { AnalyticsEventReader } from '../../ports/analytics';
-import type { Clock } from '../../ports/services';
-import type { AgentStore } from '../../ports/stores';
-import type { Environment } from '../knowledge/fields';
-import { type Caller, requireAgent } from '../tenancy/tenancy';
+
+import type { Environment } from '#core/knowledge/fields';
+import { type Caller, requireAgent } from '#core/tenancy/tenancy';
+import type { AnalyticsEventReader } from '#ports/analytics';
+import type { Clock } from '#ports/services';
+import type { AgentStore } from '#ports/stores';
 import { decodeCursor, encodeCursor, type QueryIdentity } from './cursor';
 import { dateRange } from './dates';
 import type { AnalyticsEventRecord } from './event';

@@ -6,10 +6,11 @@
  * event keys make a retry that did reach storage harmless. `boundedValue` and `truncatedText` keep what the runtime
  * records (and what it stores as node outputs) within their bounds.
  */
-import type { AnalyticsSink } from '../../ports/analytics';
-import type { IdGenerator } from '../../ports/services';
-import { ValidationError } from '../errors';
-import type { Environment } from '../knowledge/fields';
+
+import { ValidationError } from '#core/errors';
+import type { Environment } from '#core/knowledge/fields';
+import type { AnalyticsSink } from '#ports/analytics';
+import type { IdGenerator } from '#ports/services';
 import { BUILT_IN_EVENTS, type BuiltInEventName, checkedEvent, type NewAnalyticsEvent } from './event';
 
 export interface RecorderOptions {

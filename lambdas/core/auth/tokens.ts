@@ -3,9 +3,9 @@
  * shown once, when it is created.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { TokenRecord, TokenStore } from '../../ports/stores';
-import { ForbiddenError, UnauthorizedError } from '../errors';
-import type { Caller } from '../tenancy/tenancy';
+import { ForbiddenError, UnauthorizedError } from '#core/errors';
+import type { Caller } from '#core/tenancy/tenancy';
+import type { TokenRecord, TokenStore } from '#ports/stores';
 import type { Scope } from './scopes';
 
 const TOKEN_PREFIX = 'aps_';

@@ -1,19 +1,19 @@
 /** Use cases of the dashboard endpoints: agents, knowledge bases and tokens of the caller's organization. */
 
-import type { RetrievalConfigStore } from '../../ports/retrieval-configs';
-import type { Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
-import type { AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore, TokenStore } from '../../ports/stores';
-import type { Scope } from '../auth/scopes';
-import { issueToken, requireGrantable } from '../auth/tokens';
-import { NotFoundError } from '../errors';
-import { type DeletionJobView, startKnowledgeBaseDeletion } from '../processing/knowledge-base-deletion';
+import type { Scope } from '#core/auth/scopes';
+import { issueToken, requireGrantable } from '#core/auth/tokens';
+import { NotFoundError } from '#core/errors';
+import { type DeletionJobView, startKnowledgeBaseDeletion } from '#core/processing/knowledge-base-deletion';
 import {
   type Caller,
   requireAgent,
   requireKnowledgeBase,
   requireWholeOrganization,
   visibleAgents,
-} from '../tenancy/tenancy';
+} from '#core/tenancy/tenancy';
+import type { RetrievalConfigStore } from '#ports/retrieval-configs';
+import type { Clock, IdGenerator, ProcessingQueue } from '#ports/services';
+import type { AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore, TokenStore } from '#ports/stores';
 
 export interface DashboardDeps {
   readonly agents: AgentStore;

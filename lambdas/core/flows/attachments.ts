@@ -6,12 +6,13 @@
  * message by id; before the nodes run, the newest images of the conversation are read back for the model context.
  * Every problem of the caller's attachments is one 400 naming each field and rule (docs/flows.md, "Attachments").
  */
-import { DownloadTooLargeError, type ImageDownloader } from '../../ports/attachments';
-import { OutboundError } from '../../ports/flows';
-import { IMAGE_MEDIA_TYPES, type ImageMediaType, type ModelImage } from '../../ports/model';
-import type { BlobStore } from '../../ports/services';
-import { AppError, type ErrorDetail, ValidationError } from '../errors';
-import type { Environment } from '../knowledge/fields';
+
+import { AppError, type ErrorDetail, ValidationError } from '#core/errors';
+import type { Environment } from '#core/knowledge/fields';
+import { DownloadTooLargeError, type ImageDownloader } from '#ports/attachments';
+import { OutboundError } from '#ports/flows';
+import { IMAGE_MEDIA_TYPES, type ImageMediaType, type ModelImage } from '#ports/model';
+import type { BlobStore } from '#ports/services';
 import type { MessageAttachment, SessionMessage } from './session';
 
 /** Images per message. */

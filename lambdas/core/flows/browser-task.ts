@@ -7,6 +7,8 @@
  * action) does not end the task: the model is told and chooses again. What ends it early is a limit or a failing
  * model: the result then carries `failure`, and the node fails with that code while keeping what the task did.
  */
+
+import { AppError } from '#core/errors';
 import {
   BROWSER_ACTIONS,
   type BrowserAction,
@@ -22,8 +24,7 @@ import {
   type FlowModelResolver,
   LLM_CLASS_NAMES,
   type LlmClassName,
-} from '../../ports/flows';
-import { AppError } from '../errors';
+} from '#ports/flows';
 
 /** Steps one task may take (`done` included). */
 export const BROWSER_MAX_STEPS = 20;

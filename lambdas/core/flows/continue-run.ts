@@ -4,8 +4,9 @@
  * it, or once the lease of the one that did ran out), runs from `run.next`, storing the session after every node, to
  * the end, a pause, a failure, or its own deadline, when it hands the run over again.
  */
-import type { FlowRunMessage } from '../../ports/flows';
-import { ConflictError, NotFoundError } from '../errors';
+
+import { ConflictError, NotFoundError } from '#core/errors';
+import type { FlowRunMessage } from '#ports/flows';
 import { type AgentDefinition, nodesOf, type TriggerNode } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';
 import { type FlowRuntimeDeps, fail, type RunContext, SESSION_LEASE_MS, SessionLease } from './run-context';

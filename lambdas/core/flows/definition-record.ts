@@ -1,5 +1,5 @@
 /** A stored definition: the validated definition of one agent in one environment, and what the scheduler needs. */
-import type { Environment } from '../knowledge/fields';
+import type { Environment } from '#core/knowledge/fields';
 import type { AgentDefinition } from './definition';
 
 export interface AgentDefinitionRecord {

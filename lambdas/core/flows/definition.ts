@@ -8,8 +8,8 @@
  * others), and `validateDefinition`'s cross-reference rules read all of it; the node runners are elsewhere.
  */
 import * as z from 'zod';
-import type { ErrorDetail } from '../errors';
-import { issuesToDetails } from '../validation';
+import type { ErrorDetail } from '#core/errors';
+import { issuesToDetails } from '#core/validation';
 import { LLM_CLASS_NAMES } from './llm-config';
 import type { ToolParameterSpec } from './parameters';
 import { placeholdersIn } from './placeholders';

@@ -2,12 +2,13 @@
  * Use cases of the definition endpoints: validate (every problem at once), store (only a valid definition, as the
  * next version of the environment) and read. The agent must be the caller's.
  */
-import type { DefinitionStore, SessionStore } from '../../ports/flows';
-import type { Clock } from '../../ports/services';
-import type { AgentStore } from '../../ports/stores';
-import { NotFoundError, ValidationError } from '../errors';
-import type { Environment } from '../knowledge/fields';
-import { type Caller, requireAgent } from '../tenancy/tenancy';
+
+import { NotFoundError, ValidationError } from '#core/errors';
+import type { Environment } from '#core/knowledge/fields';
+import { type Caller, requireAgent } from '#core/tenancy/tenancy';
+import type { DefinitionStore, SessionStore } from '#ports/flows';
+import type { Clock } from '#ports/services';
+import type { AgentStore } from '#ports/stores';
 import { type DefinitionProblem, nodesOf, validateDefinition } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';
 

@@ -33,8 +33,8 @@ import type {
   FlowModelContext,
   ToolTurn,
   ToolTurnRequest,
-} from '../../ports/flows';
-import type { ModelToolRound } from '../../ports/model';
+} from '#ports/flows';
+import type { ModelToolRound } from '#ports/model';
 import { isParameterValueOfType, type ToolParameterSpec } from './parameters';
 
 export const OFFLINE_KNOWLEDGE_MAX_CHARACTERS = 300;

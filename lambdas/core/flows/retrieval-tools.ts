@@ -5,14 +5,14 @@
  * agent's knowledge bases; the parameters are the query endpoint's and are checked by the same rules.
  */
 import * as z from 'zod';
-import type { ModelProvider } from '../../ports/model';
-import { AppError, ValidationError } from '../errors';
-import type { Environment } from '../knowledge/fields';
-import { uuid } from '../knowledge/fields';
-import { retrieveAndGenerateFromKnowledgeBase, retrieveFromKnowledgeBase } from '../retrieval/agent-helpers';
-import { filterEntrySchema } from '../retrieval/filters';
-import { MAX_NUMBER_OF_RESULTS, type RetrievalDeps } from '../retrieval/retrieve';
-import { issuesToDetails } from '../validation';
+import { AppError, ValidationError } from '#core/errors';
+import type { Environment } from '#core/knowledge/fields';
+import { uuid } from '#core/knowledge/fields';
+import { retrieveAndGenerateFromKnowledgeBase, retrieveFromKnowledgeBase } from '#core/retrieval/agent-helpers';
+import { filterEntrySchema } from '#core/retrieval/filters';
+import { MAX_NUMBER_OF_RESULTS, type RetrievalDeps } from '#core/retrieval/retrieve';
+import { issuesToDetails } from '#core/validation';
+import type { ModelProvider } from '#ports/model';
 
 export const RETRIEVAL_TOOLS = ['retrieveFromKnowledgeBase', 'retrieveAndGenerateFromKnowledgeBase'] as const;
 export type RetrievalToolName = (typeof RETRIEVAL_TOOLS)[number];

@@ -3,7 +3,7 @@
  * and the `when` conditions on memory and outputs).
  */
 
-import { METRIC } from '../../ports/metrics';
+import { METRIC } from '#ports/metrics';
 import type { EdgeCondition, FlowEdge } from './definition';
 import { type PlaceholderScope, valueAtPath } from './placeholders';
 import { type Located, metricsOf, modelContext, placeholderScope, type RunContext } from './run-context';

@@ -8,6 +8,16 @@
  * several small files for the same handful of names.
  */
 
+import {
+  type AnalyticsRecorder,
+  boundedValue,
+  EventRecordingError,
+  recordBuiltInEvent,
+  truncatedText,
+} from '#core/analytics/track';
+import { AppError } from '#core/errors';
+import type { Environment } from '#core/knowledge/fields';
+import type { RetrievalDeps } from '#core/retrieval/retrieve';
 import type {
   BrowserDriver,
   DefinitionStore,
@@ -15,20 +25,10 @@ import type {
   FlowRunQueue,
   OutboundHttp,
   SessionStore,
-} from '../../ports/flows';
-import { METRIC, NO_METRICS, type OperationalMetrics } from '../../ports/metrics';
-import type { ModelImage, ModelProvider } from '../../ports/model';
-import type { Clock, IdGenerator } from '../../ports/services';
-import {
-  type AnalyticsRecorder,
-  boundedValue,
-  EventRecordingError,
-  recordBuiltInEvent,
-  truncatedText,
-} from '../analytics/track';
-import { AppError } from '../errors';
-import type { Environment } from '../knowledge/fields';
-import type { RetrievalDeps } from '../retrieval/retrieve';
+} from '#ports/flows';
+import { METRIC, NO_METRICS, type OperationalMetrics } from '#ports/metrics';
+import type { ModelImage, ModelProvider } from '#ports/model';
+import type { Clock, IdGenerator } from '#ports/services';
 import type { AttachmentDeps, AttachmentInput } from './attachments';
 import type { AgentDefinition, FlowDefinition, FlowNode, TriggerNode } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';

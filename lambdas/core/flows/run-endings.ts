@@ -3,10 +3,11 @@
  * to store), at a hand-over to the flow runner (`handOver`), and after every node in the runner (`checkpoint`). Each
  * write is guarded by the session's version: one that lost its lease throws RunLostError and writes nothing.
  */
-import type { FlowRunMessage } from '../../ports/flows';
-import { SessionTooLargeError } from '../../ports/flows';
-import { METRIC } from '../../ports/metrics';
-import { ConflictError } from '../errors';
+
+import { ConflictError } from '#core/errors';
+import type { FlowRunMessage } from '#ports/flows';
+import { SessionTooLargeError } from '#ports/flows';
+import { METRIC } from '#ports/metrics';
 import { FlowError, fail, metricsOf, now, type RunContext } from './run-context';
 import type { RunPosition, SessionRun } from './session';
 

@@ -3,9 +3,10 @@
  * message), a tool node (HTTP tools and the built-ins: run-tool.ts; scoped tools: scoped-tools.ts), a browser task; each records its output under
  * `{tools.<Node>…}` and a `node_execution` event.
  */
-import type { FlowModel } from '../../ports/flows';
-import { METRIC } from '../../ports/metrics';
-import { boundedValue, recordBuiltInEvent, truncatedText } from '../analytics/track';
+
+import { boundedValue, recordBuiltInEvent, truncatedText } from '#core/analytics/track';
+import type { FlowModel } from '#ports/flows';
+import { METRIC } from '#ports/metrics';
 import type { BrowserTaskNode, PromptNode } from './definition';
 import { renderText } from './placeholders';
 import {

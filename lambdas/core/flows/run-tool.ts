@@ -3,10 +3,11 @@
  * tool's specs, then an HTTP tool through the outbound guard or a built-in, its output kept under `{tools.<Node>…}`
  * (bounded to a preview when large).
  */
-import type { ScopedTool, ToolParameterSpec } from '../../ports/flows';
-import { METRIC } from '../../ports/metrics';
-import { trackAnalyticsEvent } from '../analytics/track';
-import { ValidationError } from '../errors';
+
+import { trackAnalyticsEvent } from '#core/analytics/track';
+import { ValidationError } from '#core/errors';
+import type { ScopedTool, ToolParameterSpec } from '#ports/flows';
+import { METRIC } from '#ports/metrics';
 import {
   type AgentDefinition,
   BUILT_IN_TOOL_PARAMETERS,

@@ -16,8 +16,8 @@
  * flow runner's queue, and `continueRun` takes the session over there and stores it after every node it completes.
  */
 
-import { boundedValue, recordBuiltInEvent } from '../analytics/track';
-import { ConflictError, NotFoundError } from '../errors';
+import { boundedValue, recordBuiltInEvent } from '#core/analytics/track';
+import { ConflictError, NotFoundError } from '#core/errors';
 import { forgetAttachments } from './attachments';
 import { type AgentDefinition, nodesOf, type TriggerNode } from './definition';
 import { route } from './route';

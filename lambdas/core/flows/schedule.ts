@@ -26,7 +26,7 @@
  * occurrences of a repeated one.
  */
 import { Cron, type CronOptions } from 'croner';
-import { type ErrorDetail, ValidationError } from '../errors';
+import { type ErrorDetail, ValidationError } from '#core/errors';
 
 /** The timezone of a schedule trigger without one (spec: default UTC). */
 export const DEFAULT_TIME_ZONE = 'UTC';

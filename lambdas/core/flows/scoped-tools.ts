@@ -3,11 +3,12 @@
  * TOOL_CALL_LIMIT calls; each call goes through the tool's code, the outbound guard and the parameter rules, is
  * recorded as a `tool_call` event, and its result is kept under `{tools.<Node>.calls.<n>}`.
  */
-import type { FlowModel, ScopedTool } from '../../ports/flows';
-import { METRIC } from '../../ports/metrics';
-import type { ModelToolCall, ModelToolRound } from '../../ports/model';
-import { boundedValue, recordBuiltInEvent, truncatedText } from '../analytics/track';
-import { AppError } from '../errors';
+
+import { boundedValue, recordBuiltInEvent, truncatedText } from '#core/analytics/track';
+import { AppError } from '#core/errors';
+import type { FlowModel, ScopedTool } from '#ports/flows';
+import { METRIC } from '#ports/metrics';
+import type { ModelToolCall, ModelToolRound } from '#ports/model';
 import type { PromptNode } from './definition';
 import { isParameterValueOfType } from './parameters';
 import {

@@ -4,8 +4,8 @@
  * of the input stored by reference and loaded for the models.
  */
 
-import { SessionTooLargeError } from '../../ports/flows';
-import { ConflictError } from '../errors';
+import { ConflictError } from '#core/errors';
+import { SessionTooLargeError } from '#ports/flows';
 import { type AttachmentScope, loadContextImages, receiveAttachments, storeAttachments } from './attachments';
 import type { TriggerNode } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';

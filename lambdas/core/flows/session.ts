@@ -3,8 +3,9 @@
  * nodes it ran, where it stands (`currentNode` while paused for a human), and the AI messages it produced. Every
  * invocation (a trigger call, a resume) reads it, runs, and writes it back guarded by `version`.
  */
-import type { ImageMediaType } from '../../ports/model';
-import type { Environment } from '../knowledge/fields';
+
+import type { Environment } from '#core/knowledge/fields';
+import type { ImageMediaType } from '#ports/model';
 
 export const SESSION_STATUSES = ['running', 'paused', 'completed', 'failed'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];

@@ -5,9 +5,9 @@
  * never run. An object is kept when a document holds it as its content: the same key can be written again by a
  * later upload of the same custom document id and file name, once the first reservation expired.
  */
-import type { BlobStore, Clock } from '../../ports/services';
-import type { DocumentStore, UploadSessionStore } from '../../ports/stores';
-import type { ZipJobStore } from '../../ports/zip-jobs';
+import type { BlobStore, Clock } from '#ports/services';
+import type { DocumentStore, UploadSessionStore } from '#ports/stores';
+import type { ZipJobStore } from '#ports/zip-jobs';
 
 export interface AbandonedUploadDeps {
   readonly uploads: UploadSessionStore;

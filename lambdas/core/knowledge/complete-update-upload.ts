@@ -3,9 +3,10 @@
  * the new content replaces the old (the old object is deleted), the document is `uploaded` again and reprocessing is
  * queued; the previous chunks stay retrievable until then.
  */
-import { METRIC } from '../../ports/metrics';
-import { NotFoundError } from '../errors';
-import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
+
+import { NotFoundError } from '#core/errors';
+import { type Caller, requireKnowledgeBase } from '#core/tenancy/tenancy';
+import { METRIC } from '#ports/metrics';
 import { datasetOf } from './find-document';
 import type { KnowledgeDeps } from './knowledge-deps';
 import type { UploadCompletion } from './upload-session';

@@ -3,9 +3,10 @@
  * uploaded; the reservation becomes an `uploaded` document (or the ZIP import job is recorded) and its processing is
  * queued. A repeated call answers what the first answered.
  */
-import { METRIC } from '../../ports/metrics';
-import { GoneError } from '../errors';
-import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
+
+import { GoneError } from '#core/errors';
+import { type Caller, requireKnowledgeBase } from '#core/tenancy/tenancy';
+import { METRIC } from '#ports/metrics';
 import { datasetOf } from './find-document';
 import type { KnowledgeDeps } from './knowledge-deps';
 import type { UploadCompletion } from './upload-session';

@@ -2,8 +2,8 @@
  * POST /knowledge/documents/update/upload-link. Primary course: the document is found, and a session and a
  * pre-signed URL are issued for its new content, in an object of its own; nothing changes yet.
  */
-import { ValidationError } from '../errors';
-import type { Caller } from '../tenancy/tenancy';
+import { ValidationError } from '#core/errors';
+import type { Caller } from '#core/tenancy/tenancy';
 import { isZipFileName } from './content-types';
 import type { DatasetRef } from './document';
 import { type MetadataChanges, pickMetadataChanges } from './fields';

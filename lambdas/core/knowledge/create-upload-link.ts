@@ -3,8 +3,8 @@
  * customDocumentId when given) is reserved, an upload session recorded and a pre-signed PUT URL issued. A `.zip` name
  * reserves no document: the session names a ZIP import job instead.
  */
-import { ConflictError, ValidationError } from '../errors';
-import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
+import { ConflictError, ValidationError } from '#core/errors';
+import { type Caller, requireKnowledgeBase } from '#core/tenancy/tenancy';
 import { isZipFileName } from './content-types';
 import { type DatasetRef, reservationRecord } from './document';
 import { type MetadataChanges, pickMetadataChanges } from './fields';

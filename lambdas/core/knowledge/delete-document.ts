@@ -2,7 +2,7 @@
  * DELETE /knowledge/documents. Primary course: the record goes first, so the document disappears at once; then its
  * objects, and a queued message removes its chunks.
  */
-import type { Caller } from '../tenancy/tenancy';
+import type { Caller } from '#core/tenancy/tenancy';
 import type { DatasetRef } from './document';
 import { datasetOf, documentNotFound, findDocument } from './find-document';
 import type { DocumentIdentifier, KnowledgeDeps } from './knowledge-deps';

@@ -1,6 +1,6 @@
 /** Field schemas shared by the Knowledge API's requests: the rules of the spec, expressed once. */
 import * as z from 'zod';
-import { withRules } from '../validation';
+import { withRules } from '#core/validation';
 import { labelViolations } from './labels';
 
 export const ENVIRONMENTS = ['development', 'staging', 'production'] as const;

@@ -1,8 +1,8 @@
 /**
  * Finding the document a request names by s3Key or customDocumentId, within the caller's knowledge base.
  */
-import { NotFoundError } from '../errors';
-import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
+import { NotFoundError } from '#core/errors';
+import { type Caller, requireKnowledgeBase } from '#core/tenancy/tenancy';
 import type { DatasetRef, DocumentRecord } from './document';
 import type { DocumentIdentifier, KnowledgeDeps } from './knowledge-deps';
 import { parseS3Key } from './object-keys';

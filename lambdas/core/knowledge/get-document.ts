@@ -1,7 +1,7 @@
 /**
  * GET /knowledge/documents. Primary course: the document the request names, as the API shows it.
  */
-import type { Caller } from '../tenancy/tenancy';
+import type { Caller } from '#core/tenancy/tenancy';
 import { type DatasetRef, type DocumentView, documentView } from './document';
 import { findDocument } from './find-document';
 import type { DocumentIdentifier, KnowledgeDeps } from './knowledge-deps';

@@ -2,11 +2,12 @@
  * What the document use cases of the Knowledge API need (core/knowledge/*.ts, one use case a file), and how a
  * request names a document.
  */
-import type { OperationalMetrics } from '../../ports/metrics';
-import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '../../ports/services';
-import type { DocumentStore, UploadSessionStore } from '../../ports/stores';
-import type { ZipJobStore } from '../../ports/zip-jobs';
-import type { TenancyDeps } from '../tenancy/tenancy';
+
+import type { TenancyDeps } from '#core/tenancy/tenancy';
+import type { OperationalMetrics } from '#ports/metrics';
+import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '#ports/services';
+import type { DocumentStore, UploadSessionStore } from '#ports/stores';
+import type { ZipJobStore } from '#ports/zip-jobs';
 
 export interface KnowledgeDeps extends TenancyDeps {
   readonly documents: DocumentStore;

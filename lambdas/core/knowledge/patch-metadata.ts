@@ -2,8 +2,8 @@
  * PATCH /knowledge/documents/metadata. Primary course: at least one field changes; the document's labels and
  * custom metadata are written, and its indexed chunks follow asynchronously without re-embedding.
  */
-import { ValidationError } from '../errors';
-import type { Caller } from '../tenancy/tenancy';
+import { ValidationError } from '#core/errors';
+import type { Caller } from '#core/tenancy/tenancy';
 import { type DatasetRef, type DocumentView, documentView } from './document';
 import { METADATA_FIELDS, type MetadataChanges, pickMetadataChanges } from './fields';
 import { datasetOf, documentNotFound, findDocument } from './find-document';

@@ -2,9 +2,10 @@
  * The steps both uploads share (a new document and an update): the upload session, the pre-signed URL, the
  * checks of upload-complete (owner, endpoint, time, the object itself).
  */
-import type { ContentFields } from '../../ports/stores';
-import { ConflictError, GoneError, NotFoundError, ValidationError } from '../errors';
-import { type Caller, ownsRecord } from '../tenancy/tenancy';
+
+import { ConflictError, GoneError, NotFoundError, ValidationError } from '#core/errors';
+import { type Caller, ownsRecord } from '#core/tenancy/tenancy';
+import type { ContentFields } from '#ports/stores';
 import { contentTypeFor, isZipFileName } from './content-types';
 import type { DocumentRecord } from './document';
 import type { KnowledgeDeps } from './knowledge-deps';

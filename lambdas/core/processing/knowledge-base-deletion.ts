@@ -17,14 +17,14 @@
  * agent can start one job per knowledge base and remove its own row once none of them is left.
  */
 
-import type { KnowledgeIndex } from '../../ports/processing';
-import type { RetrievalConfigStore } from '../../ports/retrieval-configs';
-import type { BlobStore, Clock, ProcessingMessage, ProcessingQueue } from '../../ports/services';
-import type { DocumentStore, KnowledgeBaseRecord, KnowledgeBaseStore } from '../../ports/stores';
-import type { ZipJobStore } from '../../ports/zip-jobs';
-import type { DocumentRecord } from '../knowledge/document';
-import { ENVIRONMENTS, type Environment } from '../knowledge/fields';
-import { removeFromDefaultRetrieval } from '../retrieval/default-retrieval';
+import type { DocumentRecord } from '#core/knowledge/document';
+import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
+import { removeFromDefaultRetrieval } from '#core/retrieval/default-retrieval';
+import type { KnowledgeIndex } from '#ports/processing';
+import type { RetrievalConfigStore } from '#ports/retrieval-configs';
+import type { BlobStore, Clock, ProcessingMessage, ProcessingQueue } from '#ports/services';
+import type { DocumentStore, KnowledgeBaseRecord, KnowledgeBaseStore } from '#ports/stores';
+import type { ZipJobStore } from '#ports/zip-jobs';
 import type { ProcessingOutcome } from './process-document';
 import { wasRead } from './zip-job';
 

@@ -3,8 +3,8 @@
  * with or without a header row; each row's values checked by the rules of the single-document API.
  */
 import { parse } from 'csv-parse/sync';
-import { CUSTOM_META_FIELDS, type CustomMetaField, customMetaViolations } from '../knowledge/fields';
-import { labelViolations } from '../knowledge/labels';
+import { CUSTOM_META_FIELDS, type CustomMetaField, customMetaViolations } from '#core/knowledge/fields';
+import { labelViolations } from '#core/knowledge/labels';
 import type { ZipCustomMeta, ZipLabels, ZipProblem } from './zip-entries';
 
 export type LabelColumn = 'label1' | 'label2';

@@ -5,7 +5,8 @@
  * uploadId, so a crash at any step is repaired by processing the message again.
  */
 
-import { METRIC, type OperationalMetrics } from '../../ports/metrics';
+import type { DatasetRef, DocumentRecord } from '#core/knowledge/document';
+import { METRIC, type OperationalMetrics } from '#ports/metrics';
 import type {
   ChunkMetadata,
   DocumentRef,
@@ -13,10 +14,9 @@ import type {
   IndexedChunk,
   KnowledgeIndex,
   TextExtractor,
-} from '../../ports/processing';
-import type { BlobStore, Clock, ProcessingQueue } from '../../ports/services';
-import type { DocumentStore } from '../../ports/stores';
-import type { DatasetRef, DocumentRecord } from '../knowledge/document';
+} from '#ports/processing';
+import type { BlobStore, Clock, ProcessingQueue } from '#ports/services';
+import type { DocumentStore } from '#ports/stores';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from './chunking';
 import { ProcessingError } from './errors';
 

@@ -7,9 +7,9 @@
  * IMPORT_FAILED; the documents it had created by then go on as any other.
  * Knowledge base deletions: a job that has not moved for `timeoutSeconds` is resumed (knowledge-base-deletion.ts).
  */
-import { METRIC } from '../../ports/metrics';
-import type { KnowledgeBaseStore } from '../../ports/stores';
-import type { ZipJobStore } from '../../ports/zip-jobs';
+import { METRIC } from '#ports/metrics';
+import type { KnowledgeBaseStore } from '#ports/stores';
+import type { ZipJobStore } from '#ports/zip-jobs';
 import { resumeStuckDeletions } from './knowledge-base-deletion';
 import { failStuck, type ProcessingDeps } from './process-document';
 import { wasRead } from './zip-job';

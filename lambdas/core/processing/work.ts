@@ -5,8 +5,8 @@
  * upload-complete queues the work itself. So both paths lead to the same, idempotent, processing.
  */
 
-import type { ProcessingMessage } from '../../ports/services';
-import { ENVIRONMENTS, type Environment } from '../knowledge/fields';
+import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
+import type { ProcessingMessage } from '#ports/services';
 
 export type Work =
   | { readonly kind: 'message'; readonly message: ProcessingMessage }

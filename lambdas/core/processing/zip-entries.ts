@@ -3,7 +3,7 @@
  * with a code, and the error codes of an archive and of its files (docs/zip-import.md).
  */
 
-import type { CustomMetaField } from '../knowledge/fields';
+import type { CustomMetaField } from '#core/knowledge/fields';
 
 /** Why the archive reader refused one entry; the rest of the archive is still read. */
 export type ZipEntryRejectionCode =

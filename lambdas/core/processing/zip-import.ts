@@ -9,7 +9,7 @@ import {
   CUSTOM_META_FIELDS,
   type CustomMetaField,
   customDocumentId as customDocumentIdSchema,
-} from '../knowledge/fields';
+} from '#core/knowledge/fields';
 import type { LabelCsv, LabelCsvRow } from './label-csv';
 import { findLabelFile, labelFolderOf } from './label-file';
 import {

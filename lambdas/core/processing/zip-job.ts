@@ -7,14 +7,19 @@
  * and goes on after the files the first one listed; a copy of the message after the archive was read does nothing.
  */
 import { createHash } from 'node:crypto';
+import { NotFoundError } from '#core/errors';
+import { contentTypeFor } from '#core/knowledge/content-types';
+import { type DatasetRef, reservationRecord } from '#core/knowledge/document';
+import { CUSTOM_META_FIELDS, type CustomMetaField } from '#core/knowledge/fields';
+import { type Caller, ownsRecord } from '#core/tenancy/tenancy';
 import {
   type BlobStore,
   type Clock,
   type DownloadedObject,
   ObjectTooLargeError,
   type ProcessingQueue,
-} from '../../ports/services';
-import type { DocumentStore } from '../../ports/stores';
+} from '#ports/services';
+import type { DocumentStore } from '#ports/stores';
 import type {
   ArchiveImporter,
   OpenArchive,
@@ -23,12 +28,7 @@ import type {
   ZipJobRecord,
   ZipJobStatus,
   ZipJobStore,
-} from '../../ports/zip-jobs';
-import { NotFoundError } from '../errors';
-import { contentTypeFor } from '../knowledge/content-types';
-import { type DatasetRef, reservationRecord } from '../knowledge/document';
-import { CUSTOM_META_FIELDS, type CustomMetaField } from '../knowledge/fields';
-import { type Caller, ownsRecord } from '../tenancy/tenancy';
+} from '#ports/zip-jobs';
 import type { ProcessingOutcome } from './process-document';
 
 export interface ZipImportDeps {

@@ -4,11 +4,11 @@
  * `knowledgeBaseId` may be left out when the agent has exactly one knowledge base (as the reference SDK allows).
  */
 
-import type { ModelProvider } from '../../ports/model';
-import { ValidationError } from '../errors';
-import type { Environment } from '../knowledge/fields';
-import type { Caller } from '../tenancy/tenancy';
-import { requireAgent } from '../tenancy/tenancy';
+import { ValidationError } from '#core/errors';
+import type { Environment } from '#core/knowledge/fields';
+import type { Caller } from '#core/tenancy/tenancy';
+import { requireAgent } from '#core/tenancy/tenancy';
+import type { ModelProvider } from '#ports/model';
 import type { FilterEntry } from './filters';
 import { type GeneratedAnswer, generateWithCitations } from './generate';
 import { type RetrievalDeps, type RetrievalResult, retrieve } from './retrieve';

@@ -4,11 +4,11 @@
  * conversation as one system message. The format of that message is fixed here (docs/retrieval.md).
  */
 
-import type { RetrievalConfigStore } from '../../ports/retrieval-configs';
-import { NotFoundError, ValidationError } from '../errors';
-import { ENVIRONMENTS, type Environment } from '../knowledge/fields';
-import type { Caller } from '../tenancy/tenancy';
-import { requireAgent } from '../tenancy/tenancy';
+import { NotFoundError, ValidationError } from '#core/errors';
+import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
+import type { Caller } from '#core/tenancy/tenancy';
+import { requireAgent } from '#core/tenancy/tenancy';
+import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type { RetrievalConfig, RetrievalConfigRecord } from './retrieval-config';
 import { type RetrievalDeps, type RetrievalResult, retrieve } from './retrieve';
 

@@ -5,7 +5,7 @@
  * and cannot be expressed here at all.
  */
 import * as z from 'zod';
-import { FILTERABLE_KEYS, type FilterOperator, type IndexFilter } from '../../ports/processing';
+import { FILTERABLE_KEYS, type FilterOperator, type IndexFilter } from '#ports/processing';
 
 export const FILTER_OPERATORS = [
   'equals',

@@ -4,8 +4,8 @@
  * extractive answer (the sentences of the results that best match the query, quoted); a model configured, its
  * answer to a prompt of numbered results, with its `[n]` markers read back as citations.
  */
-import type { ModelProvider } from '../../ports/model';
-import type { IndexHit } from '../../ports/processing';
+import type { ModelProvider } from '#ports/model';
+import type { IndexHit } from '#ports/processing';
 
 export const NOT_FOUND_ANSWER = 'I could not find this in the knowledge base.';
 export const EXTRACTIVE_MAX_SENTENCES = 3;

@@ -1,7 +1,7 @@
 /** The default retrieval configuration of an agent's environment, as the dashboard sets it and the store keeps it. */
 import * as z from 'zod';
-import { type Environment, environment as environmentField, uuid } from '../knowledge/fields';
-import { withRules } from '../validation';
+import { type Environment, environment as environmentField, uuid } from '#core/knowledge/fields';
+import { withRules } from '#core/validation';
 import { filterEntrySchema } from './filters';
 import { MAX_NUMBER_OF_RESULTS } from './retrieve';
 

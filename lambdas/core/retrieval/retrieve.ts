@@ -4,18 +4,11 @@
  * minScore are dropped (scores are on a fixed 0..1 scale, higher is better, on every backend).
  */
 
-import { METRIC, type OperationalMetrics } from '../../ports/metrics';
-import type {
-  ChunkMetadata,
-  Embedder,
-  IndexedChunk,
-  IndexFilter,
-  IndexHit,
-  KnowledgeIndex,
-} from '../../ports/processing';
-import type { AgentStore, KnowledgeBaseStore } from '../../ports/stores';
-import type { DatasetRef } from '../knowledge/document';
-import { type Caller, requireKnowledgeBase } from '../tenancy/tenancy';
+import type { DatasetRef } from '#core/knowledge/document';
+import { type Caller, requireKnowledgeBase } from '#core/tenancy/tenancy';
+import { METRIC, type OperationalMetrics } from '#ports/metrics';
+import type { ChunkMetadata, Embedder, IndexedChunk, IndexFilter, IndexHit, KnowledgeIndex } from '#ports/processing';
+import type { AgentStore, KnowledgeBaseStore } from '#ports/stores';
 import { type FilterEntry, resolveFilters, type SkippedFilter } from './filters';
 
 export const DEFAULT_NUMBER_OF_RESULTS = 5;

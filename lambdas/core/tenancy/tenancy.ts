@@ -4,8 +4,8 @@
  * answered exactly like one that does not exist, so existence never leaks.
  */
 
-import type { AgentRecord, AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore } from '../../ports/stores';
-import { ForbiddenError, NotFoundError } from '../errors';
+import { ForbiddenError, NotFoundError } from '#core/errors';
+import type { AgentRecord, AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore } from '#ports/stores';
 
 export interface Caller {
   readonly organizationId: string;

@@ -9,13 +9,13 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { container } from '../../composition/container';
-import { operationalMetrics } from '../../composition/metrics';
-import { authenticate, callerContext } from '../../core/auth/tokens';
-import { UnauthorizedError } from '../../core/errors';
-import { METRIC } from '../../ports/metrics';
-import { logger } from '../../shared/logger';
-import { metrics } from '../../shared/metrics';
+import { container } from '#composition/container';
+import { operationalMetrics } from '#composition/metrics';
+import { authenticate, callerContext } from '#core/auth/tokens';
+import { UnauthorizedError } from '#core/errors';
+import { METRIC } from '#ports/metrics';
+import { logger } from '#shared/logger';
+import { metrics } from '#shared/metrics';
 
 /** `arn:aws:execute-api:region:account:api/stage/METHOD/path` → `arn:aws:execute-api:region:account:api/stage/*`. */
 export function wholeApiArn(methodArn: string): string {

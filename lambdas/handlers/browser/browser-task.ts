@@ -6,15 +6,15 @@
  * functions' (lambdas/composition/flow-model.ts); it touches no table.
  */
 import { join } from 'node:path';
-import type { BrowserTaskReply } from '../../adapters/browser/lambda-driver';
-import { LAMBDA_CHROMIUM_FLAGS, PlaywrightBrowserDriver } from '../../adapters/browser/playwright-driver';
-import { allowPrivateNetworkFromEnv } from '../../adapters/network/url-guard';
-import { flowModelResolverFromEnv } from '../../composition/flow-model';
-import { AppError } from '../../core/errors';
-import { parseInput } from '../../core/validation';
-import { handlerVariable } from '../../shared/environment';
-import { logger } from '../../shared/logger';
-import { observed } from '../../shared/observed';
+import type { BrowserTaskReply } from '#adapters/browser/lambda-driver';
+import { LAMBDA_CHROMIUM_FLAGS, PlaywrightBrowserDriver } from '#adapters/browser/playwright-driver';
+import { allowPrivateNetworkFromEnv } from '#adapters/network/url-guard';
+import { flowModelResolverFromEnv } from '#composition/flow-model';
+import { AppError } from '#core/errors';
+import { parseInput } from '#core/validation';
+import { handlerVariable } from '#shared/environment';
+import { logger } from '#shared/logger';
+import { observed } from '#shared/observed';
 import { browserTaskRequest } from './schemas';
 
 /**

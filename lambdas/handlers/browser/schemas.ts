@@ -4,7 +4,7 @@
  * VALIDATION_ERROR naming the field, never run.
  */
 import * as z from 'zod';
-import type { BrowserTaskRequest } from '../../ports/flows';
+import type { BrowserTaskRequest } from '#ports/flows';
 
 /** Rendered prompts may be longer than a definition's 20,000 characters (placeholders filled in). */
 const PROMPT_MAX_CHARS = 200_000;

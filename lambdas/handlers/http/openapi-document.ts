@@ -3,9 +3,9 @@
  * validate with, so the document cannot describe a request the service would refuse.
  */
 import * as z from 'zod';
+import { definitionSchema } from '#core/flows/definition';
+import { environment, uuid } from '#core/knowledge/fields';
 import { ROUTES } from '../../../lib/routes';
-import { definitionSchema } from '../../core/flows/definition';
-import { environment, uuid } from '../../core/knowledge/fields';
 import { queryEventsSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
 import * as flows from './flows/schemas';

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { httpHandler } from '../../shared/http';
+import { httpHandler } from '#shared/http';
 import { buildOpenApiDocument } from './openapi-document';
 
 let document: ReturnType<typeof buildOpenApiDocument> | undefined;

@@ -9,13 +9,13 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
-import { flowContainer } from '../../composition/flow-container';
-import { continueRun } from '../../core/flows/continue-run';
-import { environment, uuid } from '../../core/knowledge/fields';
-import type { FlowRunMessage } from '../../ports/flows';
-import { logger } from '../../shared/logger';
-import { observed } from '../../shared/observed';
-import { tracer } from '../../shared/tracer';
+import { flowContainer } from '#composition/flow-container';
+import { continueRun } from '#core/flows/continue-run';
+import { environment, uuid } from '#core/knowledge/fields';
+import type { FlowRunMessage } from '#ports/flows';
+import { logger } from '#shared/logger';
+import { observed } from '#shared/observed';
+import { tracer } from '#shared/tracer';
 
 /**
  * What the function keeps of its time for the node in flight when its deadline passes: a browser task takes up to

@@ -6,11 +6,11 @@
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { processingContainer } from '../../composition/processing-container';
-import { runWork } from '../../core/processing/dispatch';
-import { parseWork } from '../../core/processing/work';
-import { logger } from '../../shared/logger';
-import { observed } from '../../shared/observed';
+import { processingContainer } from '#composition/processing-container';
+import { runWork } from '#core/processing/dispatch';
+import { parseWork } from '#core/processing/work';
+import { logger } from '#shared/logger';
+import { observed } from '#shared/observed';
 
 const processor = new BatchProcessor(EventType.SQS);
 

@@ -1,9 +1,9 @@
 /** Every minute (EventBridge Scheduler in AWS, a timer locally): runs due schedule triggers (core/flows/scheduler.ts). */
 
-import { flowContainer } from '../../composition/flow-container';
-import { runScheduleTick } from '../../core/flows/scheduler';
-import { logger } from '../../shared/logger';
-import { observed } from '../../shared/observed';
+import { flowContainer } from '#composition/flow-container';
+import { runScheduleTick } from '#core/flows/scheduler';
+import { logger } from '#shared/logger';
+import { observed } from '#shared/observed';
 
 export const handler = observed(async (event?: { now?: string }) => {
   const now = event?.now && !Number.isNaN(Date.parse(event.now)) ? new Date(event.now) : flowContainer.clock.now();

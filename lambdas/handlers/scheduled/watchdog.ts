@@ -1,12 +1,12 @@
 /** Scheduled every few minutes (EventBridge in AWS, a timer locally): see core/processing/watchdog.ts. */
 
-import { container } from '../../composition/container';
-import { processingContainer } from '../../composition/processing-container';
-import { DEFAULT_GRACE_SECONDS, removeAbandonedUploads } from '../../core/knowledge/abandoned-uploads';
-import { runWatchdog } from '../../core/processing/watchdog';
-import { DEFAULT_PROCESSING_TIMEOUT_SECONDS, positiveInteger } from '../../shared/config';
-import { logger } from '../../shared/logger';
-import { observed } from '../../shared/observed';
+import { container } from '#composition/container';
+import { processingContainer } from '#composition/processing-container';
+import { DEFAULT_GRACE_SECONDS, removeAbandonedUploads } from '#core/knowledge/abandoned-uploads';
+import { runWatchdog } from '#core/processing/watchdog';
+import { DEFAULT_PROCESSING_TIMEOUT_SECONDS, positiveInteger } from '#shared/config';
+import { logger } from '#shared/logger';
+import { observed } from '#shared/observed';
 
 /** A document may stay `uploaded` this long before the watchdog steps in (default 15 minutes). */
 export function processingTimeoutSeconds(): number {

@@ -1,12 +1,8 @@
 /** The request schemas give one detail per broken field, naming the field and the rule. */
-import { ValidationError } from '../../../lambdas/core/errors';
-import { parseInput } from '../../../lambdas/core/validation';
-import {
-  patchMetadataSchema,
-  updateUploadLinkSchema,
-  uploadLinkSchema,
-} from '../../../lambdas/handlers/http/knowledge/schemas';
-import { buildOpenApiDocument } from '../../../lambdas/handlers/http/openapi-document';
+import { ValidationError } from '#core/errors';
+import { parseInput } from '#core/validation';
+import { patchMetadataSchema, updateUploadLinkSchema, uploadLinkSchema } from '#handlers/http/knowledge/schemas';
+import { buildOpenApiDocument } from '#handlers/http/openapi-document';
 
 const valid = {
   agentId: '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10',

@@ -2,8 +2,8 @@
  * The in-memory stores keep the conditions their DynamoDB adapters document; the use case tests rely on them, and
  * some conditions are only reached by races those tests cannot stage, so they are checked here directly.
  */
-import { reservationRecord } from '../../../lambdas/core/knowledge/document';
-import type { UploadCompletion, UploadSession } from '../../../lambdas/core/knowledge/upload-session';
+import { reservationRecord } from '#core/knowledge/document';
+import type { UploadCompletion, UploadSession } from '#core/knowledge/upload-session';
 import { InMemoryBlobStore, InMemoryDocumentStore, InMemoryUploadSessionStore } from '../../helpers/in-memory-ports';
 
 const DATASET = { agentId: 'a', environment: 'development', knowledgeBaseId: 'kb' } as const;

@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import { type CorsPolicy, corsAllowMethods, parseCorsAllowedOrigins } from '../../../lambdas/shared/cors';
+import { type CorsPolicy, corsAllowMethods, parseCorsAllowedOrigins } from '#shared/cors';
 import { createRouter } from '../../../lib/local/router';
 import { ROUTES } from '../../../lib/routes';
 

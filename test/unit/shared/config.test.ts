@@ -1,5 +1,5 @@
 /** lambdas/shared/config.ts: when upload URLs are path-style (local S3, LocalStack) and when a value is refused. */
-import { config, positiveInteger } from '../../../lambdas/shared/config';
+import { config, positiveInteger } from '#shared/config';
 
 const NAMES = ['S3_FORCE_PATH_STYLE', 'AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3'] as const;
 const saved = Object.fromEntries(NAMES.map((name) => [name, process.env[name]]));

@@ -1,5 +1,5 @@
 /** The nesting limit of JSON bodies (lambdas/shared/json-depth.ts): counted over the text, brackets in strings ignored. */
-import { MAX_JSON_DEPTH, nestingDepthOver } from '../../../lambdas/shared/json-depth';
+import { MAX_JSON_DEPTH, nestingDepthOver } from '#shared/json-depth';
 
 it.each([
   ['{}', 1, false],

@@ -2,7 +2,7 @@
  * AgentStore on DynamoDB: agents by organization (lib/tables.ts).
  */
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { AgentRecord, AgentStore } from '../../../ports/stores';
+import type { AgentRecord, AgentStore } from '#ports/stores';
 import { collect, queryAll } from './queries';
 
 export class DynamoAgentStore implements AgentStore {

@@ -18,11 +18,11 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { AnalyticsEventRecord, EventPosition, NewAnalyticsEvent } from '../../../core/analytics/event';
-import { expiresAtEpochSeconds } from '../../../core/analytics/retention';
-import type { Environment } from '../../../core/knowledge/fields';
-import type { AnalyticsEventPage, AnalyticsEventQuery, AnalyticsStore, WriteOutcome } from '../../../ports/analytics';
-import type { Clock } from '../../../ports/services';
+import type { AnalyticsEventRecord, EventPosition, NewAnalyticsEvent } from '#core/analytics/event';
+import { expiresAtEpochSeconds } from '#core/analytics/retention';
+import type { Environment } from '#core/knowledge/fields';
+import type { AnalyticsEventPage, AnalyticsEventQuery, AnalyticsStore, WriteOutcome } from '#ports/analytics';
+import type { Clock } from '#ports/services';
 import { isConditionFailure } from './expressions';
 
 /** Index names and their partition key attributes, as declared in lib/tables.ts. */

@@ -10,9 +10,9 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '../../../core/knowledge/document';
-import type { Environment, MetadataChanges } from '../../../core/knowledge/fields';
-import type { ContentFields, DocumentStore } from '../../../ports/stores';
+import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '#core/knowledge/document';
+import type { Environment, MetadataChanges } from '#core/knowledge/fields';
+import type { ContentFields, DocumentStore } from '#ports/stores';
 import { setExpression, unlessConditionFails } from './expressions';
 import { queryAll } from './queries';
 

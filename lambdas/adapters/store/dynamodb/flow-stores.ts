@@ -3,11 +3,11 @@
  * JSON text: they hold caller-chosen keys (memory, variables, parameters) that DynamoDB maps would constrain.
  */
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { AgentDefinition } from '../../../core/flows/definition';
-import type { AgentDefinitionRecord } from '../../../core/flows/definition-record';
-import type { FlowSession } from '../../../core/flows/session';
-import type { Environment } from '../../../core/knowledge/fields';
-import { type DefinitionStore, type SessionStore, SessionTooLargeError } from '../../../ports/flows';
+import type { AgentDefinition } from '#core/flows/definition';
+import type { AgentDefinitionRecord } from '#core/flows/definition-record';
+import type { FlowSession } from '#core/flows/session';
+import type { Environment } from '#core/knowledge/fields';
+import { type DefinitionStore, type SessionStore, SessionTooLargeError } from '#ports/flows';
 import { unlessConditionFails } from './expressions';
 import { collect, queryAll } from './queries';
 

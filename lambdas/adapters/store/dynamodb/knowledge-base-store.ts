@@ -10,8 +10,8 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { Environment } from '../../../core/knowledge/fields';
-import type { KnowledgeBaseDeletion, KnowledgeBaseRecord, KnowledgeBaseStore } from '../../../ports/stores';
+import type { Environment } from '#core/knowledge/fields';
+import type { KnowledgeBaseDeletion, KnowledgeBaseRecord, KnowledgeBaseStore } from '#ports/stores';
 import { setExpression, unlessConditionFails } from './expressions';
 import { collect, queryAll, unlessIndexMissing } from './queries';
 

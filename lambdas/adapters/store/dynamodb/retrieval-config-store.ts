@@ -2,9 +2,9 @@
  * RetrievalConfigStore on DynamoDB: the default retrieval configuration of each agent and environment.
  */
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { Environment } from '../../../core/knowledge/fields';
-import type { RetrievalConfigRecord } from '../../../core/retrieval/retrieval-config';
-import type { RetrievalConfigStore } from '../../../ports/retrieval-configs';
+import type { Environment } from '#core/knowledge/fields';
+import type { RetrievalConfigRecord } from '#core/retrieval/retrieval-config';
+import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import { unlessConditionFails } from './expressions';
 
 export class DynamoRetrievalConfigStore implements RetrievalConfigStore {

@@ -2,7 +2,7 @@
  * TokenStore on DynamoDB: organization tokens by the SHA-256 of their value (lib/tables.ts).
  */
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { TokenRecord, TokenStore } from '../../../ports/stores';
+import type { TokenRecord, TokenStore } from '#ports/stores';
 
 export class DynamoTokenStore implements TokenStore {
   constructor(

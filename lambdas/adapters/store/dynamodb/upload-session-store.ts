@@ -9,8 +9,8 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { UploadCompletion, UploadSession } from '../../../core/knowledge/upload-session';
-import type { UploadSessionStore } from '../../../ports/stores';
+import type { UploadCompletion, UploadSession } from '#core/knowledge/upload-session';
+import type { UploadSessionStore } from '#ports/stores';
 import { unlessConditionFails } from './expressions';
 
 /** Sessions stay readable for a day after they end, so a late repeat of upload-complete still gets its answer. */

@@ -12,7 +12,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '../../../ports/zip-jobs';
+import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '#ports/zip-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
 import { collect, queryAll, unlessIndexMissing } from './queries';
 

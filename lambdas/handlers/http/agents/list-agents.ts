@@ -1,7 +1,7 @@
-import { container } from '../../../composition/container';
-import { listAgents } from '../../../core/dashboard/dashboard';
-import { httpHandler } from '../../../shared/http';
-import { noInputSchema } from '../dashboard/schemas';
+import { container } from '#composition/container';
+import { listAgents } from '#core/dashboard/dashboard';
+import { noInputSchema } from '#handlers/http/dashboard/schemas';
+import { httpHandler } from '#shared/http';
 
 /**
  * GET /api/v1/agents/list (scope analytics) and GET /dashboard/agents (scope dashboard): `{ data: [{ agentId,

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { queryEvents } from '../../../core/analytics/query';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { queryEvents } from '#core/analytics/query';
+import { httpHandler } from '#shared/http';
 import { queryEventsSchema } from './schemas';
 
 /** POST /api/v1/events/agent: `{ success, data, count, limit, offset, nextToken }`, newest first. */

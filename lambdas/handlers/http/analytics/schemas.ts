@@ -1,10 +1,10 @@
 /** Request schema of POST /api/v1/events/agent; the OpenAPI document is generated from it. */
 import * as z from 'zod';
-import { parseIsoSpan } from '../../../core/analytics/dates';
-import { eventName, sessionId } from '../../../core/analytics/event';
-import { DEFAULT_ENVIRONMENT, DEFAULT_LIMIT, MAX_LIMIT } from '../../../core/analytics/query';
-import { environment, uuid } from '../../../core/knowledge/fields';
-import { withRules } from '../../../core/validation';
+import { parseIsoSpan } from '#core/analytics/dates';
+import { eventName, sessionId } from '#core/analytics/event';
+import { DEFAULT_ENVIRONMENT, DEFAULT_LIMIT, MAX_LIMIT } from '#core/analytics/query';
+import { environment, uuid } from '#core/knowledge/fields';
+import { withRules } from '#core/validation';
 
 const isoDate = withRules(z.string(), (value) =>
   parseIsoSpan(value)

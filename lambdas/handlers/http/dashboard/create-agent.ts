@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { createAgent } from '../../../core/dashboard/dashboard';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { createAgent } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
 import { createAgentSchema } from './schemas';
 
 export const handler = httpHandler('CreateAgent', createAgentSchema, async (input, caller) => ({

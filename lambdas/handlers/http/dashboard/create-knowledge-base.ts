@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { createKnowledgeBase } from '../../../core/dashboard/dashboard';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { createKnowledgeBase } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
 import { createKnowledgeBaseSchema } from './schemas';
 
 export const handler = httpHandler('CreateKnowledgeBase', createKnowledgeBaseSchema, async (input, caller) => ({

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { createToken } from '../../../core/dashboard/dashboard';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { createToken } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
 import { createTokenSchema } from './schemas';
 
 export const handler = httpHandler('CreateToken', createTokenSchema, async (input, caller) => ({

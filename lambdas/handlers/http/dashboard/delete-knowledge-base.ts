@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { deleteKnowledgeBase } from '../../../core/dashboard/dashboard';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { deleteKnowledgeBase } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
 import { knowledgeBasePathSchema } from './schemas';
 
 /**

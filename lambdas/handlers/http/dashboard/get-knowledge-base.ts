@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { getKnowledgeBase } from '../../../core/dashboard/dashboard';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { getKnowledgeBase } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
 import { knowledgeBasePathSchema } from './schemas';
 
 export const handler = httpHandler('GetKnowledgeBase', knowledgeBasePathSchema, async (input, caller) => ({

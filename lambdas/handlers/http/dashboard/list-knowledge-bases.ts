@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { listKnowledgeBases } from '../../../core/dashboard/dashboard';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { listKnowledgeBases } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
 import { agentPathSchema } from './schemas';
 
 export const handler = httpHandler('ListKnowledgeBases', agentPathSchema, async (input, caller) => {

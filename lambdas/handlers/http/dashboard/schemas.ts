@@ -1,7 +1,7 @@
 /** Request schemas of the dashboard endpoints. */
 import * as z from 'zod';
-import { SCOPES } from '../../../core/auth/scopes';
-import { uuid } from '../../../core/knowledge/fields';
+import { SCOPES } from '#core/auth/scopes';
+import { uuid } from '#core/knowledge/fields';
 
 const trimmed = (max: number) => z.string().trim().min(1).max(max);
 

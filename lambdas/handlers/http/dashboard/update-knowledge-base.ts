@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { updateKnowledgeBase } from '../../../core/dashboard/dashboard';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { updateKnowledgeBase } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
 import { updateKnowledgeBaseSchema } from './schemas';
 
 export const handler = httpHandler('UpdateKnowledgeBase', updateKnowledgeBaseSchema, async (input, caller) => ({

@@ -1,5 +1,5 @@
-import type { InvocationResult } from '../../../core/flows/runtime';
-import type { HttpResult } from '../../../shared/http';
+import type { InvocationResult } from '#core/flows/runtime';
+import type { HttpResult } from '#shared/http';
 
 /**
  * What a webhook or app event answers: the invocation's result (200) when the run ended, paused or failed within the

@@ -1,7 +1,7 @@
-import { flowContainer } from '../../../composition/flow-container';
-import { invoke } from '../../../core/flows/runtime';
-import { requireAgent } from '../../../core/tenancy/tenancy';
-import { httpHandler } from '../../../shared/http';
+import { flowContainer } from '#composition/flow-container';
+import { invoke } from '#core/flows/runtime';
+import { requireAgent } from '#core/tenancy/tenancy';
+import { httpHandler } from '#shared/http';
 import { invocationAnswer } from './answer';
 import { appEventSchema } from './schemas';
 

@@ -1,6 +1,6 @@
-import { definitionContainer } from '../../../composition/definition-container';
-import { definitionView, getAgentDefinition } from '../../../core/flows/definitions';
-import { httpHandler } from '../../../shared/http';
+import { definitionContainer } from '#composition/definition-container';
+import { definitionView, getAgentDefinition } from '#core/flows/definitions';
+import { httpHandler } from '#shared/http';
 import { definitionPathSchema } from './schemas';
 
 /** GET /dashboard/agents/:agentId/definition/:environment: the stored definition and its version. */

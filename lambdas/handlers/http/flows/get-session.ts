@@ -1,6 +1,6 @@
-import { definitionContainer } from '../../../composition/definition-container';
-import { getSession } from '../../../core/flows/definitions';
-import { httpHandler } from '../../../shared/http';
+import { definitionContainer } from '#composition/definition-container';
+import { getSession } from '#core/flows/definitions';
+import { httpHandler } from '#shared/http';
 import { sessionPathSchema } from './schemas';
 
 /** GET /dashboard/agents/:agentId/sessions/:environment/:sessionId */

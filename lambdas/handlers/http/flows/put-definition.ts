@@ -1,6 +1,6 @@
-import { definitionContainer } from '../../../composition/definition-container';
-import { definitionView, putAgentDefinition } from '../../../core/flows/definitions';
-import { httpHandler } from '../../../shared/http';
+import { definitionContainer } from '#composition/definition-container';
+import { definitionView, putAgentDefinition } from '#core/flows/definitions';
+import { httpHandler } from '#shared/http';
 import { definitionBodySchema } from './schemas';
 
 /** PUT /dashboard/agents/:agentId/definition/:environment: the body is the whole definition (docs/flows.md). */

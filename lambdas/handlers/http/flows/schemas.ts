@@ -7,8 +7,8 @@ import {
   IMAGE_MEDIA_TYPES,
   isBase64,
   MAX_ATTACHMENTS,
-} from '../../../core/flows/attachments';
-import { environment, uuid } from '../../../core/knowledge/fields';
+} from '#core/flows/attachments';
+import { environment, uuid } from '#core/knowledge/fields';
 
 /** A webhook's payload becomes session memory; it is stored with the session, so it is kept small. */
 export const WEBHOOK_BODY_MAX_BYTES = 64 * 1024;

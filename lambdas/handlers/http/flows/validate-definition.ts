@@ -1,6 +1,6 @@
-import { definitionContainer } from '../../../composition/definition-container';
-import { validateAgentDefinition } from '../../../core/flows/definitions';
-import { httpHandler } from '../../../shared/http';
+import { definitionContainer } from '#composition/definition-container';
+import { validateAgentDefinition } from '#core/flows/definitions';
+import { httpHandler } from '#shared/http';
 import { definitionBodySchema } from './schemas';
 
 /**

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { deleteDocument } from '../../../core/knowledge/delete-document';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { deleteDocument } from '#core/knowledge/delete-document';
+import { httpHandler } from '#shared/http';
 import { documentQuerySchema } from './schemas';
 
 export const handler = httpHandler('DeleteDocument', documentQuerySchema, async (input, caller) => ({

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { getDocument } from '../../../core/knowledge/get-document';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { getDocument } from '#core/knowledge/get-document';
+import { httpHandler } from '#shared/http';
 import { documentQuerySchema } from './schemas';
 
 export const handler = httpHandler('GetDocument', documentQuerySchema, async (input, caller) => ({

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { zipJobView } from '../../../core/processing/zip-job';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { zipJobView } from '#core/processing/zip-job';
+import { httpHandler } from '#shared/http';
 import { zipJobPathSchema } from './schemas';
 
 /** GET /api/v1/knowledge/zip-jobs/:zipJobId */

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { patchMetadata } from '../../../core/knowledge/patch-metadata';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { patchMetadata } from '#core/knowledge/patch-metadata';
+import { httpHandler } from '#shared/http';
 import { patchMetadataSchema } from './schemas';
 
 export const handler = httpHandler('PatchMetadata', patchMetadataSchema, async (input, caller) => ({

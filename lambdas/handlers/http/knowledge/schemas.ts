@@ -7,7 +7,7 @@ import {
   exactlyOneIdentifier,
   fileName,
   labelAndMetaFields,
-} from '../../../core/knowledge/fields';
+} from '#core/knowledge/fields';
 
 /** The upload's size, when the caller knows it: signed into the URL, so S3 accepts no other length. */
 const fileSize = z.int().min(1).max(Number.MAX_SAFE_INTEGER).optional();

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { completeUpdateUpload } from '../../../core/knowledge/complete-update-upload';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { completeUpdateUpload } from '#core/knowledge/complete-update-upload';
+import { httpHandler } from '#shared/http';
 import { uploadCompleteSchema } from './schemas';
 
 export const handler = httpHandler('UpdateUploadComplete', uploadCompleteSchema, async (input, caller) => ({

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { createUpdateUploadLink } from '../../../core/knowledge/create-update-upload-link';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { createUpdateUploadLink } from '#core/knowledge/create-update-upload-link';
+import { httpHandler } from '#shared/http';
 import { updateUploadLinkSchema } from './schemas';
 
 export const handler = httpHandler('UpdateUploadLink', updateUploadLinkSchema, async (input, caller) => ({

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { completeUpload } from '../../../core/knowledge/complete-upload';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { completeUpload } from '#core/knowledge/complete-upload';
+import { httpHandler } from '#shared/http';
 import { uploadCompleteSchema } from './schemas';
 
 export const handler = httpHandler('UploadComplete', uploadCompleteSchema, async (input, caller) => ({

@@ -1,6 +1,6 @@
-import { container } from '../../../composition/container';
-import { createUploadLink } from '../../../core/knowledge/create-upload-link';
-import { httpHandler } from '../../../shared/http';
+import { container } from '#composition/container';
+import { createUploadLink } from '#core/knowledge/create-upload-link';
+import { httpHandler } from '#shared/http';
 import { uploadLinkSchema } from './schemas';
 
 export const handler = httpHandler('UploadLink', uploadLinkSchema, async (input, caller) => ({

@@ -1,7 +1,7 @@
 /** Request schemas of the default retrieval endpoints. */
 import * as z from 'zod';
-import { environment, uuid } from '../../../core/knowledge/fields';
-import { retrievalConfigSchema } from '../../../core/retrieval/retrieval-config';
+import { environment, uuid } from '#core/knowledge/fields';
+import { retrievalConfigSchema } from '#core/retrieval/retrieval-config';
 
 export const configPathSchema = z.strictObject({ agentId: uuid, environment });
 export const putConfigSchema = retrievalConfigSchema.extend({ agentId: uuid, environment });

@@ -1,8 +1,8 @@
-import { generateModelFromEnv } from '../../../composition/model';
-import { retrievalContainer } from '../../../composition/retrieval-container';
-import { generateWithCitations } from '../../../core/retrieval/generate';
-import { resultOf, retrieve } from '../../../core/retrieval/retrieve';
-import { httpHandler } from '../../../shared/http';
+import { generateModelFromEnv } from '#composition/model';
+import { retrievalContainer } from '#composition/retrieval-container';
+import { generateWithCitations } from '#core/retrieval/generate';
+import { resultOf, retrieve } from '#core/retrieval/retrieve';
+import { httpHandler } from '#shared/http';
 import { retrievalSchema } from './schemas';
 
 /** Read once per cold start (lambdas/composition/model.ts): OpenAI-compatible, Bedrock Converse, or extractive. */

@@ -1,6 +1,6 @@
-import { retrievalContainer } from '../../../composition/retrieval-container';
-import { getRetrievalConfig } from '../../../core/retrieval/default-retrieval';
-import { httpHandler } from '../../../shared/http';
+import { retrievalContainer } from '#composition/retrieval-container';
+import { getRetrievalConfig } from '#core/retrieval/default-retrieval';
+import { httpHandler } from '#shared/http';
 import { configPathSchema } from './config-schemas';
 
 /** GET /dashboard/agents/:agentId/retrieval/:environment (off with no knowledge bases until set). */

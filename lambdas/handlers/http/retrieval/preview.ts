@@ -1,7 +1,7 @@
-import { retrievalContainer } from '../../../composition/retrieval-container';
-import { runDefaultRetrieval } from '../../../core/retrieval/default-retrieval';
-import { requireAgent } from '../../../core/tenancy/tenancy';
-import { httpHandler } from '../../../shared/http';
+import { retrievalContainer } from '#composition/retrieval-container';
+import { runDefaultRetrieval } from '#core/retrieval/default-retrieval';
+import { requireAgent } from '#core/tenancy/tenancy';
+import { httpHandler } from '#shared/http';
 import { previewSchema } from './config-schemas';
 
 /** POST /dashboard/agents/:agentId/retrieval/:environment/preview: what a trigger with this query would inject. */

@@ -1,6 +1,6 @@
-import { retrievalContainer } from '../../../composition/retrieval-container';
-import { putRetrievalConfig } from '../../../core/retrieval/default-retrieval';
-import { httpHandler } from '../../../shared/http';
+import { retrievalContainer } from '#composition/retrieval-container';
+import { putRetrievalConfig } from '#core/retrieval/default-retrieval';
+import { httpHandler } from '#shared/http';
 import { putConfigSchema } from './config-schemas';
 
 /** PUT /dashboard/agents/:agentId/retrieval/:environment: replaces the whole configuration of the environment. */

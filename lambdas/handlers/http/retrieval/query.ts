@@ -1,6 +1,6 @@
-import { retrievalContainer } from '../../../composition/retrieval-container';
-import { retrieve } from '../../../core/retrieval/retrieve';
-import { httpHandler } from '../../../shared/http';
+import { retrievalContainer } from '#composition/retrieval-container';
+import { retrieve } from '#core/retrieval/retrieve';
+import { httpHandler } from '#shared/http';
 import { retrievalSchema } from './schemas';
 
 /** POST /dashboard/agents/:agentId/knowledge/:environment/kb/:knowledgeBaseId/query: retrieve only. */

@@ -1,8 +1,8 @@
 /** Request schemas of the retrieval endpoints. */
 import * as z from 'zod';
-import { environment, uuid } from '../../../core/knowledge/fields';
-import { filterEntrySchema } from '../../../core/retrieval/filters';
-import { MAX_NUMBER_OF_RESULTS } from '../../../core/retrieval/retrieve';
+import { environment, uuid } from '#core/knowledge/fields';
+import { filterEntrySchema } from '#core/retrieval/filters';
+import { MAX_NUMBER_OF_RESULTS } from '#core/retrieval/retrieve';
 
 export const retrievalSchema = z.strictObject({
   agentId: uuid,

@@ -6,9 +6,9 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ZipArchiveImporter } from '../../../../lambdas/adapters/archive/zip-importer';
-import { DEFAULT_ZIP_LIMITS } from '../../../../lambdas/adapters/archive/zip-reader';
-import type { PlannedFile } from '../../../../lambdas/ports/zip-jobs';
+import { ZipArchiveImporter } from '#adapters/archive/zip-importer';
+import { DEFAULT_ZIP_LIMITS } from '#adapters/archive/zip-reader';
+import type { PlannedFile } from '#ports/zip-jobs';
 import { type ArchiveItem, buildZip } from '../../../helpers/zip-archives';
 
 let folder: string;

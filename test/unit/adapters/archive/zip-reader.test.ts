@@ -1,13 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  DEFAULT_ZIP_LIMITS,
-  openZipFileReader,
-  readZipArchive,
-  type ZipLimits,
-} from '../../../../lambdas/adapters/archive/zip-reader';
-import type { ZipEntry } from '../../../../lambdas/core/processing/zip-entries';
+import { DEFAULT_ZIP_LIMITS, openZipFileReader, readZipArchive, type ZipLimits } from '#adapters/archive/zip-reader';
+import type { ZipEntry } from '#core/processing/zip-entries';
 import {
   buildZip,
   corruptData,

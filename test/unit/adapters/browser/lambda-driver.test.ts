@@ -10,8 +10,8 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LambdaClient } from '@aws-sdk/client-lambda';
-import { LambdaBrowserDriver, lambdaBrowserDriverFromEnv } from '../../../../lambdas/adapters/browser/lambda-driver';
-import { closeBrowser, handler } from '../../../../lambdas/handlers/browser/browser-task';
+import { LambdaBrowserDriver, lambdaBrowserDriverFromEnv } from '#adapters/browser/lambda-driver';
+import { closeBrowser, handler } from '#handlers/browser/browser-task';
 import { verifySigV4 } from '../../../../lib/local/sigv4-verifier';
 import { type BrowserSite, startBrowserSite } from '../../../helpers/browser-site';
 import {
@@ -249,7 +249,7 @@ describe('the BrowserTask handler', () => {
 
 describe('BROWSER_DRIVER in the flow container', () => {
   it('refuses an unknown driver, and with `lambda` invokes the BrowserTask function', async () => {
-    const { flowContainer } = await import('../../../../lambdas/composition/flow-container');
+    const { flowContainer } = await import('#composition/flow-container');
     Object.assign(process.env, {
       BROWSER_DRIVER: 'firefox',
       BROWSER_TASK_FUNCTION: FUNCTION,

@@ -24,9 +24,9 @@ import {
   PlaywrightBrowserDriver,
   packagedChromium,
   unpackChromium,
-} from '../../../../lambdas/adapters/browser/playwright-driver';
-import type { HostLookup } from '../../../../lambdas/adapters/network/url-guard';
-import { type BrowserTaskRequest, OutboundError } from '../../../../lambdas/ports/flows';
+} from '#adapters/browser/playwright-driver';
+import type { HostLookup } from '#adapters/network/url-guard';
+import { type BrowserTaskRequest, OutboundError } from '#ports/flows';
 
 interface Recorded {
   readonly host: string | undefined;

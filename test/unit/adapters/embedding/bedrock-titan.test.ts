@@ -1,6 +1,6 @@
 /** Titan embeddings: Bedrock cannot run here, so the client's `send` is a recording fake (this adapter's test only). */
 import type { BedrockRuntimeClient, InvokeModelCommand } from '@aws-sdk/client-bedrock-runtime';
-import { TITAN_EMBED_MODEL_ID, TitanEmbedder } from '../../../../lambdas/adapters/embedding/bedrock-titan';
+import { TITAN_EMBED_MODEL_ID, TitanEmbedder } from '#adapters/embedding/bedrock-titan';
 
 function fakeClient(dimensions: number, answer?: (input: { inputText: string }) => unknown) {
   const requests: InvokeModelCommand['input'][] = [];

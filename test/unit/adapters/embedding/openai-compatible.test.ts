@@ -8,8 +8,8 @@ import {
   EMBEDDER_ENV,
   OpenAiCompatibleEmbedder,
   openAiCompatibleEmbedderFromEnv,
-} from '../../../../lambdas/adapters/embedding/openai-compatible';
-import { EmbedderError } from '../../../../lambdas/ports/processing';
+} from '#adapters/embedding/openai-compatible';
+import { EmbedderError } from '#ports/processing';
 import {
   json,
   SCRIPTED_DIMENSIONS,

@@ -5,10 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OpenAiCompatibleEmbedder } from '../../../../lambdas/adapters/embedding/openai-compatible';
-import { LanceKnowledgeIndex } from '../../../../lambdas/adapters/index/lancedb';
-import { tableNameFor } from '../../../../lambdas/adapters/index/lancedb-tables';
-import type { DocumentRef } from '../../../../lambdas/ports/processing';
+import { OpenAiCompatibleEmbedder } from '#adapters/embedding/openai-compatible';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import { tableNameFor } from '#adapters/index/lancedb-tables';
+import type { DocumentRef } from '#ports/processing';
 import { chunksOf } from '../../../helpers/chunks';
 import {
   SCRIPTED_DIMENSIONS,

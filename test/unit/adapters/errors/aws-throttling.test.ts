@@ -42,7 +42,7 @@ import {
   SQSServiceException,
 } from '@aws-sdk/client-sqs';
 import { isThrottlingError } from '@smithy/core/retry';
-import { isThrottledByAws, SDK_THROTTLING_ERROR_NAMES } from '../../../../lambdas/adapters/errors/aws-throttling';
+import { isThrottledByAws, SDK_THROTTLING_ERROR_NAMES } from '#adapters/errors/aws-throttling';
 
 const metadata = (httpStatusCode: number) => ({ $metadata: { httpStatusCode, requestId: 'r-1', attempts: 3 } });
 

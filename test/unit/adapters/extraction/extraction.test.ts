@@ -3,10 +3,10 @@ import path from 'node:path';
 import { Document, HeadingLevel, Packer, Paragraph, Table, TableCell, TableRow } from 'docx';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { ZipFile } from 'yazl';
-import { MAX_DOCX_XML_BYTES } from '../../../../lambdas/adapters/extraction/docx';
-import { looksLikeHtml } from '../../../../lambdas/adapters/extraction/html';
-import { DocumentTextExtractor } from '../../../../lambdas/adapters/extraction/text-extractor';
-import { ProcessingError } from '../../../../lambdas/core/processing/errors';
+import { MAX_DOCX_XML_BYTES } from '#adapters/extraction/docx';
+import { looksLikeHtml } from '#adapters/extraction/html';
+import { DocumentTextExtractor } from '#adapters/extraction/text-extractor';
+import { ProcessingError } from '#core/processing/errors';
 import type { ChildInput, ChildOutcome } from '../../../helpers/extract-in-child';
 
 const extractor = new DocumentTextExtractor();

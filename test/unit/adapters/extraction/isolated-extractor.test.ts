@@ -4,9 +4,9 @@
  * the hostile-input proof suite, at sizes that keep this test short.
  */
 import { readFileSync } from 'node:fs';
-import { IsolatedTextExtractor } from '../../../../lambdas/adapters/extraction/isolated-extractor';
-import { DEFAULT_EXTRACTION_CAPS } from '../../../../lambdas/adapters/extraction/text-extractor';
-import { ProcessingError } from '../../../../lambdas/core/processing/errors';
+import { IsolatedTextExtractor } from '#adapters/extraction/isolated-extractor';
+import { DEFAULT_EXTRACTION_CAPS } from '#adapters/extraction/text-extractor';
+import { ProcessingError } from '#core/processing/errors';
 import {
   deeplyNestedHtml,
   docxInflationBomb,

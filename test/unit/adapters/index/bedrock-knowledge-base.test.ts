@@ -32,18 +32,18 @@ import {
   labelOrder,
   metadataAttributes,
   normalizeScore,
-} from '../../../../lambdas/adapters/index/bedrock-documents';
-import { toRetrievalFilter } from '../../../../lambdas/adapters/index/bedrock-filters';
+} from '#adapters/index/bedrock-documents';
+import { toRetrievalFilter } from '#adapters/index/bedrock-filters';
 import {
   BEDROCK_KNOWLEDGE_BASES_VARIABLE,
   type BedrockKnowledgeBases,
   BedrockKnowledgeIndex,
   type ChunkTextSource,
   readKnowledgeBases,
-} from '../../../../lambdas/adapters/index/bedrock-knowledge-base';
-import { deployedKnowledgeIndex } from '../../../../lambdas/composition/knowledge-index';
-import type { DatasetRef } from '../../../../lambdas/core/knowledge/document';
-import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexFilter } from '../../../../lambdas/ports/processing';
+} from '#adapters/index/bedrock-knowledge-base';
+import { deployedKnowledgeIndex } from '#composition/knowledge-index';
+import type { DatasetRef } from '#core/knowledge/document';
+import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexFilter } from '#ports/processing';
 import { NO_METADATA } from '../../../helpers/chunks';
 
 const AGENT = '11111111-1111-4111-8111-111111111111';

@@ -2,19 +2,13 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LanceKnowledgeIndex } from '../../../../lambdas/adapters/index/lancedb';
-import { hybridScore, lexicalScore, vectorScore } from '../../../../lambdas/adapters/index/lancedb-scores';
-import { buildWhereClause, filterClause } from '../../../../lambdas/adapters/index/lancedb-sql';
-import { schemaFor } from '../../../../lambdas/adapters/index/lancedb-tables';
-import type { DatasetRef } from '../../../../lambdas/core/knowledge/document';
-import type { Environment } from '../../../../lambdas/core/knowledge/fields';
-import type {
-  ChunkMetadata,
-  DocumentRef,
-  Embedder,
-  IndexFilter,
-  IndexQuery,
-} from '../../../../lambdas/ports/processing';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import { hybridScore, lexicalScore, vectorScore } from '#adapters/index/lancedb-scores';
+import { buildWhereClause, filterClause } from '#adapters/index/lancedb-sql';
+import { schemaFor } from '#adapters/index/lancedb-tables';
+import type { DatasetRef } from '#core/knowledge/document';
+import type { Environment } from '#core/knowledge/fields';
+import type { ChunkMetadata, DocumentRef, Embedder, IndexFilter, IndexQuery } from '#ports/processing';
 import { chunksOf, NO_METADATA } from '../../../helpers/chunks';
 
 const AGENT = 'agent-1';

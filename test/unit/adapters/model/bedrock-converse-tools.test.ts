@@ -5,10 +5,10 @@
  * `toolResult` blocks.
  */
 import type { BedrockRuntimeClient, ConverseCommand, ConverseCommandOutput } from '@aws-sdk/client-bedrock-runtime';
-import { BedrockConverseModel } from '../../../../lambdas/adapters/model/bedrock-converse';
-import { modelToolOf, PromptedFlowModel } from '../../../../lambdas/adapters/model/prompted-flow-model';
-import type { ScopedTool } from '../../../../lambdas/ports/flows';
-import { ModelError } from '../../../../lambdas/ports/model';
+import { BedrockConverseModel } from '#adapters/model/bedrock-converse';
+import { modelToolOf, PromptedFlowModel } from '#adapters/model/prompted-flow-model';
+import type { ScopedTool } from '#ports/flows';
+import { ModelError } from '#ports/model';
 
 /** A Converse answer asking for a tool, as Bedrock returns it (Claude 3 Haiku; ids and figures from a real run's shape). */
 const TOOL_USE_OUTPUT = {

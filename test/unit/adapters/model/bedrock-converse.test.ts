@@ -1,8 +1,8 @@
 /** The Bedrock Converse adapter's request shape, against a stand-in client (Bedrock cannot run here). */
 import { type BedrockRuntimeClient, type ConverseCommand, ThrottlingException } from '@aws-sdk/client-bedrock-runtime';
-import { BedrockConverseModel, CONVERSATION_START } from '../../../../lambdas/adapters/model/bedrock-converse';
-import { ServiceBusyError } from '../../../../lambdas/core/errors';
-import { ModelError } from '../../../../lambdas/ports/model';
+import { BedrockConverseModel, CONVERSATION_START } from '#adapters/model/bedrock-converse';
+import { ServiceBusyError } from '#core/errors';
+import { ModelError } from '#ports/model';
 
 function recordingClient(answer: unknown) {
   const sent: ConverseCommand['input'][] = [];

@@ -1,6 +1,6 @@
-import { BedrockConverseModel } from '../../../../lambdas/adapters/model/bedrock-converse';
-import { OpenAiCompatibleModel } from '../../../../lambdas/adapters/model/openai-compatible';
-import { generateModelFromEnv } from '../../../../lambdas/composition/model';
+import { BedrockConverseModel } from '#adapters/model/bedrock-converse';
+import { OpenAiCompatibleModel } from '#adapters/model/openai-compatible';
+import { generateModelFromEnv } from '#composition/model';
 
 it('picks the OpenAI-compatible server, then Bedrock Converse, then the extractive answer', () => {
   expect(generateModelFromEnv({ MODEL_BASE_URL: 'http://127.0.0.1:8080/v1', MODEL_NAME: 'local' })).toBeInstanceOf(

@@ -10,11 +10,11 @@ import {
   type ConverseCommandOutput,
   ValidationException,
 } from '@aws-sdk/client-bedrock-runtime';
-import { BedrockConverseModel } from '../../../../lambdas/adapters/model/bedrock-converse';
-import { OpenAiCompatibleModel } from '../../../../lambdas/adapters/model/openai-compatible';
-import { PromptedFlowModel } from '../../../../lambdas/adapters/model/prompted-flow-model';
-import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
-import type { FlowModelContext } from '../../../../lambdas/ports/flows';
+import { BedrockConverseModel } from '#adapters/model/bedrock-converse';
+import { OpenAiCompatibleModel } from '#adapters/model/openai-compatible';
+import { PromptedFlowModel } from '#adapters/model/prompted-flow-model';
+import { OfflineFlowModel } from '#core/flows/offline-model';
+import type { FlowModelContext } from '#ports/flows';
 import { GIF, PNG } from '../../../helpers/images';
 import { type ScriptedModelServer, startScriptedModelServer } from '../../../helpers/scripted-model-server';
 

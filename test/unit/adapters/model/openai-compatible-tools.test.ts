@@ -3,10 +3,10 @@
  * a prompted flow model offers (their JSON schemas), the calls read back from `tool_calls`, and each round sent
  * again as the assistant's `tool_calls` followed by one `tool` message per result.
  */
-import { OpenAiCompatibleModel } from '../../../../lambdas/adapters/model/openai-compatible';
-import { modelToolOf, PromptedFlowModel } from '../../../../lambdas/adapters/model/prompted-flow-model';
-import type { ScopedTool } from '../../../../lambdas/ports/flows';
-import { ModelError } from '../../../../lambdas/ports/model';
+import { OpenAiCompatibleModel } from '#adapters/model/openai-compatible';
+import { modelToolOf, PromptedFlowModel } from '#adapters/model/prompted-flow-model';
+import type { ScopedTool } from '#ports/flows';
+import { ModelError } from '#ports/model';
 import {
   type ScriptedModelServer,
   startScriptedModelServer,

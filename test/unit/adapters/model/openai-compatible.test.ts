@@ -4,10 +4,10 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { modelProviderFromEnv, OpenAiCompatibleModel } from '../../../../lambdas/adapters/model/openai-compatible';
-import { generateWithCitations } from '../../../../lambdas/core/retrieval/generate';
-import { ModelError } from '../../../../lambdas/ports/model';
-import type { IndexHit } from '../../../../lambdas/ports/processing';
+import { modelProviderFromEnv, OpenAiCompatibleModel } from '#adapters/model/openai-compatible';
+import { generateWithCitations } from '#core/retrieval/generate';
+import { ModelError } from '#ports/model';
+import type { IndexHit } from '#ports/processing';
 import { NO_METADATA } from '../../../helpers/chunks';
 
 interface Recorded {

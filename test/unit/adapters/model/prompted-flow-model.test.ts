@@ -4,14 +4,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BedrockConverseModel } from '../../../../lambdas/adapters/model/bedrock-converse';
-import { OpenAiCompatibleModel } from '../../../../lambdas/adapters/model/openai-compatible';
-import { PromptedFlowModel } from '../../../../lambdas/adapters/model/prompted-flow-model';
-import { flowModelResolverFromEnv } from '../../../../lambdas/composition/flow-model';
-import { AppError } from '../../../../lambdas/core/errors';
-import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
-import type { FlowModelContext, LlmConfig, ToolParameterSpec } from '../../../../lambdas/ports/flows';
-import { ModelError } from '../../../../lambdas/ports/model';
+import { BedrockConverseModel } from '#adapters/model/bedrock-converse';
+import { OpenAiCompatibleModel } from '#adapters/model/openai-compatible';
+import { PromptedFlowModel } from '#adapters/model/prompted-flow-model';
+import { flowModelResolverFromEnv } from '#composition/flow-model';
+import { AppError } from '#core/errors';
+import { OfflineFlowModel } from '#core/flows/offline-model';
+import type { FlowModelContext, LlmConfig, ToolParameterSpec } from '#ports/flows';
+import { ModelError } from '#ports/model';
 
 interface ChatBody {
   readonly model: string;

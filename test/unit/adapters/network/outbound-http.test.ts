@@ -5,9 +5,9 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GuardedOutboundHttp, MAX_OUTBOUND_ANSWER_BYTES } from '../../../../lambdas/adapters/network/outbound-http';
-import type { HostLookup } from '../../../../lambdas/adapters/network/url-guard';
-import { OutboundError, type OutboundRequest } from '../../../../lambdas/ports/flows';
+import { GuardedOutboundHttp, MAX_OUTBOUND_ANSWER_BYTES } from '#adapters/network/outbound-http';
+import type { HostLookup } from '#adapters/network/url-guard';
+import { OutboundError, type OutboundRequest } from '#ports/flows';
 
 interface Recorded {
   readonly method: string;

@@ -9,8 +9,8 @@ import {
   classifyAddress,
   guardedLookup,
   type HostLookup,
-} from '../../../../lambdas/adapters/network/url-guard';
-import { OutboundError } from '../../../../lambdas/ports/flows';
+} from '#adapters/network/url-guard';
+import { OutboundError } from '#ports/flows';
 
 const resolvesTo =
   (table: Record<string, string[]>): HostLookup =>

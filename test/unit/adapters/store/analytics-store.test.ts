@@ -8,10 +8,10 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import fc from 'fast-check';
-import { DynamoAnalyticsStore } from '../../../../lambdas/adapters/store/dynamodb/analytics-store';
-import type { AnalyticsEventRecord, NewAnalyticsEvent } from '../../../../lambdas/core/analytics/event';
-import type { Environment } from '../../../../lambdas/core/knowledge/fields';
-import type { AnalyticsEventQuery } from '../../../../lambdas/ports/analytics';
+import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
+import type { AnalyticsEventRecord, NewAnalyticsEvent } from '#core/analytics/event';
+import type { Environment } from '#core/knowledge/fields';
+import type { AnalyticsEventQuery } from '#ports/analytics';
 import { createTableInput } from '../../../../lib/local/engines';
 import { TABLES } from '../../../../lib/tables';
 

@@ -2,14 +2,14 @@
  * The analytics query without storage: request validation (each bad value names its field and rule), the ISO 8601
  * bounds, the nextToken, and the use case's tenancy and paging rules with in-memory ports.
  */
-import { decodeCursor, encodeCursor } from '../../../../lambdas/core/analytics/cursor';
-import { parseIsoSpan } from '../../../../lambdas/core/analytics/dates';
-import { queryEvents } from '../../../../lambdas/core/analytics/query';
-import { type AppError, ValidationError } from '../../../../lambdas/core/errors';
-import { parseInput } from '../../../../lambdas/core/validation';
-import { queryEventsSchema } from '../../../../lambdas/handlers/http/analytics/schemas';
-import type { AnalyticsEventQuery, AnalyticsEventReader } from '../../../../lambdas/ports/analytics';
-import type { AgentRecord, AgentStore } from '../../../../lambdas/ports/stores';
+import { decodeCursor, encodeCursor } from '#core/analytics/cursor';
+import { parseIsoSpan } from '#core/analytics/dates';
+import { queryEvents } from '#core/analytics/query';
+import { type AppError, ValidationError } from '#core/errors';
+import { parseInput } from '#core/validation';
+import { queryEventsSchema } from '#handlers/http/analytics/schemas';
+import type { AnalyticsEventQuery, AnalyticsEventReader } from '#ports/analytics';
+import type { AgentRecord, AgentStore } from '#ports/stores';
 
 const AGENT = '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10';
 

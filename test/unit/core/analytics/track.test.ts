@@ -5,7 +5,7 @@
  * rule is the runtime's fault, never a VALIDATION_ERROR.
  */
 import fc from 'fast-check';
-import { type NewAnalyticsEvent, PAYLOAD_MAX_BYTES } from '../../../../lambdas/core/analytics/event';
+import { type NewAnalyticsEvent, PAYLOAD_MAX_BYTES } from '#core/analytics/event';
 import {
   AnalyticsRecorder,
   boundedValue,
@@ -15,9 +15,9 @@ import {
   type TruncatedPreview,
   trackAnalyticsEvent,
   truncatedText,
-} from '../../../../lambdas/core/analytics/track';
-import { ValidationError } from '../../../../lambdas/core/errors';
-import type { AnalyticsSink } from '../../../../lambdas/ports/analytics';
+} from '#core/analytics/track';
+import { ValidationError } from '#core/errors';
+import type { AnalyticsSink } from '#ports/analytics';
 
 const scope = {
   agentId: '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10',

@@ -4,12 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoAgentStore } from '../../../../lambdas/adapters/store/dynamodb/agent-store';
-import { DynamoKnowledgeBaseStore } from '../../../../lambdas/adapters/store/dynamodb/knowledge-base-store';
-import { DynamoTokenStore } from '../../../../lambdas/adapters/store/dynamodb/token-store';
-import { authenticate, callerContext, callerFromContext, requireGrantable } from '../../../../lambdas/core/auth/tokens';
-import { createAgent, createToken, listAgents } from '../../../../lambdas/core/dashboard/dashboard';
-import { AppError } from '../../../../lambdas/core/errors';
+import { DynamoAgentStore } from '#adapters/store/dynamodb/agent-store';
+import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
+import { DynamoTokenStore } from '#adapters/store/dynamodb/token-store';
+import { authenticate, callerContext, callerFromContext, requireGrantable } from '#core/auth/tokens';
+import { createAgent, createToken, listAgents } from '#core/dashboard/dashboard';
+import { AppError } from '#core/errors';
 import {
   type Caller,
   mayUseAgent,
@@ -18,7 +18,7 @@ import {
   requireKnowledgeBase,
   requireWholeOrganization,
   visibleAgents,
-} from '../../../../lambdas/core/tenancy/tenancy';
+} from '#core/tenancy/tenancy';
 import { SCOPES, type Scope } from '../../../../lib/routes';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';

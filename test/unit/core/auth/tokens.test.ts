@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { authenticate, bearerToken, generateToken, hashToken, issueToken } from '../../../../lambdas/core/auth/tokens';
-import { UnauthorizedError } from '../../../../lambdas/core/errors';
-import type { TokenRecord, TokenStore } from '../../../../lambdas/ports/stores';
+import { authenticate, bearerToken, generateToken, hashToken, issueToken } from '#core/auth/tokens';
+import { UnauthorizedError } from '#core/errors';
+import type { TokenRecord, TokenStore } from '#ports/stores';
 
 /** An in-memory TokenStore: the port's contract, enough to test the rules around it. */
 function memoryTokens(): TokenStore & { records: TokenRecord[] } {

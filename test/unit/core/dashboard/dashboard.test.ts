@@ -6,7 +6,7 @@ import {
   listAgents,
   listKnowledgeBases,
   updateKnowledgeBase,
-} from '../../../../lambdas/core/dashboard/dashboard';
+} from '#core/dashboard/dashboard';
 import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 
 const CALLER = { organizationId: 'org-a', tokenId: 'token-a', scopes: ['dashboard'] };

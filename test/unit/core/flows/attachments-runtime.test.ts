@@ -5,18 +5,18 @@
  * from the store by a later invocation.
  */
 import { randomUUID } from 'node:crypto';
-import { GuardedImageDownloader } from '../../../../lambdas/adapters/network/guarded-download';
-import { GuardedOutboundHttp } from '../../../../lambdas/adapters/network/outbound-http';
-import { DynamoAnalyticsStore } from '../../../../lambdas/adapters/store/dynamodb/analytics-store';
-import { DynamoDefinitionStore, DynamoSessionStore } from '../../../../lambdas/adapters/store/dynamodb/flow-stores';
-import { AnalyticsRecorder } from '../../../../lambdas/core/analytics/track';
-import { attachmentKey } from '../../../../lambdas/core/flows/attachments';
-import { validateDefinition } from '../../../../lambdas/core/flows/definition';
-import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
-import { type FlowRuntimeDeps, SESSION_LEASE_MS } from '../../../../lambdas/core/flows/run-context';
-import { invoke } from '../../../../lambdas/core/flows/runtime';
-import type { BrowserDriver, FlowModel, FlowModelContext } from '../../../../lambdas/ports/flows';
-import { NO_METRICS } from '../../../../lambdas/ports/metrics';
+import { GuardedImageDownloader } from '#adapters/network/guarded-download';
+import { GuardedOutboundHttp } from '#adapters/network/outbound-http';
+import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
+import { DynamoDefinitionStore, DynamoSessionStore } from '#adapters/store/dynamodb/flow-stores';
+import { AnalyticsRecorder } from '#core/analytics/track';
+import { attachmentKey } from '#core/flows/attachments';
+import { validateDefinition } from '#core/flows/definition';
+import { OfflineFlowModel } from '#core/flows/offline-model';
+import { type FlowRuntimeDeps, SESSION_LEASE_MS } from '#core/flows/run-context';
+import { invoke } from '#core/flows/runtime';
+import type { BrowserDriver, FlowModel, FlowModelContext } from '#ports/flows';
+import { NO_METRICS } from '#ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { inMemoryBlobStore } from '../../../helpers/blobs';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';

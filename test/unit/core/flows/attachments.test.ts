@@ -4,8 +4,8 @@
  * as it arrives, whatever its headers say; a private address refused unless allowed), and which stored images the
  * model context reads back.
  */
-import { GuardedImageDownloader } from '../../../../lambdas/adapters/network/guarded-download';
-import { ValidationError } from '../../../../lambdas/core/errors';
+import { GuardedImageDownloader } from '#adapters/network/guarded-download';
+import { ValidationError } from '#core/errors';
 import {
   ATTACHMENT_MAX_BYTES,
   ATTACHMENT_SHOWN_MS,
@@ -16,10 +16,10 @@ import {
   MODEL_CONTEXT_MAX_IMAGES,
   receiveAttachments,
   storeAttachments,
-} from '../../../../lambdas/core/flows/attachments';
-import type { SessionMessage } from '../../../../lambdas/core/flows/session';
-import { parseInput } from '../../../../lambdas/core/validation';
-import { webhookSchema } from '../../../../lambdas/handlers/http/flows/schemas';
+} from '#core/flows/attachments';
+import type { SessionMessage } from '#core/flows/session';
+import { parseInput } from '#core/validation';
+import { webhookSchema } from '#handlers/http/flows/schemas';
 import { inMemoryBlobStore } from '../../../helpers/blobs';
 import { GIF, type ImageServer, JPEG, PNG, pngOfSize, startImageServer, WEBP } from '../../../helpers/images';
 

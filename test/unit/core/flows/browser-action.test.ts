@@ -4,11 +4,11 @@
  * model is sent, and how its answer, fenced or wrapped in thoughts, comes back). The model of a node's `model`
  * property (browserTaskModel) is picked from the real resolver of the flow configuration.
  */
-import { OpenAiCompatibleModel } from '../../../../lambdas/adapters/model/openai-compatible';
-import { PromptedFlowModel } from '../../../../lambdas/adapters/model/prompted-flow-model';
-import { flowModelResolverFromEnv } from '../../../../lambdas/composition/flow-model';
-import { browserTaskModel, readBrowserAction } from '../../../../lambdas/core/flows/browser-task';
-import type { BrowserActionRequest } from '../../../../lambdas/ports/flows';
+import { OpenAiCompatibleModel } from '#adapters/model/openai-compatible';
+import { PromptedFlowModel } from '#adapters/model/prompted-flow-model';
+import { flowModelResolverFromEnv } from '#composition/flow-model';
+import { browserTaskModel, readBrowserAction } from '#core/flows/browser-task';
+import type { BrowserActionRequest } from '#ports/flows';
 import { type ScriptedModelServer, startScriptedModelServer } from '../../../helpers/scripted-model-server';
 
 describe('readBrowserAction', () => {

@@ -11,10 +11,10 @@ import {
   LAMBDA_CHROMIUM_FLAGS,
   MAX_PAGE_TEXT_CHARS,
   PlaywrightBrowserDriver,
-} from '../../../../lambdas/adapters/browser/playwright-driver';
-import type { HostLookup } from '../../../../lambdas/adapters/network/url-guard';
-import { BROWSER_MAX_STEPS } from '../../../../lambdas/core/flows/browser-task';
-import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
+} from '#adapters/browser/playwright-driver';
+import type { HostLookup } from '#adapters/network/url-guard';
+import { BROWSER_MAX_STEPS } from '#core/flows/browser-task';
+import { OfflineFlowModel } from '#core/flows/offline-model';
 import type {
   BrowserActionRequest,
   BrowserChoice,
@@ -22,8 +22,8 @@ import type {
   FlowModelContext,
   FlowModelResolver,
   LlmConfig,
-} from '../../../../lambdas/ports/flows';
-import { ModelError } from '../../../../lambdas/ports/model';
+} from '#ports/flows';
+import { ModelError } from '#ports/model';
 import { type BrowserSite, startBrowserSite } from '../../../helpers/browser-site';
 
 /** A model whose browser choices a test scripts; it records what it was asked. Nothing else is asked of it here. */

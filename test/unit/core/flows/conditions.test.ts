@@ -1,5 +1,5 @@
 /** The `when` test of stepForward edges (junction routing), as a table. */
-import { holds } from '../../../../lambdas/core/flows/route';
+import { holds } from '#core/flows/route';
 
 const scope = {
   memory: { tier: 'gold', count: 7, zero: 0, flag: false, none: null, tags: ['a'], nested: { n: '12' } },

@@ -1,6 +1,6 @@
 /** Validation of agent definitions: each rule as a case, and every problem reported at once with flow and node. */
-import { type DefinitionProblem, validateDefinition } from '../../../../lambdas/core/flows/definition';
-import { checkDefinition } from '../../../../lambdas/core/flows/definitions';
+import { type DefinitionProblem, validateDefinition } from '#core/flows/definition';
+import { checkDefinition } from '#core/flows/definitions';
 import { refundFlow, scheduleFlow, supportDefinition, triageFlow } from '../../../helpers/flow-definitions';
 
 const valid = () => {

@@ -1,9 +1,9 @@
 /**
  * The offline flow model: the exact, deterministic rules of lambdas/core/flows/offline-model.ts.
  */
-import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
-import type { FlowModelContext, ToolParameterSpec } from '../../../../lambdas/ports/flows';
-import type { ModelMessage } from '../../../../lambdas/ports/model';
+import { OfflineFlowModel } from '#core/flows/offline-model';
+import type { FlowModelContext, ToolParameterSpec } from '#ports/flows';
+import type { ModelMessage } from '#ports/model';
 
 const model = new OfflineFlowModel();
 const user = (content: string): ModelMessage => ({ role: 'user', content });

@@ -1,9 +1,4 @@
-import {
-  type PlaceholderScope,
-  placeholdersIn,
-  renderText,
-  renderValue,
-} from '../../../../lambdas/core/flows/placeholders';
+import { type PlaceholderScope, placeholdersIn, renderText, renderValue } from '#core/flows/placeholders';
 
 const scope: PlaceholderScope = {
   memory: {

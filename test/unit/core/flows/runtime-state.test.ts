@@ -9,27 +9,27 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlaywrightBrowserDriver } from '../../../../lambdas/adapters/browser/playwright-driver';
-import { GuardedOutboundHttp } from '../../../../lambdas/adapters/network/outbound-http';
-import { DynamoAnalyticsStore } from '../../../../lambdas/adapters/store/dynamodb/analytics-store';
+import { PlaywrightBrowserDriver } from '#adapters/browser/playwright-driver';
+import { GuardedOutboundHttp } from '#adapters/network/outbound-http';
+import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import {
   DynamoDefinitionStore,
   DynamoSessionStore,
   MAX_SESSION_STATE_BYTES,
-} from '../../../../lambdas/adapters/store/dynamodb/flow-stores';
-import { PAYLOAD_MAX_BYTES } from '../../../../lambdas/core/analytics/event';
-import { AnalyticsRecorder, type TruncatedPreview } from '../../../../lambdas/core/analytics/track';
-import { validateDefinition } from '../../../../lambdas/core/flows/definition';
-import { OfflineFlowModel } from '../../../../lambdas/core/flows/offline-model';
+} from '#adapters/store/dynamodb/flow-stores';
+import { PAYLOAD_MAX_BYTES } from '#core/analytics/event';
+import { AnalyticsRecorder, type TruncatedPreview } from '#core/analytics/track';
+import { validateDefinition } from '#core/flows/definition';
+import { OfflineFlowModel } from '#core/flows/offline-model';
 import {
   FAILURE_MESSAGE_MAX_CHARS,
   type FlowRuntimeDeps,
   type InvocationFailure,
   NODE_OUTPUT_MAX_BYTES,
-} from '../../../../lambdas/core/flows/run-context';
-import { invoke } from '../../../../lambdas/core/flows/runtime';
-import type { FlowSession } from '../../../../lambdas/core/flows/session';
-import { NO_METRICS } from '../../../../lambdas/ports/metrics';
+} from '#core/flows/run-context';
+import { invoke } from '#core/flows/runtime';
+import type { FlowSession } from '#core/flows/session';
+import { NO_METRICS } from '#ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
 import { recordingMetrics } from '../../../helpers/metrics';

@@ -1,5 +1,5 @@
-import { ValidationError } from '../../../../lambdas/core/errors';
-import { cronProblems, firesBetween, isValidTimeZone, nextFire } from '../../../../lambdas/core/flows/schedule';
+import { ValidationError } from '#core/errors';
+import { cronProblems, firesBetween, isValidTimeZone, nextFire } from '#core/flows/schedule';
 
 const iso = (dates: readonly Date[]) => dates.map((date) => date.toISOString());
 

@@ -2,18 +2,9 @@
  * Scoped tools of prompt nodes and the retrieval built-ins, where no engine is needed: how a definition naming them
  * is validated (every problem with its node, field and rule), and how the offline model calls a tool.
  */
-import {
-  BUILT_IN_TOOLS,
-  type DefinitionProblem,
-  LIMITS,
-  validateDefinition,
-} from '../../../../lambdas/core/flows/definition';
-import {
-  OFFLINE_TOOL_CALL_ID,
-  OFFLINE_TOOL_RESULT_MAX_CHARACTERS,
-  OfflineFlowModel,
-} from '../../../../lambdas/core/flows/offline-model';
-import type { ScopedTool } from '../../../../lambdas/ports/flows';
+import { BUILT_IN_TOOLS, type DefinitionProblem, LIMITS, validateDefinition } from '#core/flows/definition';
+import { OFFLINE_TOOL_CALL_ID, OFFLINE_TOOL_RESULT_MAX_CHARACTERS, OfflineFlowModel } from '#core/flows/offline-model';
+import type { ScopedTool } from '#ports/flows';
 
 function definitionWith(nodes: Record<string, unknown>[]) {
   const names = ['Start', ...nodes.map((n) => n.name as string)];

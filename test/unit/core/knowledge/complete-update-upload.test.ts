@@ -1,6 +1,6 @@
-import { completeUpdateUpload } from '../../../../lambdas/core/knowledge/complete-update-upload';
-import { createUpdateUploadLink } from '../../../../lambdas/core/knowledge/create-update-upload-link';
-import { deleteDocument } from '../../../../lambdas/core/knowledge/delete-document';
+import { completeUpdateUpload } from '#core/knowledge/complete-update-upload';
+import { createUpdateUploadLink } from '#core/knowledge/create-update-upload-link';
+import { deleteDocument } from '#core/knowledge/delete-document';
 import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 import { uploadDocument } from '../../../helpers/knowledge-steps';
 

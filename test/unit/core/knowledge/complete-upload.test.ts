@@ -1,6 +1,6 @@
-import { completeUpload } from '../../../../lambdas/core/knowledge/complete-upload';
-import { createUpdateUploadLink } from '../../../../lambdas/core/knowledge/create-update-upload-link';
-import { createUploadLink } from '../../../../lambdas/core/knowledge/create-upload-link';
+import { completeUpload } from '#core/knowledge/complete-upload';
+import { createUpdateUploadLink } from '#core/knowledge/create-update-upload-link';
+import { createUploadLink } from '#core/knowledge/create-upload-link';
 import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 import { uploadDocument } from '../../../helpers/knowledge-steps';
 

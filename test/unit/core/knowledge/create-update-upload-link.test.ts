@@ -1,5 +1,5 @@
-import { createUpdateUploadLink } from '../../../../lambdas/core/knowledge/create-update-upload-link';
-import { createUploadLink } from '../../../../lambdas/core/knowledge/create-upload-link';
+import { createUpdateUploadLink } from '#core/knowledge/create-update-upload-link';
+import { createUploadLink } from '#core/knowledge/create-upload-link';
 import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 import { uploadDocument } from '../../../helpers/knowledge-steps';
 

@@ -1,4 +1,4 @@
-import { createUploadLink } from '../../../../lambdas/core/knowledge/create-upload-link';
+import { createUploadLink } from '#core/knowledge/create-upload-link';
 import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 
 describe('createUploadLink', () => {

@@ -1,8 +1,8 @@
 /** File names are held to bytes, not characters, and to what displays honestly (issue 22, "Names"). */
-import { ValidationError } from '../../../../lambdas/core/errors';
-import { FILE_NAME_MAX_BYTES } from '../../../../lambdas/core/knowledge/fields';
-import { parseInput } from '../../../../lambdas/core/validation';
-import { updateUploadLinkSchema, uploadLinkSchema } from '../../../../lambdas/handlers/http/knowledge/schemas';
+import { ValidationError } from '#core/errors';
+import { FILE_NAME_MAX_BYTES } from '#core/knowledge/fields';
+import { parseInput } from '#core/validation';
+import { updateUploadLinkSchema, uploadLinkSchema } from '#handlers/http/knowledge/schemas';
 
 const dataset = {
   agentId: '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10',

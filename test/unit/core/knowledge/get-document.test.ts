@@ -1,5 +1,5 @@
-import { createUploadLink } from '../../../../lambdas/core/knowledge/create-upload-link';
-import { getDocument } from '../../../../lambdas/core/knowledge/get-document';
+import { createUploadLink } from '#core/knowledge/create-upload-link';
+import { getDocument } from '#core/knowledge/get-document';
 import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 import { uploadDocument } from '../../../helpers/knowledge-steps';
 

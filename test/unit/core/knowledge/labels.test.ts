@@ -1,4 +1,4 @@
-import { labelViolations } from '../../../../lambdas/core/knowledge/labels';
+import { labelViolations } from '#core/knowledge/labels';
 
 const rules = (label: string) => labelViolations(label).map((v) => v.rule);
 

@@ -1,4 +1,4 @@
-import { patchMetadata } from '../../../../lambdas/core/knowledge/patch-metadata';
+import { patchMetadata } from '#core/knowledge/patch-metadata';
 import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 import { uploadDocument } from '../../../helpers/knowledge-steps';
 

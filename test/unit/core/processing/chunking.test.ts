@@ -6,7 +6,7 @@ import {
   chunkId,
   chunkSpans,
   chunkText,
-} from '../../../../lambdas/core/processing/chunking';
+} from '#core/processing/chunking';
 
 const withoutWhitespace = (text: string) => text.replace(/\s+/g, '');
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

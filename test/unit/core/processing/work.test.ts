@@ -1,4 +1,4 @@
-import { documentOfObjectKey, parseWork } from '../../../../lambdas/core/processing/work';
+import { documentOfObjectKey, parseWork } from '#core/processing/work';
 
 function s3Event(eventName: string, key: string) {
   return JSON.stringify({ Records: [{ eventName, s3: { object: { key } } }] });

@@ -1,15 +1,15 @@
 import * as fc from 'fast-check';
-import { readZipArchive } from '../../../../lambdas/adapters/archive/zip-reader';
-import { parseLabelCsv } from '../../../../lambdas/core/processing/label-csv';
-import { findLabelFile, LabelFileCandidate, labelFolderOf } from '../../../../lambdas/core/processing/label-file';
+import { readZipArchive } from '#adapters/archive/zip-reader';
+import { parseLabelCsv } from '#core/processing/label-csv';
+import { findLabelFile, LabelFileCandidate, labelFolderOf } from '#core/processing/label-file';
 import type {
   ZipCustomMeta,
   ZipEntry,
   ZipEntryInfo,
   ZipLabels,
   ZipRequestMetadata,
-} from '../../../../lambdas/core/processing/zip-entries';
-import { MAX_WARNINGS, planZipImport, type ZipFilePlan } from '../../../../lambdas/core/processing/zip-import';
+} from '#core/processing/zip-entries';
+import { MAX_WARNINGS, planZipImport, type ZipFilePlan } from '#core/processing/zip-import';
 import { type ArchiveItem, buildZip, markEncrypted, renameEntry } from '../../../helpers/zip-archives';
 
 const REQUEST: ZipLabels = { label1: 'source:upload', label2: 'team:sales' };

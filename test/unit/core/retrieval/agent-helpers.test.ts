@@ -9,15 +9,12 @@ import { join } from 'node:path';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
-import { LanceKnowledgeIndex } from '../../../../lambdas/adapters/index/lancedb';
-import { DynamoAgentStore } from '../../../../lambdas/adapters/store/dynamodb/agent-store';
-import { DynamoKnowledgeBaseStore } from '../../../../lambdas/adapters/store/dynamodb/knowledge-base-store';
-import { ValidationError } from '../../../../lambdas/core/errors';
-import {
-  retrieveAndGenerateFromKnowledgeBase,
-  retrieveFromKnowledgeBase,
-} from '../../../../lambdas/core/retrieval/agent-helpers';
-import type { RetrievalDeps } from '../../../../lambdas/core/retrieval/retrieve';
+import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import { DynamoAgentStore } from '#adapters/store/dynamodb/agent-store';
+import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
+import { ValidationError } from '#core/errors';
+import { retrieveAndGenerateFromKnowledgeBase, retrieveFromKnowledgeBase } from '#core/retrieval/agent-helpers';
+import type { RetrievalDeps } from '#core/retrieval/retrieve';
 import { createTableInput } from '../../../../lib/local/engines';
 import { TABLES } from '../../../../lib/tables';
 import { recordingMetrics } from '../../../helpers/metrics';

@@ -3,8 +3,8 @@ import {
   putRetrievalConfig,
   removeFromDefaultRetrieval,
   runDefaultRetrieval,
-} from '../../../../lambdas/core/retrieval/default-retrieval';
-import type { RetrievalConfigRecord } from '../../../../lambdas/core/retrieval/retrieval-config';
+} from '#core/retrieval/default-retrieval';
+import type { RetrievalConfigRecord } from '#core/retrieval/retrieval-config';
 import { FixedHitsIndex, InMemoryRetrievalConfigStore, inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 
 async function setUp() {

@@ -1,6 +1,6 @@
-import type { ValidationError } from '../../../../lambdas/core/errors';
-import { filterEntrySchema, memoryPath, resolveFilters } from '../../../../lambdas/core/retrieval/filters';
-import { parseInput } from '../../../../lambdas/core/validation';
+import type { ValidationError } from '#core/errors';
+import { filterEntrySchema, memoryPath, resolveFilters } from '#core/retrieval/filters';
+import { parseInput } from '#core/validation';
 
 const entry = (key: string, value: string, operator: 'equals' | 'notEquals' | 'greaterThan' | 'lessThan' = 'equals') =>
   ({ key, operator, value }) as const;

@@ -7,9 +7,9 @@ import {
   NOT_FOUND_ANSWER,
   splitSentences,
   terms,
-} from '../../../../lambdas/core/retrieval/generate';
-import type { ModelProvider, ModelRequest } from '../../../../lambdas/ports/model';
-import type { IndexHit } from '../../../../lambdas/ports/processing';
+} from '#core/retrieval/generate';
+import type { ModelProvider, ModelRequest } from '#ports/model';
+import type { IndexHit } from '#ports/processing';
 import { NO_METADATA } from '../../../helpers/chunks';
 
 function hit(documentId: string, text: string, score = 0.5, position = 0): IndexHit {

@@ -4,7 +4,7 @@ import {
   requireKnowledgeBase,
   requireWholeOrganization,
   visibleAgents,
-} from '../../../../lambdas/core/tenancy/tenancy';
+} from '#core/tenancy/tenancy';
 import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 
 const DELETION = { startedAt: '2026-01-01T00:00:00.000Z', page: 0, defaultRetrievalChanged: [] };
