@@ -62,7 +62,7 @@ const browserDriver: BrowserDriver = {
     if (!driver) {
       const choice = handlerVariable('BROWSER_DRIVER') || 'playwright';
       if (choice === 'lambda') {
-        const { lambdaBrowserDriverFromEnv } = await import('#adapters/browser/lambda-driver');
+        const { lambdaBrowserDriverFromEnv } = await import('./clients/lambda');
         driver = lambdaBrowserDriverFromEnv();
       } else if (choice === 'playwright') {
         const { browserDriverFromEnv } = await import('#adapters/browser/playwright-driver');

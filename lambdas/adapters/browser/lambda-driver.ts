@@ -3,7 +3,7 @@
  * (lambdas/handlers/browser/browser-task.ts), which has Chromium, invoked synchronously with the task's request; its
  * reply is the task's result, or the error that ended the task before its first step, rethrown here with its code.
  */
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
 import { AppError, type ErrorDetail } from '#core/errors';
 import { BROWSER_TIME_LIMIT_MS } from '#core/flows/browser-task';
 import {
@@ -13,7 +13,6 @@ import {
   OutboundError,
   type OutboundErrorCode,
 } from '#ports/flows';
-import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 
 /** What the BrowserTask function answers: the result, or the error (an AppError's) that ended the task. */
 export type BrowserTaskReply =
@@ -83,36 +82,7 @@ export class LambdaBrowserDriver implements BrowserDriver {
   async close(): Promise<void> {}
 }
 
-/**
- * The driver of a flow function in the stack: BROWSER_TASK_FUNCTION, the region, the endpoint
- * (AWS_ENDPOINT_URL_LAMBDA or AWS_ENDPOINT_URL, as the SDK reads them) and the function's credentials from `env`.
- */
-export function lambdaBrowserDriverFromEnv(env: EnvironmentValues = handlerEnvironment()): LambdaBrowserDriver {
-  const functionName = env.BROWSER_TASK_FUNCTION;
-  const region = env.AWS_REGION || env.AWS_DEFAULT_REGION;
-  if (!functionName || !region) {
-    throw unavailable('BROWSER_DRIVER=lambda needs BROWSER_TASK_FUNCTION and AWS_REGION');
-  }
-  const { AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN } = env;
-  const client = new LambdaClient({
-    region,
-    endpoint: env.AWS_ENDPOINT_URL_LAMBDA || env.AWS_ENDPOINT_URL || undefined,
-    // Without keys in the environment nothing can sign the invoke: said at the call, not as a provider chain search.
-    credentials: async () => {
-      if (!AWS_ACCESS_KEY_ID || !AWS_SECRET_ACCESS_KEY) throw new Error('NoCredentials');
-      return {
-        accessKeyId: AWS_ACCESS_KEY_ID,
-        secretAccessKey: AWS_SECRET_ACCESS_KEY,
-        sessionToken: AWS_SESSION_TOKEN,
-      };
-    },
-    // One attempt: a retried invoke would run a second browser task with the same effects on the page's site.
-    maxAttempts: 1,
-  });
-  return new LambdaBrowserDriver({ functionName, client });
-}
-
-function unavailable(reason: string): OutboundError {
+export function unavailable(reason: string): OutboundError {
   return new OutboundError('BROWSER_UNAVAILABLE', `No browser for this task: ${reason}`);
 }
 
