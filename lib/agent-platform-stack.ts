@@ -121,6 +121,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
 
     this.operations = new Operations(this, 'Operations', {
       metricsNamespace: this.metricsNamespace,
+      rateLimited: this.firewall?.rateLimitedMetric(),
       api: this.api.api,
       deadLetterQueues: {
         Processing: this.storage.deadLetterQueue,

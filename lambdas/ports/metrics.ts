@@ -34,6 +34,8 @@ export const METRIC = {
   toolCalls: 'ToolCalls',
   /** Steps browser tasks took. */
   browserSteps: 'BrowserSteps',
+  /** Files of a ZIP archive that became documents (queued for processing), counted once the archive is read. */
+  zipFilesImported: 'ZipFilesImported',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

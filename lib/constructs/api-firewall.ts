@@ -3,7 +3,10 @@
  * rule set and its known-bad-inputs set. Per-organization limits are not the firewall's: it sees addresses, not
  * tokens.
  */
+
+import { Duration, Stack } from 'aws-cdk-lib';
 import { ResponseType, type RestApi } from 'aws-cdk-lib/aws-apigateway';
+import { Metric } from 'aws-cdk-lib/aws-cloudwatch';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import { CORS_EXPOSE_HEADERS, type CorsPolicy, edgeAllowOrigin } from '#shared/cors';
@@ -32,8 +35,27 @@ export interface ApiFirewallProps {
   readonly cors?: CorsPolicy;
 }
 
+/** Metric names of the web ACL and of its rate rule: WAF's CloudWatch dimensions `WebACL` and `Rule`. */
+const WEB_ACL_METRIC = 'AgentPlatformApi';
+const RATE_RULE_METRIC = 'RateLimitPerSourceIp';
+
 export class ApiFirewall extends Construct {
   public readonly webAcl: CfnWebACL;
+
+  /**
+   * RateLimited: requests the rate rule answered 429, from WAF's own metrics (AWS/WAFV2 BlockedRequests of the rule).
+   * The service emits no metric of its own for it: the request never reaches a function.
+   */
+  rateLimitedMetric(): Metric {
+    return new Metric({
+      namespace: 'AWS/WAFV2',
+      metricName: 'BlockedRequests',
+      dimensionsMap: { WebACL: WEB_ACL_METRIC, Rule: RATE_RULE_METRIC, Region: Stack.of(this).region },
+      statistic: 'Sum',
+      period: Duration.minutes(5),
+      label: 'RateLimited',
+    });
+  }
 
   constructor(scope: Construct, id: string, props: ApiFirewallProps) {
     super(scope, id);
@@ -64,7 +86,7 @@ export class ApiFirewall extends Construct {
       scope: 'REGIONAL',
       description: 'Agent platform API: per-IP rate limit and AWS managed rules',
       defaultAction: { allow: {} },
-      visibilityConfig: visibility('AgentPlatformApi'),
+      visibilityConfig: visibility(WEB_ACL_METRIC),
       customResponseBodies: {
         rateLimited: {
           contentType: 'APPLICATION_JSON',
@@ -89,7 +111,7 @@ export class ApiFirewall extends Construct {
             },
           },
           statement: { rateBasedStatement: { limit, aggregateKeyType: 'IP', evaluationWindowSec: 300 } },
-          visibilityConfig: visibility('RateLimitPerSourceIp'),
+          visibilityConfig: visibility(RATE_RULE_METRIC),
         },
         // SizeRestrictions_BODY blocks bodies over 8 KB, and flow definitions and document metadata are larger:
         // it only counts, the handlers bound bodies themselves (1 MiB, 413 PAYLOAD_TOO_LARGE).

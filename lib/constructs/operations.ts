@@ -40,6 +40,8 @@ export interface OperationsProps {
   readonly authorizer: IFunction;
   /** Functions whose throttling is alarmed (the queue consumers, scheduled jobs and the authorizer; at most 10). */
   readonly throttleWatched: Readonly<Record<string, IFunction>>;
+  /** Requests the firewall's rate rule answered 429 (ApiFirewall.rateLimitedMetric); none when deployed without WAF. */
+  readonly rateLimited?: IMetric;
 }
 
 export class Operations extends Construct {
@@ -156,7 +158,10 @@ export class Operations extends Construct {
         this.serviceMetric(METRIC.processingDuration, 'p50'),
         this.serviceMetric(METRIC.processingDuration, 'p95'),
       ]),
-      graph('Chunks indexed', [this.serviceMetric(METRIC.chunksIndexed, 'Sum')]),
+      graph('Chunks indexed, ZIP files imported', [
+        this.serviceMetric(METRIC.chunksIndexed, 'Sum'),
+        this.serviceMetric(METRIC.zipFilesImported, 'Sum'),
+      ]),
       graph(
         'Dead-letter queues',
         Object.entries(props.deadLetterQueues).map(([name, queue]) =>
@@ -195,6 +200,7 @@ export class Operations extends Construct {
       graph('5xx rate', [props.api.metricServerError({ statistic: 'Average' })]),
       graph('4xx rate', [props.api.metricClientError({ statistic: 'Average' })]),
       graph('Latency (ms)', [props.api.metricLatency({ statistic: 'p95' })]),
+      ...(props.rateLimited ? [graph('Rate limited (429 by the firewall)', [props.rateLimited])] : []),
     );
     this.dashboard.addWidgets(new TextWidget({ markdown: '## Workers', width: 24, height: 1 }));
     this.dashboard.addWidgets(

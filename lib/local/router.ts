@@ -15,6 +15,9 @@ import type {
   APIGatewayRequestAuthorizerEvent,
   Context,
 } from 'aws-lambda';
+import { callerFromContext, requireScope } from '#core/auth/tokens';
+import { AppError, type ErrorDetail, ValidationError } from '#core/errors';
+import { METRIC } from '#ports/metrics';
 import {
   type CorsPolicy,
   corsAllowMethods,
@@ -22,7 +25,9 @@ import {
   corsPreflightHeaders,
   corsResponseHeaders,
 } from '#shared/cors';
+import { errorResponse, jsonResponse } from '#shared/http';
 import { AUTHORIZER, type HttpRoute, ROUTES } from '../routes';
+import type { MetricsCollector } from './metrics-collector';
 
 /** API Gateway's own limit on a request payload. */
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
@@ -151,7 +156,13 @@ function originOf(request: IncomingMessage): string | undefined {
 export interface RouterOptions {
   /** Default: CORS_ALLOWED_ORIGINS of the environment, read once here, so that a bad value stops the start. */
   readonly cors?: CorsPolicy;
+  /** Serves GET /dashboard/metrics from this collector (the local runtime's; not a route of the stack). */
+  readonly metrics?: { readonly namespace: string; readonly collector: MetricsCollector };
 }
+
+/** Local only: the operational metrics the runtime collected (README, "Operating it"). */
+export const LOCAL_METRICS_PATH = '/dashboard/metrics';
+const METRIC_NAMES: readonly string[] = Object.values(METRIC);
 
 export function createRouter(
   rootDir: string,
@@ -173,7 +184,7 @@ export function createRouter(
   };
 
   async function authorize(
-    route: HttpRoute,
+    route: Pick<HttpRoute, 'method' | 'path'>,
     headers: Record<string, string>,
   ): Promise<APIGatewayAuthorizerResult | undefined> {
     const { handler } = await load<APIGatewayRequestAuthorizerEvent, APIGatewayAuthorizerResult>(AUTHORIZER.handler);
@@ -191,9 +202,67 @@ export function createRouter(
     }
   }
 
+  /**
+   * GET /dashboard/metrics: a token with the `dashboard` scope, as every dashboard route; `name` (optional) keeps
+   * one metric. The metrics are the whole runtime's, not one organization's: locally one person runs the platform.
+   */
+  async function answerMetrics(
+    request: IncomingMessage,
+    url: URL,
+    method: string,
+    source: NonNullable<RouterOptions['metrics']>,
+  ): Promise<APIGatewayProxyResult> {
+    request.resume();
+    const withCors = (result: APIGatewayProxyResult) => ({
+      ...result,
+      headers: { ...result.headers, ...corsResponseHeaders(cors, originOf(request)) },
+    });
+    if (method === 'OPTIONS' && cors.kind !== 'same-origin') {
+      return { statusCode: 204, headers: corsPreflightHeaders(cors, originOf(request), ['GET']), body: '' };
+    }
+    if (method !== 'GET') {
+      return ownError(request, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use GET`);
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
+    }
+    const result = await authorize({ method: 'GET', path: LOCAL_METRICS_PATH }, headers);
+    const caller = callerFromContext(result?.context);
+    if (!caller) return ownError(request, 401, 'UNAUTHORIZED', 'A valid bearer token is required');
+    const name = url.searchParams.get('name') ?? undefined;
+    const unknown = [...url.searchParams.keys()].filter((key) => key !== 'name');
+    try {
+      requireScope(caller, 'dashboard');
+      const details: ErrorDetail[] = unknown.map((field) => ({
+        field,
+        rule: 'unknownParameter',
+        message: `${field} is not a parameter of ${LOCAL_METRICS_PATH}; only name is`,
+      }));
+      if (name !== undefined && !METRIC_NAMES.includes(name)) {
+        details.push({ field: 'name', rule: 'enum', message: `name must be one of ${METRIC_NAMES.join(', ')}` });
+      }
+      if (details.length > 0) throw new ValidationError(details);
+    } catch (error) {
+      if (error instanceof AppError) return withCors(errorResponse(error));
+      throw error;
+    }
+    return withCors(
+      jsonResponse(200, {
+        success: true,
+        namespace: source.namespace,
+        since: source.collector.since.toISOString(),
+        metrics: source.collector.snapshot(name),
+      }),
+    );
+  }
+
   async function dispatch(request: IncomingMessage): Promise<APIGatewayProxyResult> {
     const url = new URL(request.url ?? '/', 'http://localhost');
     const method = (request.method ?? 'GET').toUpperCase();
+    if (url.pathname === LOCAL_METRICS_PATH && options.metrics) {
+      return answerMetrics(request, url, method, options.metrics);
+    }
     const matches = compiled
       .map((c) => ({ c, m: c.pattern.exec(url.pathname) }))
       .filter((x): x is { c: CompiledRoute; m: RegExpExecArray } => x.m !== null);

@@ -2,6 +2,7 @@
  * The whole service on one machine: engines, the handlers' configuration pointed at them, organizations for the
  * development tokens, and the HTTP server of the local router.
  */
+
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -11,12 +12,14 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { container } from '#composition/container';
 import { useKnowledgeIndex } from '#composition/knowledge-index';
+import { reportMetricsAlsoTo } from '#composition/metrics';
 import { bearerToken, generateToken, hashToken, issueToken } from '#core/auth/tokens';
 import { runScheduleTick, type TickOutcome } from '#core/flows/scheduler';
 import { positiveInteger } from '#shared/config';
-import { configureHandlerEnvironment } from '#shared/environment';
+import { configureHandlerEnvironment, handlerVariable } from '#shared/environment';
 import { logger } from '#shared/logger';
-import { RESOURCE_ENV, SCOPES, type TableName } from '../routes';
+import { LOCAL_METRICS_NAMESPACE } from '#shared/metrics';
+import { RESOURCE_ENV, ROUTES, SCOPES, type TableName } from '../routes';
 import {
   acquireWorkerLock,
   type EnginesFile,
@@ -27,6 +30,7 @@ import {
 import { embedderFromEnv } from './embedder';
 import { LOCAL_REGION } from './engine-credentials';
 import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, startEngines } from './engines';
+import { MetricsCollector } from './metrics-collector';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
 import { answerClientError, createRouter } from './router';
 
@@ -337,7 +341,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     // LOCAL_WORKER=off leaves both queues to a separate worker (bin/worker.ts).
     const flowRunner = options.worker === false ? undefined : await startFlowRunner(engines);
     const scheduler = await startScheduler(options);
-    const router = createRouter(ROOT);
+    // The metrics the handlers report, kept for GET /dashboard/metrics (the separate worker's stay in its process).
+    const collector = new MetricsCollector();
+    reportMetricsAlsoTo(collector);
+    const router = createRouter(ROOT, ROUTES, {
+      metrics: { namespace: handlerVariable('POWERTOOLS_METRICS_NAMESPACE') ?? LOCAL_METRICS_NAMESPACE, collector },
+    });
     const server = createServer((request, response) => {
       router.handle(request, response).catch((error: unknown) => {
         console.error('local router failed', error);
@@ -363,6 +372,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       scheduler,
       stop: async () => {
         await scheduler.stop();
+        reportMetricsAlsoTo(undefined);
         await new Promise<void>((done) => {
           server.close(() => done());
           server.closeAllConnections();

@@ -698,9 +698,14 @@ describe('operations: alarms, their topic and the dashboard', () => {
       'ModelCalls',
       'ToolCalls',
       'BrowserSteps',
+      'ZipFilesImported',
     ]) {
       expect(body).toContain(metric);
     }
+    // RateLimited: the firewall's rate rule, from WAF's metrics.
+    const unescaped = body.replace(/\\/g, '');
+    expect(unescaped).toContain('"AWS/WAFV2","BlockedRequests","Region"');
+    expect(unescaped).toContain('"Rule","RateLimitPerSourceIp","WebACL","AgentPlatformApi",{"label":"RateLimited"');
     expect(dashboard.Properties).not.toHaveProperty('DashboardName');
   });
 });

@@ -124,3 +124,56 @@ test('a processing run emits DocumentsReady per processed document and Documents
     for (const id of [dataset.agentId, dataset.knowledgeBaseId, ...documentIds]) expect(line.raw).not.toContain(id);
   }
 });
+
+interface ServedSeries {
+  name: string;
+  unit: string;
+  dimensions: Record<string, string>;
+  sum: number;
+  samples: number;
+  minutes: { at: string; sum: number; samples: number }[];
+}
+
+test('GET /dashboard/metrics serves what the EMF lines say, to a dashboard token only', async () => {
+  const served = await call<{ namespace: string; since: string; metrics: ServedSeries[] }>('GET', '/dashboard/metrics');
+  expect(served.status).toBe(200);
+  expect(served.body.namespace).toBe('AgentPlatform/local');
+  const lines = emfLines(service.output());
+  const total = (name: string, dimensions: Record<string, string> = {}) =>
+    served.body.metrics
+      .filter((s) => s.name === name && JSON.stringify(s.dimensions) === JSON.stringify(dimensions))
+      .reduce((sumOf, s) => sumOf + s.sum, 0);
+  // The first test's run: the same totals as its EMF lines (and the same series apart by errorCode).
+  for (const name of ['DocumentsUploaded', 'DocumentsReady', 'ChunksIndexed']) {
+    expect([name, total(name)]).toEqual([name, sum(lines, name)]);
+  }
+  for (const code of ['EMPTY_DOCUMENT', 'PARSE_ERROR']) {
+    expect([code, total('DocumentsFailed', { errorCode: code })]).toEqual([
+      code,
+      sum(lines, 'DocumentsFailed', { errorCode: code }),
+    ]);
+  }
+  const durations = served.body.metrics.find((s) => s.name === 'ProcessingDuration');
+  expect(durations).toMatchObject({ unit: 'Milliseconds', samples: samples(lines, 'ProcessingDuration').length });
+  expect(durations?.minutes.reduce((n, m) => n + m.samples, 0)).toBe(durations?.samples);
+
+  const ready = await call<{ metrics: ServedSeries[] }>('GET', '/dashboard/metrics', {
+    query: { name: 'DocumentsReady' },
+  });
+  expect(ready.body.metrics.map((s) => s.name)).toEqual(['DocumentsReady']);
+
+  expect((await call('GET', '/dashboard/metrics', { token: null })).status).toBe(401);
+  const bad = await call('GET', '/dashboard/metrics', { query: { name: 'Bogus', from: 'yesterday' } });
+  expect(bad.status).toBe(400);
+  expect(bad.body).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR' } });
+  expect((bad.body.error as { details: { field: string }[] }).details.map((d) => d.field).sort()).toEqual([
+    'from',
+    'name',
+  ]);
+  const minted = await call<{ token: string }>('POST', '/dashboard/tokens', { body: { scopes: ['analytics'] } });
+  expect(minted.status).toBe(201);
+  const analyticsOnly = await call('GET', '/dashboard/metrics', { token: minted.body.token });
+  expect(analyticsOnly.status).toBe(403);
+  expect(analyticsOnly.body).toMatchObject({ success: false, error: { code: 'FORBIDDEN' } });
+  expect((await call('POST', '/dashboard/metrics', { body: {} })).status).toBe(405);
+});

@@ -29,6 +29,7 @@ import { TABLES } from '../../lib/tables';
 import { inMemoryBlobStore } from '../helpers/blobs';
 import { type LocalDynamo, startDynalite } from '../helpers/dynalite';
 import { zipOf } from '../helpers/fixtures';
+import { recordingMetrics } from '../helpers/metrics';
 
 const TEXT = 'The backup runs at midnight and keeps thirty days. '.repeat(40);
 const LONG_AGO = '2020-01-01T00:00:00.000Z';
@@ -309,12 +310,13 @@ describe('a ZIP import cut off half-way', () => {
     objects.set(job.s3Key, await zipOf(Object.fromEntries(names.map((name) => [name, `Text of ${name}.`]))));
     await zipJobs.create(job);
     const sent: string[] = [];
+    const metrics = recordingMetrics();
     const deps = (failAfter = Number.POSITIVE_INFINITY) => ({
       documents: store,
       zipJobs,
       archives: new ZipArchiveImporter(),
       clock: { now: () => new Date() },
-      metrics: NO_METRICS,
+      metrics,
       blobs: inMemoryBlobStore(objects),
       queue: {
         send: async (message: ProcessingMessage) => {
@@ -339,5 +341,12 @@ describe('a ZIP import cut off half-way', () => {
     expect(files.every((f) => f.documentId !== null && f.error === null)).toBe(true);
     expect(await zipJobs.get(job.zipJobId)).toMatchObject({ fileCount: names.length });
     expect(objects.has(job.s3Key)).toBe(false);
+    // Counted once, when the archive was read through: the files of the cut-off attempt with those of the second.
+    expect(metrics.recorded.filter((r) => r.name === 'ZipFilesImported')).toEqual([
+      { name: 'ZipFilesImported', value: names.length, unit: 'count', dimensions: {} },
+    ]);
+    // A copy of the message after the import counts nothing more.
+    expect(await importZip(deps(), message)).toBe('skipped');
+    expect(metrics.sum('ZipFilesImported')).toBe(names.length);
   });
 });

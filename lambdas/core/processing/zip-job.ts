@@ -12,6 +12,7 @@ import { contentTypeFor } from '#core/knowledge/content-types';
 import { type DatasetRef, reservationRecord } from '#core/knowledge/document';
 import { CUSTOM_META_FIELDS, type CustomMetaField } from '#core/knowledge/fields';
 import { type Caller, ownsRecord } from '#core/tenancy/tenancy';
+import { METRIC, type OperationalMetrics } from '#ports/metrics';
 import {
   type BlobStore,
   type Clock,
@@ -38,6 +39,8 @@ export interface ZipImportDeps {
   readonly clock: Clock;
   readonly zipJobs: ZipJobStore;
   readonly archives: ArchiveImporter;
+  /** ZipFilesImported, once per archive read through (ports/metrics.ts). */
+  readonly metrics: OperationalMetrics;
 }
 
 type CustomMetaValues = Record<CustomMetaField, string | null>;
@@ -131,6 +134,8 @@ async function importArchive(
   // through instead of starting over each time.
   const listed = await deps.zipJobs.listFiles(job.zipJobId);
   const resumeAt = listed.every((entry, i) => entry.fileName === plan.files[i]?.fileName) ? listed.length : 0;
+  // Files that became documents, those of the cut-off attempt included: counted once, when the archive is read.
+  let imported = listed.slice(0, resumeAt).filter((entry) => entry.error === null).length;
   for (let index = resumeAt + 1; index <= plan.files.length; index++) {
     const file = plan.files[index - 1];
     if ('error' in file) {
@@ -145,10 +150,13 @@ async function importArchive(
       });
       continue;
     }
-    await deps.zipJobs.putFile(job.zipJobId, index, await createDocument(deps, job, file, archive, now()));
+    const entry = await createDocument(deps, job, file, archive, now());
+    await deps.zipJobs.putFile(job.zipJobId, index, entry);
+    if (entry.error === null) imported++;
   }
   // The archive is read; the job completes when every document has finished (see zipJobView).
   await deps.zipJobs.markRead(job.zipJobId, plan.files.length, plan.warnings, now());
+  deps.metrics.count(METRIC.zipFilesImported, imported);
   await deps.blobs.delete([job.s3Key]);
   return 'ready';
 }
