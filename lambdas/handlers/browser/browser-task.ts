@@ -15,6 +15,7 @@ import { parseInput } from '#core/validation';
 import { handlerVariable } from '#shared/environment';
 import { logger } from '#shared/logger';
 import { observed } from '#shared/observed';
+import { tracedUseCase } from '#shared/tracer';
 import { browserTaskRequest } from './schemas';
 
 /**
@@ -50,7 +51,7 @@ export async function closeBrowser(): Promise<void> {
 export const handler = observed(async (event: unknown): Promise<BrowserTaskReply> => {
   try {
     const request = parseInput(browserTaskRequest, event);
-    return { ok: true, result: await driver().run(request) };
+    return { ok: true, result: await tracedUseCase('browser-task', {}, () => driver().run(request)) };
   } catch (error) {
     if (!(error instanceof AppError)) {
       logger.error('browser task failed', { error: error as Error });

@@ -15,7 +15,7 @@ import { environment, uuid } from '#core/knowledge/fields';
 import type { FlowRunMessage } from '#ports/flows';
 import { logger } from '#shared/logger';
 import { observed } from '#shared/observed';
-import { tracer } from '#shared/tracer';
+import { tracedUseCase } from '#shared/tracer';
 
 /**
  * What the function keeps of its time for the node in flight when its deadline passes: a browser task takes up to
@@ -43,11 +43,13 @@ async function runRecord(record: SQSRecord, context: Context): Promise<void> {
     logger.warn('ignored a flow runner message that is not a continue-run', { messageId: record.messageId });
     return;
   }
-  tracer.putAnnotation('agentId', message.agentId);
-  tracer.putAnnotation('environment', message.environment);
   const remaining = context.getRemainingTimeInMillis();
   const deadline = flowContainer.clock.now().getTime() + remaining - Math.min(RUNNER_RESERVE_MS, remaining / 2);
-  const outcome = await continueRun(flowContainer, message, { deadline });
+  const outcome = await tracedUseCase(
+    'continue-run',
+    { agentId: message.agentId, environment: message.environment },
+    () => continueRun(flowContainer, message, { deadline }),
+  );
   logger.info('flow run', {
     ...outcome,
     sessionId: message.sessionId,

@@ -11,6 +11,7 @@ import { runWork } from '#core/processing/dispatch';
 import { parseWork } from '#core/processing/work';
 import { logger } from '#shared/logger';
 import { observed } from '#shared/observed';
+import { tracedUseCase } from '#shared/tracer';
 
 const processor = new BatchProcessor(EventType.SQS);
 
@@ -21,7 +22,12 @@ async function recordHandler(record: SQSRecord): Promise<void> {
       continue;
     }
     try {
-      const outcome = await runWork(processingContainer, work);
+      const scope = work.kind === 'message' ? work.message : work;
+      const outcome = await tracedUseCase(
+        work.kind === 'message' ? work.message.kind : 'process-document',
+        { agentId: scope.agentId, environment: 'environment' in scope ? scope.environment : undefined },
+        () => runWork(processingContainer, work),
+      );
       logger.info('processed', { outcome, work: work.kind === 'message' ? work.message.kind : work.kind });
     } catch (error) {
       logger.warn('processing failed; the message will be redelivered', {

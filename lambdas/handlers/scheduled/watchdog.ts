@@ -7,6 +7,7 @@ import { runWatchdog } from '#core/processing/watchdog';
 import { DEFAULT_PROCESSING_TIMEOUT_SECONDS, positiveInteger } from '#shared/config';
 import { logger } from '#shared/logger';
 import { observed } from '#shared/observed';
+import { tracedUseCase } from '#shared/tracer';
 
 /** A document may stay `uploaded` this long before the watchdog steps in (default 15 minutes). */
 export function processingTimeoutSeconds(): number {
@@ -14,13 +15,17 @@ export function processingTimeoutSeconds(): number {
 }
 
 export const handler = observed(async () => {
-  const report = await runWatchdog(processingContainer, { timeoutSeconds: processingTimeoutSeconds() });
+  const report = await tracedUseCase('watchdog', {}, () =>
+    runWatchdog(processingContainer, { timeoutSeconds: processingTimeoutSeconds() }),
+  );
   if (report.retried || report.failed || report.importsRetried || report.importsFailed || report.deletionsResumed) {
     logger.warn('watchdog acted on stuck documents', { ...report });
   }
-  const { removed } = await removeAbandonedUploads(container, {
-    graceSeconds: positiveInteger('ABANDONED_UPLOAD_GRACE_SECONDS', DEFAULT_GRACE_SECONDS),
-  });
+  const { removed } = await tracedUseCase('remove-abandoned-uploads', {}, () =>
+    removeAbandonedUploads(container, {
+      graceSeconds: positiveInteger('ABANDONED_UPLOAD_GRACE_SECONDS', DEFAULT_GRACE_SECONDS),
+    }),
+  );
   if (removed) logger.info('watchdog removed the objects of uploads nobody completed', { removed });
   return { ...report, abandonedUploadsRemoved: removed };
 });
