@@ -162,19 +162,50 @@ function routeOf(routes: readonly HttpRoute[], event: APIGatewayProxyEvent): Htt
   return route;
 }
 
+/** Ids of the validated request that become log keys (correlation ids); never free text. */
+const CORRELATION_FIELDS = ['agentId', 'environment', 'knowledgeBaseId', 'sessionId', 'uploadId', 'zipJobId'] as const;
+
 /**
- * Log keys of the request: who (organization) and which agent and environment, ids only. The
- * logger's keys are reset per request (injectLambdaContext `resetKeys`).
+ * Log keys of the request besides its organization: the ids it concerns (agent, environment, knowledge base, session,
+ * upload, ZIP job). The logger's keys are reset per request (injectLambdaContext `resetKeys`).
  */
-function annotateRequest(caller: Caller | undefined, input: unknown): void {
+function annotateRequest(input: unknown): void {
   // Taken from the validated input, so an annotation is a well-formed id or environment name, never free text.
-  const fields = (input ?? {}) as { agentId?: unknown; environment?: unknown };
+  const fields = (input ?? {}) as Record<string, unknown>;
   const keys: Record<string, string> = {};
-  if (caller?.organizationId) keys.organizationId = caller.organizationId;
-  if (typeof fields.agentId === 'string') keys.agentId = fields.agentId;
-  if (typeof fields.environment === 'string') keys.environment = fields.environment;
+  for (const field of CORRELATION_FIELDS) {
+    if (typeof fields[field] === 'string') keys[field] = fields[field];
+  }
   logger.appendKeys(keys);
 }
+
+/**
+ * One structured line per request, once its answer is made (the error middleware's included): the route, the
+ * method, the status, the time it took, with the request's log keys (request id, organization, the ids above).
+ * Nothing of the request's body, query or headers.
+ */
+const requestLog = (
+  routes: readonly HttpRoute[],
+): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
+  // Per request, not per handler: the local runtime runs one handler's requests concurrently.
+  const started = new WeakMap<object, number>();
+  const line = async (request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult>) => {
+    const route = routes.find((r) => r.path === request.event.resource && r.method === request.event.httpMethod);
+    logger.info('request', {
+      route: (route ?? routes[0]).id,
+      method: request.event.httpMethod,
+      status: request.response?.statusCode ?? 500,
+      durationMs: Date.now() - (started.get(request) ?? Date.now()),
+    });
+  };
+  return {
+    before: async (request) => {
+      started.set(request, Date.now());
+    },
+    after: line,
+    onError: line,
+  };
+};
 
 /**
  * A handler for the route `routeId` of lib/routes.ts (or for each of several routes that share it, such as a list
@@ -194,8 +225,10 @@ export function httpHandler<S extends z.ZodType>(
       if (!caller) throw new UnauthorizedError();
       requireScope(caller, route.scope);
     }
+    // The organization as soon as it is known, so a refused request's log line names it too.
+    if (caller?.organizationId) logger.appendKeys({ organizationId: caller.organizationId });
     const input = parseInput(schema, requestInput(route, event));
-    annotateRequest(caller, input);
+    annotateRequest(input);
     const result = await run(input, caller ?? { organizationId: '', tokenId: '', scopes: [] });
     return jsonResponse(result.status ?? 200, result.raw ? result.body : { success: true, ...result.body });
   };
@@ -204,6 +237,7 @@ export function httpHandler<S extends z.ZodType>(
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult>(base)
     .use(logMetrics(metrics))
     .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(requestLog(routes))
     .use(httpCors())
     .use(httpErrors());
 }
