@@ -12,13 +12,20 @@ import { synthesizeCloudAssembly } from '../lib/stack-check/cloud-assembly';
 import { startStackProcess } from '../test/helpers/stack-process';
 
 /** Suites that need nothing of the local runtime (its data folder, its clock, short upload TTLs, its worker). */
-const SUITES = [
+const DEFAULT_SUITES = [
   'test/integration/upload-flow.test.ts',
   'test/api/documents.test.ts',
   'test/api/dashboard.test.ts',
   'test/api/zip-import.test.ts',
   'test/proof/fuzz.test.ts',
+  'test/api/auth.test.ts',
+  'test/api/bad-input.test.ts',
+  'test/integration/retrieval.test.ts',
+  'test/integration/default-retrieval.test.ts',
+  'test/integration/knowledge-base-deletion-job.test.ts',
 ];
+/** STACK_SUITES (comma-separated paths) runs other suites instead. */
+const SUITES = process.env.STACK_SUITES ? process.env.STACK_SUITES.split(',').filter(Boolean) : DEFAULT_SUITES;
 
 async function main(): Promise<number> {
   const started = Date.now();

@@ -72,6 +72,9 @@ export const GATEWAY_ERROR_TEMPLATES = {
   // $context.error.messageString is $context.error.message already quoted as a JSON string.
   DEFAULT_4XX: errorTemplate('BAD_REQUEST', '$context.error.messageString'),
   DEFAULT_5XX: errorTemplate('INTERNAL_ERROR', JSON.stringify('Internal error')),
+  // API Gateway's answer to a path, or a method of a path, that no route has (its own 403 "Missing Authentication
+  // Token"): a 404 in the API's error shape, as the local router answers an unknown path.
+  MISSING_AUTHENTICATION_TOKEN: errorTemplate('ROUTE_NOT_FOUND', JSON.stringify('No route for this method and path')),
   // The code the WAF's rate rule answers with too (api-firewall.ts): a client handles one 429, whoever sent it.
   THROTTLED: errorTemplate(
     'RATE_LIMITED',
@@ -255,6 +258,12 @@ export class PlatformApi extends Construct {
       statusCode: '403',
       responseHeaders: headers,
       templates: json(GATEWAY_ERROR_TEMPLATES.ACCESS_DENIED),
+    });
+    this.api.addGatewayResponse('RouteNotFound', {
+      type: ResponseType.MISSING_AUTHENTICATION_TOKEN,
+      statusCode: '404',
+      responseHeaders: headers,
+      templates: json(GATEWAY_ERROR_TEMPLATES.MISSING_AUTHENTICATION_TOKEN),
     });
     this.api.addGatewayResponse('Default4xx', {
       type: ResponseType.DEFAULT_4XX,

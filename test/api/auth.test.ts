@@ -156,6 +156,13 @@ it('answers 404 ROUTE_NOT_FOUND and 405 METHOD_NOT_ALLOWED in the error shape', 
   expect(missing.status).toBe(404);
   expect(missing.body).toMatchObject({ success: false, error: { code: 'ROUTE_NOT_FOUND' } });
   const method = await orgA('PUT', '/dashboard/agents', { body: {} });
+  if (process.env.TEST_BASE_URL) {
+    // API Gateway cannot tell a method a path lacks from a path it lacks (both are its MISSING_AUTHENTICATION_TOKEN,
+    // which the stack answers as 404 ROUTE_NOT_FOUND); the local router says 405 with the methods it has.
+    expect(method.status).toBe(404);
+    expect(method.body).toMatchObject({ success: false, error: { code: 'ROUTE_NOT_FOUND' } });
+    return;
+  }
   expect(method.status).toBe(405);
   expect(method.body).toMatchObject({ success: false, error: { code: 'METHOD_NOT_ALLOWED' } });
 });

@@ -116,7 +116,15 @@ describe('with one origin', () => {
     expect(functionSettings(synths.one)).toEqual(new Set([CONSOLE]));
     const gateway = gatewayHeaders(synths.one);
     expect(Object.keys(gateway).sort()).toEqual(
-      ['ACCESS_DENIED', 'DEFAULT_4XX', 'DEFAULT_5XX', 'THROTTLED', 'UNAUTHORIZED', 'WAF_FILTERED'].sort(),
+      [
+        'ACCESS_DENIED',
+        'DEFAULT_4XX',
+        'DEFAULT_5XX',
+        'MISSING_AUTHENTICATION_TOKEN',
+        'THROTTLED',
+        'UNAUTHORIZED',
+        'WAF_FILTERED',
+      ].sort(),
     );
     for (const headers of Object.values(gateway)) {
       expect(headers).toMatchObject({

@@ -410,6 +410,7 @@ describe('API', () => {
     ['UNAUTHORIZED', 'with 401', '401', 'UNAUTHORIZED', 'A valid bearer token is required'],
     ['ACCESS_DENIED', 'with 403', '403', 'FORBIDDEN', 'The token is not allowed to call this route'],
     ['DEFAULT_5XX', 'with its own 5xx status', undefined, 'INTERNAL_ERROR', 'Internal error'],
+    ['MISSING_AUTHENTICATION_TOKEN', 'with 404', '404', 'ROUTE_NOT_FOUND', 'No route for this method and path'],
   ])('the %s gateway response answers %s in the API error shape', (type, _label, status, code, message) => {
     template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
       ResponseType: type,

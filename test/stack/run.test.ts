@@ -166,11 +166,15 @@ describe('the synthesized stack, run from its assets', () => {
     expect(report.denials).toEqual([]);
   });
 
-  test('the gateway answers as the template declares: 401 without a token, 403 for a path it does not know', async () => {
+  test('the gateway answers as the template declares: 401 without a token, 404 for a path it does not know', async () => {
     const anonymous = api(stack, null);
     const missing = await anonymous('POST', '/dashboard/agents', { displayName: 'x' });
     expect(missing).toMatchObject({ status: 401, body: { error: { code: 'UNAUTHORIZED' } } });
-    expect((await anonymous('GET', '/no/such/route')).status).toBe(403);
+    // API Gateway's MISSING_AUTHENTICATION_TOKEN, which the template's RouteNotFound response makes a 404.
+    expect(await anonymous('GET', '/no/such/route')).toMatchObject({
+      status: 404,
+      body: { success: false, error: { code: 'ROUTE_NOT_FOUND' } },
+    });
     expect((await anonymous('GET', '/health')).status).toBe(200);
   });
 });
