@@ -184,9 +184,7 @@ function annotateRequest(input: unknown): void {
  * method, the status, the time it took, with the request's log keys (request id, organization, the ids above).
  * Nothing of the request's body, query or headers.
  */
-const requestLog = (
-  routes: readonly HttpRoute[],
-): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
+const requestLog = (routes: readonly HttpRoute[]): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
   // Per request, not per handler: the local runtime runs one handler's requests concurrently.
   const started = new WeakMap<object, number>();
   const line = async (request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult>) => {
