@@ -1,0 +1,128 @@
+/**
+ * A flow's life through the API alone, so it holds against the local runtime and any deployment (the synthesized
+ * stack of `npm run test:stack`, LocalStack): a definition stored, a webhook that pauses at a human-in-the-loop node,
+ * the message that resumes it to the end, an app event, the sessions as the dashboard reads them, and the analytics
+ * events each run recorded, queried by session and by event name, for the organization that owns the agent only.
+ * The model is the offline one (no model configured), which any deployment without Bedrock or MODEL_BASE_URL runs.
+ */
+import { refundFlow } from '../helpers/flow-definitions';
+import { pollUntil } from '../helpers/poll';
+import { client, startService, type TestService } from '../helpers/service';
+
+let service: TestService;
+let call: ReturnType<typeof client>;
+let agentId: string;
+
+interface Result {
+  sessionId: string;
+  status: string;
+  currentNode: string | null;
+  flowName: string | null;
+  aiMessages: { node: string; content: string }[];
+}
+
+interface AnalyticsEvent {
+  eventName: string;
+  sessionId: string;
+  payload: Record<string, unknown>;
+}
+
+const crmFlow = {
+  name: 'crm',
+  nodes: [
+    { name: 'TicketCreated', type: 'trigger', triggerType: 'app', appName: 'crm', eventName: 'ticket.created' },
+    { name: 'Ack', type: 'promptNode', displayName: 'Acknowledge', prompt: 'Acknowledge ticket {memory.ticketId}.' },
+    {
+      name: 'Track',
+      type: 'tool',
+      toolName: 'trackAnalyticsEvent',
+      parameters: { eventName: 'ticket_acknowledged', payload: { ticketId: '{memory.ticketId}' } },
+    },
+  ],
+  edges: [
+    { from: 'TicketCreated', to: 'Ack', type: 'stepForward' },
+    { from: 'Ack', to: 'Track', type: 'stepForward' },
+  ],
+};
+
+beforeAll(async () => {
+  service = await startService();
+  call = client(service);
+  const agent = await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Refund desk' } });
+  expect(agent.status).toBe(201);
+  agentId = agent.body.agentId;
+  const stored = await call('PUT', `/dashboard/agents/${agentId}/definition/production`, {
+    body: { flows: [refundFlow, crmFlow], tools: [], variables: {} },
+  });
+  expect(stored.status).toBe(200);
+});
+afterAll(() => service?.stop());
+
+const webhook = (body: Record<string, unknown>) =>
+  call<Result>('POST', `/api/v1/webhooks/${agentId}/production/RefundStart`, { body });
+
+/** The events of the query, oldest first. */
+async function events(filters: Record<string, unknown>): Promise<AnalyticsEvent[]> {
+  const page = await call<{ data: AnalyticsEvent[] }>('POST', '/api/v1/events/agent', {
+    body: { agentId, filters: { environment: 'production', ...filters }, limit: 1000 },
+  });
+  expect(page.status).toBe(200);
+  return [...page.body.data].reverse();
+}
+
+it('pauses a webhook run at a human-in-the-loop node and resumes it to the end with the next message', async () => {
+  const started = await webhook({ customer: { name: 'Ada' } });
+  expect(started.status).toBe(200);
+  expect(started.body).toMatchObject({ status: 'paused', currentNode: 'AskReason', flowName: 'refund' });
+  expect(started.body.aiMessages.map((m) => m.content)).toEqual(['Ask Ada why they want a refund.']);
+  const { sessionId } = started.body;
+
+  const answered = await webhook({ sessionId, message: 'The router arrived broken' });
+  expect(answered.body).toMatchObject({ sessionId, status: 'completed', currentNode: null });
+  expect(answered.body.aiMessages.map((m) => m.content)).toEqual(['Confirm the refund of the damaged router to Ada.']);
+
+  const session = await call<{ status: string; messages: { role: string }[] }>(
+    'GET',
+    `/dashboard/agents/${agentId}/sessions/production/${sessionId}`,
+  );
+  expect(session.body.status).toBe('completed');
+  expect(session.body.messages.map((m) => m.role)).toEqual(['assistant', 'user', 'assistant']);
+
+  // Analytics events are written in the background of a run: wait until both runs' are there.
+  const recorded = await pollUntil(
+    () => events({ sessionId }),
+    (found) => found.filter((e) => e.eventName === 'node_execution').length >= 3,
+  );
+  expect(recorded.every((e) => e.sessionId === sessionId)).toBe(true);
+  expect(recorded.filter((e) => e.eventName === 'invocation_start').map((e) => e.payload.resumedNode)).toEqual([
+    null,
+    'AskReason',
+  ]);
+  expect(recorded.filter((e) => e.eventName === 'node_execution').map((e) => e.payload.nodeName)).toEqual([
+    'RefundStart',
+    'AskReason',
+    'Approve',
+  ]);
+});
+
+it('runs an app event to its tool, whose custom analytics event is found by name, by its owner only', async () => {
+  const delivered = await call<Result>('POST', `/api/v1/app-events/${agentId}/production`, {
+    body: { appName: 'crm', eventName: 'ticket.created', payload: { ticketId: 'T-42' } },
+  });
+  expect(delivered.status).toBe(200);
+  expect(delivered.body).toMatchObject({ status: 'completed', flowName: 'crm' });
+  expect(delivered.body.aiMessages.map((m) => m.content)).toEqual(['Acknowledge ticket T-42.']);
+
+  const tracked = await pollUntil(
+    () => events({ eventName: 'ticket_acknowledged' }),
+    (found) => found.length > 0,
+  );
+  expect(tracked).toHaveLength(1);
+  expect(tracked[0]).toMatchObject({ sessionId: delivered.body.sessionId, payload: { ticketId: 'T-42' } });
+
+  const other = client(service, service.tokens[1]);
+  const foreign = await other('POST', '/api/v1/events/agent', {
+    body: { agentId, filters: { environment: 'production' } },
+  });
+  expect(foreign.status).toBe(404);
+});
