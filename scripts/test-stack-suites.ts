@@ -23,6 +23,8 @@ const DEFAULT_SUITES = [
   'test/integration/retrieval.test.ts',
   'test/integration/default-retrieval.test.ts',
   'test/integration/knowledge-base-deletion-job.test.ts',
+  'test/integration/processing.test.ts',
+  'test/integration/flow-sessions.test.ts',
 ];
 /** STACK_SUITES (comma-separated paths) runs other suites instead. */
 const SUITES = process.env.STACK_SUITES ? process.env.STACK_SUITES.split(',').filter(Boolean) : DEFAULT_SUITES;
