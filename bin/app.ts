@@ -3,7 +3,7 @@
  * The CDK app: typed configuration from context (`cdk synth -c stage=prod -c waf=off`), the platform stack, and cdk-nag's
  * AWS Solutions checks over the whole app. Tests build the same app through `createApp`.
  */
-import { App, type AppProps, Tags, Validations } from 'aws-cdk-lib';
+import { App, type AppProps, Duration, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { type CorsPolicy, parseCorsAllowedOrigins } from '#shared/cors';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
@@ -22,6 +22,8 @@ export interface AppConfig {
   readonly wafRateLimit: number;
   /** `-c corsAllowedOrigins=https://a.example,https://b.example` or `*`: other origins whose pages may read answers. */
   readonly cors: CorsPolicy;
+  /** `-c uploadUrlTtlSeconds=300`: how long an upload URL stays valid (1 to 604800 s, S3's own limit; default 900). */
+  readonly uploadUrlTtlSeconds?: number;
 }
 
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
@@ -59,6 +61,19 @@ export function readConfig(app: App): AppConfig {
     throw new Error(`Invalid context corsAllowedOrigins=${JSON.stringify(rawCors)}: expected comma-separated origins`);
   }
   const cors = parseCorsAllowedOrigins(rawCors, 'context corsAllowedOrigins');
+  const rawTtl: unknown = app.node.tryGetContext('uploadUrlTtlSeconds');
+  const uploadUrlTtlSeconds = typeof rawTtl === 'string' && /^\d+$/.test(rawTtl) ? Number(rawTtl) : rawTtl;
+  if (
+    uploadUrlTtlSeconds !== undefined &&
+    (typeof uploadUrlTtlSeconds !== 'number' ||
+      !Number.isInteger(uploadUrlTtlSeconds) ||
+      uploadUrlTtlSeconds < 1 ||
+      uploadUrlTtlSeconds > 604_800)
+  ) {
+    throw new Error(
+      `Invalid context uploadUrlTtlSeconds=${JSON.stringify(rawTtl)}: expected a whole number of seconds from 1 to 604800`,
+    );
+  }
   return {
     stage,
     knowledgeIndex,
@@ -66,6 +81,7 @@ export function readConfig(app: App): AppConfig {
     waf: waf === 'on' || waf === true,
     wafRateLimit,
     ...(generateModelId ? { generateModelId } : {}),
+    ...(uploadUrlTtlSeconds !== undefined ? { uploadUrlTtlSeconds } : {}),
   };
 }
 
@@ -82,6 +98,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     waf: config.waf,
     wafRateLimit: config.wafRateLimit,
     cors: config.cors,
+    uploadUrlTtl: config.uploadUrlTtlSeconds === undefined ? undefined : Duration.seconds(config.uploadUrlTtlSeconds),
   });
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);

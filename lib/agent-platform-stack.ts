@@ -1,5 +1,5 @@
 /** The whole platform in one stack: data tables, document storage with its processing queue, and the REST API. */
-import { CfnOutput, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, type Duration, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import type { CorsPolicy } from '#shared/cors';
 import { ApiFirewall } from './constructs/api-firewall';
@@ -37,6 +37,8 @@ export interface AgentPlatformStackProps extends StackProps {
   readonly wafRateLimit?: number;
   /** Which other origins' pages may read the API's answers (default none: same origin only). */
   readonly cors?: CorsPolicy;
+  /** How long an upload URL stays valid (default 900 s). */
+  readonly uploadUrlTtl?: Duration;
 }
 
 export class AgentPlatformStack extends Stack implements ObservedStack {
@@ -90,6 +92,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       maxFileBytes: MAX_FILE_BYTES,
       maxArchiveBytes: MAX_ARCHIVE_BYTES,
       cors: props.cors,
+      uploadUrlTtl: props.uploadUrlTtl,
     });
 
     if (props.waf === false) {

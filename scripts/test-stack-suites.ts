@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { synthesizeCloudAssembly } from '../lib/stack-check/cloud-assembly';
 import { startStackProcess } from '../test/helpers/stack-process';
 
-/** Suites that need nothing of the local runtime (its data folder, its clock, short upload TTLs, its worker). */
+/** Suites that need nothing of the local runtime (its data folder, its clock, its worker). */
 const DEFAULT_SUITES = [
   'test/integration/upload-flow.test.ts',
   'test/api/documents.test.ts',
@@ -25,35 +25,55 @@ const DEFAULT_SUITES = [
   'test/integration/knowledge-base-deletion-job.test.ts',
   'test/integration/processing.test.ts',
   'test/integration/flow-sessions.test.ts',
+  'test/proof/access.test.ts',
 ];
 /** STACK_SUITES (comma-separated paths) runs other suites instead. */
 const SUITES = process.env.STACK_SUITES ? process.env.STACK_SUITES.split(',').filter(Boolean) : DEFAULT_SUITES;
+
+/** The access matrix also needs upload URLs that run out within the test: a second stack, made with a 1 s lifetime. */
+const SHORT_UPLOAD_TTL_SECONDS = 1;
 
 async function main(): Promise<number> {
   const started = Date.now();
   const workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-suites-'));
   try {
     const assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { knowledgeIndex: 'dynamodb' });
-    const stack = await startStackProcess(assembly.directory);
+    const shortTtlAssembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out.short-ttl'), {
+      knowledgeIndex: 'dynamodb',
+      uploadUrlTtlSeconds: String(SHORT_UPLOAD_TTL_SECONDS),
+    });
+    const [stack, shortTtl] = await Promise.all([
+      startStackProcess(assembly.directory),
+      startStackProcess(shortTtlAssembly.directory),
+    ]);
     let status = 1;
     try {
       const jest = spawnSync('npx', ['jest', ...SUITES, '--runInBand'], {
         stdio: 'inherit',
-        env: { ...process.env, TEST_BASE_URL: stack.baseUrl, TEST_TOKENS: `${stack.token},${stack.otherToken}` },
+        env: {
+          ...process.env,
+          TEST_BASE_URL: stack.baseUrl,
+          TEST_TOKENS: `${stack.token},${stack.otherToken}`,
+          [`TEST_BASE_URL_UPLOAD_TTL_${SHORT_UPLOAD_TTL_SECONDS}`]: shortTtl.baseUrl,
+          [`TEST_TOKENS_UPLOAD_TTL_${SHORT_UPLOAD_TTL_SECONDS}`]: `${shortTtl.token},${shortTtl.otherToken}`,
+        },
       });
-      const report = await stack.report();
-      const invocations = Object.values(report.invocations).reduce((n, i) => n + i, 0);
+      const reports = [await stack.report(), await shortTtl.report()];
+      const sum = (pick: (r: (typeof reports)[number]) => number) => reports.reduce((n, r) => n + pick(r), 0);
+      const invocations = sum((r) => Object.values(r.invocations).reduce((n, i) => n + i, 0));
+      const denials = reports.flatMap((r) => r.denials);
+      const wiringErrors = reports.flatMap((r) => r.wiringErrors);
       console.log(
         `[stack-suites] ${SUITES.length} suites ${jest.status === 0 ? 'passed' : 'FAILED'} through the synthesized ` +
-          `stack: ${report.functionsRun} of ${report.functions} functions run (${invocations} invocations), ` +
-          `${report.callsChecked} AWS calls checked against their roles, ${report.denials.length} refused, ` +
-          `${report.wiringErrors.length} wiring errors, ${Math.round((Date.now() - started) / 1000)} s`,
+          `stack: ${reports[0].functionsRun} of ${reports[0].functions} functions run (${invocations} invocations, ` +
+          `the short-TTL stack's included), ${sum((r) => r.callsChecked)} AWS calls checked against their roles, ` +
+          `${denials.length} refused, ${wiringErrors.length} wiring errors, ${Math.round((Date.now() - started) / 1000)} s`,
       );
-      for (const denial of report.denials) console.log(`[stack-suites] AccessDenied ${JSON.stringify(denial)}`);
-      for (const error of report.wiringErrors) console.log(`[stack-suites] wiring: ${error}`);
-      status = jest.status === 0 && report.denials.length === 0 && report.wiringErrors.length === 0 ? 0 : 1;
+      for (const denial of denials) console.log(`[stack-suites] AccessDenied ${JSON.stringify(denial)}`);
+      for (const error of wiringErrors) console.log(`[stack-suites] wiring: ${error}`);
+      status = jest.status === 0 && denials.length === 0 && wiringErrors.length === 0 ? 0 : 1;
     } finally {
-      await stack.stop();
+      await Promise.all([stack.stop(), shortTtl.stop()]);
     }
     return status;
   } finally {

@@ -35,10 +35,19 @@ export async function startService(
   options: { env?: Record<string, string>; dataDir?: string } = {},
 ): Promise<TestService> {
   if (process.env.TEST_BASE_URL) {
-    const tokens = (process.env.TEST_TOKENS ?? '').split(',');
+    // A suite that asks for another upload URL lifetime needs a deployment made with it (`-c uploadUrlTtlSeconds`):
+    // TEST_BASE_URL_UPLOAD_TTL_<seconds> and TEST_TOKENS_UPLOAD_TTL_<seconds>.
+    const ttl = options.env?.UPLOAD_URL_TTL_SECONDS;
+    const baseUrl = ttl ? process.env[`TEST_BASE_URL_UPLOAD_TTL_${ttl}`] : process.env.TEST_BASE_URL;
+    if (!baseUrl) {
+      throw new Error(
+        `this suite needs a deployment with -c uploadUrlTtlSeconds=${ttl}: TEST_BASE_URL_UPLOAD_TTL_${ttl}`,
+      );
+    }
+    const tokens = ((ttl ? process.env[`TEST_TOKENS_UPLOAD_TTL_${ttl}`] : process.env.TEST_TOKENS) ?? '').split(',');
     if (tokens.length < 2) throw new Error('TEST_TOKENS must hold two tokens of different organizations');
     return {
-      baseUrl: process.env.TEST_BASE_URL.replace(/\/$/, ''),
+      baseUrl: baseUrl.replace(/\/$/, ''),
       tokens: [tokens[0], tokens[1]],
       dataDir: null,
       dynamodbEndpoint: null,

@@ -174,7 +174,20 @@ describe('the context', () => {
     [{ wafRateLimit: '9' }, /Invalid context wafRateLimit="9"/],
     [{ wafRateLimit: '2.5' }, /Invalid context wafRateLimit="2.5"/],
     [{ wafRateLimit: 'many' }, /Invalid context wafRateLimit="many"/],
+    [{ uploadUrlTtlSeconds: '0' }, /Invalid context uploadUrlTtlSeconds="0"/],
+    [{ uploadUrlTtlSeconds: '604801' }, /Invalid context uploadUrlTtlSeconds="604801"/],
+    [{ uploadUrlTtlSeconds: 'soon' }, /Invalid context uploadUrlTtlSeconds="soon"/],
   ])('refuses %j', (context, message) => {
     expect(() => config(context)).toThrow(message);
+  });
+
+  it('takes an upload URL lifetime, which the upload functions get', () => {
+    expect(config({})).not.toHaveProperty('uploadUrlTtlSeconds');
+    expect(config({ uploadUrlTtlSeconds: '60' })).toMatchObject({ uploadUrlTtlSeconds: 60 });
+    const { stack, template, violations } = synthesize({ uploadUrlTtlSeconds: '60', waf: 'off' });
+    expect(violations).toEqual([]);
+    const uploadLink =
+      template.toJSON().Resources[stack.getLogicalId(stack.api.functions.UploadLink.node.defaultChild as never)];
+    expect(uploadLink.Properties.Environment.Variables.UPLOAD_URL_TTL_SECONDS).toBe('60');
   });
 });
