@@ -45,6 +45,7 @@ async function main(): Promise<void> {
       report: {
         functions: hosts.length,
         functionsRun: hosts.filter((h) => h.invocations > 0).length,
+        notRun: hosts.filter((h) => h.invocations === 0).map((h) => h.fn.logicalId),
         invocations: Object.fromEntries(
           hosts.filter((h) => h.invocations > 0).map((h) => [h.fn.logicalId, h.invocations]),
         ),

@@ -69,6 +69,7 @@ async function main(): Promise<number> {
           `the short-TTL stack's included), ${sum((r) => r.callsChecked)} AWS calls checked against their roles, ` +
           `${denials.length} refused, ${wiringErrors.length} wiring errors, ${Math.round((Date.now() - started) / 1000)} s`,
       );
+      console.log(`[stack-suites] not run: ${reports[0].notRun.join(', ') || 'none'}`);
       for (const denial of denials) console.log(`[stack-suites] AccessDenied ${JSON.stringify(denial)}`);
       for (const error of wiringErrors) console.log(`[stack-suites] wiring: ${error}`);
       status = jest.status === 0 && denials.length === 0 && wiringErrors.length === 0 ? 0 : 1;

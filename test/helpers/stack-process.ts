@@ -7,6 +7,8 @@ const ROOT = resolve(__dirname, '..', '..');
 export interface StackReport {
   functions: number;
   functionsRun: number;
+  /** Logical ids of the functions no request reached. */
+  notRun: string[];
   invocations: Record<string, number>;
   callsChecked: number;
   denials: { functionId: string; action: string; resource: string }[];
