@@ -14,7 +14,7 @@ import { DEFAULT_PROCESSING_TIMEOUT_SECONDS } from '#shared/config';
 import { WORKERS } from '../routes';
 import type { KnowledgeIndexBackend } from './knowledge-index';
 import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
-import { ServiceFunction } from './service-function';
+import { ServiceFunction, WITH_BEDROCK_AGENT_SDK } from './service-function';
 
 /** Packages the processor loads from node_modules at run time (see the bundling note below). */
 const SHIPPED_MODULES = ['pdfjs-dist', '@napi-rs/canvas', '@napi-rs/canvas-linux-x64-gnu'] as const;
@@ -70,7 +70,7 @@ export class DocumentProcessing extends Construct {
       // of the addon only, so the processor runs on x86_64.
       architecture: Architecture.X86_64,
       bundling: {
-        externalModules: ['@aws-sdk/*', ...SHIPPED_MODULES],
+        externalModules: [...WITH_BEDROCK_AGENT_SDK, ...SHIPPED_MODULES],
         commandHooks: {
           beforeBundling: () => [],
           beforeInstall: () => [],
@@ -99,6 +99,7 @@ export class DocumentProcessing extends Construct {
       handlerFile: WORKERS.watchdog.handler,
       description: 'Retries, then fails, documents left uploaded past the processing time limit',
       timeout: Duration.minutes(2),
+      bundling: { externalModules: [...WITH_BEDROCK_AGENT_SDK] },
       // Only the watchdog reads it: how long a document may stay `uploaded` before it is retried, then failed.
       environment: {
         ...common,

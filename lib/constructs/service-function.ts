@@ -61,6 +61,27 @@ export const BUNDLING: BundlingOptions = {
   logLevel: LogLevel.WARNING,
 };
 
+/**
+ * The AWS SDK packages the functions import, all left to the Lambda runtime's own SDK except
+ * `@aws-sdk/client-bedrock-agent`: its knowledge base document commands (IngestKnowledgeBaseDocuments and the
+ * others, December 2024) are newer than the nodejs22.x runtime's first SDK, so the functions that ingest into Bedrock
+ * (the processor and the watchdog) bundle the client they were tested with (`WITH_BEDROCK_AGENT_SDK`). Every other
+ * command used predates that runtime (README, "The SDK the functions run with").
+ */
+export const RUNTIME_SDK_PACKAGES = [
+  '@aws-sdk/client-bedrock-agent-runtime',
+  '@aws-sdk/client-bedrock-runtime',
+  '@aws-sdk/client-dynamodb',
+  '@aws-sdk/client-lambda',
+  '@aws-sdk/client-s3',
+  '@aws-sdk/client-sqs',
+  '@aws-sdk/lib-dynamodb',
+  '@aws-sdk/s3-request-presigner',
+] as const;
+
+/** Bundling of a function that ingests into Bedrock: the Bedrock Agent client bundled, the rest of the SDK not. */
+export const WITH_BEDROCK_AGENT_SDK: readonly string[] = [...RUNTIME_SDK_PACKAGES, 'playwright-core'];
+
 export interface ServiceFunctionProps {
   /** Handler file relative to the repository root; it exports `handler`. */
   readonly handlerFile: string;

@@ -48,6 +48,24 @@ assetChecks(
   () => nodePath,
 );
 
+test('the functions that ingest into Bedrock carry the Bedrock Agent client; the API functions leave the SDK to the runtime', () => {
+  const handlerFile = (prefix: string) => {
+    const fn = nodeFunctions(assemblies.default).find((f) => f.logicalId.startsWith(prefix));
+    if (!fn) throw new Error(`no ${prefix} function in the template`);
+    return fs.readFileSync(path.join(fn.assetDirectory, 'index.js'), 'utf8');
+  };
+  for (const prefix of ['DocumentProcessingProcessorFunction', 'DocumentProcessingWatchdogFunction']) {
+    const code = handlerFile(prefix);
+    // Bundled: the command's own code (its operation name as the SDK sends it), no require of the package.
+    expect([prefix, code.includes('"IngestKnowledgeBaseDocuments"')]).toEqual([prefix, true]);
+    expect([prefix, code.includes('require("@aws-sdk/client-bedrock-agent")')]).toEqual([prefix, false]);
+    expect([prefix, code.includes('require("@aws-sdk/client-dynamodb")')]).toEqual([prefix, true]);
+  }
+  const query = handlerFile('PlatformApiQueryKnowledgeBaseFunction');
+  expect(query.includes('require("@aws-sdk/client-bedrock-agent-runtime")')).toBe(true);
+  expect(query.includes('"IngestKnowledgeBaseDocuments"')).toBe(false);
+});
+
 describe('what the checks catch (on a copy of a function entry)', () => {
   const uploadLink = () => {
     const fn = nodeFunctions(assemblies.default).find((f) => f.logicalId.startsWith('PlatformApiUploadLinkFunction'));

@@ -5,6 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { RUNTIME_SDK_PACKAGES } from '../../lib/constructs/service-function';
 
 const ROOT = resolve(__dirname, '..', '..');
 const LAMBDAS = join(ROOT, 'lambdas');
@@ -106,4 +107,11 @@ it('reads lib/ only for the route table, and only from the HTTP plumbing and the
   );
   expect(readers.map(name).sort()).toEqual(['lambdas/handlers/http/openapi-document.ts', 'lambdas/shared/http.ts']);
   expect([...targets]).toEqual(['lib/routes.ts']);
+});
+
+it('imports only AWS SDK packages whose bundling was decided (lib/constructs/service-function.ts)', () => {
+  const decided = new Set<string>([...RUNTIME_SDK_PACKAGES, '@aws-sdk/client-bedrock-agent']);
+  const used = new Set([...imports.values()].flat().filter((t) => t.startsWith('@aws-sdk/')));
+  expect([...used].filter((p) => !decided.has(p))).toEqual([]);
+  expect(used.has('@aws-sdk/client-bedrock-agent')).toBe(true);
 });
