@@ -188,6 +188,15 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Delete a document',
   },
   {
+    id: 'RetryDocument',
+    method: 'POST',
+    path: `${KNOWLEDGE}/retry`,
+    handler: http('knowledge/retry-document'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, documents: 'readWrite' }, processingQueue: 'send' },
+    summary: 'Process a failed document again from its stored file',
+  },
+  {
     id: 'GetZipJob',
     method: 'GET',
     path: '/api/v1/knowledge/zip-jobs/{zipJobId}',

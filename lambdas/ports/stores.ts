@@ -164,6 +164,16 @@ export interface DocumentStore {
   listDataset(ref: DatasetRef, options?: { pageSize?: number }): AsyncIterable<DocumentRecord>;
   /** Documents `uploaded` since before `updatedBefore`, oldest first, at most `limit`. */
   listPending(updatedBefore: string, limit: number): Promise<(DatasetRef & { documentId: string })[]>;
+  /**
+   * Sets a `failed` document `uploaded` again for its current upload (error cleared, watchdog count and clock
+   * restarted), only while it is still `failed` with that upload; undefined otherwise.
+   */
+  retryFailed(
+    ref: DatasetRef,
+    documentId: string,
+    uploadId: string,
+    updatedAt: string,
+  ): Promise<DocumentRecord | undefined>;
   /** Counts a watchdog retry of the document's current upload and restarts its clock; undefined if it moved on. */
   recordWatchdogRetry(
     ref: DatasetRef,

@@ -289,6 +289,15 @@ export class InMemoryDocumentStore implements DocumentStore {
       }));
   }
 
+  async retryFailed(ref: DatasetRef, documentId: string, uploadId: string, updatedAt: string) {
+    return this.update(ref, documentId, (doc) => doc.status === 'failed' && doc.uploadId === uploadId, {
+      status: 'uploaded',
+      error: null,
+      watchdogRetries: 0,
+      updatedAt,
+    });
+  }
+
   async recordWatchdogRetry(ref: DatasetRef, documentId: string, uploadId: string, retries: number, updatedAt: string) {
     return this.update(ref, documentId, (doc) => doc.status === 'uploaded' && doc.uploadId === uploadId, {
       watchdogRetries: retries,

@@ -263,3 +263,26 @@ it('imports a ZIP with per-file labels from its CSV', async () => {
   const other = client(service, service.tokens[1]);
   expect((await other('GET', `/api/v1/knowledge/zip-jobs/${link.body.zipJobId}`)).status).toBe(404);
 });
+
+it('processes a failed document again on retry, and refuses to retry one that is not failed', async () => {
+  const { link } = await uploadDocument(call, dataset, { fileName: 'retry.pdf' }, Buffer.from('%PDF-1.7\nnot a pdf'));
+  const failed = await finalStatus(link.s3Key);
+  expect(failed).toMatchObject({ status: 'failed', error: { code: 'PARSE_ERROR' } });
+  const failedAt = (failed as unknown as { updatedAt: string }).updatedAt;
+
+  const retried = await call<DocumentBody>('POST', `${DOCS}/retry`, { body: { ...dataset, s3Key: link.s3Key } });
+  expect(retried.status).toBe(200);
+  expect(retried.body).toMatchObject({ status: 'uploaded', error: null });
+  // The stored file was processed again: the same outcome, written anew.
+  const again = await pollUntil(
+    () => call<DocumentBody & { updatedAt: string }>('GET', DOCS, { query: { ...dataset, s3Key: link.s3Key } }),
+    (r) => r.body.status === 'failed' && r.body.updatedAt > failedAt,
+  );
+  expect(again.body).toMatchObject({ status: 'failed', error: { code: 'PARSE_ERROR' } });
+
+  const { link: fine } = await uploadDocument(call, dataset, { fileName: 'fine.txt' }, 'Nothing wrong here.');
+  expect((await finalStatus(fine.s3Key)).status).toBe('ready');
+  const refused = await call('POST', `${DOCS}/retry`, { body: { ...dataset, s3Key: fine.s3Key } });
+  expect(refused.status).toBe(409);
+  expect(refused.body).toMatchObject({ success: false, error: { code: 'DOCUMENT_NOT_FAILED' } });
+});

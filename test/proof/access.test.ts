@@ -77,6 +77,8 @@ interface Fixtures {
   s3Key: string;
   /** A document deleted by the DeleteDocument cell. */
   s3KeyToDelete: string;
+  /** A `failed` document (empty), processed again by the RetryDocument cell. */
+  failedS3Key: string;
   /** A PUT but not completed upload, completed by the UploadComplete cell. */
   pendingUploadId: string;
   /** Its document's key: not found until the upload is completed. */
@@ -165,6 +167,12 @@ const ROWS: Record<string, Row> = {
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body, f) => expect(body).toMatchObject({ s3Key: f.s3KeyToDelete, deleted: true }),
+  },
+  RetryDocument: {
+    request: (f) => ({ body: { ...dataset(f), s3Key: f.failedS3Key } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) => expect(body).toMatchObject({ s3Key: f.failedS3Key, status: 'uploaded', error: null }),
   },
   GetZipJob: {
     request: (f) => ({ params: { zipJobId: f.zipJobId } }),
@@ -387,6 +395,7 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
   const s3Key = main.link.s3Key;
   const toUpdate = await uploadDocument(call, a, { fileName: 'update-me.txt' }, 'Version one.');
   const s3KeyToDelete = (await uploadDocument(call, a, { fileName: 'delete-me.txt' }, 'Short lived.')).link.s3Key;
+  const failedS3Key = (await uploadDocument(call, a, { fileName: 'empty.txt' }, Buffer.alloc(0))).link.s3Key;
 
   const pending = await call<UploadLink>('POST', `${DOCS}/upload-link`, {
     body: { ...a, fileName: 'pending.txt' },
@@ -423,7 +432,23 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
     (response) => response.body.status !== 'uploaded',
   );
   expect(ready.body.status).toBe('ready');
-  return { a, kbToDelete, s3Key, s3KeyToDelete, pendingUploadId, pendingS3Key, pendingUpdateId, zipJobId, sessionId };
+  const failed = await pollUntil(
+    () => call<{ status: string }>('GET', DOCS, { query: { ...a, s3Key: failedS3Key } }),
+    (response) => response.body.status !== 'uploaded',
+  );
+  expect(failed.body.status).toBe('failed');
+  return {
+    a,
+    kbToDelete,
+    s3Key,
+    s3KeyToDelete,
+    failedS3Key,
+    pendingUploadId,
+    pendingS3Key,
+    pendingUpdateId,
+    zipJobId,
+    sessionId,
+  };
 }
 
 beforeAll(async () => {

@@ -23,6 +23,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   PatchMetadata: knowledge.patchMetadataSchema,
   GetDocument: knowledge.documentQuerySchema,
   DeleteDocument: knowledge.documentQuerySchema,
+  RetryDocument: knowledge.documentQuerySchema,
   CreateAgent: dashboard.createAgentSchema,
   ListAgents: dashboard.noInputSchema,
   AgentsList: dashboard.noInputSchema,

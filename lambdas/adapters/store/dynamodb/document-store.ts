@@ -166,6 +166,16 @@ export class DynamoDocumentStore implements DocumentStore {
     });
   }
 
+  retryFailed(ref: DatasetRef, documentId: string, uploadId: string, updatedAt: string) {
+    return this.update(
+      ref,
+      documentId,
+      { status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null, updatedAt },
+      'attribute_exists(documentId) AND #status = :failed AND uploadId = :upload',
+      { ':failed': 'failed', ':upload': uploadId },
+    );
+  }
+
   recordWatchdogRetry(ref: DatasetRef, documentId: string, uploadId: string, retries: number, updatedAt: string) {
     return this.update(
       ref,
