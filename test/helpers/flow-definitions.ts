@@ -141,3 +141,28 @@ export const helloAndTicketDefinition = {
     },
   ],
 };
+
+/** An app trigger (crm / ticket.created) to a silent prompt node and a custom analytics event. */
+export const crmFlow = {
+  name: 'crm',
+  nodes: [
+    { name: 'TicketCreated', type: 'trigger', triggerType: 'app', appName: 'crm', eventName: 'ticket.created' },
+    {
+      name: 'Acknowledge',
+      type: 'promptNode',
+      displayName: 'Acknowledge ticket',
+      prompt: 'Acknowledge ticket {memory.ticketId} of {memory.app.name}.',
+      sendAiMessage: false,
+    },
+    {
+      name: 'Track',
+      type: 'tool',
+      toolName: 'trackAnalyticsEvent',
+      parameters: { eventName: 'ticket_acknowledged', payload: { ticketId: '{memory.ticketId}' } },
+    },
+  ],
+  edges: [
+    { from: 'TicketCreated', to: 'Acknowledge', type: 'stepForward' },
+    { from: 'Acknowledge', to: 'Track', type: 'stepForward' },
+  ],
+};

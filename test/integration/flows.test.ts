@@ -19,7 +19,7 @@ import { nextFire } from '#core/flows/schedule';
 import { fireSessionId } from '#core/flows/scheduler';
 import { LOCAL_REGION } from '../../lib/local/engine-credentials';
 import { createDataset, uploadDocument } from '../helpers/fixtures';
-import { refundFlow, scheduleFlow, supportDefinition, triageFlow } from '../helpers/flow-definitions';
+import { crmFlow, refundFlow, scheduleFlow, supportDefinition, triageFlow } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 
@@ -131,29 +131,6 @@ const webhook = (trigger: string, body: Record<string, unknown>) =>
 
 function fullDefinition() {
   const support = supportDefinition(toolUrl, `${toolUrl}/ai-messages`);
-  const crm = {
-    name: 'crm',
-    nodes: [
-      { name: 'TicketCreated', type: 'trigger', triggerType: 'app', appName: 'crm', eventName: 'ticket.created' },
-      {
-        name: 'Acknowledge',
-        type: 'promptNode',
-        displayName: 'Acknowledge ticket',
-        prompt: 'Acknowledge ticket {memory.ticketId} of {memory.app.name}.',
-        sendAiMessage: false,
-      },
-      {
-        name: 'Track',
-        type: 'tool',
-        toolName: 'trackAnalyticsEvent',
-        parameters: { eventName: 'ticket_acknowledged', payload: { ticketId: '{memory.ticketId}' } },
-      },
-    ],
-    edges: [
-      { from: 'TicketCreated', to: 'Acknowledge', type: 'stepForward' },
-      { from: 'Acknowledge', to: 'Track', type: 'stepForward' },
-    ],
-  };
   const web = {
     name: 'web',
     nodes: [
@@ -171,7 +148,7 @@ function fullDefinition() {
       { from: 'ReadPage', to: 'PageReport', type: 'stepForward' },
     ],
   };
-  return { ...support, flows: [...support.flows, refundFlow, triageFlow, crm, web] };
+  return { ...support, flows: [...support.flows, refundFlow, triageFlow, crmFlow, web] };
 }
 
 async function events(sessionId: string): Promise<EventsPage['data']> {
