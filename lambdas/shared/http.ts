@@ -155,9 +155,13 @@ const httpCors = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyRe
  * The route of lib/routes.ts an event came by: the only one of `routes`, or, for a handler that serves several
  * routes, the one whose path template API Gateway (and the local router) put in `event.resource`.
  */
-function routeOf(routes: readonly HttpRoute[], event: APIGatewayProxyEvent): HttpRoute {
+function matchingRoute(routes: readonly HttpRoute[], event: APIGatewayProxyEvent): HttpRoute | undefined {
   if (routes.length === 1) return routes[0];
-  const route = routes.find((r) => r.path === event.resource && r.method === event.httpMethod);
+  return routes.find((r) => r.path === event.resource && r.method === event.httpMethod);
+}
+
+function routeOf(routes: readonly HttpRoute[], event: APIGatewayProxyEvent): HttpRoute {
+  const route = matchingRoute(routes, event);
   if (!route) throw new Error(`no route of this handler for ${event.httpMethod} ${event.resource}`);
   return route;
 }
@@ -188,9 +192,9 @@ const requestLog = (routes: readonly HttpRoute[]): middy.MiddlewareObj<APIGatewa
   // Per request, not per handler: the local runtime runs one handler's requests concurrently.
   const started = new WeakMap<object, number>();
   const line = async (request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult>) => {
-    const route = routes.find((r) => r.path === request.event.resource && r.method === request.event.httpMethod);
     logger.info('request', {
-      route: (route ?? routes[0]).id,
+      // A request no route of the handler matches (which routeOf refuses) is still logged, under the first.
+      route: (matchingRoute(routes, request.event) ?? routes[0]).id,
       method: request.event.httpMethod,
       status: request.response?.statusCode ?? 500,
       durationMs: Date.now() - (started.get(request) ?? Date.now()),

@@ -164,6 +164,23 @@ export interface RouterOptions {
 export const LOCAL_METRICS_PATH = '/dashboard/metrics';
 const METRIC_NAMES: readonly string[] = Object.values(METRIC);
 
+/** The request's headers as API Gateway gives them to a Lambda: each name's values, and joined with commas. */
+function headersOf(request: IncomingMessage): {
+  headers: Record<string, string>;
+  multiValueHeaders: Record<string, string[]>;
+} {
+  const headerPairs: [string, string][] = [];
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [value]) headerPairs.push([name, item]);
+  }
+  const multiValueHeaders = valueMaps(headerPairs).multi;
+  const headers = Object.fromEntries(
+    Object.entries(multiValueHeaders).map(([name, values]) => [name, values.join(',')]),
+  );
+  return { headers, multiValueHeaders };
+}
+
 export function createRouter(
   rootDir: string,
   routes: readonly HttpRoute[] = ROUTES,
@@ -223,11 +240,7 @@ export function createRouter(
     if (method !== 'GET') {
       return ownError(request, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use GET`);
     }
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
-    }
-    const result = await authorize({ method: 'GET', path: LOCAL_METRICS_PATH }, headers);
+    const result = await authorize({ method: 'GET', path: LOCAL_METRICS_PATH }, headersOf(request).headers);
     const caller = callerFromContext(result?.context);
     if (!caller) return ownError(request, 401, 'UNAUTHORIZED', 'A valid bearer token is required');
     const name = url.searchParams.get('name') ?? undefined;
@@ -285,15 +298,7 @@ export function createRouter(
     const body = await readBody(request);
     if (body === 'too-large') return ownError(request, 413, 'PAYLOAD_TOO_LARGE', 'The request body is too large');
 
-    const headerPairs: [string, string][] = [];
-    for (const [name, value] of Object.entries(request.headers)) {
-      if (value === undefined) continue;
-      for (const item of Array.isArray(value) ? value : [value]) headerPairs.push([name, item]);
-    }
-    const multiValueHeaders = valueMaps(headerPairs).multi;
-    const headers = Object.fromEntries(
-      Object.entries(multiValueHeaders).map(([name, values]) => [name, values.join(',')]),
-    );
+    const { headers, multiValueHeaders } = headersOf(request);
     const { single: query, multi: multiQuery } = valueMaps(url.searchParams);
     const pathParameters: Record<string, string> = {};
     parameterNames.forEach((name, index) => {
