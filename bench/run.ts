@@ -13,10 +13,17 @@ import { join } from 'node:path';
 import { analyticsBenchmark } from './analytics';
 import { ingestionBenchmark } from './ingestion';
 import { loadBenchmark } from './load';
+import { qualityBenchmark } from './quality';
 import { type Benchmark, type BenchSection, renderSection } from './report';
 import { retrievalBenchmark } from './retrieval';
 
-const BENCHMARKS: Benchmark[] = [analyticsBenchmark, ingestionBenchmark, retrievalBenchmark, loadBenchmark];
+const BENCHMARKS: Benchmark[] = [
+  analyticsBenchmark,
+  ingestionBenchmark,
+  retrievalBenchmark,
+  qualityBenchmark,
+  loadBenchmark,
+];
 
 /** Child mode: run one benchmark and write its section as JSON to `file`. */
 async function runSection(id: string, file: string): Promise<void> {

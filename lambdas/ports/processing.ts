@@ -75,6 +75,8 @@ export interface IndexHit {
   readonly chunk: Omit<IndexedChunk, 'vector'>;
   /** Higher is better, on a fixed 0..1 scale that does not depend on the other results. */
   readonly score: number;
+  /** The lexical and vector scores a hybrid score combines (absent otherwise), for `explain`. */
+  readonly parts?: { readonly lexical: number; readonly vector: number };
 }
 
 export interface KnowledgeIndex {

@@ -26,7 +26,10 @@ let dataset: Dataset;
 
 interface QueryBody {
   results: { content: string; score: number; metadata: { documentId: string } }[];
-  explain?: { retrieval: string; candidates: { documentId: string; score: number }[] };
+  explain?: {
+    retrieval: string;
+    candidates: { documentId: string; score: number; lexicalScore?: number; vectorScore?: number }[];
+  };
 }
 interface ErrorBody {
   success: false;
@@ -108,6 +111,15 @@ it('finds a document by meaning when the query shares no word with it, and expla
   // The document holding the query's word is found too, ranked under the one it means.
   const privacy = results.find((r) => r.metadata.documentId === documents.privacy);
   expect(privacy?.score).toBeLessThan(results[0].score);
+  // explain shows the two parts of each hybrid score: the meaning match has no lexical part, the word match has one.
+  const candidate = (documentId: string) => explain?.candidates.find((c) => c.documentId === documentId);
+  const refunds = candidate(documents.refunds);
+  expect(refunds?.lexicalScore).toBe(0);
+  expect(refunds?.vectorScore).toBeGreaterThan(0.5);
+  expect(candidate(documents.privacy)?.lexicalScore).toBeGreaterThan(0);
+  for (const c of explain?.candidates ?? []) {
+    expect(c.score).toBeCloseTo(0.3 * (c.lexicalScore ?? Number.NaN) + 0.7 * (c.vectorScore ?? Number.NaN), 9);
+  }
   expect(embeddings.requests.at(-1)?.body?.input).toEqual(['reimbursement policy']);
 });
 

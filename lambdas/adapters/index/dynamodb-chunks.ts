@@ -2,10 +2,11 @@
  * The knowledge index of a deployment without Bedrock (LocalStack, which emulates no Bedrock knowledge bases): the
  * chunks of every dataset in one DynamoDB table, one partition per dataset (`tenantKey`, as in the documents table),
  * sorted by chunkId (`<documentId>#<position>#<hash>`, so a document's chunks share a key prefix). A query reads the
- * dataset's partition and ranks it with BM25 in the function, on the same 0..1 scale as the embedded index
- * (`m / (m + k)`). That is a fair stand-in for tests of a few hundred chunks, not an engine for production: a query
- * costs a read of the whole dataset, there is no stemming and no vector search, and a document's chunks are replaced
- * by batches rather than in one commit (a reader can see old and new chunks together for a moment).
+ * dataset's partition and ranks every chunk by the embedded index's lexical score (lexical-score.ts), the term
+ * statistics counted from the chunks it read: the same scores the embedded index gives, without its candidate step.
+ * That is a fair stand-in for tests of a few hundred chunks, not an engine for production: a query costs a read of the
+ * whole dataset, there is no vector search, and a document's chunks are replaced by batches rather than in one commit
+ * (a reader can see old and new chunks together for a moment).
  */
 import {
   BatchWriteCommand,
@@ -29,34 +30,15 @@ import {
   type IndexQuery,
   type KnowledgeIndex,
 } from '#ports/processing';
+import { byScoreThenPosition } from './lancedb-scores';
+import { analyze } from './lexical-analyzer';
+import { lexicalScore, weightedQuery } from './lexical-score';
 
 /** The variable a function finds the table in; set by the stack when it is deployed with `-c knowledgeIndex=dynamodb`. */
 export const CHUNK_INDEX_TABLE_VARIABLE = 'CHUNK_INDEX_TABLE';
 
-/** Same saturation constant as the embedded index (LEXICAL_SATURATION_K in index/lancedb.ts). */
-const SATURATION_K = 5;
-const BM25_K1 = 1.2;
-const BM25_B = 0.75;
 const BATCH_SIZE = 25;
 const MAX_BATCH_ATTEMPTS = 8;
-
-/** English stop words, as the embedded index's analyzer removes them. */
-const STOP_WORDS = new Set(
-  (
-    'a an and are as at be but by for if in into is it no not of on or such that the their then there these they ' +
-    'this to was will with'
-  ).split(' '),
-);
-
-/** Lower-cased, accent-folded words of letters and digits, without stop words. */
-export function terms(text: string): string[] {
-  return text
-    .normalize('NFKD')
-    .replace(/\p{M}/gu, '')
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((word) => word.length > 0 && !STOP_WORDS.has(word));
-}
 
 type ChunkItem = Omit<IndexedChunk, 'vector'> & { readonly tenantKey: string };
 
@@ -142,7 +124,7 @@ export class DynamoChunkIndex implements KnowledgeIndex {
   }
 
   async query(query: IndexQuery): Promise<IndexHit[]> {
-    const queryTerms = [...new Set(terms(query.text))];
+    const queryTerms = analyze(query.text);
     if (queryTerms.length === 0 || query.limit <= 0) return [];
     const chunks = await collect(
       queryAll<ChunkItem>(this.client, {
@@ -151,37 +133,20 @@ export class DynamoChunkIndex implements KnowledgeIndex {
         ExpressionAttributeValues: { ':t': tenantKey(query.scope) },
       }),
     );
-    // Statistics over the whole dataset, as a BM25 index has them whatever the filters.
-    const analyzed = chunks.map((chunk) => {
-      const frequencies = new Map<string, number>();
-      const words = terms(chunk.text);
-      for (const word of words) frequencies.set(word, (frequencies.get(word) ?? 0) + 1);
-      return { chunk, frequencies, length: words.length };
-    });
-    const averageLength = analyzed.reduce((sum, a) => sum + a.length, 0) / Math.max(1, analyzed.length);
-    const idf = new Map(
-      queryTerms.map((term) => {
-        const n = analyzed.filter((a) => a.frequencies.has(term)).length;
-        return [term, Math.log(1 + (analyzed.length - n + 0.5) / (n + 0.5))];
-      }),
-    );
-    const hits: IndexHit[] = [];
-    for (const { chunk, frequencies, length } of analyzed) {
-      if (!query.filters.every((filter) => passes(chunk, filter))) continue;
-      let bm25 = 0;
-      for (const term of queryTerms) {
-        const tf = frequencies.get(term) ?? 0;
-        if (tf === 0) continue;
-        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * length) / (averageLength || 1));
-        bm25 += ((idf.get(term) ?? 0) * tf * (BM25_K1 + 1)) / (tf + norm);
-      }
-      if (bm25 <= 0) continue;
-      const m = bm25 / queryTerms.length;
-      const { tenantKey: _key, ...rest } = chunk;
-      hits.push({ chunk: rest, score: m / (m + SATURATION_K) });
+    // Statistics over the whole dataset, as the embedded index keeps them, whatever the filters.
+    const documentFrequency = new Map<string, number>();
+    for (const chunk of chunks) {
+      for (const term of new Set(analyze(chunk.text)))
+        documentFrequency.set(term, (documentFrequency.get(term) ?? 0) + 1);
     }
-    hits.sort((a, b) => b.score - a.score || a.chunk.chunkId.localeCompare(b.chunk.chunkId));
-    return hits.slice(0, query.limit);
+    const weighted = weightedQuery(queryTerms, { chunks: chunks.length, documentFrequency });
+    const hits: IndexHit[] = [];
+    for (const { tenantKey: _key, ...chunk } of chunks) {
+      if (!query.filters.every((filter) => passes(chunk, filter))) continue;
+      const score = lexicalScore(weighted, chunk.text, chunk.position);
+      if (score > 0) hits.push({ chunk, score });
+    }
+    return hits.sort(byScoreThenPosition).slice(0, query.limit);
   }
 
   describeFilter(scope: DatasetRef, filters: readonly IndexFilter[]): unknown {

@@ -1,26 +1,17 @@
 /**
- * The local index's scores, each a fixed function of the query and one chunk on 0..1, higher is better
- * (docs/retrieval.md, "Scores"), and the order of hits.
+ * The local index's vector and hybrid scores, each on 0..1, higher is better (docs/retrieval.md, "Scores"; the
+ * lexical score is lexical-score.ts), and the order of hits.
  */
 
 import type { IndexHit } from '#ports/processing';
 
 /**
- * k of the lexical score `m / (m + k)`, where m is the BM25 score divided by the number of distinct query terms.
- * 5 is about the median m of the right document's best chunk for a one-line description query over 5k chunks of
- * English man pages (wrong documents in the top 5: about 3.5), so 0.5 reads as "a typical correct match".
+ * Weight of the lexical score in the hybrid score; the vector score gets the rest. Less than half: the vector score
+ * of an unrelated chunk is already about 0.5 (`(1 + cos) / 2` with cos near 0), so its useful range is half the
+ * lexical score's, and one shared word of a two-word query (lexical about 0.6) must not outrank a chunk that means
+ * the query (vector near 1) but shares no word with it (test/integration/embeddings.test.ts).
  */
-export const LEXICAL_SATURATION_K = 5;
-
-/** Weight of the lexical score in the hybrid score; the vector score gets the rest. */
-export const DEFAULT_LEXICAL_WEIGHT = 0.5;
-
-/** BM25 on a fixed 0..1 scale: the BM25 per distinct query term, saturated by LEXICAL_SATURATION_K. */
-export function lexicalScore(bm25: number, queryTermCount: number): number {
-  if (!(bm25 > 0)) return 0;
-  const perTerm = bm25 / Math.max(1, queryTermCount);
-  return perTerm / (perTerm + LEXICAL_SATURATION_K);
-}
+export const DEFAULT_LEXICAL_WEIGHT = 0.3;
 
 /** Cosine distance d (0..2) as `1 - d/2` = (1 + cosine) / 2, the convention of OpenSearch's cosine score. */
 export function vectorScore(cosineDistance: number): number {

@@ -1,5 +1,15 @@
 /**
- * HEADER
+ * The local KnowledgeIndex: an embedded LanceDB database on disk with one table per dataset (agent, environment,
+ * knowledge base), each with its own BM25 index, and the term statistics of each dataset beside them
+ * (term-statistics.ts). A query takes the BM25 index's candidates and ranks them by the lexical score
+ * (lexical-score.ts), which depends on the dataset queried alone; with an embedder, also cosine vector search, the
+ * two scores combined. The API process and the worker process may open the same directory: every read checks for
+ * the latest committed version. Writes of one document run one at a time in a process, and one process writes a
+ * directory (the local runtime holds a worker lock): LanceDB does not detect two concurrent merge-inserts of the same
+ * new rows, and would keep both. Layout, scores and filter semantics are described in docs/retrieval.md.
+ *
+ * Over 400 lines: the port's operations, the open tables and the migrations of what earlier versions wrote are one
+ * object's state.
  */
 
 import { mkdir, rm } from 'node:fs/promises';
@@ -24,10 +34,9 @@ import {
   cosineDistance,
   DEFAULT_LEXICAL_WEIGHT,
   hybridScore,
-  lexicalScore,
   vectorScore,
 } from './lancedb-scores';
-import { buildWhereClause, documentClause, scopeClause, sqlString } from './lancedb-sql';
+import { buildWhereClause, documentClause, scopeClause } from './lancedb-sql';
 import {
   CHUNK_COLUMNS,
   type ChunkRow,
@@ -50,11 +59,23 @@ import {
   vectorOf,
   withCommitRetry,
 } from './lancedb-tables';
+import { analyze } from './lexical-analyzer';
+import { lexicalScore, type WeightedQuery, weightedQuery } from './lexical-score';
+import { type DocumentTerms, documentTermsOf, STATISTICS_FILE, TermStatisticsStore } from './term-statistics';
 
-/** Hybrid search takes this many candidates per retriever for each requested result (at least MIN_CANDIDATES). */
-const CANDIDATES_PER_RESULT = 4;
-
-const MIN_CANDIDATES = 40;
+/**
+ * Candidates of a query: the engine's BM25 best (CANDIDATES_PER_RESULT a result, at least MIN_CANDIDATES) and, apart,
+ * its best opening chunks (position 0: OPENINGS_PER_RESULT a result, at least MIN_OPENINGS), which the lexical score
+ * lifts; all are scored and the best kept. With these pools the top 10 holds 0.99 of the exact scan's top 10 at 100k
+ * chunks (`npm run bench`; docs/retrieval.md, "Scores").
+ */
+const CANDIDATES_PER_RESULT = 3;
+const MIN_CANDIDATES = 30;
+const OPENINGS_PER_RESULT = 2;
+const MIN_OPENINGS = 20;
+/** Hybrid search also takes this many nearest vectors a result (at least MIN_NEAREST). */
+const NEAREST_PER_RESULT = 4;
+const MIN_NEAREST = 40;
 
 /** Dataset tables a handle keeps open by default; the least recently used idle one is closed past this. */
 const DEFAULT_MAX_OPEN_TABLES = 64;
@@ -62,7 +83,7 @@ const DEFAULT_MAX_OPEN_TABLES = 64;
 export interface LanceKnowledgeIndexOptions {
   /** Adds a vector column (in a table of its own: `tableNameFor`) and hybrid search; without it the index is lexical. */
   readonly embedder?: Embedder;
-  /** Weight of the lexical score in the hybrid score, 0..1 (default 0.5). */
+  /** Weight of the lexical score in the hybrid score, 0..1 (default 0.3: DEFAULT_LEXICAL_WEIGHT says why). */
   readonly lexicalWeight?: number;
   /** Quiet time after a write before new rows are folded into the BM25 index (default 1 s). */
   readonly indexRefreshDelayMs?: number;
@@ -72,7 +93,6 @@ export interface LanceKnowledgeIndexOptions {
 
 interface Candidate {
   readonly chunk: Omit<IndexedChunk, 'vector'>;
-  readonly bm25: number;
   readonly vector: Float32Array | null;
 }
 
@@ -90,6 +110,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   private constructor(
     private readonly directory: string,
     private readonly connection: lancedb.Connection,
+    private readonly statistics: TermStatisticsStore,
     /** `tableNameFor(embedder)`: the prefix of this index's dataset tables. */
     readonly space: string,
     private readonly embedder: Embedder | undefined,
@@ -113,15 +134,18 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     await mkdir(directory, { recursive: true });
     // 0: every read first checks for a newer version, so a process sees what another one committed.
     const connection = await lancedb.connect(directory, { readConsistencyInterval: 0 });
+    const statistics = new TermStatisticsStore(join(directory, STATISTICS_FILE));
     const index = new LanceKnowledgeIndex(
       resolve(directory),
       connection,
+      statistics,
       tableNameFor(options.embedder),
       options.embedder,
       options,
     );
     try {
       await index.migrateSharedTable();
+      await index.collectMissingStatistics();
     } catch (error) {
       await index.close();
       throw error;
@@ -142,9 +166,10 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   async replaceDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): Promise<void> {
     assertChunksOfDocument(ref, chunks);
     const rows = await this.rowsOf(chunks);
+    const terms = documentTermsOf(chunks.map((chunk) => new Set(analyze(chunk.text))));
     // One commit: upsert the new chunks and delete the document's chunks that are not among them, so a reader
-    // sees the old set or the new one, never a mix, and a repeated call changes nothing.
-    await this.writeOf(ref, true, (table) =>
+    // sees the old set or the new one, never a mix, and a repeated call changes nothing. Then the term statistics.
+    await this.writeOf(ref, true, terms, (table) =>
       table
         .mergeInsert(MERGE_KEY)
         .whenMatchedUpdateAll()
@@ -155,27 +180,32 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   }
 
   async deleteDocument(ref: DocumentRef): Promise<void> {
-    await this.writeOf(ref, false, (table) => table.delete(documentClause(ref)));
+    await this.writeOf(ref, false, null, (table) => table.delete(documentClause(ref)));
   }
 
   async updateDocumentMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void> {
     const values: Record<string, string | null> = {};
     for (const column of CHUNK_METADATA_KEYS) values[column] = metadata[column];
-    await this.writeOf(ref, false, (table) => table.update({ where: documentClause(ref), values }));
+    await this.writeOf(ref, false, 'unchanged', (table) => table.update({ where: documentClause(ref), values }));
   }
 
   /**
    * A write of one document's rows (nothing when its dataset has no table and `create` is false): after the writes
-   * of that document before it, retried on commit conflicts.
+   * of that document before it, retried on commit conflicts; then its term statistics become `terms` (null: none)
+   * unless they are `unchanged`.
    */
   private async writeOf(
     ref: DocumentRef,
     create: boolean,
+    terms: DocumentTerms | null | 'unchanged',
     write: (table: lancedb.Table) => Promise<unknown>,
   ): Promise<void> {
     await this.withDataset(ref, create, undefined, async (dataset) => {
       const key = [this.directory, dataset.table.name, ref.documentId].join('\u0000');
-      await oneWriteAtATime(key, () => withCommitRetry(() => write(dataset.table)));
+      await oneWriteAtATime(key, async () => {
+        await withCommitRetry(() => write(dataset.table));
+        if (terms !== 'unchanged') this.statistics.setDocument(dataset.table.name, ref.documentId, terms);
+      });
       dataset.scheduleRefresh();
     });
   }
@@ -210,15 +240,18 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     if (!(query.limit > 0)) return [];
     const where = buildWhereClause(query.filters);
     const vector = await this.queryVector(query);
+    const terms = analyze(query.text);
     return this.withDataset(query.scope, false, [], async ({ table }) => {
+      const weighted = weightedQuery(terms, this.statistics.statistics(table.name, terms));
       if (!vector) {
         const candidates = await lexicalCandidates(table, query.text, where, query.limit, false);
-        return candidates.hits
-          .map(({ chunk, bm25 }) => ({ chunk, score: lexicalScore(bm25, candidates.termCount) }))
+        return candidates
+          .map(({ chunk }) => ({ chunk, score: lexicalScore(weighted, chunk.text, chunk.position) }))
+          .filter((hit) => hit.score > 0)
           .sort(byScoreThenPosition)
           .slice(0, query.limit);
       }
-      return this.hybridQuery(table, query, where, vector);
+      return this.hybridQuery(table, query, where, vector, weighted);
     });
   }
 
@@ -248,6 +281,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       await dataset?.close();
     }
     this.connection.close();
+    this.statistics.close();
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -333,6 +367,8 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       const existing = await this.openExisting(name);
       if (existing) return existing;
       const dimensions = this.embedder ? this.embedder.dimensions : null;
+      // Statistics first: a table without them is one an earlier version wrote, which `open` collects them for.
+      this.statistics.ensureDataset(name);
       const table = await withCommitRetry(() =>
         this.connection.createEmptyTable(name, schemaFor(dimensions), { mode: 'create', existOk: true }),
       );
@@ -372,17 +408,21 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
 
   /** Every dataset table of this index's vector space in the directory. */
   private async allDatasetTables(): Promise<DatasetTable[]> {
-    const prefix = `${this.space}${DATASET_SEPARATOR}`;
-    const names = (await this.connection.tableNames()).filter(
-      (name) => name.startsWith(prefix) && /^[0-9a-f]{32}$/.test(name.slice(prefix.length)),
-    );
     const tables: DatasetTable[] = [];
     // No eviction here: it could close a table collected a moment before, which the caller is about to use.
-    for (const name of names) {
+    for (const name of await this.datasetTableNames()) {
       const dataset = await this.tableNamed(name, false, false);
       if (dataset) tables.push(dataset);
     }
     return tables;
+  }
+
+  /** Names of this index's dataset tables in the directory. */
+  private async datasetTableNames(): Promise<string[]> {
+    const prefix = `${this.space}${DATASET_SEPARATOR}`;
+    return (await this.connection.tableNames()).filter(
+      (name) => name.startsWith(prefix) && /^[0-9a-f]{32}$/.test(name.slice(prefix.length)),
+    );
   }
 
   /**
@@ -392,19 +432,8 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
    * at a time (a lock folder holding its pid); another waits for it.
    */
   private async migrateSharedTable(): Promise<void> {
-    if (!(await this.connection.tableNames()).includes(this.space)) return;
-    const lock = join(this.directory, `.migrating-${this.space}`);
-    if (!(await takeMigrationLock(lock))) {
-      const deadline = Date.now() + MIGRATION_WAIT_MS;
-      while ((await this.connection.tableNames()).includes(this.space)) {
-        if (Date.now() > deadline) throw new Error(`Another process has been migrating ${lock} for too long`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      return;
-    }
-    try {
-      // Another process may have finished the migration between the first look and the lock.
-      if (!(await this.connection.tableNames()).includes(this.space)) return;
+    const pending = async () => (await this.connection.tableNames()).includes(this.space);
+    await this.onceAcrossProcesses(`.migrating-${this.space}`, pending, async () => {
       const shared = await this.connection.openTable(this.space);
       const scopes: Record<string, unknown>[] = await shared
         .query()
@@ -422,7 +451,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       const columns: string[] = [...CHUNK_COLUMNS];
       if (this.embedder) columns.push(VECTOR_COLUMN);
       for (const scope of seen.values()) {
-        const rows = (await shared.query().where(scopeClause(scope)).select(columns).toArray()).map(
+        const chunks = (await shared.query().where(scopeClause(scope)).select(columns).toArray()).map(
           (row: Record<string, unknown>) => {
             const vector = vectorOf(row);
             return vector ? { ...chunkOf(row), vector: [...vector] } : chunkOf(row);
@@ -430,13 +459,63 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
         );
         await this.withDataset(scope, true, undefined, async (dataset) => {
           await withCommitRetry(() =>
-            dataset.table.mergeInsert(MERGE_KEY).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(rows),
+            dataset.table.mergeInsert(MERGE_KEY).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(chunks),
           );
+          this.statistics.setDocuments(dataset.table.name, termsByDocument(chunks));
           await dataset.refreshNow();
         });
       }
       shared.close();
       await this.connection.dropTable(this.space);
+    });
+  }
+
+  /**
+   * Tables written before the lexical score kept term statistics have none: they are collected from the tables' rows
+   * (one read of each such table, once; `open` waits for it).
+   */
+  private async collectMissingStatistics(): Promise<void> {
+    const missing = async () =>
+      (await this.datasetTableNames()).filter((name) => !this.statistics.hasDataset(name)).length > 0;
+    await this.onceAcrossProcesses(`.statistics-${this.space}`, missing, async () => {
+      for (const name of await this.datasetTableNames()) {
+        if (this.statistics.hasDataset(name)) continue;
+        const dataset = await this.tableNamed(name, false, false);
+        if (!dataset) continue;
+        const rows: Record<string, unknown>[] = await dataset.table
+          .query()
+          .select(['documentId', TEXT_COLUMN])
+          .toArray();
+        this.statistics.setDocuments(
+          name,
+          termsByDocument(rows.map((row) => ({ documentId: row.documentId as string, text: row.text as string }))),
+        );
+      }
+    });
+  }
+
+  /**
+   * Runs `work` while `pending()` says it is needed, in one process at a time (a lock folder in the directory holding
+   * its pid, taken over when that process is gone); another process waits until it is no longer pending.
+   */
+  private async onceAcrossProcesses(
+    lockName: string,
+    pending: () => Promise<boolean>,
+    work: () => Promise<void>,
+  ): Promise<void> {
+    if (!(await pending())) return;
+    const lock = join(this.directory, lockName);
+    if (!(await takeMigrationLock(lock))) {
+      const deadline = Date.now() + MIGRATION_WAIT_MS;
+      while (await pending()) {
+        if (Date.now() > deadline) throw new Error(`Another process has held ${lock} for too long`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return;
+    }
+    try {
+      // Another process may have done the work between the first look and the lock.
+      if (await pending()) await work();
     } finally {
       await rm(lock, { recursive: true, force: true });
     }
@@ -468,81 +547,89 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   }
 
   /**
-   * Hybrid: the BM25 candidates and the nearest vectors under the same `where`, each candidate scored on both scales
-   * (its BM25 fetched for the vector-only ones, its cosine computed for the lexical-only ones), then combined.
+   * Hybrid: the lexical candidates and the nearest vectors under the same `where`, each candidate scored on both
+   * scales (the lexical score from its text, its cosine from its stored vector), then combined.
    */
   private async hybridQuery(
     table: lancedb.Table,
     query: IndexQuery,
     where: string | null,
     vector: readonly number[],
+    weighted: WeightedQuery,
   ): Promise<IndexHit[]> {
-    const pool = Math.max(query.limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES);
     let nearest = table
       .query()
       .nearestTo([...vector])
       .distanceType('cosine');
     if (where !== null) nearest = nearest.where(where);
     const [lexical, nearestRows] = await Promise.all([
-      lexicalCandidates(table, query.text, where, pool, true),
+      lexicalCandidates(table, query.text, where, query.limit, true),
       nearest
         .select([...CHUNK_COLUMNS, VECTOR_COLUMN, '_distance'])
-        .limit(pool)
+        .limit(Math.max(query.limit * NEAREST_PER_RESULT, MIN_NEAREST))
         .toArray() as Promise<Record<string, unknown>[]>,
     ]);
     const candidates = new Map<string, Candidate>();
-    for (const hit of lexical.hits) candidates.set(candidateKey(hit.chunk), hit);
-    const vectorOnly: string[] = [];
+    for (const candidate of lexical) candidates.set(candidateKey(candidate.chunk), candidate);
     for (const row of nearestRows) {
       const chunk = chunkOf(row);
-      if (candidates.has(candidateKey(chunk))) continue;
-      candidates.set(candidateKey(chunk), { chunk, bm25: 0, vector: vectorOf(row) });
-      vectorOnly.push(chunk.chunkId);
-    }
-    if (vectorOnly.length > 0 && lexical.termCount > 0) {
-      // BM25 statistics are those of the dataset's table whatever the prefilter, so this is the score a plain
-      // search gives.
-      const only = [where, `chunkId IN (${vectorOnly.map(sqlString).join(', ')})`].filter(Boolean).join(' AND ');
-      const rescored = await lexicalCandidates(table, query.text, only, vectorOnly.length, false);
-      for (const hit of rescored.hits) {
-        const candidate = candidates.get(candidateKey(hit.chunk));
-        if (candidate) candidates.set(candidateKey(hit.chunk), { ...candidate, bm25: hit.bm25 });
-      }
+      if (!candidates.has(candidateKey(chunk))) candidates.set(candidateKey(chunk), { chunk, vector: vectorOf(row) });
     }
     return [...candidates.values()]
-      .map(({ chunk, bm25, vector: stored }) => ({
-        chunk,
-        score: hybridScore(
-          lexicalScore(bm25, lexical.termCount),
-          stored ? vectorScore(cosineDistance(vector, stored)) : 0,
-          this.lexicalWeight,
-        ),
-      }))
+      .map(({ chunk, vector: stored }) => {
+        const parts = {
+          lexical: lexicalScore(weighted, chunk.text, chunk.position),
+          vector: stored ? vectorScore(cosineDistance(vector, stored)) : 0,
+        };
+        return { chunk, score: hybridScore(parts.lexical, parts.vector, this.lexicalWeight), parts };
+      })
       .sort(byScoreThenPosition)
       .slice(0, query.limit);
   }
 }
 
-/** BM25 matches of `text` within `where`; termCount is the number of distinct terms the index's analyzer keeps. */
+/**
+ * The engine's BM25 candidates for `text` within `where` (docs/retrieval.md, "Scores"): its best chunks and its best
+ * opening chunks, fetched side by side, without duplicates. The engine ranks; the lexical score decides.
+ */
 async function lexicalCandidates(
   table: lancedb.Table,
   text: string,
   where: string | null,
   limit: number,
   withVectors: boolean,
-): Promise<{ hits: Candidate[]; termCount: number }> {
-  const terms = await table.tokenize(text, { column: TEXT_COLUMN });
-  const termCount = new Set(terms.map((term) => term.text)).size;
-  if (termCount === 0) return { hits: [], termCount };
+): Promise<Candidate[]> {
+  // `_score` (BM25) is not used; LanceDB warns when a search's columns leave it out.
   const columns: string[] = [...CHUNK_COLUMNS, '_score'];
   if (withVectors) columns.push(VECTOR_COLUMN);
-  let search = table.query().fullTextSearch(new lancedb.MatchQuery(text, TEXT_COLUMN));
-  if (where !== null) search = search.where(where);
-  const rows: Record<string, unknown>[] = await search.select(columns).limit(limit).toArray();
-  const hits = rows.map((row) => ({
-    chunk: chunkOf(row),
-    bm25: row._score as number,
-    vector: withVectors ? vectorOf(row) : null,
-  }));
-  return { hits, termCount };
+  const search = (filter: string | null, count: number): Promise<Record<string, unknown>[]> => {
+    let found = table.query().fullTextSearch(new lancedb.MatchQuery(text, TEXT_COLUMN));
+    if (filter !== null) found = found.where(filter);
+    return found.select(columns).limit(count).toArray();
+  };
+  const openings = where === null ? 'position = 0' : `(${where}) AND position = 0`;
+  const [best, opening] = await Promise.all([
+    search(where, Math.max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)),
+    search(openings, Math.max(limit * OPENINGS_PER_RESULT, MIN_OPENINGS)),
+  ]);
+  const candidates = new Map<string, Candidate>();
+  for (const row of [...best, ...opening]) {
+    const chunk = chunkOf(row);
+    const key = candidateKey(chunk);
+    if (!candidates.has(key)) candidates.set(key, { chunk, vector: withVectors ? vectorOf(row) : null });
+  }
+  return [...candidates.values()];
+}
+
+/** The term statistics of chunks, by document (each chunk counts its distinct terms once). */
+function termsByDocument(
+  chunks: readonly { readonly documentId: string; readonly text: string }[],
+): Map<string, DocumentTerms> {
+  const byDocument = new Map<string, Set<string>[]>();
+  for (const chunk of chunks) {
+    const list = byDocument.get(chunk.documentId) ?? [];
+    list.push(new Set(analyze(chunk.text)));
+    byDocument.set(chunk.documentId, list);
+  }
+  return new Map([...byDocument].map(([documentId, list]) => [documentId, documentTermsOf(list)]));
 }

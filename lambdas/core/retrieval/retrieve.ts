@@ -46,8 +46,18 @@ export interface RetrievalExplanation {
   readonly retrieval: 'lexical' | 'hybrid';
   readonly numberOfResults: number;
   readonly minScore: number;
-  /** Every candidate the index returned, before the minScore cut. */
-  readonly candidates: readonly { documentId: string; chunkId: string; score: number; kept: boolean }[];
+  /**
+   * Every candidate the index returned, before the minScore cut; a hybrid score with the lexical and vector scores it
+   * combines (`lexicalScore`, `vectorScore`).
+   */
+  readonly candidates: readonly {
+    documentId: string;
+    chunkId: string;
+    score: number;
+    lexicalScore?: number;
+    vectorScore?: number;
+    kept: boolean;
+  }[];
 }
 
 export function resultOf(hit: IndexHit): RetrievalResult {
@@ -107,6 +117,7 @@ export async function retrieve(
         documentId: hit.chunk.documentId,
         chunkId: hit.chunk.chunkId,
         score: hit.score,
+        ...(hit.parts ? { lexicalScore: hit.parts.lexical, vectorScore: hit.parts.vector } : {}),
         kept: hit.score >= minScore,
       })),
     },
