@@ -3,9 +3,9 @@
  * chunk contains, each contained term counting from 0.6 up to 1 as it repeats, and a document's opening chunks lifted
  * toward 1. It is a fixed function of the query, the chunk and its dataset's term statistics, on 0..1:
  * - a chunk with none of the query's terms scores 0, one with every term at least 0.6;
- * - the statistics are smoothed with PSEUDO_CHUNKS chunks in which every term occurs at PSEUDO_SHARE, so the weights
- *   of a knowledge base of one chunk are about equal, and a chunk scores within 0.1 of what it would in one of 100k
- *   (test/quality/score-calibration.test.ts);
+ * - the statistics are smoothed with PSEUDO_CHUNKS chunks in which every term occurs at PSEUDO_SHARE, and every weight
+ *   starts at WEIGHT_BASE, so the weights of a knowledge base of one chunk are about equal, and a chunk scores within
+ *   0.1 of what it would in one of 100k (test/quality/score-calibration.test.ts);
  * - term frequency saturates against a fixed reference length rather than the dataset's average, which would make
  *   every score move as the knowledge base grows.
  */
@@ -18,11 +18,11 @@ const PRESENCE = 0.4;
 const K1 = 2;
 const B = 0.75;
 /** Terms of a full chunk (1,000 characters) of English prose: the length at which b has no effect. */
-export const REFERENCE_LENGTH = 120;
+const REFERENCE_LENGTH = 120;
 const PSEUDO_CHUNKS = 100;
 const PSEUDO_SHARE = 0.1;
 const WEIGHT_BASE = 1.75;
-/** Scores are rounded to this many decimals, so that the bounds above hold exactly. */
+/** Scores are rounded to 6 decimals (times this, rounded, divided), so that the bounds above hold exactly. */
 const SCORE_DECIMALS = 1e6;
 
 /** A dataset's statistics for the terms of one query. */
