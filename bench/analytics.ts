@@ -138,6 +138,7 @@ const agents: AgentStore = {
       ? { organizationId, agentId, displayName: 'Bench bot', createdAt: new Date(START).toISOString() }
       : undefined,
   list: async () => [],
+  rename: async () => undefined,
 };
 const caller = { organizationId: ORGANIZATION, tokenId: 'bench', scopes: ['analytics'] };
 

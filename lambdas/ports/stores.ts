@@ -34,6 +34,8 @@ export interface AgentStore {
   put(agent: AgentRecord): Promise<void>;
   get(organizationId: string, agentId: string): Promise<AgentRecord | undefined>;
   list(organizationId: string): Promise<AgentRecord[]>;
+  /** Renames the agent if it exists; the stored agent after the change, or undefined when there is none. */
+  rename(organizationId: string, agentId: string, displayName: string): Promise<AgentRecord | undefined>;
 }
 
 export interface KnowledgeBaseRecord {

@@ -35,6 +35,51 @@ it('creates and lists agents in creation order', async () => {
   expect(list.body.data.find((a) => a.agentId === first.body.agentId)?.displayName).toBe('First');
 });
 
+it('reads and renames an agent; a bad name is a 400 naming the field, an unknown agent a 404, and nothing changes', async () => {
+  const created = await call<{ agentId: string; createdAt: string }>('POST', '/dashboard/agents', {
+    body: { displayName: 'Before' },
+  });
+  const path = `/dashboard/agents/${created.body.agentId}`;
+  const read = await call<{ agentId: string; displayName: string; createdAt: string }>('GET', path);
+  expect(read.status).toBe(200);
+  expect(read.body).toMatchObject({
+    agentId: created.body.agentId,
+    displayName: 'Before',
+    createdAt: created.body.createdAt,
+  });
+
+  const renamed = await call('PATCH', path, { body: { displayName: '  After  ' } });
+  expect(renamed.status).toBe(200);
+  expect(renamed.body).toMatchObject({
+    agentId: created.body.agentId,
+    displayName: 'After',
+    createdAt: created.body.createdAt,
+  });
+
+  for (const body of [{ displayName: '   ' }, { displayName: 'x'.repeat(201) }, {}, { displayName: 'Ok', extra: 1 }]) {
+    const refused = await call<{ success: boolean; error: { code: string; details: { field: string }[] } }>(
+      'PATCH',
+      path,
+      { body },
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.body.success).toBe(false);
+    expect(refused.body.error.code).toBe('VALIDATION_ERROR');
+    expect(refused.body.error.details[0].field).toEqual(expect.any(String));
+  }
+  const unknown = '00000000-0000-4000-8000-000000000000';
+  for (const method of ['GET', 'PATCH'] as const) {
+    const missing = await call<{ error: { code: string } }>(method, `/dashboard/agents/${unknown}`, {
+      body: method === 'PATCH' ? { displayName: 'Ghost' } : undefined,
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('AGENT_NOT_FOUND');
+  }
+  expect((await call<{ displayName: string }>('GET', path)).body.displayName).toBe('After');
+  const list = await call<{ data: { agentId: string; displayName: string }[] }>('GET', '/dashboard/agents');
+  expect(list.body.data.find((a) => a.agentId === created.body.agentId)?.displayName).toBe('After');
+});
+
 it('creates, reads, renames, lists and deletes a knowledge base', async () => {
   const { agentId } = (
     await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'KB owner' } })

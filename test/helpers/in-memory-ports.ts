@@ -58,6 +58,13 @@ export class InMemoryAgentStore implements AgentStore {
     return agent && copy(agent);
   }
 
+  async rename(organizationId: string, agentId: string, displayName: string): Promise<AgentRecord | undefined> {
+    const agent = this.records.get(`${organizationId}#${agentId}`);
+    if (!agent) return undefined;
+    this.records.set(`${organizationId}#${agentId}`, { ...agent, displayName });
+    return copy({ ...agent, displayName });
+  }
+
   async list(organizationId: string): Promise<AgentRecord[]> {
     return [...this.records.values()]
       .filter((agent) => agent.organizationId === organizationId)

@@ -219,6 +219,24 @@ const ROWS: Record<string, Row> = {
     success: 201,
     otherOrg: notFound('AGENT_NOT_FOUND'),
   },
+  GetAgent: {
+    request: (f) => ({ params: agentPath(f) }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) => expect(body).toMatchObject({ agentId: f.a.agentId, displayName: expect.any(String) }),
+  },
+  RenameAgent: {
+    // A fixed name: no other row reads the agent's name, and a rerun renames it to the same.
+    request: (f) => ({ params: agentPath(f), body: { displayName: 'Matrix agent (renamed)' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) =>
+      expect(body).toMatchObject({
+        agentId: f.a.agentId,
+        displayName: 'Matrix agent (renamed)',
+        createdAt: expect.any(String),
+      }),
+  },
   ListKnowledgeBases: {
     request: (f) => ({ params: agentPath(f) }),
     success: 200,

@@ -45,6 +45,24 @@ export async function listAgents(deps: Pick<DashboardDeps, 'agents'>, caller: Ca
   return agents.map(({ agentId, displayName, createdAt }) => ({ agentId, displayName, createdAt }));
 }
 
+/** One agent of the caller's (one a restricted token may use): 404 AGENT_NOT_FOUND otherwise. */
+export async function getAgent(deps: Pick<DashboardDeps, 'agents'>, caller: Caller, agentId: string) {
+  const { displayName, createdAt } = await requireAgent(deps, caller, agentId);
+  return { agentId, displayName, createdAt };
+}
+
+/** Renames one of the caller's agents (one a restricted token may use). */
+export async function renameAgent(
+  deps: Pick<DashboardDeps, 'agents'>,
+  caller: Caller,
+  request: { agentId: string; displayName: string },
+) {
+  await requireAgent(deps, caller, request.agentId);
+  const agent = await deps.agents.rename(caller.organizationId, request.agentId, request.displayName);
+  if (!agent) throw new NotFoundError('AGENT_NOT_FOUND', `Agent ${request.agentId} was not found`);
+  return { agentId: agent.agentId, displayName: agent.displayName, createdAt: agent.createdAt };
+}
+
 export function knowledgeBaseView(kb: KnowledgeBaseRecord) {
   return {
     knowledgeBaseId: kb.knowledgeBaseId,

@@ -26,6 +26,8 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   RetryDocument: knowledge.documentQuerySchema,
   CreateAgent: dashboard.createAgentSchema,
   ListAgents: dashboard.noInputSchema,
+  GetAgent: dashboard.agentPathSchema,
+  RenameAgent: dashboard.renameAgentSchema,
   AgentsList: dashboard.noInputSchema,
   QueryEvents: queryEventsSchema,
   GetZipJob: knowledge.zipJobPathSchema,

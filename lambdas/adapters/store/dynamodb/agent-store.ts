@@ -1,7 +1,7 @@
 /**
  * AgentStore on DynamoDB: agents by organization (lib/tables.ts).
  */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { AgentRecord, AgentStore } from '#ports/stores';
 import { collect, queryAll } from './queries';
 
@@ -20,6 +20,26 @@ export class DynamoAgentStore implements AgentStore {
       new GetCommand({ TableName: this.tableName, Key: { organizationId, agentId } }),
     );
     return Item as AgentRecord | undefined;
+  }
+
+  async rename(organizationId: string, agentId: string, displayName: string): Promise<AgentRecord | undefined> {
+    try {
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { organizationId, agentId },
+          UpdateExpression: 'SET displayName = :d',
+          // An agent that does not exist is not created as a bare item.
+          ConditionExpression: 'attribute_exists(agentId)',
+          ExpressionAttributeValues: { ':d': displayName },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return Attributes as AgentRecord | undefined;
+    } catch (error) {
+      if ((error as { name?: string }).name === 'ConditionalCheckFailedException') return undefined;
+      throw error;
+    }
   }
 
   async list(organizationId: string): Promise<AgentRecord[]> {

@@ -8,6 +8,7 @@ const trimmed = (max: number) => z.string().trim().min(1).max(max);
 export const createAgentSchema = z.strictObject({ displayName: trimmed(200) });
 export const noInputSchema = z.strictObject({});
 export const agentPathSchema = z.strictObject({ agentId: uuid });
+export const renameAgentSchema = z.strictObject({ agentId: uuid, displayName: trimmed(200) });
 export const knowledgeBasePathSchema = z.strictObject({ agentId: uuid, knowledgeBaseId: uuid });
 
 export const createKnowledgeBaseSchema = z.strictObject({

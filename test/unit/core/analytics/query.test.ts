@@ -181,6 +181,7 @@ describe('queryEvents', () => {
     get: async (organizationId, agentId) =>
       organizationId === agent.organizationId && agentId === agent.agentId ? agent : undefined,
     list: async () => [agent],
+    rename: async () => undefined,
   };
   const now = new Date('2024-06-01T00:00:00.000Z');
 

@@ -1,0 +1,8 @@
+import { container } from '#composition/container';
+import { renameAgent } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
+import { renameAgentSchema } from './schemas';
+
+export const handler = httpHandler('RenameAgent', renameAgentSchema, async (input, caller) => ({
+  body: await renameAgent(container, caller, input),
+}));
