@@ -35,23 +35,22 @@ const SCHEMA = `
 `;
 
 /**
- * `node:sqlite`, loaded on first use. Node 22 marks it experimental and says so on stderr once per process; that
- * one warning is not repeated here on every start (a documented choice: the module is stable in Node 24).
+ * `node:sqlite`, loaded on first use. Node 22 marks it experimental and says so on stderr once per process; that one
+ * line is kept out of every start of the runtime. (Under jest `process` is the sandbox's copy, so each test worker
+ * still prints it once.)
  */
 function sqlite(): typeof import('node:sqlite') {
-  // Under jest `process` is the sandbox's copy, and the warning is printed once per test worker.
-  const host = process;
-  const emitWarning = host.emitWarning;
-  host.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
     if (String(warning).includes('SQLite')) return;
-    (emitWarning as (...args: unknown[]) => void).call(host, warning, ...rest);
+    (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
   }) as typeof process.emitWarning;
   try {
     const module = process.getBuiltinModule?.('node:sqlite');
     if (!module) throw new Error('The local index needs Node 22.13 or later (node:sqlite); npm scripts run Node 22');
     return module;
   } finally {
-    host.emitWarning = emitWarning;
+    process.emitWarning = emitWarning;
   }
 }
 
