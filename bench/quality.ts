@@ -10,11 +10,16 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { type CorpusSource, corpusQueries, loadCorpus, refreshIndexFully } from '../test/quality/corpus';
-import { compareRankings, indexCorpus, RECALL_AT } from '../test/quality/quality-figures';
+import {
+  compareRankings,
+  indexCorpus,
+  QUALITY_CORPUS,
+  QUALITY_QUERIES,
+  RECALL_AT,
+} from '../test/quality/quality-figures';
 import type { Benchmark, BenchRow, BenchSection } from './report';
 
 const SOURCES: readonly CorpusSource[] = ['man', 'doc', 'npm'];
-const QUERIES = 150;
 const NAMES: Record<CorpusSource, string> = {
   man: 'man pages',
   doc: '/usr/share/doc files',
@@ -23,7 +28,7 @@ const NAMES: Record<CorpusSource, string> = {
 
 async function run(): Promise<BenchSection> {
   const notes = [
-    `400 pages per corpus (at most 6,000 characters, 3 per family), one document per page, ${QUERIES} queries: each a page's one-line description, removed from its text. Plain BM25: Okapi (k1 1.2, b 0.75, Lucene's idf), lowercase alphanumeric tokens, no stemming or stop words, over the same chunks. Load average before: ${loadavg()[0].toFixed(2)}.`,
+    `400 pages per corpus (at most 6,000 characters, 3 per family), one document per page, ${QUALITY_QUERIES} queries: each a page's one-line description, removed from its text. Plain BM25: Okapi (k1 1.2, b 0.75, Lucene's idf), lowercase alphanumeric tokens, no stemming or stop words, over the same chunks. Load average before: ${loadavg()[0].toFixed(2)}.`,
   ];
   const rows: BenchRow[] = [];
   const directory = mkdtempSync(join(tmpdir(), 'bench-quality-'));
@@ -32,14 +37,7 @@ async function run(): Promise<BenchSection> {
     for (const [i, source] of SOURCES.entries()) {
       let corpus: ReturnType<typeof loadCorpus>;
       try {
-        corpus = loadCorpus({
-          pages: 400,
-          maxPageChars: 6000,
-          perFamily: 3,
-          withoutDescription: true,
-          minimumPages: 200,
-          sources: [source],
-        });
+        corpus = loadCorpus({ ...QUALITY_CORPUS, sources: [source] });
       } catch (error) {
         notes.push(`${NAMES[source]}: not measured (${(error as Error).message}).`);
         continue;
@@ -47,7 +45,7 @@ async function run(): Promise<BenchSection> {
       const scope = { agentId: 'agent-quality', environment: 'development' as const, knowledgeBaseId: `kb-${source}` };
       const indexed = await indexCorpus(index, scope, corpus, null);
       await refreshIndexFully(index);
-      const queries = corpusQueries(corpus, QUERIES);
+      const queries = corpusQueries(corpus, QUALITY_QUERIES);
       const figures = await compareRankings(index, indexed, queries);
       const reading =
         i === 0

@@ -22,14 +22,14 @@ import * as lancedb from '@lancedb/lancedb';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { buildWhereClause } from '#adapters/index/lancedb-sql';
 import { CHUNK_COLUMNS } from '#adapters/index/lancedb-tables';
-import { analyze, termLength } from '#adapters/index/lexical-analyzer';
+import { analyze, analyzeChunk } from '#adapters/index/lexical-analyzer';
 import { lexicalScoreOf, type WeightedQuery, weightedQuery } from '#adapters/index/lexical-score';
 import { installedKnowledgeIndex } from '#composition/knowledge-index';
 import type { DatasetRef } from '#core/knowledge/document';
 import { chunkId, chunkText } from '#core/processing/chunking';
 import type { IndexedChunk, IndexFilter, IndexHit } from '#ports/processing';
 import { startLocalRuntime } from '../lib/local/runtime';
-import { type CorpusPage, loadCorpus, refreshIndexFully } from '../test/quality/corpus';
+import { type CorpusPage, loadCorpus, recombinedText, refreshIndexFully } from '../test/quality/corpus';
 import { seededRandom } from './ingestion-corpus';
 import type { Benchmark, BenchRow, BenchSection } from './report';
 
@@ -99,15 +99,7 @@ function buildChunks(total: number, queries: number): ChunkSet {
   if (lines.length === 0) throw new Error('the corpus has no lines to generate chunks from');
   for (let n = 0; chunks.length < total; n++) {
     const pageId = `generated-${Math.floor(n / 8)}`;
-    const parts: string[] = [];
-    let length = 0;
-    for (;;) {
-      const line = lines[Math.floor(random() * lines.length)].slice(0, 1000);
-      if (parts.length > 0 && length + 1 + line.length > 1000) break;
-      parts.push(line);
-      length += line.length + 1;
-    }
-    chunks.push({ text: parts.join('\n'), pageId, label1: `shard:${Math.floor(n / 8) % LABELS}` });
+    chunks.push({ text: recombinedText(lines, random), pageId, label1: `shard:${Math.floor(n / 8) % LABELS}` });
   }
   const wanted = Math.min(queries, answerable.length);
   return {
@@ -137,7 +129,7 @@ class ExactScan {
   private slot = new Int32Array(1 << 16).fill(-1);
   readonly terms: Int32Array[] = [];
   private readonly positions: number[] = [];
-  /** Each chunk's length as the lexical score counts it (`termLength`: a token whose stem is a stop word counts). */
+  /** Each chunk's length as the lexical score counts it (`analyzeChunk`: a token whose stem is a stop word counts). */
   private readonly lengths: number[] = [];
   /** Scope and label of each chunk as small integers (see `intern`), so the scan compares numbers. */
   private readonly labels: number[] = [];
@@ -147,10 +139,11 @@ class ExactScan {
   /** Adds chunks (analyzed as the index analyzes them); their statistics count from then on. */
   add(chunks: readonly IndexedChunk[]): void {
     for (const chunk of chunks) {
-      const ids = Int32Array.from(analyze(chunk.text), (term) => this.termId(term));
+      const { terms, length } = analyzeChunk(chunk.text);
+      const ids = Int32Array.from(terms, (term) => this.termId(term));
       for (const id of new Set(ids)) this.documentFrequency[id]++;
       this.terms.push(ids);
-      this.lengths.push(termLength(chunk.text));
+      this.lengths.push(length);
       this.positions.push(chunk.position);
       this.labels.push(this.intern(`label\u0000${chunk.label1 ?? ''}`));
       this.scopes.push(this.intern(scopeKey(chunk)));

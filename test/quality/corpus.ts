@@ -368,6 +368,21 @@ export function loadCorpus(options: CorpusOptions): Corpus {
   throw new Error(`No text corpus of ${minimum} pages on this machine (${found.join(', ')})`);
 }
 
+/**
+ * A chunk-sized text made of lines drawn at random from `lines` (each cut at `maxChars`), joined by newlines while
+ * they fit in `maxChars` (one line at least): filler that reads like the corpus, for knowledge bases of 100k chunks.
+ */
+export function recombinedText(lines: readonly string[], random: () => number, maxChars = 1000): string {
+  const parts: string[] = [];
+  for (let length = 0; ; ) {
+    const line = lines[Math.floor(random() * lines.length)].slice(0, maxChars);
+    if (parts.length > 0 && length + 1 + line.length > maxChars) break;
+    parts.push(line);
+    length += line.length + 1;
+  }
+  return parts.join('\n');
+}
+
 /** `count` queries spread evenly over the pages: each page's description, answered by that page. */
 export function corpusQueries(corpus: Corpus, count: number): CorpusQuery[] {
   const { pages } = corpus;

@@ -7,7 +7,21 @@ import type { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import type { DatasetRef } from '#core/knowledge/document';
 import { chunkId, chunkText } from '#core/processing/chunking';
 import type { DocumentRef, IndexedChunk } from '#ports/processing';
-import { Bm25, type Corpus, type CorpusPage, type CorpusQuery } from './corpus';
+import { Bm25, type Corpus, type CorpusOptions, type CorpusPage, type CorpusQuery } from './corpus';
+
+/**
+ * The corpus of the figures: 400 pages of at most 6,000 characters (3 per family) of one source, each page's
+ * description removed from its text; a source with fewer than 200 eligible pages is not used.
+ */
+export const QUALITY_CORPUS: CorpusOptions = {
+  pages: 400,
+  maxPageChars: 6000,
+  perFamily: 3,
+  withoutDescription: true,
+  minimumPages: 200,
+};
+/** Description queries asked of each corpus. */
+export const QUALITY_QUERIES = 150;
 
 /** recall@RECALL_AT: the page among the documents of the top chunks. */
 export const RECALL_AT = 5;

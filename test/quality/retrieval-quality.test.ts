@@ -27,11 +27,10 @@ import {
   type IndexedCorpus,
   indexCorpus,
   RECALL_AT as K,
+  QUALITY_CORPUS,
+  QUALITY_QUERIES,
 } from './quality-figures';
 
-const PAGES = 400;
-const CORPUS_OPTIONS = { pages: PAGES, maxPageChars: 6000, perFamily: 3, withoutDescription: true, minimumPages: 200 };
-const QUERIES = 150;
 /**
  * recall@5 the local index must reach, per source, a little under what was measured on these machines with the
  * description removed from the text (man pages 0.87–0.90 over 400 pages; npm READMEs 0.87; /usr/share/doc 0.72).
@@ -69,8 +68,8 @@ const search = (scope: DatasetRef, text: string, filters: IndexFilter[] = []) =>
 const pageOf = (hit: IndexHit) => hit.chunk.svc_internal_meta1;
 
 beforeAll(async () => {
-  corpus = loadCorpus(CORPUS_OPTIONS);
-  queries = corpusQueries(corpus, QUERIES);
+  corpus = loadCorpus(QUALITY_CORPUS);
+  queries = corpusQueries(corpus, QUALITY_QUERIES);
   directory = mkdtempSync(join(tmpdir(), 'retrieval-quality-'));
   // Folding writes into the BM25 index every 200 ms keeps 400 one-document writes at ~10 s (~22 s when the fragments
   // pile up until one refresh at the end).
@@ -88,7 +87,7 @@ beforeAll(async () => {
   for (const source of (['man', 'doc', 'npm'] as const).filter((source) => source !== corpus.source)) {
     let other: Corpus;
     try {
-      other = loadCorpus({ ...CORPUS_OPTIONS, sources: [source] });
+      other = loadCorpus({ ...QUALITY_CORPUS, sources: [source] });
     } catch {
       continue;
     }
@@ -115,7 +114,7 @@ it(`ranks the page of a description above plain BM25 (recall@${K}, nDCG@10), and
 it('ranks as well as plain BM25 or better on the corpora of other kinds, so the gain is not tuned to one', async () => {
   expect(otherCorpora.length).toBeGreaterThanOrEqual(1);
   for (const other of otherCorpora) {
-    const otherQueries = corpusQueries(other.corpus, QUERIES);
+    const otherQueries = corpusQueries(other.corpus, QUALITY_QUERIES);
     const figures = await compareRankings(index, other, otherQueries);
     console.log(describeFigures(other, otherQueries.length, figures));
     expect(otherQueries.length).toBeGreaterThanOrEqual(100);

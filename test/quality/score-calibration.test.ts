@@ -14,7 +14,8 @@ import type { DatasetRef } from '#core/knowledge/document';
 import { chunkId, chunkText } from '#core/processing/chunking';
 import type { DocumentRef, IndexedChunk } from '#ports/processing';
 import { seededRandom } from '../../bench/ingestion-corpus';
-import { corpusQueries, loadCorpus, refreshIndexFully } from './corpus';
+import { corpusQueries, loadCorpus, recombinedText, refreshIndexFully } from './corpus';
+import { QUALITY_CORPUS } from './quality-figures';
 
 const LARGE = 100_000;
 const CHUNKS_PER_DOCUMENT = 1000;
@@ -68,13 +69,7 @@ async function scoreIn(scope: DatasetRef, documentId: string, query: string): Pr
 beforeAll(async () => {
   directory = mkdtempSync(join(tmpdir(), 'score-calibration-'));
   index = await LanceKnowledgeIndex.open(directory, { indexRefreshDelayMs: 60_000 });
-  const corpus = loadCorpus({
-    pages: 400,
-    maxPageChars: 6000,
-    perFamily: 3,
-    withoutDescription: true,
-    minimumPages: 200,
-  });
+  const corpus = loadCorpus(QUALITY_CORPUS);
   for (const query of corpusQueries(corpus, PAIRS)) {
     const page = corpus.pages.find((candidate) => candidate.id === query.pageId);
     if (page) pairs.push({ query: query.text, text: chunkText(page.text)[0] });
@@ -86,16 +81,7 @@ beforeAll(async () => {
   for (const page of all.pages) for (const text of chunkText(page.text)) if (texts.length < LARGE) texts.push(text);
   const lines = texts.flatMap((text) => text.split('\n').filter((line) => line.length >= 20));
   const random = seededRandom(14);
-  while (texts.length < LARGE - pairs.length) {
-    const parts: string[] = [];
-    for (let length = 0; ; ) {
-      const line = lines[Math.floor(random() * lines.length)].slice(0, 1000);
-      if (parts.length > 0 && length + line.length + 1 > 1000) break;
-      parts.push(line);
-      length += line.length + 1;
-    }
-    texts.push(parts.join('\n'));
-  }
+  while (texts.length < LARGE - pairs.length) texts.push(recombinedText(lines, random));
   texts.length = LARGE - pairs.length;
   for (let first = 0; first < texts.length; first += CHUNKS_PER_DOCUMENT) {
     const ref = { ...large, documentId: `bulk-${first}` };

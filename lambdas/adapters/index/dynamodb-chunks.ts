@@ -31,8 +31,8 @@ import {
   type KnowledgeIndex,
 } from '#ports/processing';
 import { byScoreThenPosition } from './lancedb-scores';
-import { analyze } from './lexical-analyzer';
-import { lexicalScore, weightedQuery } from './lexical-score';
+import { analyze, analyzeChunk } from './lexical-analyzer';
+import { lexicalScoreOf, weightedQuery } from './lexical-score';
 
 /** The variable a function finds the table in; set by the stack when it is deployed with `-c knowledgeIndex=dynamodb`. */
 export const CHUNK_INDEX_TABLE_VARIABLE = 'CHUNK_INDEX_TABLE';
@@ -133,17 +133,21 @@ export class DynamoChunkIndex implements KnowledgeIndex {
         ExpressionAttributeValues: { ':t': tenantKey(query.scope) },
       }),
     );
-    // Statistics over the whole dataset, as the embedded index keeps them, whatever the filters.
+    // Each chunk analyzed once: for the statistics over the whole dataset (as the embedded index keeps them, whatever
+    // the filters) and for its own score.
+    const analyzed = chunks.map(({ tenantKey: _key, ...chunk }) => ({ chunk, ...analyzeChunk(chunk.text) }));
     const documentFrequency = new Map<string, number>();
-    for (const chunk of chunks) {
-      for (const term of new Set(analyze(chunk.text)))
-        documentFrequency.set(term, (documentFrequency.get(term) ?? 0) + 1);
+    for (const { terms } of analyzed) {
+      for (const term of new Set(terms)) documentFrequency.set(term, (documentFrequency.get(term) ?? 0) + 1);
     }
     const weighted = weightedQuery(queryTerms, { chunks: chunks.length, documentFrequency });
+    const wanted = new Set(weighted.terms);
     const hits: IndexHit[] = [];
-    for (const { tenantKey: _key, ...chunk } of chunks) {
+    for (const { chunk, terms, length } of analyzed) {
       if (!query.filters.every((filter) => passes(chunk, filter))) continue;
-      const score = lexicalScore(weighted, chunk.text, chunk.position);
+      const counts = new Map<string, number>();
+      for (const term of terms) if (wanted.has(term)) counts.set(term, (counts.get(term) ?? 0) + 1);
+      const score = lexicalScoreOf(weighted, { counts, length }, chunk.position);
       if (score > 0) hits.push({ chunk, score });
     }
     return hits.sort(byScoreThenPosition).slice(0, query.limit);

@@ -90,28 +90,28 @@ function counted(token: string): boolean {
 }
 
 /**
- * The terms of `text`, in order, repeated as often as they occur: each counted token's stem, folded, unless that is a
- * stop word.
+ * The terms of `text`, in order, repeated as often as they occur (each counted token's stem, folded, unless that is a
+ * stop word), and its length as the lexical score measures it: its counted tokens.
  */
-export function analyze(text: string): string[] {
+export function analyzeChunk(text: string): { terms: string[]; length: number } {
   const terms: string[] = [];
+  let length = 0;
   for (const match of tokensOf(text.toLowerCase())) {
     if (!counted(match[0])) continue;
+    length++;
     const term = termOf(match[0]);
     if (term !== null) terms.push(term);
   }
-  return terms;
+  return { terms, length };
 }
 
-/** The length of `text` in terms, as the lexical score measures it: its counted tokens. */
-export function termLength(text: string): number {
-  let length = 0;
-  for (const match of tokensOf(text.toLowerCase())) if (counted(match[0])) length++;
-  return length;
+/** The terms of `text` (`analyzeChunk`). */
+export function analyze(text: string): string[] {
+  return analyzeChunk(text).terms;
 }
 
 /**
- * How often each of `terms` (analyzed) occurs in `text`, and `termLength(text)`, in one pass that stems only the
+ * How often each of `terms` (analyzed) occurs in `text`, and its length (both as `analyzeChunk` gives them), in one pass that stems only the
  * tokens that can match: a stem keeps its word's first letter, so an ASCII token whose first letter starts no query
  * term is only counted. About 5 times faster than `analyze` on a chunk, which matters at query time.
  */

@@ -13,7 +13,7 @@ import {
 } from '#core/tenancy/tenancy';
 import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type { Clock, IdGenerator, ProcessingQueue } from '#ports/services';
-import type { AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore, TokenStore } from '#ports/stores';
+import type { AgentRecord, AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore, TokenStore } from '#ports/stores';
 
 export interface DashboardDeps {
   readonly agents: AgentStore;
@@ -37,18 +37,21 @@ export async function createAgent(
     createdAt: deps.clock.now().toISOString(),
   };
   await deps.agents.put(agent);
-  return { agentId: agent.agentId, displayName: agent.displayName, createdAt: agent.createdAt };
+  return agentView(agent);
+}
+
+/** An agent as the API answers it. */
+export function agentView({ agentId, displayName, createdAt }: AgentRecord) {
+  return { agentId, displayName, createdAt };
 }
 
 export async function listAgents(deps: Pick<DashboardDeps, 'agents'>, caller: Caller) {
-  const agents = visibleAgents(caller, await deps.agents.list(caller.organizationId));
-  return agents.map(({ agentId, displayName, createdAt }) => ({ agentId, displayName, createdAt }));
+  return visibleAgents(caller, await deps.agents.list(caller.organizationId)).map(agentView);
 }
 
 /** One agent of the caller's (one a restricted token may use): 404 AGENT_NOT_FOUND otherwise. */
 export async function getAgent(deps: Pick<DashboardDeps, 'agents'>, caller: Caller, agentId: string) {
-  const { displayName, createdAt } = await requireAgent(deps, caller, agentId);
-  return { agentId, displayName, createdAt };
+  return agentView(await requireAgent(deps, caller, agentId));
 }
 
 /** Renames one of the caller's agents (one a restricted token may use). */
@@ -60,7 +63,7 @@ export async function renameAgent(
   await requireAgent(deps, caller, request.agentId);
   const agent = await deps.agents.rename(caller.organizationId, request.agentId, request.displayName);
   if (!agent) throw new NotFoundError('AGENT_NOT_FOUND', `Agent ${request.agentId} was not found`);
-  return { agentId: agent.agentId, displayName: agent.displayName, createdAt: agent.createdAt };
+  return agentView(agent);
 }
 
 export function knowledgeBaseView(kb: KnowledgeBaseRecord) {

@@ -3,6 +3,7 @@
  */
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { AgentRecord, AgentStore } from '#ports/stores';
+import { unlessConditionFails } from './expressions';
 import { collect, queryAll } from './queries';
 
 export class DynamoAgentStore implements AgentStore {
@@ -23,7 +24,7 @@ export class DynamoAgentStore implements AgentStore {
   }
 
   async rename(organizationId: string, agentId: string, displayName: string): Promise<AgentRecord | undefined> {
-    try {
+    return unlessConditionFails(async () => {
       const { Attributes } = await this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -35,11 +36,8 @@ export class DynamoAgentStore implements AgentStore {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return Attributes as AgentRecord | undefined;
-    } catch (error) {
-      if ((error as { name?: string }).name === 'ConditionalCheckFailedException') return undefined;
-      throw error;
-    }
+      return Attributes as AgentRecord;
+    });
   }
 
   async list(organizationId: string): Promise<AgentRecord[]> {
