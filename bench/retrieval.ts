@@ -15,9 +15,12 @@
  * scores every chunk with the index's own function (`lexicalScoreOf`, statistics of the dataset, which holds only these
  * chunks), so it ranks as the index would if every chunk were a candidate.
  */
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import * as lancedb from '@lancedb/lancedb';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { buildWhereClause } from '#adapters/index/lancedb-sql';
@@ -460,6 +463,10 @@ async function run(): Promise<BenchSection> {
       notes.push(
         `${size} chunks: writing (replaceDocument, ${CHUNKS_PER_DOCUMENT} chunks each, plus analyzing them for the scan) took ${(load.ms / 1000).toFixed(1)} s, the BM25 index refresh ${(refresh.ms / 1000).toFixed(1)} s.`,
       );
+      const cold = await coldQuery(join(dataDir, 'index'), scope, set.queries[0]);
+      notes.push(
+        `${size} chunks: the first query of a handle that has not read the dataset (another process, or this one after a restart) took ${cold.first.toFixed(0)} ms, loading the dataset's postings into memory (heap +${cold.heapMb.toFixed(0)} MB); its second ${cold.second.toFixed(1)} ms.`,
+      );
       for (const label of [null, FILTER.value]) {
         const timings = await measure(set.queries, label, http, floor, raw, bm25, scan, scope, ordinalOf);
         const name = `${size / 1000}k chunks, ${label === null ? 'no filter' : `label1 = ${label}`}`;
@@ -520,3 +527,25 @@ async function run(): Promise<BenchSection> {
 }
 
 export const retrievalBenchmark: Benchmark = { id: 'retrieval', run };
+
+/** The first and second query of a new handle on the index folder, and what its postings add to the heap. */
+async function coldQuery(
+  directory: string,
+  scope: DatasetRef,
+  text: string,
+): Promise<{ first: number; second: number; heapMb: number }> {
+  setFlagsFromString('--expose-gc');
+  const collect = runInNewContext('gc') as () => void;
+  const handle = await LanceKnowledgeIndex.open(directory);
+  try {
+    collect();
+    const heapBefore = process.memoryUsage().heapUsed;
+    const first = await timed(() => handle.query({ scope, text, filters: [], limit: LIMIT }));
+    collect();
+    const heapMb = (process.memoryUsage().heapUsed - heapBefore) / 1e6;
+    const second = await timed(() => handle.query({ scope, text, filters: [], limit: LIMIT }));
+    return { first: first.ms, second: second.ms, heapMb };
+  } finally {
+    await handle.close();
+  }
+}

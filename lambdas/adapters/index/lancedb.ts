@@ -1,9 +1,9 @@
 /**
  * The local KnowledgeIndex: an embedded LanceDB database on disk with one table per dataset (agent, environment,
- * knowledge base), each with its own BM25 index, and the term statistics of each dataset beside them
- * (term-statistics.ts). A query takes the BM25 index's candidates and ranks them by the lexical score
- * (lexical-score.ts), which depends on the dataset queried alone; with an embedder, also cosine vector search, the
- * two scores combined. The API process and the worker process may open the same directory: every read checks for
+ * knowledge base), and beside it the lexical index of each dataset (lexical-store.ts on disk, lexical-postings.ts in
+ * memory). A query scores every chunk that holds one of its terms with the lexical score (lexical-score.ts), which
+ * depends on the dataset queried alone; with an embedder, also cosine vector search in LanceDB, the two scores
+ * combined. The API process and the worker process may open the same directory: every read checks for
  * the latest committed version. Writes of one document run one at a time in a process, and one process writes a
  * directory (the local runtime holds a worker lock): LanceDB does not detect two concurrent merge-inserts of the same
  * new rows, and would keep both. Layout, scores and filter semantics are described in docs/retrieval.md.
@@ -36,7 +36,7 @@ import {
   hybridScore,
   vectorScore,
 } from './lancedb-scores';
-import { buildWhereClause, documentClause, scopeClause } from './lancedb-sql';
+import { buildWhereClause, documentClause, scopeClause, sqlString } from './lancedb-sql';
 import {
   CHUNK_COLUMNS,
   type ChunkRow,
@@ -52,7 +52,6 @@ import {
   MIGRATION_WAIT_MS,
   oneWriteAtATime,
   schemaFor,
-  TEXT_COLUMN,
   tableNameFor,
   takeMigrationLock,
   VECTOR_COLUMN,
@@ -60,19 +59,15 @@ import {
   withCommitRetry,
 } from './lancedb-tables';
 import { analyze } from './lexical-analyzer';
+import { LexicalPostings, type PostingHit } from './lexical-postings';
 import { lexicalScore, type WeightedQuery, weightedQuery } from './lexical-score';
-import { type DocumentTerms, documentTermsOf, STATISTICS_FILE, TermStatisticsStore } from './term-statistics';
+import { LEXICAL_STORE_FILE, type LexicalChunk, LexicalStore, lexicalChunksOf } from './lexical-store';
 
-/**
- * Candidates of a query: the engine's BM25 best (CANDIDATES_PER_RESULT a result, at least MIN_CANDIDATES) and, apart,
- * its best opening chunks (position 0: OPENINGS_PER_RESULT a result, at least MIN_OPENINGS), which the lexical score
- * lifts; all are scored and the best kept. With these pools the top 10 holds 0.99 of the exact scan's top 10 at 100k
- * chunks (`npm run bench`; docs/retrieval.md, "Scores").
- */
+/** Hybrid search takes the lexical best, CANDIDATES_PER_RESULT a result (at least MIN_CANDIDATES), as candidates. */
 const CANDIDATES_PER_RESULT = 3;
 const MIN_CANDIDATES = 30;
-const OPENINGS_PER_RESULT = 2;
-const MIN_OPENINGS = 20;
+/** The file of the term statistics before the lexical index held the chunks (removed once that is collected). */
+const OLD_STATISTICS_FILE = 'term-statistics.sqlite';
 /** Hybrid search also takes this many nearest vectors a result (at least MIN_NEAREST). */
 const NEAREST_PER_RESULT = 4;
 const MIN_NEAREST = 40;
@@ -105,12 +100,14 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   private readonly maxOpenTables: number;
   /** Open dataset tables by name, least recently used first (for tests: `openTableCount`). */
   private readonly tables = new Map<string, Promise<DatasetTable>>();
+  /** The in-memory postings of datasets queried, by table name, least recently used first (as many as tables). */
+  private readonly postings = new Map<string, LexicalPostings>();
   private closed = false;
 
   private constructor(
     private readonly directory: string,
     private readonly connection: lancedb.Connection,
-    private readonly statistics: TermStatisticsStore,
+    private readonly lexical: LexicalStore,
     /** `tableNameFor(embedder)`: the prefix of this index's dataset tables. */
     readonly space: string,
     private readonly embedder: Embedder | undefined,
@@ -134,18 +131,20 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     await mkdir(directory, { recursive: true });
     // 0: every read first checks for a newer version, so a process sees what another one committed.
     const connection = await lancedb.connect(directory, { readConsistencyInterval: 0 });
-    const statistics = new TermStatisticsStore(join(directory, STATISTICS_FILE));
+    const lexical = new LexicalStore(join(directory, LEXICAL_STORE_FILE));
     const index = new LanceKnowledgeIndex(
       resolve(directory),
       connection,
-      statistics,
+      lexical,
       tableNameFor(options.embedder),
       options.embedder,
       options,
     );
     try {
       await index.migrateSharedTable();
-      await index.collectMissingStatistics();
+      await index.collectMissingLexicalIndex();
+      for (const suffix of ['', '-wal', '-shm'])
+        await rm(join(directory, OLD_STATISTICS_FILE + suffix), { force: true });
     } catch (error) {
       await index.close();
       throw error;
@@ -166,45 +165,59 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   async replaceDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): Promise<void> {
     assertChunksOfDocument(ref, chunks);
     const rows = await this.rowsOf(chunks);
-    const terms = documentTermsOf(chunks.map((chunk) => new Set(analyze(chunk.text))));
+    const lexical = lexicalChunksOf(chunks);
     // One commit: upsert the new chunks and delete the document's chunks that are not among them, so a reader
-    // sees the old set or the new one, never a mix, and a repeated call changes nothing. Then the term statistics.
-    await this.writeOf(ref, true, terms, (table) =>
-      table
-        .mergeInsert(MERGE_KEY)
-        .whenMatchedUpdateAll()
-        .whenNotMatchedInsertAll()
-        .whenNotMatchedBySourceDelete({ where: documentClause(ref) })
-        .execute(rows),
+    // sees the old set or the new one, never a mix, and a repeated call changes nothing. Then the lexical index.
+    await this.writeOf(
+      ref,
+      true,
+      (table) =>
+        table
+          .mergeInsert(MERGE_KEY)
+          .whenMatchedUpdateAll()
+          .whenNotMatchedInsertAll()
+          .whenNotMatchedBySourceDelete({ where: documentClause(ref) })
+          .execute(rows),
+      (name) => this.lexical.setDocument(name, ref.documentId, lexical),
     );
   }
 
   async deleteDocument(ref: DocumentRef): Promise<void> {
-    await this.writeOf(ref, false, null, (table) => table.delete(documentClause(ref)));
+    await this.writeOf(
+      ref,
+      false,
+      (table) => table.delete(documentClause(ref)),
+      (name) => this.lexical.setDocument(name, ref.documentId, null),
+    );
   }
 
   async updateDocumentMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void> {
     const values: Record<string, string | null> = {};
     for (const column of CHUNK_METADATA_KEYS) values[column] = metadata[column];
-    await this.writeOf(ref, false, 'unchanged', (table) => table.update({ where: documentClause(ref), values }));
+    await this.writeOf(
+      ref,
+      false,
+      (table) => table.update({ where: documentClause(ref), values }),
+      (name) => this.lexical.setMetadata(name, ref.documentId, metadata),
+    );
   }
 
   /**
    * A write of one document's rows (nothing when its dataset has no table and `create` is false): after the writes
-   * of that document before it, retried on commit conflicts; then its term statistics become `terms` (null: none)
-   * unless they are `unchanged`.
+   * of that document before it, retried on commit conflicts; then the same change to its lexical index (`lexical`,
+   * given the table's name).
    */
   private async writeOf(
     ref: DocumentRef,
     create: boolean,
-    terms: DocumentTerms | null | 'unchanged',
     write: (table: lancedb.Table) => Promise<unknown>,
+    lexical: (name: string) => void,
   ): Promise<void> {
     await this.withDataset(ref, create, undefined, async (dataset) => {
       const key = [this.directory, dataset.table.name, ref.documentId].join('\u0000');
       await oneWriteAtATime(key, async () => {
         await withCommitRetry(() => write(dataset.table));
-        if (terms !== 'unchanged') this.statistics.setDocument(dataset.table.name, ref.documentId, terms);
+        lexical(dataset.table.name);
       });
       dataset.scheduleRefresh();
     });
@@ -241,18 +254,51 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     const where = buildWhereClause(query.filters);
     const vector = await this.queryVector(query);
     const terms = analyze(query.text);
-    return this.withDataset(query.scope, false, [], async ({ table }) => {
-      const weighted = weightedQuery(terms, this.statistics.statistics(table.name, terms));
-      if (!vector) {
-        const candidates = await lexicalCandidates(table, query.text, where, query.limit, false);
-        return candidates
-          .map(({ chunk }) => ({ chunk, score: lexicalScore(weighted, chunk.text, chunk.position) }))
-          .filter((hit) => hit.score > 0)
-          .sort(byScoreThenPosition)
-          .slice(0, query.limit);
+    if (!vector) {
+      // The lexical index alone: no LanceDB read.
+      return this.lexicalBest(query, terms, query.limit).hits.map(({ chunk, score }) => ({ chunk, score }));
+    }
+    return this.withDataset(query.scope, false, [], async ({ table }) =>
+      this.hybridQuery(table, query, where, vector, terms),
+    );
+  }
+
+  /**
+   * The `count` best chunks of the query's dataset by the lexical score, under its filters, with their stored fields,
+   * and the query's weights. A chunk the postings name but the store no longer holds (its document written between
+   * the two reads) sends the postings to catch up, and the query runs again.
+   */
+  private lexicalBest(
+    query: IndexQuery,
+    terms: readonly string[],
+    count: number,
+  ): { hits: { chunk: Omit<IndexedChunk, 'vector'>; score: number }[]; weighted: WeightedQuery } {
+    const name = this.tableNameOf(query.scope);
+    const postings = this.postingsOf(name);
+    for (let attempt = 1; ; attempt++) {
+      postings.sync();
+      const weighted = weightedQuery(terms, this.lexical.statistics(name, terms));
+      const best: PostingHit[] = postings.top(weighted, count, query.filters);
+      const hits = [];
+      for (const { document, position, score } of best) {
+        const stored = this.lexical.storedChunk(name, document, position);
+        if (stored) hits.push({ chunk: { ...query.scope, documentId: document, ...stored }, score });
       }
-      return this.hybridQuery(table, query, where, vector, weighted);
-    });
+      if (hits.length === best.length || attempt === 3) return { hits, weighted };
+    }
+  }
+
+  /** The in-memory postings of the dataset table `name`; the least recently used past `maxOpenTables` are dropped. */
+  private postingsOf(name: string): LexicalPostings {
+    let postings = this.postings.get(name);
+    if (postings) this.postings.delete(name);
+    else postings = new LexicalPostings(this.lexical, name);
+    this.postings.set(name, postings);
+    for (const old of this.postings.keys()) {
+      if (this.postings.size <= this.maxOpenTables) break;
+      this.postings.delete(old);
+    }
+    return postings;
   }
 
   /** Folds rows written since the last refresh into the BM25 index of every dataset table now (tests, benchmarks). */
@@ -280,8 +326,9 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       const dataset = await pending.catch(() => undefined);
       await dataset?.close();
     }
+    this.postings.clear();
     this.connection.close();
-    this.statistics.close();
+    this.lexical.close();
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -367,8 +414,8 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       const existing = await this.openExisting(name);
       if (existing) return existing;
       const dimensions = this.embedder ? this.embedder.dimensions : null;
-      // Statistics first: a table without them is one an earlier version wrote, which `open` collects them for.
-      this.statistics.ensureDataset(name);
+      // The lexical index first: a table without it is one an earlier version wrote, which `open` collects it for.
+      this.lexical.ensureDataset(name);
       const table = await withCommitRetry(() =>
         this.connection.createEmptyTable(name, schemaFor(dimensions), { mode: 'create', existOk: true }),
       );
@@ -461,7 +508,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
           await withCommitRetry(() =>
             dataset.table.mergeInsert(MERGE_KEY).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(chunks),
           );
-          this.statistics.setDocuments(dataset.table.name, termsByDocument(chunks));
+          this.lexical.setDocuments(dataset.table.name, lexicalByDocument(chunks));
           await dataset.refreshNow();
         });
       }
@@ -471,25 +518,22 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   }
 
   /**
-   * Tables written before the lexical score kept term statistics have none: they are collected from the tables' rows
-   * (one read of each such table, once; `open` waits for it).
+   * Tables written before the lexical index existed have none: it is collected from the tables' rows (one read of each
+   * such table, once; `open` waits for it).
    */
-  private async collectMissingStatistics(): Promise<void> {
+  private async collectMissingLexicalIndex(): Promise<void> {
     const missing = async () =>
-      (await this.datasetTableNames()).filter((name) => !this.statistics.hasDataset(name)).length > 0;
-    await this.onceAcrossProcesses(`.statistics-${this.space}`, missing, async () => {
+      (await this.datasetTableNames()).filter((name) => !this.lexical.hasDataset(name)).length > 0;
+    await this.onceAcrossProcesses(`.lexical-${this.space}`, missing, async () => {
       for (const name of await this.datasetTableNames()) {
-        if (this.statistics.hasDataset(name)) continue;
+        if (this.lexical.hasDataset(name)) continue;
         const dataset = await this.tableNamed(name, false, false);
         if (!dataset) continue;
         const rows: Record<string, unknown>[] = await dataset.table
           .query()
-          .select(['documentId', TEXT_COLUMN])
+          .select([...CHUNK_COLUMNS])
           .toArray();
-        this.statistics.setDocuments(
-          name,
-          termsByDocument(rows.map((row) => ({ documentId: row.documentId as string, text: row.text as string }))),
-        );
+        this.lexical.setDocuments(name, lexicalByDocument(rows.map(chunkOf)));
       }
     });
   }
@@ -547,7 +591,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   }
 
   /**
-   * Hybrid: the lexical candidates and the nearest vectors under the same `where`, each candidate scored on both
+   * Hybrid: the lexical index's best and the nearest vectors under the same filters, each candidate scored on both
    * scales (the lexical score from its text, its cosine from its stored vector), then combined.
    */
   private async hybridQuery(
@@ -555,25 +599,34 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     query: IndexQuery,
     where: string | null,
     vector: readonly number[],
-    weighted: WeightedQuery,
+    terms: readonly string[],
   ): Promise<IndexHit[]> {
     let nearest = table
       .query()
       .nearestTo([...vector])
       .distanceType('cosine');
     if (where !== null) nearest = nearest.where(where);
-    const [lexical, nearestRows] = await Promise.all([
-      lexicalCandidates(table, query.text, where, query.limit, true),
-      nearest
-        .select([...CHUNK_COLUMNS, VECTOR_COLUMN, '_distance'])
-        .limit(Math.max(query.limit * NEAREST_PER_RESULT, MIN_NEAREST))
-        .toArray() as Promise<Record<string, unknown>[]>,
-    ]);
+    const nearestRows = (await nearest
+      .select([...CHUNK_COLUMNS, VECTOR_COLUMN, '_distance'])
+      .limit(Math.max(query.limit * NEAREST_PER_RESULT, MIN_NEAREST))
+      .toArray()) as Record<string, unknown>[];
+    const { hits: lexical, weighted } = this.lexicalBest(
+      query,
+      terms,
+      Math.max(query.limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES),
+    );
     const candidates = new Map<string, Candidate>();
-    for (const candidate of lexical) candidates.set(candidateKey(candidate.chunk), candidate);
     for (const row of nearestRows) {
       const chunk = chunkOf(row);
-      if (!candidates.has(candidateKey(chunk))) candidates.set(candidateKey(chunk), { chunk, vector: vectorOf(row) });
+      candidates.set(candidateKey(chunk), { chunk, vector: vectorOf(row) });
+    }
+    const withoutVector = lexical.filter(({ chunk }) => !candidates.has(candidateKey(chunk)));
+    const vectors = await vectorsOf(
+      table,
+      withoutVector.map(({ chunk }) => chunk.chunkId),
+    );
+    for (const { chunk } of withoutVector) {
+      candidates.set(candidateKey(chunk), { chunk, vector: vectors.get(chunk.chunkId) ?? null });
     }
     return [...candidates.values()]
       .map(({ chunk, vector: stored }) => {
@@ -588,48 +641,29 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   }
 }
 
-/**
- * The engine's BM25 candidates for `text` within `where` (docs/retrieval.md, "Scores"): its best chunks and its best
- * opening chunks, fetched side by side, without duplicates. The engine ranks; the lexical score decides.
- */
-async function lexicalCandidates(
-  table: lancedb.Table,
-  text: string,
-  where: string | null,
-  limit: number,
-  withVectors: boolean,
-): Promise<Candidate[]> {
-  // `_score` (BM25) is not used; LanceDB warns when a search's columns leave it out.
-  const columns: string[] = [...CHUNK_COLUMNS, '_score'];
-  if (withVectors) columns.push(VECTOR_COLUMN);
-  const search = (filter: string | null, count: number): Promise<Record<string, unknown>[]> => {
-    let found = table.query().fullTextSearch(new lancedb.MatchQuery(text, TEXT_COLUMN));
-    if (filter !== null) found = found.where(filter);
-    return found.select(columns).limit(count).toArray();
-  };
-  const openings = where === null ? 'position = 0' : `(${where}) AND position = 0`;
-  const [best, opening] = await Promise.all([
-    search(where, Math.max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)),
-    search(openings, Math.max(limit * OPENINGS_PER_RESULT, MIN_OPENINGS)),
-  ]);
-  const candidates = new Map<string, Candidate>();
-  for (const row of [...best, ...opening]) {
-    const chunk = chunkOf(row);
-    const key = candidateKey(chunk);
-    if (!candidates.has(key)) candidates.set(key, { chunk, vector: withVectors ? vectorOf(row) : null });
+/** The stored vectors of these chunks of a table, by chunkId. */
+async function vectorsOf(table: lancedb.Table, chunkIds: readonly string[]): Promise<Map<string, Float32Array>> {
+  const vectors = new Map<string, Float32Array>();
+  if (chunkIds.length === 0) return vectors;
+  const rows: Record<string, unknown>[] = await table
+    .query()
+    .where(`chunkId IN (${chunkIds.map(sqlString).join(', ')})`)
+    .select(['chunkId', VECTOR_COLUMN])
+    .toArray();
+  for (const row of rows) {
+    const stored = vectorOf(row);
+    if (stored) vectors.set(row.chunkId as string, stored);
   }
-  return [...candidates.values()];
+  return vectors;
 }
 
-/** The term statistics of chunks, by document (each chunk counts its distinct terms once). */
-function termsByDocument(
-  chunks: readonly { readonly documentId: string; readonly text: string }[],
-): Map<string, DocumentTerms> {
-  const byDocument = new Map<string, Set<string>[]>();
+/** The lexical index's chunks of these chunks, by document. */
+function lexicalByDocument(chunks: readonly Omit<IndexedChunk, 'vector'>[]): Map<string, LexicalChunk[]> {
+  const byDocument = new Map<string, Omit<IndexedChunk, 'vector'>[]>();
   for (const chunk of chunks) {
     const list = byDocument.get(chunk.documentId) ?? [];
-    list.push(new Set(analyze(chunk.text)));
+    list.push(chunk);
     byDocument.set(chunk.documentId, list);
   }
-  return new Map([...byDocument].map(([documentId, list]) => [documentId, documentTermsOf(list)]));
+  return new Map([...byDocument].map(([documentId, list]) => [documentId, lexicalChunksOf(list)]));
 }

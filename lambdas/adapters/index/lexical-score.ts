@@ -58,7 +58,7 @@ export function weightedQuery(terms: readonly string[], statistics: TermStatisti
 }
 
 /** How much one contained term counts, 0.6..1, from its frequency in the chunk and the chunk's length in terms. */
-function termValue(frequency: number, length: number): number {
+export function termValue(frequency: number, length: number): number {
   const norm = K1 * (1 - B + (B * Math.min(length, REFERENCE_LENGTH)) / REFERENCE_LENGTH);
   return PRESENCE + (1 - PRESENCE) * (frequency / (frequency + norm));
 }
@@ -75,7 +75,15 @@ export function lexicalScoreOf(
     const frequency = chunk.counts.get(query.terms[i]);
     if (frequency) sum += query.weights[i] * termValue(frequency, chunk.length);
   }
-  const share = sum / query.totalWeight;
+  return scoreOfSum(sum, query.totalWeight, position);
+}
+
+/**
+ * The score of a chunk at `position` whose contained terms add up to `sum` (each its weight times its `termValue`,
+ * added in the query's order of terms, so that every path gives the same float).
+ */
+export function scoreOfSum(sum: number, totalWeight: number, position: number): number {
+  const share = sum / totalWeight;
   // The opening of a document most often says what it is about: its first chunk closes the gap to 1 by as much
   // again as the share, the second by half that, and so on. 0 stays 0 and 1 stays 1.
   const opening = 1 / (1 + Math.max(0, position));

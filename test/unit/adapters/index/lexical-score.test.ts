@@ -5,7 +5,6 @@ import * as lancedb from '@lancedb/lancedb';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { analyze, analyzeChunk, termCountsOf } from '#adapters/index/lexical-analyzer';
 import { lexicalScore, lexicalScoreOf, termWeight, weightedQuery } from '#adapters/index/lexical-score';
-import { STATISTICS_FILE, TermStatisticsStore } from '#adapters/index/term-statistics';
 import type { DatasetRef } from '#core/knowledge/document';
 import { chunksOf } from '../../../helpers/chunks';
 
@@ -105,86 +104,5 @@ describe('the lexical score', () => {
   test('weighs a term by a smoothed idf that barely moves in a small knowledge base', () => {
     expect(termWeight(1, 1) / termWeight(0, 1)).toBeGreaterThan(0.95);
     expect(termWeight(10, 100_000)).toBeGreaterThan(2 * termWeight(30_000, 100_000));
-  });
-});
-
-describe('the term statistics', () => {
-  const terms = (entries: [string, number][], chunks: number) => ({ chunks, terms: new Map(entries) });
-
-  test('apply the difference of a replacement, so a replay changes nothing and a deletion removes the document', () => {
-    const store = new TermStatisticsStore(join(dir, STATISTICS_FILE));
-    const first = terms(
-      [
-        ['a', 2],
-        ['b', 1],
-      ],
-      2,
-    );
-    store.setDocument('d', 'doc-1', first);
-    store.setDocument('d', 'doc-2', terms([['a', 1]], 1));
-    // The same replacement again, as a redelivered message makes it.
-    store.setDocument('d', 'doc-1', first);
-    expect(store.statistics('d', ['a', 'b', 'c'])).toEqual({
-      chunks: 3,
-      documentFrequency: new Map([
-        ['a', 3],
-        ['b', 1],
-      ]),
-    });
-    store.setDocument('d', 'doc-1', terms([['c', 1]], 1));
-    expect(store.statistics('d', ['a', 'b', 'c'])).toEqual({
-      chunks: 2,
-      documentFrequency: new Map([
-        ['a', 1],
-        ['c', 1],
-      ]),
-    });
-    store.setDocument('d', 'doc-1', null);
-    store.setDocument('d', 'doc-1', null);
-    expect(store.statistics('d', ['a', 'b', 'c'])).toEqual({ chunks: 1, documentFrequency: new Map([['a', 1]]) });
-    // Another dataset's statistics are its own.
-    expect(store.statistics('other', ['a'])).toEqual({ chunks: 0, documentFrequency: new Map() });
-    store.close();
-  });
-
-  test('are written with the chunks, and collected from the rows of a table an earlier version wrote', async () => {
-    const index = await LanceKnowledgeIndex.open(dir);
-    const doc = { ...scope, documentId: 'doc' };
-    await index.replaceDocument(doc, chunksOf(doc, ['Hold the power button.', 'Release the button.']));
-    const other = { ...scope, documentId: 'other' };
-    await index.replaceDocument(other, chunksOf(other, ['The valve is open.']));
-    await index.deleteDocument(other);
-    const expected = {
-      chunks: 2,
-      documentFrequency: new Map([
-        ['button', 2],
-        ['hold', 1],
-      ]),
-    };
-    const table = index.tableNameOf(scope);
-    const read = () => {
-      const store = new TermStatisticsStore(join(dir, STATISTICS_FILE));
-      try {
-        return store.statistics(table, ['button', 'hold', 'valv']);
-      } finally {
-        store.close();
-      }
-    };
-    expect(read()).toEqual(expected);
-    const before = (await index.query({ scope, text: 'hold the button', filters: [], limit: 5 })).map(
-      (hit) => hit.score,
-    );
-    await index.close();
-    // A data folder of an earlier version: the same table, no statistics.
-    rmSync(join(dir, STATISTICS_FILE), { force: true });
-    rmSync(`${join(dir, STATISTICS_FILE)}-wal`, { force: true });
-    rmSync(`${join(dir, STATISTICS_FILE)}-shm`, { force: true });
-    const reopened = await LanceKnowledgeIndex.open(dir);
-    expect(read()).toEqual(expected);
-    const after = (await reopened.query({ scope, text: 'hold the button', filters: [], limit: 5 })).map(
-      (hit) => hit.score,
-    );
-    expect(after).toEqual(before);
-    await reopened.close();
   });
 });

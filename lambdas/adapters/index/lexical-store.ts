@@ -1,0 +1,388 @@
+/**
+ * The lexical index of each dataset of the local index, on disk (docs/retrieval.md, "Scores"): every chunk with the
+ * terms its text holds (how often) and the fields a hit returns, and the dataset's term statistics (how many chunks it
+ * holds, how many contain each term) for the weights of the lexical score. One SQLite file beside the LanceDB tables
+ * (`node:sqlite`, Node 22, WAL mode), which every process reading the index opens; lexical-postings.ts keeps the
+ * inverted form in memory and follows this file's changes.
+ *
+ * Each write of a document replaces its chunks and applies the difference to the statistics in one transaction, and
+ * gives the document the dataset's next generation: a reader that has seen generation g reloads exactly the documents
+ * written after it. A replay of the same write changes nothing but the generation, and one cut off between the
+ * LanceDB commit and this one is completed by the redelivery that processes the document again.
+ */
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { CHUNK_METADATA_KEYS, type ChunkMetadata, type IndexedChunk } from '#ports/processing';
+import { analyzeChunk } from './lexical-analyzer';
+import type { TermStatistics } from './lexical-score';
+
+/** A chunk as the lexical index keeps it: the fields a hit returns, its length and its terms with their counts. */
+export interface LexicalChunk extends Pick<IndexedChunk, 'chunkId' | 's3Key' | 'position' | 'text'>, ChunkMetadata {
+  readonly length: number;
+  readonly counts: ReadonlyMap<string, number>;
+}
+
+/**
+ * What the in-memory postings read of a chunk: no text; its distinct terms by id, each with its count in the chunk, as
+ * pairs of little-endian uint32 (`termPairs` reads them).
+ */
+export interface ChunkTerms {
+  readonly document: string;
+  readonly position: number;
+  readonly length: number;
+  readonly label1: string | null;
+  readonly label2: string | null;
+  /** Null when it holds none (SQLite stores an empty blob as NULL). */
+  readonly terms: Uint8Array | null;
+}
+
+/** A term of a dataset's dictionary: its id, and how many chunks hold it. */
+export interface TermEntry {
+  readonly term: string;
+  readonly id: number;
+  readonly chunks: number;
+}
+
+/** A chunk's stored fields, for a hit. */
+export type StoredChunk = Pick<IndexedChunk, 'chunkId' | 's3Key' | 'position' | 'text'> & ChunkMetadata;
+
+export const LEXICAL_STORE_FILE = 'lexical-index.sqlite';
+
+/** How long a write waits for another process's transaction before it fails (SQLite's busy timeout). */
+const BUSY_TIMEOUT_MS = 10_000;
+
+// The text last: a row is read up to its last wanted column, and the postings never want the text.
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS datasets (
+    dataset TEXT PRIMARY KEY, chunks INTEGER NOT NULL, generation INTEGER NOT NULL, terms INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS terms (
+    dataset TEXT NOT NULL, term TEXT NOT NULL, id INTEGER NOT NULL, chunks INTEGER NOT NULL,
+    PRIMARY KEY (dataset, term)
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX IF NOT EXISTS terms_by_id ON terms (dataset, id);
+  CREATE TABLE IF NOT EXISTS documents (
+    dataset TEXT NOT NULL, document TEXT NOT NULL, generation INTEGER NOT NULL, PRIMARY KEY (dataset, document)
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS documents_by_generation ON documents (dataset, generation);
+  CREATE TABLE IF NOT EXISTS chunks (
+    dataset TEXT NOT NULL, document TEXT NOT NULL, position INTEGER NOT NULL, length INTEGER NOT NULL,
+    label1 TEXT, label2 TEXT, terms BLOB, chunkId TEXT NOT NULL, s3Key TEXT NOT NULL,
+    svc_internal_meta1 TEXT, svc_internal_meta2 TEXT, svc_internal_meta3 TEXT, svc_internal_meta4 TEXT,
+    text TEXT NOT NULL
+  );
+  CREATE UNIQUE INDEX IF NOT EXISTS chunks_by_position ON chunks (dataset, document, position);
+`;
+
+const STORED_COLUMNS = ['chunkId', 's3Key', 'position', 'text', ...CHUNK_METADATA_KEYS].join(', ');
+const TERMS_COLUMNS = 'document, position, length, label1, label2, terms';
+
+/**
+ * `node:sqlite`, loaded on first use. Node 22 marks it experimental and says so on stderr once per process; that one
+ * line is kept out of every start of the runtime. (Under jest `process` is the sandbox's copy, so each test worker
+ * still prints it once.)
+ */
+function sqlite(): typeof import('node:sqlite') {
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    if (String(warning).includes('SQLite')) return;
+    (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    const module = process.getBuiltinModule?.('node:sqlite');
+    if (!module) throw new Error('The local index needs Node 22.13 or later (node:sqlite); npm scripts run Node 22');
+    return module;
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+}
+
+/** The chunks of a document as the lexical index keeps them (analyzed here). */
+export function lexicalChunksOf(chunks: readonly Omit<IndexedChunk, 'vector'>[]): LexicalChunk[] {
+  return chunks.map((chunk) => {
+    const { terms, length } = analyzeChunk(chunk.text);
+    const counts = new Map<string, number>();
+    for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
+    return {
+      chunkId: chunk.chunkId,
+      s3Key: chunk.s3Key,
+      position: chunk.position,
+      text: chunk.text,
+      label1: chunk.label1,
+      label2: chunk.label2,
+      svc_internal_meta1: chunk.svc_internal_meta1,
+      svc_internal_meta2: chunk.svc_internal_meta2,
+      svc_internal_meta3: chunk.svc_internal_meta3,
+      svc_internal_meta4: chunk.svc_internal_meta4,
+      length,
+      counts,
+    };
+  });
+}
+
+export class LexicalStore {
+  private readonly database: DatabaseSync;
+  /**
+   * Term ids known to this handle, by dataset: an id, once given to a term, is never changed or reused (a term whose
+   * df falls to 0 keeps its row), so a cached id stays true whatever another process writes.
+   */
+  private readonly termIds = new Map<string, Map<string, number>>();
+  private readonly statements: Record<
+    | 'dataset'
+    | 'termId'
+    | 'newTerm'
+    | 'addTermChunks'
+    | 'termsSince'
+    | 'countTerm'
+    | 'termChunks'
+    | 'ensureDataset'
+    | 'nextGeneration'
+    | 'addChunks'
+    | 'putDocument'
+    | 'changedDocuments'
+    | 'documentTerms'
+    | 'datasetTerms'
+    | 'deleteChunks'
+    | 'putChunk'
+    | 'storedChunk'
+    | 'setMetadata',
+    StatementSync
+  >;
+
+  constructor(path: string) {
+    const { DatabaseSync } = sqlite();
+    this.database = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
+    // WAL: readers in other processes never wait for the writer.
+    this.database.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
+    this.database.exec(SCHEMA);
+    const prepare = (sql: string) => this.database.prepare(sql);
+    this.statements = {
+      dataset: prepare('SELECT chunks, generation FROM datasets WHERE dataset = ?'),
+      termChunks: prepare('SELECT chunks FROM terms WHERE dataset = ? AND term = ?'),
+      termId: prepare('SELECT id FROM terms WHERE dataset = ? AND term = ?'),
+      newTerm: prepare(
+        'INSERT INTO terms (dataset, term, id, chunks) ' +
+          'VALUES (?1, ?2, (SELECT terms FROM datasets WHERE dataset = ?1), 0) RETURNING id',
+      ),
+      addTermChunks: prepare('UPDATE terms SET chunks = chunks + ? WHERE dataset = ? AND id = ?'),
+      termsSince: prepare('SELECT term, id, chunks FROM terms WHERE dataset = ? AND id >= ?'),
+      ensureDataset: prepare(
+        'INSERT INTO datasets (dataset, chunks, generation, terms) VALUES (?, 0, 0, 0) ON CONFLICT DO NOTHING',
+      ),
+      nextGeneration: prepare('UPDATE datasets SET generation = generation + 1 WHERE dataset = ? RETURNING generation'),
+      addChunks: prepare('UPDATE datasets SET chunks = chunks + ? WHERE dataset = ?'),
+      countTerm: prepare('UPDATE datasets SET terms = terms + 1 WHERE dataset = ?'),
+      putDocument: prepare(
+        'INSERT INTO documents (dataset, document, generation) VALUES (?, ?, ?) ' +
+          'ON CONFLICT DO UPDATE SET generation = excluded.generation',
+      ),
+      changedDocuments: prepare('SELECT document FROM documents WHERE dataset = ? AND generation > ?'),
+      documentTerms: prepare(`SELECT ${TERMS_COLUMNS} FROM chunks WHERE dataset = ? AND document = ?`),
+      datasetTerms: prepare(`SELECT ${TERMS_COLUMNS} FROM chunks WHERE dataset = ?`),
+      deleteChunks: prepare('DELETE FROM chunks WHERE dataset = ? AND document = ?'),
+      putChunk: prepare(
+        `INSERT INTO chunks (dataset, document, length, terms, ${STORED_COLUMNS}) ` +
+          `VALUES (?, ?, ?, ?, ${['chunkId', 's3Key', 'position', 'text', ...CHUNK_METADATA_KEYS].map(() => '?').join(', ')})`,
+      ),
+      storedChunk: prepare(`SELECT ${STORED_COLUMNS} FROM chunks WHERE dataset = ? AND document = ? AND position = ?`),
+      setMetadata: prepare(
+        `UPDATE chunks SET ${CHUNK_METADATA_KEYS.map((key) => `${key} = ?`).join(', ')} WHERE dataset = ? AND document = ?`,
+      ),
+    };
+  }
+
+  /** Whether the dataset is in the lexical index (every dataset created by this version is, from before its first row). */
+  hasDataset(dataset: string): boolean {
+    return this.statements.dataset.get(dataset) !== undefined;
+  }
+
+  /** Starts a new, empty dataset; nothing if it exists. */
+  ensureDataset(dataset: string): void {
+    this.statements.ensureDataset.run(dataset);
+  }
+
+  /** The dataset's generation: how many document writes it has seen (-1: none, it is not in the index). */
+  generation(dataset: string): number {
+    const row = this.statements.dataset.get(dataset) as { generation: number } | undefined;
+    return row?.generation ?? -1;
+  }
+
+  /** The dataset's chunk count and the document frequency of `terms` (a dataset without statistics: empty). */
+  statistics(dataset: string, terms: readonly string[]): TermStatistics {
+    const row = this.statements.dataset.get(dataset) as { chunks: number } | undefined;
+    const documentFrequency = new Map<string, number>();
+    for (const term of new Set(terms)) {
+      const found = this.statements.termChunks.get(dataset, term) as { chunks: number } | undefined;
+      if (found && found.chunks > 0) documentFrequency.set(term, found.chunks);
+    }
+    return { chunks: row?.chunks ?? 0, documentFrequency };
+  }
+
+  /** Makes `chunks` the document's chunks (null or none: it has none, as after its deletion), in one transaction. */
+  setDocument(dataset: string, document: string, chunks: readonly LexicalChunk[] | null): void {
+    this.transaction(() => this.applyDocument(dataset, document, chunks ?? []));
+  }
+
+  /** Sets many documents' chunks in one transaction (the lexical index of a dataset written before it existed). */
+  setDocuments(dataset: string, documents: ReadonlyMap<string, readonly LexicalChunk[]>): void {
+    this.transaction(() => {
+      this.statements.ensureDataset.run(dataset);
+      for (const [document, chunks] of documents) this.applyDocument(dataset, document, chunks);
+    });
+  }
+
+  /** Sets the labels and custom metadata of every chunk of the document. */
+  setMetadata(dataset: string, document: string, metadata: ChunkMetadata): void {
+    this.transaction(() => {
+      const values = CHUNK_METADATA_KEYS.map((key) => metadata[key]);
+      const { changes } = this.statements.setMetadata.run(...values, dataset, document);
+      if (Number(changes) > 0) this.touchDocument(dataset, document);
+    });
+  }
+
+  /**
+   * What a reader at generation `since` needs to catch up, read in one snapshot: the dataset's generation now, the
+   * terms given an id from `fromTermId` on, and the chunk terms of every document written after `since` (all of the
+   * dataset's when `since` is below 0), by document (a deleted document: an empty list).
+   */
+  changesSince(
+    dataset: string,
+    since: number,
+    fromTermId: number,
+  ): { generation: number; terms: TermEntry[]; documents: Map<string, ChunkTerms[]> } {
+    return this.readSnapshot(() => {
+      const generation = this.generation(dataset);
+      const documents = new Map<string, ChunkTerms[]>();
+      if (generation <= since) return { generation, terms: [], documents };
+      const terms = this.statements.termsSince.all(dataset, fromTermId) as unknown as TermEntry[];
+      if (since < 0) {
+        for (const row of this.statements.datasetTerms.iterate(dataset) as Iterable<ChunkTerms>) {
+          const list = documents.get(row.document);
+          if (list) list.push(row);
+          else documents.set(row.document, [row]);
+        }
+        return { generation, terms, documents };
+      }
+      const changed = this.statements.changedDocuments.all(dataset, since) as { document: string }[];
+      for (const { document } of changed) {
+        documents.set(document, this.statements.documentTerms.all(dataset, document) as unknown as ChunkTerms[]);
+      }
+      return { generation, terms, documents };
+    });
+  }
+
+  /** The stored fields of a chunk, or undefined when the document has no chunk at that position (any more). */
+  storedChunk(dataset: string, document: string, position: number): StoredChunk | undefined {
+    const row = this.statements.storedChunk.get(dataset, document, position);
+    return row ? ({ ...row } as unknown as StoredChunk) : undefined;
+  }
+
+  close(): void {
+    if (this.database.isOpen) this.database.close();
+  }
+
+  private applyDocument(dataset: string, document: string, chunks: readonly LexicalChunk[]): void {
+    const { statements } = this;
+    statements.ensureDataset.run(dataset);
+    // df changes by term id: minus what the document's stored chunks held, plus what its new ones hold.
+    const change = new Map<number, number>();
+    const stored = statements.documentTerms.all(dataset, document) as unknown as ChunkTerms[];
+    for (const row of stored) {
+      for (const [id] of termPairs(row.terms)) change.set(id, (change.get(id) ?? 0) - 1);
+    }
+    const encoded = chunks.map((chunk) => {
+      const pairs: [number, number][] = [];
+      for (const [term, count] of chunk.counts) {
+        const id = this.termIdOf(dataset, term);
+        pairs.push([id, count]);
+        change.set(id, (change.get(id) ?? 0) + 1);
+      }
+      return encodePairs(pairs);
+    });
+    for (const [id, chunkCount] of change) if (chunkCount !== 0) statements.addTermChunks.run(chunkCount, dataset, id);
+    statements.addChunks.run(chunks.length - stored.length, dataset);
+    statements.deleteChunks.run(dataset, document);
+    chunks.forEach((chunk, i) => {
+      statements.putChunk.run(
+        dataset,
+        document,
+        chunk.length,
+        encoded[i],
+        chunk.chunkId,
+        chunk.s3Key,
+        chunk.position,
+        chunk.text,
+        ...CHUNK_METADATA_KEYS.map((key) => chunk[key]),
+      );
+    });
+    this.touchDocument(dataset, document);
+  }
+
+  /** The term's id in the dataset, given it now if it has none (inside the write's transaction). */
+  private termIdOf(dataset: string, term: string): number {
+    let ids = this.termIds.get(dataset);
+    if (!ids) {
+      ids = new Map();
+      this.termIds.set(dataset, ids);
+    }
+    const known = ids.get(term);
+    if (known !== undefined) return known;
+    let row = this.statements.termId.get(dataset, term) as { id: number } | undefined;
+    if (!row) {
+      // The next id is the dataset's count of terms.
+      row = this.statements.newTerm.get(dataset, term) as { id: number };
+      this.statements.countTerm.run(dataset);
+    }
+    ids.set(term, row.id);
+    return row.id;
+  }
+
+  /** Gives the document the dataset's next generation, so that readers reload it. */
+  private touchDocument(dataset: string, document: string): void {
+    this.statements.ensureDataset.run(dataset);
+    const { generation } = this.statements.nextGeneration.get(dataset) as { generation: number };
+    this.statements.putDocument.run(dataset, document, generation);
+  }
+
+  private transaction(work: () => void): void {
+    this.database.exec('BEGIN IMMEDIATE');
+    try {
+      work();
+      this.database.exec('COMMIT');
+    } catch (error) {
+      if (this.database.isTransaction) this.database.exec('ROLLBACK');
+      // Ids given inside the transaction are undone with it.
+      this.termIds.clear();
+      throw error;
+    }
+  }
+
+  /** Reads in one snapshot (a deferred transaction: a writer's commit in between is not seen half). */
+  private readSnapshot<T>(read: () => T): T {
+    this.database.exec('BEGIN');
+    try {
+      return read();
+    } finally {
+      if (this.database.isTransaction) this.database.exec('COMMIT');
+    }
+  }
+}
+
+/** A chunk's terms as stored: (id, count) pairs of little-endian uint32. */
+function encodePairs(pairs: readonly [number, number][]): Uint8Array {
+  const bytes = new Uint8Array(pairs.length * 8);
+  const view = new DataView(bytes.buffer);
+  pairs.forEach(([id, count], i) => {
+    view.setUint32(i * 8, id, true);
+    view.setUint32(i * 8 + 4, count, true);
+  });
+  return bytes;
+}
+
+/** The (id, count) pairs of a chunk's stored terms. */
+export function* termPairs(bytes: Uint8Array | null): Generator<[number, number]> {
+  if (!bytes) return;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let offset = 0; offset + 8 <= bytes.byteLength; offset += 8) {
+    yield [view.getUint32(offset, true), view.getUint32(offset + 4, true)];
+  }
+}
