@@ -102,6 +102,10 @@ export interface Engines extends EngineEndpoints {
 }
 
 export function listen(server: Server, host: string, port = 0): Promise<AddressInfo> {
+  // Longer than the SDK clients keep an idle socket: a server closing one (5 s by default) as a client reuses it, on
+  // a busy event loop, is an ECONNRESET for that request (seen once under the ingestion benchmark).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve(server.address() as AddressInfo));

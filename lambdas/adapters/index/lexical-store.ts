@@ -132,7 +132,8 @@ export class LexicalStore {
     | 'newTerm'
     | 'addTermChunks'
     | 'termsSince'
-    | 'countTerm'
+    | 'termCount'
+    | 'setTermCount'
     | 'termChunks'
     | 'ensureDataset'
     | 'nextGeneration'
@@ -159,10 +160,8 @@ export class LexicalStore {
       dataset: prepare('SELECT chunks, generation FROM datasets WHERE dataset = ?'),
       termChunks: prepare('SELECT chunks FROM terms WHERE dataset = ? AND term = ?'),
       termId: prepare('SELECT id FROM terms WHERE dataset = ? AND term = ?'),
-      newTerm: prepare(
-        'INSERT INTO terms (dataset, term, id, chunks) ' +
-          'VALUES (?1, ?2, (SELECT terms FROM datasets WHERE dataset = ?1), 0) RETURNING id',
-      ),
+      termCount: prepare('SELECT terms FROM datasets WHERE dataset = ?'),
+      newTerm: prepare('INSERT INTO terms (dataset, term, id, chunks) VALUES (?, ?, ?, 0) ON CONFLICT DO NOTHING'),
       addTermChunks: prepare('UPDATE terms SET chunks = chunks + ? WHERE dataset = ? AND id = ?'),
       termsSince: prepare('SELECT term, id, chunks FROM terms WHERE dataset = ? AND id >= ?'),
       ensureDataset: prepare(
@@ -170,7 +169,7 @@ export class LexicalStore {
       ),
       nextGeneration: prepare('UPDATE datasets SET generation = generation + 1 WHERE dataset = ? RETURNING generation'),
       addChunks: prepare('UPDATE datasets SET chunks = chunks + ? WHERE dataset = ?'),
-      countTerm: prepare('UPDATE datasets SET terms = terms + 1 WHERE dataset = ?'),
+      setTermCount: prepare('UPDATE datasets SET terms = ? WHERE dataset = ?'),
       putDocument: prepare(
         'INSERT INTO documents (dataset, document, generation) VALUES (?, ?, ?) ' +
           'ON CONFLICT DO UPDATE SET generation = excluded.generation',
@@ -289,10 +288,11 @@ export class LexicalStore {
     for (const row of stored) {
       for (const [id] of termPairs(row.terms)) change.set(id, (change.get(id) ?? 0) - 1);
     }
+    const ids = this.termIdsOf(dataset, chunks);
     const encoded = chunks.map((chunk) => {
       const pairs: [number, number][] = [];
       for (const [term, count] of chunk.counts) {
-        const id = this.termIdOf(dataset, term);
+        const id = ids.get(term) as number;
         pairs.push([id, count]);
         change.set(id, (change.get(id) ?? 0) + 1);
       }
@@ -317,23 +317,33 @@ export class LexicalStore {
     this.touchDocument(dataset, document);
   }
 
-  /** The term's id in the dataset, given it now if it has none (inside the write's transaction). */
-  private termIdOf(dataset: string, term: string): number {
-    let ids = this.termIds.get(dataset);
-    if (!ids) {
-      ids = new Map();
-      this.termIds.set(dataset, ids);
+  /**
+   * The ids of the chunks' terms in the dataset, giving the next ids to those that have none (inside the write's
+   * transaction): the dataset's count of terms is the next id, read once and written once.
+   */
+  private termIdsOf(dataset: string, chunks: readonly LexicalChunk[]): Map<string, number> {
+    let known = this.termIds.get(dataset);
+    if (!known) {
+      known = new Map();
+      this.termIds.set(dataset, known);
     }
-    const known = ids.get(term);
-    if (known !== undefined) return known;
-    let row = this.statements.termId.get(dataset, term) as { id: number } | undefined;
-    if (!row) {
-      // The next id is the dataset's count of terms.
-      row = this.statements.newTerm.get(dataset, term) as { id: number };
-      this.statements.countTerm.run(dataset);
+    let next: number | undefined;
+    for (const chunk of chunks) {
+      for (const term of chunk.counts.keys()) {
+        if (known.has(term)) continue;
+        const row = this.statements.termId.get(dataset, term) as { id: number } | undefined;
+        if (row) {
+          known.set(term, row.id);
+          continue;
+        }
+        next ??= (this.statements.termCount.get(dataset) as { terms: number }).terms;
+        this.statements.newTerm.run(dataset, term, next);
+        known.set(term, next);
+        next++;
+      }
     }
-    ids.set(term, row.id);
-    return row.id;
+    if (next !== undefined) this.statements.setTermCount.run(next, dataset);
+    return known;
   }
 
   /** Gives the document the dataset's next generation, so that readers reload it. */
