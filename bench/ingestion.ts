@@ -313,7 +313,7 @@ async function ingestFloor(files: readonly CorpusFile[]): Promise<Ingestion & { 
       seconds,
       chunks,
       notes: [
-        `Floor: extract → chunkText/chunkId → LanceKnowledgeIndex.replaceDocument, one document after another, ${chunks} chunks, ${seconds.toFixed(1)} s. No embedding: the local index is lexical (BM25) unless a model is configured.`,
+        `Floor: extract → chunkText/chunkId → LanceKnowledgeIndex.replaceDocument, one document after another, ${chunks} chunks, ${seconds.toFixed(1)} s. No embedding: the local index is lexical unless a model is configured.`,
       ],
     };
   } finally {
