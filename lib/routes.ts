@@ -15,9 +15,11 @@ export { RESOURCE_ENV, SCOPES, type Scope, type TableName };
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export type Access = 'read' | 'readWrite';
+/** A table also: `readUpdate` = read plus UpdateItem (no PutItem, DeleteItem or batch writes). */
+export type TableAccess = Access | 'readUpdate';
 
 export interface ResourceAccess {
-  readonly tables?: Partial<Record<TableName, Access>>;
+  readonly tables?: Partial<Record<TableName, TableAccess>>;
   /** The documents bucket: `read` = HeadObject/GetObject, `readWrite` adds PutObject (pre-signing) and DeleteObject. */
   readonly documentsBucket?: Access;
   /**
@@ -423,12 +425,31 @@ export const ROUTES: readonly HttpRoute[] = [
     access: { tables: { tokens: 'readWrite', agents: 'read' } },
     summary: "Create a token of the caller's organization",
   },
+  {
+    id: 'ListTokens',
+    method: 'GET',
+    path: '/dashboard/tokens',
+    handler: http('dashboard/list-tokens'),
+    scope: 'dashboard',
+    access: { tables: { tokens: 'read' } },
+    summary: "List the organization's tokens (never their secrets)",
+  },
+  {
+    id: 'RevokeToken',
+    method: 'DELETE',
+    path: '/dashboard/tokens/{tokenId}',
+    handler: http('dashboard/revoke-token'),
+    scope: 'dashboard',
+    access: { tables: { tokens: 'readWrite' } },
+    summary: 'Revoke a token of the organization',
+  },
 ];
 
 /** The Lambda authorizer (cached by API Gateway) that turns a bearer token into organization and scopes. */
 export const AUTHORIZER = {
   handler: 'lambdas/handlers/auth/authorizer.ts',
-  access: { tables: { tokens: 'read' } },
+  // readUpdate: it records each token's last use (once a minute); it never creates or deletes one.
+  access: { tables: { tokens: 'readUpdate' } },
 } as const;
 
 /** Functions that are not routes: the processing queue's consumer and the scheduled watchdog. */

@@ -30,8 +30,14 @@ export interface TableSchema {
 }
 
 export const TABLES: Record<TableName, TableSchema> = {
-  /** One item per token: `tokenHash` (SHA-256 hex of the bearer token) → organizationId, scopes. */
-  tokens: { partitionKey: 'tokenHash' },
+  /**
+   * One item per token: `tokenHash` (SHA-256 hex of the bearer token) → organizationId, scopes. Index
+   * `byOrganization` lists an organization's tokens and finds one by its id (the dashboard's list and revoke).
+   */
+  tokens: {
+    partitionKey: 'tokenHash',
+    indexes: [{ indexName: 'byOrganization', partitionKey: { name: 'organizationId' }, sortKey: { name: 'tokenId' } }],
+  },
   /** Agents by organization: every lookup carries the caller's organization, so another's agent is simply absent. */
   agents: { partitionKey: 'organizationId', sortKey: 'agentId' },
   /**

@@ -16,11 +16,25 @@ export interface TokenRecord {
   readonly agentIds?: readonly string[];
   readonly name: string | null;
   readonly createdAt: string;
+  /** The token's first 8 characters (`aps_` and 4 more), to tell tokens apart in a list; absent on older tokens. */
+  readonly prefix?: string;
+  /** After this instant the token is refused (401); absent or null: it does not expire. */
+  readonly expiresAt?: string | null;
+  /** When it last authenticated a request, to the minute (TOKEN_USE_RESOLUTION_MS); absent: never. */
+  readonly lastUsedAt?: string;
 }
 
 export interface TokenStore {
   put(token: TokenRecord): Promise<void>;
   getByHash(tokenHash: string): Promise<TokenRecord | undefined>;
+  /** The organization's tokens, in no particular order. */
+  list(organizationId: string): Promise<TokenRecord[]>;
+  /** One token of the organization by its id; undefined when it has none of that id. */
+  getById(organizationId: string, tokenId: string): Promise<TokenRecord | undefined>;
+  /** Removes the token: it authenticates nothing from then on. Nothing to remove is not an error. */
+  delete(tokenHash: string): Promise<void>;
+  /** Sets `lastUsedAt` to `at` unless it is already `since` or later (one write a minute, whatever the traffic). */
+  recordUse(tokenHash: string, at: string, since: string): Promise<void>;
 }
 
 export interface AgentRecord {

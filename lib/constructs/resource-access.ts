@@ -10,7 +10,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { ATTACHMENTS_PREFIX } from '#core/flows/attachments';
-import { RESOURCE_ENV, type ResourceAccess, type TableName } from '../routes';
+import { RESOURCE_ENV, type ResourceAccess, type TableAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
 import type { KnowledgeIndexBackend } from './knowledge-index';
 
@@ -51,10 +51,11 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
 
 /** Exactly the access named, nothing more. */
 export function grantAccess(fn: IFunction, resources: PlatformResources, access: ResourceAccess): void {
-  for (const [name, level] of Object.entries(access.tables ?? {}) as [TableName, 'read' | 'readWrite'][]) {
+  for (const [name, level] of Object.entries(access.tables ?? {}) as [TableName, TableAccess][]) {
     const table = resources.tables[name];
     if (level === 'readWrite') table.grantReadWriteData(fn);
     else table.grantReadData(fn);
+    if (level === 'readUpdate') table.grant(fn, 'dynamodb:UpdateItem');
     if (TABLES[name].indexes?.length) {
       const tableArn = `<${Stack.of(fn).getLogicalId(table.node.defaultChild as CfnElement)}.Arn>`;
       Validations.of(fn).acknowledge({

@@ -1,7 +1,9 @@
 /** Agents, knowledge bases and tokens through the dashboard endpoints. */
+import { hashToken } from '#core/auth/tokens';
 import { createDataset, uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
+import { tokenTable } from '../helpers/token-table';
 
 let service: TestService;
 let call: ReturnType<typeof client>;
@@ -168,6 +170,102 @@ it('deleting a knowledge base hides its documents at once, then removes them in 
     (r) => r.status === 404,
   );
   expect(end.status).toBe(404);
+});
+
+interface TokenView {
+  tokenId: string;
+  name: string | null;
+  prefix: string | null;
+  scopes: string[];
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  status: 'active' | 'expired';
+}
+
+it("lists the organization's tokens without their secrets, records their use, and revokes one at once", async () => {
+  const created = await call<{ token: string; tokenId: string; prefix: string; createdAt: string; expiresAt: string }>(
+    'POST',
+    '/dashboard/tokens',
+    { body: { scopes: ['analytics'], name: 'reporting', expiresInDays: 30 } },
+  );
+  expect(created.status).toBe(201);
+  const { token, tokenId } = created.body;
+  expect(created.body.prefix).toBe(token.slice(0, 8));
+  expect(Date.parse(created.body.expiresAt) - Date.parse(created.body.createdAt)).toBe(30 * 86_400_000);
+
+  const listed = async () => {
+    const list = await call<{ data: TokenView[]; count: number }>('GET', '/dashboard/tokens');
+    expect(list.status).toBe(200);
+    expect(list.body.count).toBe(list.body.data.length);
+    // Never the secret, nor its hash.
+    expect(JSON.stringify(list.body)).not.toContain(token);
+    expect(JSON.stringify(list.body)).not.toContain(hashToken(token));
+    return list.body.data;
+  };
+  const before = (await listed()).find((t) => t.tokenId === tokenId);
+  expect(before).toEqual({
+    tokenId,
+    name: 'reporting',
+    prefix: token.slice(0, 8),
+    scopes: ['analytics'],
+    agentIds: null,
+    createdAt: created.body.createdAt,
+    expiresAt: created.body.expiresAt,
+    lastUsedAt: null,
+    status: 'active',
+  });
+  // Newest first.
+  const all = await listed();
+  expect(all.map((t) => t.createdAt)).toEqual([...all.map((t) => t.createdAt)].sort().reverse());
+
+  const agent = await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Used' } });
+  const use = () => call('POST', '/api/v1/events/agent', { token, body: { agentId: agent.body.agentId } });
+  expect((await use()).status).toBe(200);
+  const used = (await listed()).find((t) => t.tokenId === tokenId);
+  expect(Date.parse(used?.lastUsedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(created.body.createdAt));
+
+  const revoked = await call<{ tokenId: string; revokedAt: string }>('DELETE', `/dashboard/tokens/${tokenId}`);
+  expect(revoked.status).toBe(200);
+  expect(revoked.body).toMatchObject({ tokenId, revokedAt: expect.any(String) });
+  expect((await use()).status).toBe(401);
+  expect((await listed()).some((t) => t.tokenId === tokenId)).toBe(false);
+  const again = await call<{ error: { code: string } }>('DELETE', `/dashboard/tokens/${tokenId}`);
+  expect(again.status).toBe(404);
+  expect(again.body.error.code).toBe('TOKEN_NOT_FOUND');
+  const malformed = await call<{ error: { code: string; details: { field: string }[] } }>(
+    'DELETE',
+    '/dashboard/tokens/not-a-token-id',
+  );
+  expect(malformed.status).toBe(400);
+  expect(malformed.body.error.details[0].field).toBe('tokenId');
+});
+
+it('refuses an expired token with 401 and lists it as expired; expiresInDays out of 1..3650 is a 400', async () => {
+  const created = await call<{ token: string; tokenId: string }>('POST', '/dashboard/tokens', {
+    body: { scopes: ['dashboard'], expiresInDays: 1 },
+  });
+  expect(created.status).toBe(201);
+  const probe = () => call('GET', '/dashboard/agents', { token: created.body.token });
+  expect((await probe()).status).toBe(200);
+  const table = tokenTable(service);
+  if (!table) throw new Error('the tokens table of the local runtime is needed');
+  try {
+    await table.expire(created.body.token, new Date(Date.now() - 1000).toISOString());
+  } finally {
+    table.close();
+  }
+  expect((await probe()).status).toBe(401);
+  const list = await call<{ data: TokenView[] }>('GET', '/dashboard/tokens');
+  expect(list.body.data.find((t) => t.tokenId === created.body.tokenId)?.status).toBe('expired');
+
+  for (const expiresInDays of [0, 3651, 1.5, '7']) {
+    const refused = await call<{ error: { code: string; details: { field: string }[] } }>('POST', '/dashboard/tokens', {
+      body: { scopes: ['dashboard'], expiresInDays },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details[0].field).toBe('expiresInDays');
+  }
 });
 
 it('creates a token of the same organization that works at once', async () => {

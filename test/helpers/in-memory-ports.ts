@@ -526,6 +526,25 @@ export class InMemoryTokenStore implements TokenStore {
     const token = this.records.get(tokenHash);
     return token && copy(token);
   }
+
+  async list(organizationId: string): Promise<TokenRecord[]> {
+    return [...this.records.values()].filter((token) => token.organizationId === organizationId).map(copy);
+  }
+
+  async getById(organizationId: string, tokenId: string): Promise<TokenRecord | undefined> {
+    return (await this.list(organizationId)).find((token) => token.tokenId === tokenId);
+  }
+
+  async delete(tokenHash: string): Promise<void> {
+    this.records.delete(tokenHash);
+  }
+
+  async recordUse(tokenHash: string, at: string, since: string): Promise<void> {
+    const token = this.records.get(tokenHash);
+    if (token && (token.lastUsedAt === undefined || token.lastUsedAt < since)) {
+      this.records.set(tokenHash, { ...token, lastUsedAt: at });
+    }
+  }
 }
 
 /** `replace` is conditional on the stored `updatedAt`, as the DynamoDB adapter's write. */

@@ -87,6 +87,8 @@ interface Fixtures {
   pendingUpdateId: string;
   zipJobId: string;
   sessionId: string;
+  /** A token of org A (scope analytics), revoked by the RevokeToken cell. */
+  tokenToRevoke: string;
 }
 
 let service: TestService;
@@ -112,7 +114,7 @@ const envPath = (f: Fixtures) => ({ agentId: f.a.agentId, environment: f.a.envir
 const kbPath = (f: Fixtures) => ({ agentId: f.a.agentId, knowledgeBaseId: f.a.knowledgeBaseId });
 const kbInEnvPath = (f: Fixtures) => ({ ...envPath(f), knowledgeBaseId: f.a.knowledgeBaseId });
 const notFound = (code: string): OtherOrg => ({ status: 404, code });
-const ids = (body: Body) => (body.data as { agentId: string }[]).map((agent) => agent.agentId);
+const ids = (body: Body, key = 'agentId') => (body.data as Record<string, string>[]).map((item) => item[key]);
 
 /** Org B lists its own agents: its agent is there, org A's is not. */
 const onlyOrgBAgents: OtherOrg = {
@@ -353,6 +355,38 @@ const ROWS: Record<string, Row> = {
     },
     check: (body) => expect(body.scopes).toEqual(['analytics']),
   },
+  ListTokens: {
+    request: () => ({}),
+    // Managing tokens is the organization's: a restricted token would list tokens wider than itself.
+    restricted: { addresses: 'organization', status: 403 },
+    success: 200,
+    otherOrg: {
+      status: 200,
+      // Org B's own tokens only.
+      check: async (body) => {
+        const listA = await orgA<Body>('GET', '/dashboard/tokens');
+        const idsA = new Set(ids(listA.body, 'tokenId'));
+        expect(ids(body, 'tokenId').length).toBeGreaterThan(0);
+        for (const id of ids(body, 'tokenId')) expect(idsA.has(id)).toBe(false);
+      },
+    },
+    check: (body) => {
+      const data = body.data as Body[];
+      expect(data.length).toBeGreaterThan(0);
+      for (const token of data) {
+        expect(Object.keys(token).sort()).toEqual(
+          ['agentIds', 'createdAt', 'expiresAt', 'lastUsedAt', 'name', 'prefix', 'scopes', 'status', 'tokenId'].sort(),
+        );
+      }
+    },
+  },
+  RevokeToken: {
+    request: (f) => ({ params: { tokenId: f.tokenToRevoke } }),
+    restricted: { addresses: 'organization', status: 403 },
+    success: 200,
+    otherOrg: notFound('TOKEN_NOT_FOUND'),
+    check: (body, f) => expect(body).toMatchObject({ tokenId: f.tokenToRevoke, revokedAt: expect.any(String) }),
+  },
 };
 
 function expectAgentA(body: Body) {
@@ -408,6 +442,9 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
     body: { name: 'To delete' },
   });
   const kbToDelete = second.body.knowledgeBaseId;
+  const tokenToRevoke = (
+    await call<{ tokenId: string }>('POST', '/dashboard/tokens', { body: { scopes: ['analytics'], name: 'to revoke' } })
+  ).body.tokenId;
 
   const main = await uploadDocument(call, a, { fileName: 'guide.txt' }, 'Hold the power button for five seconds.');
   const s3Key = main.link.s3Key;
@@ -466,6 +503,7 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
     pendingUpdateId,
     zipJobId,
     sessionId,
+    tokenToRevoke,
   };
 }
 

@@ -9,6 +9,8 @@ import type { TokenRecord, TokenStore } from '#ports/stores';
 import type { Scope } from './scopes';
 
 const TOKEN_PREFIX = 'aps_';
+/** Characters of a token a list shows (`aps_` and 4 more: 24 random bits, enough to tell a person's tokens apart). */
+const TOKEN_PREFIX_LENGTH = 8;
 
 export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
@@ -24,12 +26,33 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** The caller a header authenticates, or UnauthorizedError. */
-export async function authenticate(tokens: TokenStore, authorizationHeader: string | undefined): Promise<Caller> {
+/** A token's `lastUsedAt` is written at most once in this time (one write a minute per token, whatever the traffic). */
+export const TOKEN_USE_RESOLUTION_MS = 60_000;
+
+/** Whether the token has expired at `now`. */
+export function isExpired(record: Pick<TokenRecord, 'expiresAt'>, now: Date): boolean {
+  return typeof record.expiresAt === 'string' && record.expiresAt <= now.toISOString();
+}
+
+/**
+ * The caller a header authenticates, or UnauthorizedError (no token, an unknown or revoked one, an expired one). The
+ * token's use is recorded (`lastUsedAt`, once a minute); a failure to record it does not refuse the request, it is
+ * handed to `onUseNotRecorded`.
+ */
+export async function authenticate(
+  tokens: TokenStore,
+  authorizationHeader: string | undefined,
+  now: Date,
+  onUseNotRecorded: (error: unknown) => void = () => {},
+): Promise<Caller> {
   const token = bearerToken(authorizationHeader);
   if (!token) throw new UnauthorizedError();
   const record = await tokens.getByHash(hashToken(token));
-  if (!record) throw new UnauthorizedError();
+  if (!record || isExpired(record, now)) throw new UnauthorizedError();
+  const since = new Date(now.getTime() - TOKEN_USE_RESOLUTION_MS).toISOString();
+  if (record.lastUsedAt === undefined || record.lastUsedAt < since) {
+    await tokens.recordUse(record.tokenHash, now.toISOString(), since).catch(onUseNotRecorded);
+  }
   return {
     organizationId: record.organizationId,
     tokenId: record.tokenId,
@@ -117,12 +140,14 @@ export async function issueToken(
     agentIds?: readonly string[];
     name: string | null;
     createdAt: string;
+    expiresAt?: string | null;
   },
   token: string = generateToken(),
 ): Promise<IssuedToken> {
   const { agentIds, ...rest } = fields;
   const record: TokenRecord = {
     ...rest,
+    prefix: token.slice(0, TOKEN_PREFIX_LENGTH),
     scopes: [...new Set(fields.scopes)],
     ...(agentIds ? { agentIds: [...new Set(agentIds)] } : {}),
     tokenHash: hashToken(token),

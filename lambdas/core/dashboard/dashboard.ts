@@ -1,7 +1,7 @@
 /** Use cases of the dashboard endpoints: agents, knowledge bases and tokens of the caller's organization. */
 
 import type { Scope } from '#core/auth/scopes';
-import { issueToken, requireGrantable } from '#core/auth/tokens';
+import { isExpired, issueToken, requireGrantable } from '#core/auth/tokens';
 import { NotFoundError } from '#core/errors';
 import { type DeletionJobView, startKnowledgeBaseDeletion } from '#core/processing/knowledge-base-deletion';
 import {
@@ -13,7 +13,16 @@ import {
 } from '#core/tenancy/tenancy';
 import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type { Clock, IdGenerator, ProcessingQueue } from '#ports/services';
-import type { AgentRecord, AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore, TokenStore } from '#ports/stores';
+import type {
+  AgentRecord,
+  AgentStore,
+  KnowledgeBaseRecord,
+  KnowledgeBaseStore,
+  TokenRecord,
+  TokenStore,
+} from '#ports/stores';
+
+const DAY_MS = 86_400_000;
 
 export interface DashboardDeps {
   readonly agents: AgentStore;
@@ -152,9 +161,10 @@ export async function deleteKnowledgeBase(
 export async function createToken(
   deps: Pick<DashboardDeps, 'agents' | 'tokens' | 'clock' | 'ids'>,
   caller: Caller,
-  request: { scopes: readonly Scope[]; agentIds?: readonly string[]; name?: string },
+  request: { scopes: readonly Scope[]; agentIds?: readonly string[]; name?: string; expiresInDays?: number },
 ) {
   requireGrantable(caller, request);
+  const now = deps.clock.now();
   const agentIds = request.agentIds ? [...new Set(request.agentIds)] : undefined;
   if (agentIds) {
     // In parallel, but the first unknown agent in request order is the one reported, whatever answers first.
@@ -168,14 +178,52 @@ export async function createToken(
     scopes: request.scopes,
     ...(agentIds ? { agentIds } : {}),
     name: request.name ?? null,
-    createdAt: deps.clock.now().toISOString(),
+    createdAt: now.toISOString(),
+    expiresAt:
+      request.expiresInDays === undefined
+        ? null
+        : new Date(now.getTime() + request.expiresInDays * DAY_MS).toISOString(),
   });
+  const { status: _status, lastUsedAt: _lastUsedAt, ...view } = tokenView(record, now);
+  return { token, ...view };
+}
+
+/**
+ * A token as the dashboard lists it: never the secret nor its hash, its first 8 characters instead (null for tokens
+ * made before they were kept); `status` is `expired` from its `expiresAt` on.
+ */
+export function tokenView(record: TokenRecord, now: Date) {
   return {
-    token,
     tokenId: record.tokenId,
     name: record.name,
+    prefix: record.prefix ?? null,
     scopes: record.scopes,
     agentIds: record.agentIds ?? null,
     createdAt: record.createdAt,
+    expiresAt: record.expiresAt ?? null,
+    lastUsedAt: record.lastUsedAt ?? null,
+    status: isExpired(record, now) ? ('expired' as const) : ('active' as const),
   };
+}
+
+/** The organization's tokens, newest first. Managing tokens is the whole organization's: a restricted token gets 403. */
+export async function listTokens(deps: Pick<DashboardDeps, 'tokens' | 'clock'>, caller: Caller) {
+  requireWholeOrganization(caller, 'list tokens');
+  const now = deps.clock.now();
+  const tokens = (await deps.tokens.list(caller.organizationId)).sort(
+    (a, b) => b.createdAt.localeCompare(a.createdAt) || a.tokenId.localeCompare(b.tokenId),
+  );
+  return { data: tokens.map((token) => tokenView(token, now)), count: tokens.length };
+}
+
+/**
+ * Revokes one of the organization's tokens (it may be the caller's own): it authenticates nothing from then on (in
+ * AWS once the authorizer's cache of it ends, at most 60 s). 404 TOKEN_NOT_FOUND for an id the organization has not.
+ */
+export async function revokeToken(deps: Pick<DashboardDeps, 'tokens' | 'clock'>, caller: Caller, tokenId: string) {
+  requireWholeOrganization(caller, 'revoke tokens');
+  const token = await deps.tokens.getById(caller.organizationId, tokenId);
+  if (!token) throw new NotFoundError('TOKEN_NOT_FOUND', `Token ${tokenId} was not found`);
+  await deps.tokens.delete(token.tokenHash);
+  return { tokenId, revokedAt: deps.clock.now().toISOString() };
 }

@@ -35,7 +35,9 @@ function authorizationHeader(event: APIGatewayRequestAuthorizerEvent): string | 
 
 async function authorize(event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> {
   try {
-    const caller = await authenticate(container.tokens, authorizationHeader(event));
+    const caller = await authenticate(container.tokens, authorizationHeader(event), container.clock.now(), (error) =>
+      logger.warn('the token use was not recorded', { error: error as Error }),
+    );
     return {
       principalId: caller.tokenId,
       policyDocument: {

@@ -42,6 +42,8 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   UpdateKnowledgeBase: dashboard.updateKnowledgeBaseSchema,
   DeleteKnowledgeBase: dashboard.knowledgeBasePathSchema,
   CreateToken: dashboard.createTokenSchema,
+  ListTokens: dashboard.noInputSchema,
+  RevokeToken: dashboard.tokenPathSchema,
   // The handlers take the definition as it comes and report all its problems at once; the document shows its shape.
   PutAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
   ValidateAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),

@@ -61,4 +61,8 @@ export const createTokenSchema = z.strictObject({
     })
     .optional(),
   name: trimmed(100).optional(),
+  expiresInDays: z.number().int().min(1).max(3650).optional().meta({
+    description: 'The token is refused (401) from this many days after its creation on. Absent: it does not expire.',
+  }),
 });
+export const tokenPathSchema = z.strictObject({ tokenId: uuid });

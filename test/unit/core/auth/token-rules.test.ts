@@ -221,7 +221,7 @@ describe('createToken', () => {
   it('stores the restriction and authenticates with it', async () => {
     const created = await createToken(deps, caller(SCOPES), { scopes: ['analytics'], agentIds: [agentB, agentA] });
     expect(created).toMatchObject({ scopes: ['analytics'], agentIds: [agentB, agentA], name: null });
-    const back = await authenticate(deps.tokens, `Bearer ${created.token}`);
+    const back = await authenticate(deps.tokens, `Bearer ${created.token}`, new Date());
     expect(back).toEqual({
       organizationId: ORG,
       tokenId: created.tokenId,
@@ -230,7 +230,7 @@ describe('createToken', () => {
     });
     const whole = await createToken(deps, caller(SCOPES), { scopes: ['dashboard'] });
     expect(whole.agentIds).toBeNull();
-    expect(await authenticate(deps.tokens, `Bearer ${whole.token}`)).not.toHaveProperty('agentIds');
+    expect(await authenticate(deps.tokens, `Bearer ${whole.token}`, new Date())).not.toHaveProperty('agentIds');
   });
 
   it.each([

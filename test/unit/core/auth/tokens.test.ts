@@ -1,19 +1,10 @@
 import { createHash } from 'node:crypto';
 import { authenticate, bearerToken, generateToken, hashToken, issueToken } from '#core/auth/tokens';
 import { UnauthorizedError } from '#core/errors';
-import type { TokenRecord, TokenStore } from '#ports/stores';
+import { InMemoryTokenStore } from '../../../helpers/in-memory-ports';
 
-/** An in-memory TokenStore: the port's contract, enough to test the rules around it. */
-function memoryTokens(): TokenStore & { records: TokenRecord[] } {
-  const records: TokenRecord[] = [];
-  return {
-    records,
-    put: async (record) => {
-      records.push(record);
-    },
-    getByHash: async (hash) => records.find((r) => r.tokenHash === hash),
-  };
-}
+const NOW = new Date('2026-01-02T00:00:00.000Z');
+const memoryTokens = () => new InMemoryTokenStore();
 
 describe('tokens', () => {
   it('stores only the SHA-256 of a token', async () => {
@@ -25,10 +16,11 @@ describe('tokens', () => {
       name: null,
       createdAt: '2026-01-01T00:00:00.000Z',
     });
-    expect(tokens.records).toHaveLength(1);
-    expect(tokens.records[0].tokenHash).toBe(createHash('sha256').update(token).digest('hex'));
-    expect(JSON.stringify(tokens.records[0])).not.toContain(token);
-    expect(tokens.records[0].scopes).toEqual(['analytics']);
+    expect(tokens.records.size).toBe(1);
+    const [stored] = tokens.records.values();
+    expect(stored.tokenHash).toBe(createHash('sha256').update(token).digest('hex'));
+    expect(JSON.stringify(stored)).not.toContain(token);
+    expect(stored.scopes).toEqual(['analytics']);
   });
 
   it('authenticates the stored token and nothing else', async () => {
@@ -40,15 +32,60 @@ describe('tokens', () => {
       name: null,
       createdAt: '2026-01-01T00:00:00.000Z',
     });
-    await expect(authenticate(tokens, `Bearer ${token}`)).resolves.toEqual({
+    await expect(authenticate(tokens, `Bearer ${token}`, NOW)).resolves.toEqual({
       organizationId: 'org-1',
       tokenId: 't-1',
       scopes: ['dashboard'],
     });
-    await expect(authenticate(tokens, `bearer ${token}`)).resolves.toMatchObject({ organizationId: 'org-1' });
+    await expect(authenticate(tokens, `bearer ${token}`, NOW)).resolves.toMatchObject({ organizationId: 'org-1' });
     for (const header of [undefined, '', token, `Bearer ${token}x`, `Basic ${token}`, 'Bearer short']) {
-      await expect(authenticate(tokens, header)).rejects.toBeInstanceOf(UnauthorizedError);
+      await expect(authenticate(tokens, header, NOW)).rejects.toBeInstanceOf(UnauthorizedError);
     }
+  });
+
+  it('refuses an expired token, from the instant it expires', async () => {
+    const tokens = memoryTokens();
+    const { token } = await issueToken(tokens, {
+      organizationId: 'org-1',
+      tokenId: 't-1',
+      scopes: ['dashboard'],
+      name: null,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      expiresAt: '2026-01-02T00:00:00.000Z',
+    });
+    await expect(authenticate(tokens, `Bearer ${token}`, new Date('2026-01-01T23:59:59.999Z'))).resolves.toMatchObject({
+      tokenId: 't-1',
+    });
+    await expect(authenticate(tokens, `Bearer ${token}`, NOW)).rejects.toBeInstanceOf(UnauthorizedError);
+  });
+
+  it('records its use once a minute, and a failure to record it refuses nothing', async () => {
+    const tokens = memoryTokens();
+    const { token, record } = await issueToken(tokens, {
+      organizationId: 'org-1',
+      tokenId: 't-1',
+      scopes: ['dashboard'],
+      name: null,
+      createdAt: '2026-01-01T00:00:00.000Z',
+    });
+    expect(record.prefix).toBe(token.slice(0, 8));
+    const at = (iso: string) => authenticate(tokens, `Bearer ${token}`, new Date(iso));
+    const lastUsed = async () => (await tokens.getByHash(record.tokenHash))?.lastUsedAt;
+    expect(await lastUsed()).toBeUndefined();
+    await at('2026-01-01T10:00:00.000Z');
+    expect(await lastUsed()).toBe('2026-01-01T10:00:00.000Z');
+    const recordUse = jest.spyOn(tokens, 'recordUse');
+    await at('2026-01-01T10:00:59.000Z');
+    expect(recordUse).not.toHaveBeenCalled();
+    expect(await lastUsed()).toBe('2026-01-01T10:00:00.000Z');
+    await at('2026-01-01T10:01:00.001Z');
+    expect(await lastUsed()).toBe('2026-01-01T10:01:00.001Z');
+    recordUse.mockRejectedValueOnce(new Error('throttled'));
+    const failures: unknown[] = [];
+    await expect(
+      authenticate(tokens, `Bearer ${token}`, new Date('2026-01-01T11:00:00.000Z'), (error) => failures.push(error)),
+    ).resolves.toMatchObject({ tokenId: 't-1' });
+    expect(failures).toEqual([new Error('throttled')]);
   });
 
   it('generates distinct tokens that the bearer parser accepts', () => {

@@ -1,0 +1,8 @@
+import { container } from '#composition/container';
+import { revokeToken } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
+import { tokenPathSchema } from './schemas';
+
+export const handler = httpHandler('RevokeToken', tokenPathSchema, async (input, caller) => ({
+  body: await revokeToken(container, caller, input.tokenId),
+}));
