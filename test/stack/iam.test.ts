@@ -103,16 +103,19 @@ describe('a call is checked against the role of the function that makes it', () 
     expect(permissions.calls.map((c) => c.allowed)).toEqual([true, true, false]);
   });
 
-  test('the authorizer may read tokens and may not write them', async () => {
+  test('the authorizer may read tokens and update them (last use), and may not create or delete one', async () => {
     const permissions = new FunctionPermissions(
       template(),
       functionNamed(template(), 'PlatformApiAuthorizer'),
       names(),
     );
     await permissions.check('dynamodb:GetItem', tableArn('DataTokensTable'));
-    await expect(permissions.check('dynamodb:UpdateItem', tableArn('DataTokensTable'))).rejects.toThrow(
-      /AccessDenied: PlatformApiAuthorizerFunction\w+ may not dynamodb:UpdateItem on arn:aws:dynamodb:/,
-    );
+    await permissions.check('dynamodb:UpdateItem', tableArn('DataTokensTable'));
+    for (const action of ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem']) {
+      await expect(permissions.check(action, tableArn('DataTokensTable'))).rejects.toThrow(
+        new RegExp(`AccessDenied: PlatformApiAuthorizerFunction\\w+ may not ${action} on arn:aws:dynamodb:`),
+      );
+    }
   });
 
   test('a statement deleted from a copy of the template refuses the call it allowed, naming function, action and resource', async () => {
