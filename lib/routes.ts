@@ -387,6 +387,15 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Check a definition without storing it: every problem at once, with its flow, node, field and rule',
   },
   {
+    id: 'ListSessions',
+    method: 'GET',
+    path: '/dashboard/agents/{agentId}/sessions/{environment}',
+    handler: http('flows/list-sessions'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', sessions: 'read' } },
+    summary: "An agent's sessions in one environment, newest first: status, flow, node, trigger, times",
+  },
+  {
     id: 'GetSession',
     method: 'GET',
     path: '/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}',

@@ -121,8 +121,23 @@ export const TABLES: Record<TableName, TableSchema> = {
     sortKey: 'environment',
     indexes: [{ indexName: 'scheduled', partitionKey: { name: 'scheduleKey' }, sortKey: { name: 'agentKey' } }],
   },
-  /** Flow sessions: `sessionKey` = `<agentId>#<environment>`; removed by TTL after SESSION_RETENTION_DAYS idle. */
-  sessions: { partitionKey: 'sessionKey', sortKey: 'sessionId', timeToLiveAttribute: 'expiresAt' },
+  /**
+   * Flow sessions: `sessionKey` = `<agentId>#<environment>`; removed by TTL after SESSION_RETENTION_DAYS idle. Index
+   * `byCreation` (`createdKey` = `<createdAt>#<sessionId>`) lists them newest first with what a list shows.
+   */
+  sessions: {
+    partitionKey: 'sessionKey',
+    sortKey: 'sessionId',
+    timeToLiveAttribute: 'expiresAt',
+    indexes: [
+      {
+        indexName: 'byCreation',
+        partitionKey: { name: 'sessionKey' },
+        sortKey: { name: 'createdKey' },
+        nonKeyAttributes: ['status', 'flowName', 'currentNode', 'trigger', 'createdAt', 'updatedAt'],
+      },
+    ],
+  },
   analytics: {
     partitionKey: 'pk',
     timeToLiveAttribute: 'expiresAt',

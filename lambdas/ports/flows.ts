@@ -7,7 +7,7 @@ import { AppError } from '#core/errors';
 import type { AgentDefinitionRecord } from '#core/flows/definition-record';
 import type { LlmConfig } from '#core/flows/llm-config';
 import type { ToolParameterSpec } from '#core/flows/parameters';
-import type { FlowSession } from '#core/flows/session';
+import type { FlowSession, SessionStatus } from '#core/flows/session';
 import type { Environment } from '#core/knowledge/fields';
 import type { ModelMessage, ModelToolCall, ModelToolRound } from './model';
 
@@ -320,6 +320,30 @@ export interface SessionStore {
    * Rejects with SessionTooLargeError when its state does not fit (nothing written).
    */
   save(session: FlowSession, expectedVersion: number): Promise<boolean>;
+  /**
+   * Sessions of an agent in an environment, newest first (by `createdAt`, then id), with `status` when given, created
+   * before the position `before` when given. Reads at most SESSION_LIST_SCAN sessions a call: `next` is where the next
+   * call goes on (null: no more), and a page with a rare status can hold fewer than `limit`.
+   */
+  list(
+    agentId: string,
+    environment: Environment,
+    options: { readonly limit: number; readonly status?: SessionStatus; readonly before?: string },
+  ): Promise<{ sessions: SessionSummary[]; next: string | null }>;
+}
+
+/** What a list of sessions shows of each. */
+export type SessionSummary = Pick<
+  FlowSession,
+  'sessionId' | 'status' | 'flowName' | 'currentNode' | 'trigger' | 'createdAt' | 'updatedAt'
+>;
+
+/** Sessions a list reads at most in one call (a position to go on from is answered past it). */
+export const SESSION_LIST_SCAN = 1000;
+
+/** A session's position in the list: `<createdAt>#<sessionId>`. */
+export function sessionPosition(session: Pick<FlowSession, 'createdAt' | 'sessionId'>): string {
+  return `${session.createdAt}#${session.sessionId}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

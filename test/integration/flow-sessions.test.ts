@@ -109,3 +109,73 @@ it('runs an app event to its tool, whose custom analytics event is found by name
   });
   expect(foreign.status).toBe(404);
 });
+
+interface SessionSummary {
+  sessionId: string;
+  status: string;
+  flowName: string | null;
+  currentNode: string | null;
+  trigger: { name: string; type: string };
+  createdAt: string;
+  updatedAt: string;
+}
+
+it('lists the sessions newest first, a page at a time, filtered by status; a bad limit, status or token is a 400', async () => {
+  const started: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const run = await webhook({ customer: { name: `Customer ${i}` } });
+    expect(run.status).toBe(200);
+    started.push(run.body.sessionId);
+  }
+  const ended = await webhook({ sessionId: started[0], message: 'It arrived broken' });
+  expect(ended.status).toBe(200);
+  const path = `/dashboard/agents/${agentId}/sessions/production`;
+  type Page = { data: SessionSummary[]; count: number; nextToken: string | null };
+  const all: SessionSummary[] = [];
+  let nextToken: string | null = null;
+  do {
+    const query: Record<string, string> = { limit: '2', ...(nextToken ? { nextToken } : {}) };
+    const page = await call<Page>('GET', path, { query });
+    expect(page.status).toBe(200);
+    expect(page.body.count).toBe(page.body.data.length);
+    expect(page.body.data.length).toBeLessThanOrEqual(2);
+    all.push(...page.body.data);
+    nextToken = page.body.nextToken;
+  } while (nextToken);
+  const positions = all.map((s) => `${s.createdAt}#${s.sessionId}`);
+  expect(positions).toEqual([...positions].sort().reverse());
+  expect(new Set(all.map((s) => s.sessionId)).size).toBe(all.length);
+  for (const id of started) expect(all.map((s) => s.sessionId)).toContain(id);
+  expect(all.find((s) => s.sessionId === started[1])).toEqual({
+    sessionId: started[1],
+    status: 'paused',
+    flowName: 'refund',
+    currentNode: 'AskReason',
+    trigger: { name: 'RefundStart', type: 'webhook' },
+    createdAt: expect.any(String),
+    updatedAt: expect.any(String),
+  });
+
+  const completed = await call<Page>('GET', path, { query: { status: 'completed', limit: '100' } });
+  expect(completed.status).toBe(200);
+  expect(completed.body.data.map((s) => s.sessionId)).toContain(started[0]);
+  expect(completed.body.data.every((s) => s.status === 'completed')).toBe(true);
+  expect(completed.body.data.map((s) => s.sessionId)).not.toContain(started[1]);
+
+  const first = await call<Page>('GET', path, { query: { limit: '1' } });
+  const refusals: [Record<string, string>, string][] = [
+    [{ limit: '0' }, 'limit'],
+    [{ limit: '101' }, 'limit'],
+    [{ limit: 'ten' }, 'limit'],
+    [{ status: 'sleeping' }, 'status'],
+    [{ nextToken: 'not-a-token' }, 'nextToken'],
+    // A token of the unfiltered list is refused for the filtered one.
+    [{ status: 'paused', nextToken: first.body.nextToken as string }, 'nextToken'],
+  ];
+  for (const [query, field] of refusals) {
+    const refused = await call<{ error: { code: string; details: { field: string }[] } }>('GET', path, { query });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe('VALIDATION_ERROR');
+    expect(refused.body.error.details[0].field).toBe(field);
+  }
+});

@@ -315,6 +315,12 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body).toMatchObject({ valid: true, problems: [] }),
   },
+  ListSessions: {
+    request: (f) => ({ params: envPath(f), query: { limit: '100' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) => expect(ids(body, 'sessionId')).toContain(f.sessionId),
+  },
   GetSession: {
     request: (f) => ({ params: { ...envPath(f), sessionId: f.sessionId } }),
     success: 200,

@@ -48,6 +48,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   PutAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
   ValidateAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
   GetAgentDefinition: flows.definitionPathSchema,
+  ListSessions: flows.listSessionsSchema,
   GetSession: flows.sessionPathSchema,
   InvokeWebhook: flows.webhookSchema,
   SendAppEvent: flows.appEventSchema,

@@ -2,12 +2,19 @@
  * DynamoDB stores of the flow runtime (key schemas: lib/tables.ts). Definitions and session state are stored as
  * JSON text: they hold caller-chosen keys (memory, variables, parameters) that DynamoDB maps would constrain.
  */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { AgentDefinition } from '#core/flows/definition';
 import type { AgentDefinitionRecord } from '#core/flows/definition-record';
-import type { FlowSession } from '#core/flows/session';
+import type { FlowSession, SessionStatus } from '#core/flows/session';
 import type { Environment } from '#core/knowledge/fields';
-import { type DefinitionStore, type SessionStore, SessionTooLargeError } from '#ports/flows';
+import {
+  type DefinitionStore,
+  SESSION_LIST_SCAN,
+  type SessionStore,
+  type SessionSummary,
+  SessionTooLargeError,
+  sessionPosition,
+} from '#ports/flows';
 import { unlessConditionFails } from './expressions';
 import { collect, queryAll } from './queries';
 
@@ -65,6 +72,7 @@ type SessionState = Pick<FlowSession, 'memory' | 'messages' | 'outputs' | 'aiMes
 
 interface SessionItem extends Omit<FlowSession, keyof SessionState> {
   readonly sessionKey: string;
+  readonly createdKey: string;
   readonly state: string;
   readonly expiresAt: number;
 }
@@ -86,7 +94,7 @@ export class DynamoSessionStore implements SessionStore {
       }),
     );
     if (!Item) return undefined;
-    const { sessionKey: _k, state, expiresAt: _e, ...rest } = Item as SessionItem;
+    const { sessionKey: _k, createdKey: _c, state, expiresAt: _e, ...rest } = Item as SessionItem;
     return { ...rest, ...(JSON.parse(state) as SessionState) };
   }
 
@@ -121,8 +129,60 @@ export class DynamoSessionStore implements SessionStore {
     const { memory, messages, outputs, aiMessages, ...rest } = session;
     const state = fittedState({ memory, messages, outputs, aiMessages });
     const expiresAt = Math.floor(Date.parse(session.updatedAt) / 1000) + this.retentionDays * 86_400;
-    return { ...rest, sessionKey: `${session.agentId}#${session.environment}`, state, expiresAt };
+    const sessionKey = `${session.agentId}#${session.environment}`;
+    return { ...rest, sessionKey, createdKey: sessionPosition(session), state, expiresAt };
   }
+
+  async list(
+    agentId: string,
+    environment: Environment,
+    options: { readonly limit: number; readonly status?: SessionStatus; readonly before?: string },
+  ): Promise<{ sessions: SessionSummary[]; next: string | null }> {
+    const sessions: SessionSummary[] = [];
+    let read = 0;
+    let startKey: Record<string, unknown> | undefined;
+    const values: Record<string, unknown> = { ':k': `${agentId}#${environment}` };
+    if (options.before !== undefined) values[':before'] = options.before;
+    for (;;) {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: SESSIONS_BY_CREATION,
+          KeyConditionExpression:
+            options.before === undefined ? 'sessionKey = :k' : 'sessionKey = :k AND createdKey < :before',
+          ExpressionAttributeValues: values,
+          ScanIndexForward: false,
+          Limit: Math.min(SESSION_LIST_PAGE, SESSION_LIST_SCAN - read),
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      const items = (page.Items ?? []) as SessionItem[];
+      for (let i = 0; i < items.length; i++) {
+        read++;
+        const item = items[i];
+        // The status is filtered here, not by a FilterExpression: a read stops at exactly `limit` matches.
+        if (options.status !== undefined && item.status !== options.status) continue;
+        sessions.push(summaryOf(item));
+        if (sessions.length === options.limit) {
+          const more = i < items.length - 1 || page.LastEvaluatedKey !== undefined;
+          return { sessions, next: more ? item.createdKey : null };
+        }
+      }
+      startKey = page.LastEvaluatedKey;
+      if (!startKey) return { sessions, next: null };
+      // Read as much as a call may: go on from the last session read, whatever its status.
+      if (read >= SESSION_LIST_SCAN) return { sessions, next: String(startKey.createdKey) };
+    }
+  }
+}
+
+const SESSIONS_BY_CREATION = 'byCreation';
+/** Sessions a query of the list reads at once. */
+const SESSION_LIST_PAGE = 200;
+
+function summaryOf(item: SessionItem): SessionSummary {
+  const { sessionId, status, flowName, currentNode, trigger, createdAt, updatedAt } = item;
+  return { sessionId, status, flowName, currentNode, trigger, createdAt, updatedAt };
 }
 
 /** The state as JSON, the oldest messages dropped while it is too large; memory and outputs are never cut. */

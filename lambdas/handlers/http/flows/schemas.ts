@@ -8,6 +8,7 @@ import {
   isBase64,
   MAX_ATTACHMENTS,
 } from '#core/flows/attachments';
+import { SESSION_STATUSES } from '#core/flows/session';
 import { environment, uuid } from '#core/knowledge/fields';
 
 /** A webhook's payload becomes session memory; it is stored with the session, so it is kept small. */
@@ -19,6 +20,23 @@ export const definitionPathSchema = z.strictObject({ agentId: uuid, environment 
 /** The body is the definition itself; it is checked by validateDefinition, which reports every problem at once. */
 export const definitionBodySchema = z.object({ agentId: uuid, environment }).catchall(z.unknown());
 export const sessionPathSchema = z.strictObject({ agentId: uuid, environment, sessionId: uuid });
+
+/** A page size from the query string: 1 to 100. */
+const queryLimit = z
+  .string()
+  .regex(/^[0-9]{1,3}$/, 'limit must be a whole number from 1 to 100')
+  .transform(Number)
+  .pipe(z.int().min(1).max(100))
+  .optional()
+  .meta({ description: 'Sessions a page holds, 1 to 100 (default 50).' });
+
+export const listSessionsSchema = z.strictObject({
+  agentId: uuid,
+  environment,
+  status: z.enum(SESSION_STATUSES).optional(),
+  limit: queryLimit,
+  nextToken: z.string().min(1).max(1000).optional(),
+});
 
 /** Longest URL of an attachment (what browsers and CDNs commonly accept). */
 const ATTACHMENT_URL_MAX_LENGTH = 2048;

@@ -21,7 +21,7 @@ import {
 } from '#adapters/index/lexical-store';
 import type { DatasetRef } from '#core/knowledge/document';
 import type { IndexedChunk, IndexFilter } from '#ports/processing';
-import { chunksOf } from '../../../helpers/chunks';
+import { chunksOf, NO_METADATA } from '../../../helpers/chunks';
 
 const scope: DatasetRef = { agentId: 'agent-1', environment: 'development', knowledgeBaseId: 'kb-1' };
 
@@ -85,14 +85,7 @@ describe('the lexical store', () => {
     expect(all.documents.get('doc-1')?.map(termsOf)).toEqual([['cat 1', 'dog 1'], ['cat 1']]);
     expect(store.changesSince('d', 2, 0).documents.size).toBe(0);
     store.setDocument('d', 'doc-1', null);
-    store.setMetadata('d', 'doc-2', {
-      label1: 'red',
-      label2: null,
-      svc_internal_meta1: 'm',
-      svc_internal_meta2: null,
-      svc_internal_meta3: null,
-      svc_internal_meta4: null,
-    });
+    store.setMetadata('d', 'doc-2', { ...NO_METADATA, label1: 'red', svc_internal_meta1: 'm' });
     const since = store.changesSince('d', 2, 0);
     expect(since.generation).toBe(4);
     expect(since.documents.get('doc-1')).toEqual([]);
@@ -100,20 +93,11 @@ describe('the lexical store', () => {
     expect(termsOf(since.documents.get('doc-2')?.[0] as ChunkTerms)).toEqual(['fish 1']);
     expect(store.storedChunk('d', 'doc-2', 0)).toMatchObject({ label1: 'red', svc_internal_meta1: 'm' });
     // Metadata of a document the store does not hold changes nothing.
-    store.setMetadata('d', 'missing', { ...NO_LABELS, label1: 'x' });
+    store.setMetadata('d', 'missing', { ...NO_METADATA, label1: 'x' });
     expect(store.generation('d')).toBe(4);
     store.close();
   });
 });
-
-const NO_LABELS = {
-  label1: null,
-  label2: null,
-  svc_internal_meta1: null,
-  svc_internal_meta2: null,
-  svc_internal_meta3: null,
-  svc_internal_meta4: null,
-};
 
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -243,7 +227,7 @@ describe('the postings', () => {
       if (!document) continue;
       const chunks = document.chunks.map((chunk) => ({ ...chunk, label1: 'red' }));
       documents.set(document.id, { id: document.id, chunks });
-      writer.setMetadata('d', document.id, { ...NO_LABELS, label1: 'red' });
+      writer.setMetadata('d', document.id, { ...NO_METADATA, label1: 'red' });
     }
     check();
     expect(compared).toBeGreaterThan(2000);

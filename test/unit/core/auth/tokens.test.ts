@@ -6,6 +6,17 @@ import { InMemoryTokenStore } from '../../../helpers/in-memory-ports';
 const NOW = new Date('2026-01-02T00:00:00.000Z');
 const memoryTokens = () => new InMemoryTokenStore();
 
+/** A token of org-1 with scope dashboard, and whatever `fields` change. */
+const issue = (tokens: InMemoryTokenStore, fields: { expiresAt?: string } = {}) =>
+  issueToken(tokens, {
+    organizationId: 'org-1',
+    tokenId: 't-1',
+    scopes: ['dashboard'],
+    name: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    ...fields,
+  });
+
 describe('tokens', () => {
   it('stores only the SHA-256 of a token', async () => {
     const tokens = memoryTokens();
@@ -25,13 +36,7 @@ describe('tokens', () => {
 
   it('authenticates the stored token and nothing else', async () => {
     const tokens = memoryTokens();
-    const { token } = await issueToken(tokens, {
-      organizationId: 'org-1',
-      tokenId: 't-1',
-      scopes: ['dashboard'],
-      name: null,
-      createdAt: '2026-01-01T00:00:00.000Z',
-    });
+    const { token } = await issue(tokens);
     await expect(authenticate(tokens, `Bearer ${token}`, NOW)).resolves.toEqual({
       organizationId: 'org-1',
       tokenId: 't-1',
@@ -45,14 +50,7 @@ describe('tokens', () => {
 
   it('refuses an expired token, from the instant it expires', async () => {
     const tokens = memoryTokens();
-    const { token } = await issueToken(tokens, {
-      organizationId: 'org-1',
-      tokenId: 't-1',
-      scopes: ['dashboard'],
-      name: null,
-      createdAt: '2026-01-01T00:00:00.000Z',
-      expiresAt: '2026-01-02T00:00:00.000Z',
-    });
+    const { token } = await issue(tokens, { expiresAt: '2026-01-02T00:00:00.000Z' });
     await expect(authenticate(tokens, `Bearer ${token}`, new Date('2026-01-01T23:59:59.999Z'))).resolves.toMatchObject({
       tokenId: 't-1',
     });
@@ -61,13 +59,7 @@ describe('tokens', () => {
 
   it('records its use once a minute, and a failure to record it refuses nothing', async () => {
     const tokens = memoryTokens();
-    const { token, record } = await issueToken(tokens, {
-      organizationId: 'org-1',
-      tokenId: 't-1',
-      scopes: ['dashboard'],
-      name: null,
-      createdAt: '2026-01-01T00:00:00.000Z',
-    });
+    const { token, record } = await issue(tokens);
     expect(record.prefix).toBe(token.slice(0, 8));
     const at = (iso: string) => authenticate(tokens, `Bearer ${token}`, new Date(iso));
     const lastUsed = async () => (await tokens.getByHash(record.tokenHash))?.lastUsedAt;

@@ -306,6 +306,7 @@ it('gives the message back when a checkpoint cannot be written, and the run goes
   const flaky = {
     get: sessions.get.bind(sessions),
     create: sessions.create.bind(sessions),
+    list: sessions.list.bind(sessions),
     save: async (session: FlowSession, expectedVersion: number) => {
       if (failNextSave && session.run?.next?.node === 'After') {
         failNextSave = false;

@@ -306,6 +306,7 @@ it('writes what the invocation recorded even when storing the session throws', a
   const failingStore = {
     get: sessions.get.bind(sessions),
     create: sessions.create.bind(sessions),
+    list: sessions.list.bind(sessions),
     save: async () => {
       saves += 1;
       throw new Error('DynamoDB is unavailable');
