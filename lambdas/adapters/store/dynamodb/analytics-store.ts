@@ -284,8 +284,8 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
 
   /**
    * Primary course: walk the one index of the filters backwards (newest first) within the position range, reading
-   * keys only; discard the first `offset` entries, keep `limit`, read one more to know whether a next page exists;
-   * then fetch those records from the table.
+   * keys only; count past the first `offset` entries without reading them, keep `limit`, read one more to know
+   * whether a next page exists; then fetch those records from the table.
    */
   async query(query: AnalyticsEventQuery): Promise<AnalyticsEventPage> {
     const range = positionRange(query);
@@ -310,32 +310,41 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
       values[':lower'] = range.lower;
     }
 
-    const wanted = query.offset + query.limit + 1;
-    const page: Item[] = [];
-    let seen = 0;
+    const base = {
+      TableName: this.tableName,
+      IndexName: index.indexName,
+      KeyConditionExpression: condition,
+      // TTL deletes within days of expiry, not at once: an expired event is never returned.
+      FilterExpression: 'expiresAt > :now',
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ScanIndexForward: false,
+    };
+    // Skip `offset` entries by counting them (Select COUNT: the engine returns no items), from where the last
+    // count stopped. A Limit bounds the entries read, the filter then drops the expired ones: the loop counts again
+    // until `offset` live entries are behind it.
     let startKey: Record<string, unknown> | undefined;
+    let skipped = 0;
+    while (skipped < query.offset) {
+      const counted = await this.client.send(
+        new QueryCommand({ ...base, Select: 'COUNT', Limit: query.offset - skipped, ExclusiveStartKey: startKey }),
+      );
+      skipped += counted.Count ?? 0;
+      startKey = counted.LastEvaluatedKey;
+      if (!startKey) return { events: [] };
+    }
+    const wanted = query.limit + 1;
+    const page: Item[] = [];
     do {
       const result = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: index.indexName,
-          KeyConditionExpression: condition,
-          // TTL deletes within days of expiry, not at once: an expired event is never returned.
-          FilterExpression: 'expiresAt > :now',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ScanIndexForward: false,
-          Limit: wanted - seen,
-          ExclusiveStartKey: startKey,
-        }),
+        new QueryCommand({ ...base, Limit: wanted - page.length, ExclusiveStartKey: startKey }),
       );
       for (const item of result.Items ?? []) {
-        if (seen >= query.offset) page.push(item);
-        seen += 1;
-        if (seen >= wanted) break;
+        page.push(item);
+        if (page.length >= wanted) break;
       }
       startKey = result.LastEvaluatedKey;
-    } while (seen < wanted && startKey);
+    } while (page.length < wanted && startKey);
 
     const keys = page.slice(0, query.limit);
     const records = await this.getItems(

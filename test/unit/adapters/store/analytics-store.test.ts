@@ -318,6 +318,32 @@ describe('writes', () => {
     expect((await store.query(baseQuery())).events).toHaveLength(5);
   });
 
+  it('skips an offset of live events only, when expired ones TTL has not removed yet lie among them', async () => {
+    const table = await newTable();
+    const clock = clockAt(START);
+    const shortLived = new DynamoAnalyticsStore(client, table, {
+      clock,
+      retentionDays: 1,
+      sleep: async () => undefined,
+    });
+    const kept = storeOn(table, clock);
+    const live: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      clock.ms += 1000;
+      const written = event();
+      // Two expired events, then a live one, and so on: every count of the skip meets expired entries.
+      await (i % 3 === 2 ? kept : shortLived).write([written]);
+      if (i % 3 === 2) live.unshift(written.eventKey);
+    }
+    const later = new Date(START + 2 * 86_400_000);
+    const keyOf = (payload: unknown) => `key-${(payload as { n: number }).n}`;
+    for (let offset = 0; offset <= live.length + 1; offset++) {
+      const page = await kept.query(baseQuery({ now: later, limit: 3, offset }));
+      expect(page.events.map((e) => keyOf(e.payload))).toEqual(live.slice(offset, offset + 3));
+      expect(page.next !== undefined).toBe(offset + 3 < live.length);
+    }
+  });
+
   it('sets expiresAt from the retention, and stops returning an event once it has expired', async () => {
     const table = await newTable();
     const store = new DynamoAnalyticsStore(client, table, { clock: clockAt(START), retentionDays: 30 });
