@@ -5,6 +5,7 @@
  * events each run recorded, queried by session and by event name, for the organization that owns the agent only.
  * The model is the offline one (no model configured), which any deployment without Bedrock or MODEL_BASE_URL runs.
  */
+import { randomUUID } from 'node:crypto';
 import { crmFlow, refundFlow } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
@@ -162,7 +163,16 @@ it('lists the sessions newest first, a page at a time, filtered by status; a bad
   expect(completed.body.data.every((s) => s.status === 'completed')).toBe(true);
   expect(completed.body.data.map((s) => s.sessionId)).not.toContain(started[1]);
 
+  // A caller may start a session with an id of its own, in upper case: the newest, so a token points at it.
+  const ownId = randomUUID().toUpperCase();
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  expect((await webhook({ sessionId: ownId, customer: { name: 'Grace' } })).status).toBe(200);
   const first = await call<Page>('GET', path, { query: { limit: '1' } });
+  expect(first.body.data.map((s) => s.sessionId)).toEqual([ownId]);
+  const second = await call<Page>('GET', path, { query: { limit: '1', nextToken: first.body.nextToken as string } });
+  expect(second.status).toBe(200);
+  expect(second.body.data).toHaveLength(1);
+  expect(second.body.data[0].sessionId).not.toBe(ownId);
   const refusals: [Record<string, string>, string][] = [
     [{ limit: '0' }, 'limit'],
     [{ limit: '101' }, 'limit'],
@@ -178,4 +188,8 @@ it('lists the sessions newest first, a page at a time, filtered by status; a bad
     expect(refused.body.error.code).toBe('VALIDATION_ERROR');
     expect(refused.body.error.details[0].field).toBe(field);
   }
+  const mismatch = await call<{ error: { details: { rule: string }[] } }>('GET', path, {
+    query: { status: 'paused', nextToken: first.body.nextToken as string },
+  });
+  expect(mismatch.body.error.details[0].rule).toBe('nextToken.query');
 });

@@ -14,8 +14,8 @@ import type { SessionStatus } from './session';
 export const DEFAULT_SESSION_PAGE = 50;
 
 const VERSION = 1;
-/** `<createdAt>#<sessionId>` as sessionPosition writes it. */
-const POSITION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9a-f-]{36}$/;
+/** `<createdAt>#<sessionId>` as sessionPosition writes it (a caller may start a session with an upper-case id). */
+const POSITION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9A-Fa-f-]{36}$/;
 
 interface ListIdentity {
   readonly agentId: string;
