@@ -9,7 +9,7 @@
  */
 import type { IndexFilter } from '#ports/processing';
 import { scoreOfSum, termValue, type WeightedQuery } from './lexical-score';
-import type { ChunkTerms, LexicalStore } from './lexical-store';
+import { type ChunkTerms, forEachTermPair, type LexicalStore } from './lexical-store';
 
 /** A scored chunk: its document and position (the store's key of its fields). */
 export interface PostingHit {
@@ -136,13 +136,7 @@ export class LexicalPostings {
     const slots = this.slotsByDocument.get(chunk.document);
     if (slots) slots.push(slot);
     else this.slotsByDocument.set(chunk.document, [slot]);
-    const bytes = chunk.terms;
-    if (!bytes) return;
-    // termPairs, inlined: this loop runs once for every posting of a dataset when a process first reads it.
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    for (let offset = 0; offset + 8 <= bytes.byteLength; offset += 8) {
-      this.addPosting(view.getUint32(offset, true), slot, Math.min(view.getUint32(offset + 4, true), 0xffff));
-    }
+    forEachTermPair(chunk.terms, (id, count) => this.addPosting(id, slot, Math.min(count, 0xffff)));
   }
 
   private addPosting(id: number, slot: number, count: number): void {

@@ -23,7 +23,7 @@ export interface LexicalChunk extends Pick<IndexedChunk, 'chunkId' | 's3Key' | '
 
 /**
  * What the in-memory postings read of a chunk: no text; its distinct terms by id, each with its count in the chunk, as
- * pairs of little-endian uint32 (`termPairs` reads them).
+ * pairs of little-endian uint32 (`forEachTermPair` reads them).
  */
 export interface ChunkTerms {
   readonly document: string;
@@ -73,7 +73,9 @@ const SCHEMA = `
   CREATE UNIQUE INDEX IF NOT EXISTS chunks_by_position ON chunks (dataset, document, position);
 `;
 
-const STORED_COLUMNS = ['chunkId', 's3Key', 'position', 'text', ...CHUNK_METADATA_KEYS].join(', ');
+/** The fields a hit returns, in the order of the columns that hold them. */
+const STORED_FIELDS = ['chunkId', 's3Key', 'position', 'text', ...CHUNK_METADATA_KEYS] as const;
+const STORED_COLUMNS = STORED_FIELDS.join(', ');
 const TERMS_COLUMNS = 'document, position, length, label1, label2, terms';
 
 /**
@@ -180,7 +182,7 @@ export class LexicalStore {
       deleteChunks: prepare('DELETE FROM chunks WHERE dataset = ? AND document = ?'),
       putChunk: prepare(
         `INSERT INTO chunks (dataset, document, length, terms, ${STORED_COLUMNS}) ` +
-          `VALUES (?, ?, ?, ?, ${['chunkId', 's3Key', 'position', 'text', ...CHUNK_METADATA_KEYS].map(() => '?').join(', ')})`,
+          `VALUES (?, ?, ?, ?, ${STORED_FIELDS.map(() => '?').join(', ')})`,
       ),
       storedChunk: prepare(`SELECT ${STORED_COLUMNS} FROM chunks WHERE dataset = ? AND document = ? AND position = ?`),
       setMetadata: prepare(
@@ -286,7 +288,7 @@ export class LexicalStore {
     const change = new Map<number, number>();
     const stored = statements.documentTerms.all(dataset, document) as unknown as ChunkTerms[];
     for (const row of stored) {
-      for (const [id] of termPairs(row.terms)) change.set(id, (change.get(id) ?? 0) - 1);
+      forEachTermPair(row.terms, (id) => change.set(id, (change.get(id) ?? 0) - 1));
     }
     const ids = this.termIdsOf(dataset, chunks);
     const encoded = chunks.map((chunk) => {
@@ -307,11 +309,7 @@ export class LexicalStore {
         document,
         chunk.length,
         encoded[i],
-        chunk.chunkId,
-        chunk.s3Key,
-        chunk.position,
-        chunk.text,
-        ...CHUNK_METADATA_KEYS.map((key) => chunk[key]),
+        ...STORED_FIELDS.map((field) => chunk[field]),
       );
     });
     this.touchDocument(dataset, document);
@@ -388,11 +386,14 @@ function encodePairs(pairs: readonly [number, number][]): Uint8Array {
   return bytes;
 }
 
-/** The (id, count) pairs of a chunk's stored terms. */
-export function* termPairs(bytes: Uint8Array | null): Generator<[number, number]> {
+/**
+ * Calls `visit` with each (id, count) pair of a chunk's stored terms. A callback, not a generator: the postings run it
+ * once for every posting of a dataset when a process first reads it.
+ */
+export function forEachTermPair(bytes: Uint8Array | null, visit: (id: number, count: number) => void): void {
   if (!bytes) return;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let offset = 0; offset + 8 <= bytes.byteLength; offset += 8) {
-    yield [view.getUint32(offset, true), view.getUint32(offset + 4, true)];
+    visit(view.getUint32(offset, true), view.getUint32(offset + 4, true));
   }
 }

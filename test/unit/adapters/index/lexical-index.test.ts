@@ -14,10 +14,10 @@ import { LexicalPostings, passes } from '#adapters/index/lexical-postings';
 import { lexicalScore, weightedQuery } from '#adapters/index/lexical-score';
 import {
   type ChunkTerms,
+  forEachTermPair,
   LEXICAL_STORE_FILE,
   LexicalStore,
   lexicalChunksOf,
-  termPairs,
 } from '#adapters/index/lexical-store';
 import type { DatasetRef } from '#core/knowledge/document';
 import type { IndexedChunk, IndexFilter } from '#ports/processing';
@@ -81,7 +81,11 @@ describe('the lexical store', () => {
     expect(all.generation).toBe(2);
     expect([...all.documents.keys()].sort()).toEqual(['doc-1', 'doc-2']);
     const ids = new Map(all.terms.map(({ term, id }) => [id, term]));
-    const termsOf = (chunk: ChunkTerms) => [...termPairs(chunk.terms)].map(([id, count]) => `${ids.get(id)} ${count}`);
+    const termsOf = (chunk: ChunkTerms) => {
+      const pairs: string[] = [];
+      forEachTermPair(chunk.terms, (id, count) => pairs.push(`${ids.get(id)} ${count}`));
+      return pairs;
+    };
     expect(all.documents.get('doc-1')?.map(termsOf)).toEqual([['cat 1', 'dog 1'], ['cat 1']]);
     expect(store.changesSince('d', 2, 0).documents.size).toBe(0);
     store.setDocument('d', 'doc-1', null);
