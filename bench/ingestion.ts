@@ -22,7 +22,7 @@ import type { DocumentRef } from '#ports/processing';
 import { type LocalRuntime, startLocalRuntime } from '../lib/local/runtime';
 import { type CorpusFile, smallDocuments, writeLargeDocument } from './ingestion-corpus';
 import type { MemoryReport } from './ingestion-memory';
-import type { Benchmark, BenchRow, BenchSection } from './report';
+import { type Benchmark, type BenchRow, type BenchSection, loadAverageAfter } from './report';
 
 const DEFAULT_DOCUMENTS = 1000;
 const UPLOADS_IN_FLIGHT = 20;
@@ -459,7 +459,7 @@ async function run(): Promise<BenchSection> {
     },
     ...memoryRows,
   ];
-  notes.push(`Load average after: ${loadavg()[0].toFixed(2)} (2 cores; other processes on the machine count too).`);
+  notes.push(loadAverageAfter());
   return { title: 'Ingestion (local runtime)', notes, rows };
 }
 

@@ -20,7 +20,7 @@ import {
   seedDocuments,
   settleAndCheck,
 } from './load-driver';
-import type { Benchmark, BenchRow, BenchSection } from './report';
+import { type Benchmark, type BenchRow, type BenchSection, loadAverageAfter } from './report';
 
 const SIZE = { uploads: 200, queries: 50 } as const;
 const SEEDS = 3;
@@ -96,7 +96,7 @@ async function run(): Promise<BenchSection> {
       baselineName: 'one after another (1 / upload → ready alone)',
       reading: 'higher is better: what concurrency gains',
     });
-    notes.push(`Load average after: ${loadavg()[0].toFixed(2)} (2 cores; other processes on the machine count too).`);
+    notes.push(loadAverageAfter());
     return { title: 'Load (local runtime)', notes, rows };
   } finally {
     await runtime.stop();

@@ -17,7 +17,7 @@ import {
   QUALITY_QUERIES,
   RECALL_AT,
 } from '../test/quality/quality-figures';
-import type { Benchmark, BenchRow, BenchSection } from './report';
+import { type Benchmark, type BenchRow, type BenchSection, loadAverageAfter } from './report';
 
 const SOURCES: readonly CorpusSource[] = ['man', 'doc', 'npm'];
 const NAMES: Record<CorpusSource, string> = {
@@ -71,7 +71,7 @@ async function run(): Promise<BenchSection> {
         },
       );
     }
-    notes.push(`Load average after: ${loadavg()[0].toFixed(2)} (2 cores; other processes on the machine count too).`);
+    notes.push(loadAverageAfter());
     return { title: 'Retrieval quality (local index, lexical, against plain BM25)', notes, rows };
   } finally {
     await index.close();

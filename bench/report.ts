@@ -2,6 +2,7 @@
  * The shape every benchmark reports in: each figure beside a baseline measured in the same run, and their ratio.
  * `npm run bench` (bench/run.ts) prints all sections and writes bench/RESULTS.md.
  */
+import { loadavg } from 'node:os';
 
 export interface BenchRow {
   /** What was measured, e.g. `query sessionId, 100k events`. */
@@ -44,6 +45,11 @@ export function renderSection(section: BenchSection): string {
 }
 
 /** Median of `count` timed runs of `fn`, in milliseconds (after `warmup` untimed runs). */
+/** The note every section ends with: the machine's load when it finished. */
+export function loadAverageAfter(): string {
+  return `Load average after: ${loadavg()[0].toFixed(2)} (2 cores; other processes on the machine count too).`;
+}
+
 export async function medianMs(fn: () => Promise<unknown>, count = 15, warmup = 3): Promise<number> {
   for (let i = 0; i < warmup; i += 1) await fn();
   const times: number[] = [];
