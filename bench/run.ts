@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { analyticsBenchmark } from './analytics';
+import { documentListBenchmark } from './document-list';
 import { ingestionBenchmark } from './ingestion';
 import { loadBenchmark } from './load';
 import { qualityBenchmark } from './quality';
@@ -19,6 +20,7 @@ import { retrievalBenchmark } from './retrieval';
 
 const BENCHMARKS: Benchmark[] = [
   analyticsBenchmark,
+  documentListBenchmark,
   ingestionBenchmark,
   retrievalBenchmark,
   qualityBenchmark,

@@ -190,6 +190,15 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Delete a document',
   },
   {
+    id: 'ListDocuments',
+    method: 'GET',
+    path: `${KNOWLEDGE}/list`,
+    handler: http('knowledge/list-documents'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, documents: 'read' } },
+    summary: 'Documents of a knowledge base, newest first, with the counts per status of the whole dataset',
+  },
+  {
     id: 'RetryDocument',
     method: 'POST',
     path: `${KNOWLEDGE}/retry`,

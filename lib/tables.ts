@@ -56,18 +56,24 @@ export const TABLES: Record<TableName, TableSchema> = {
       },
     ],
   },
-  /** `tenantKey` = `<agentId>#<environment>#<knowledgeBaseId>`: one partition per dataset. */
+  /**
+   * `tenantKey` = `<agentId>#<environment>#<knowledgeBaseId>`: one partition per dataset, which also holds the
+   * dataset's counters item (documentId `#counts`).
+   */
   documents: {
     partitionKey: 'tenantKey',
     sortKey: 'documentId',
-    // Sparse: `pendingKey` exists only while a document is `uploaded`, so the watchdog reads just those.
     indexes: [
+      // Sparse: `pendingKey` exists only while a document is `uploaded`, so the watchdog reads just those.
       {
         indexName: 'pending',
         partitionKey: { name: 'pendingKey' },
         sortKey: { name: 'updatedAt' },
         nonKeyAttributes: [],
       },
+      // The document list, newest first: `listKey` = `<createdAt>#<documentId>`, written when a document is
+      // created (never on a reservation or the counters), with every attribute, as GET answers.
+      { indexName: 'byCreation', partitionKey: { name: 'tenantKey' }, sortKey: { name: 'listKey' } },
     ],
   },
   /**

@@ -124,6 +124,32 @@ export interface ContentFields {
   readonly updatedAt: string;
 }
 
+export interface DocumentCounts {
+  readonly uploaded: number;
+  readonly ready: number;
+  readonly failed: number;
+  readonly total: number;
+}
+
+export interface DocumentListQuery {
+  readonly limit: number;
+  readonly status?: DocumentStatus;
+  readonly label1?: string;
+  readonly label2?: string;
+  /** Matches file names that start with it (case and accents as written). */
+  readonly fileNamePrefix?: string;
+  /** A position from documentPosition: the page starts after it. */
+  readonly before?: string;
+}
+
+/** Documents a list reads at most in one call (a position to go on from is answered past it). */
+export const DOCUMENT_LIST_SCAN = 1000;
+
+/** A document's position in the list: `<createdAt>#<documentId>`. */
+export function documentPosition(doc: Pick<DocumentRecord, 'createdAt' | 'documentId'>): string {
+  return `${doc.createdAt}#${doc.documentId}`;
+}
+
 export interface DocumentStore {
   get(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined>;
   /**
@@ -173,6 +199,16 @@ export interface DocumentStore {
   ): Promise<DocumentRecord | undefined>;
   /** Removes the record; returns what was removed. */
   delete(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined>;
+  /** How many documents of the dataset are in each status, exact (reservations are not documents). */
+  counts(ref: DatasetRef): Promise<DocumentCounts>;
+  /** Drops the dataset's counters: the last step of its knowledge base's deletion, once no document is left. */
+  forgetCounts(ref: DatasetRef): Promise<void>;
+  /**
+   * Documents of the dataset (never reservations), newest first (by `createdAt`, then id), those that match every
+   * filter given, before the position `before` when given. Reads at most DOCUMENT_LIST_SCAN documents a call: `next`
+   * is where the next call goes on (null: no more), and a page with rare matches can hold fewer than `limit`.
+   */
+  list(ref: DatasetRef, query: DocumentListQuery): Promise<{ documents: DocumentRecord[]; next: string | null }>;
   /**
    * Every record of a dataset, reservations included. `pageSize` bounds each read from the store, for a caller that
    * stops early (the knowledge base deletion takes one page at a time).

@@ -28,6 +28,7 @@ import dynalite from 'dynalite';
 import { config } from '#shared/config';
 import type { TableName } from '../routes';
 import { TABLES, type TableSchema } from '../tables';
+import { serveTransactions } from './dynamo-transactions';
 import {
   guardServer,
   LOCAL_REGION,
@@ -199,6 +200,8 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
       deleteTableMs: 0,
       updateTableMs: 0,
     });
+    // Transactions first: the signature check then guards them with the rest.
+    serveTransactions(dynamo, credentials, LOCAL_REGION);
     guardServer(dynamo, credentials, 'dynamodb');
     const dynamoAddress = await listen(dynamo, options.host);
     stops.push(() => new Promise((resolve) => dynamo.close(resolve)));

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
+import { serveTransactions } from '../../lib/local/dynamo-transactions';
 import { createTableInput } from '../../lib/local/engines';
 import type { TableSchema } from '../../lib/tables';
 
@@ -15,6 +16,7 @@ export interface LocalDynamo {
 
 export async function startDynalite(): Promise<LocalDynamo> {
   const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  serveTransactions(server, { accessKeyId: 'local', secretAccessKey: 'local' }, 'us-east-1');
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const client = DynamoDBDocumentClient.from(

@@ -22,17 +22,21 @@ import type {
   ProcessingQueue,
   PutConditions,
 } from '#ports/services';
-import type {
-  AgentRecord,
-  AgentStore,
-  ContentFields,
-  DocumentStore,
-  KnowledgeBaseDeletion,
-  KnowledgeBaseRecord,
-  KnowledgeBaseStore,
-  TokenRecord,
-  TokenStore,
-  UploadSessionStore,
+import {
+  type AgentRecord,
+  type AgentStore,
+  type ContentFields,
+  DOCUMENT_LIST_SCAN,
+  type DocumentCounts,
+  type DocumentListQuery,
+  type DocumentStore,
+  documentPosition,
+  type KnowledgeBaseDeletion,
+  type KnowledgeBaseRecord,
+  type KnowledgeBaseStore,
+  type TokenRecord,
+  type TokenStore,
+  type UploadSessionStore,
 } from '#ports/stores';
 import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '#ports/zip-jobs';
 import { recordingMetrics } from './metrics';
@@ -271,6 +275,33 @@ export class InMemoryDocumentStore implements DocumentStore {
     const doc = this.dataset(ref).get(documentId);
     this.dataset(ref).delete(documentId);
     return doc && copy(doc);
+  }
+
+  async counts(ref: DatasetRef): Promise<DocumentCounts> {
+    const counts = { uploaded: 0, ready: 0, failed: 0 };
+    for (const doc of this.dataset(ref).values()) if (doc.status !== 'reserved') counts[doc.status] += 1;
+    return { ...counts, total: counts.uploaded + counts.ready + counts.failed };
+  }
+
+  async forgetCounts(): Promise<void> {}
+
+  async list(ref: DatasetRef, query: DocumentListQuery) {
+    const all = [...this.dataset(ref).values()]
+      .filter((doc) => doc.status !== 'reserved')
+      .map((doc) => ({ doc, position: documentPosition(doc) }))
+      .filter(({ position }) => query.before === undefined || position < query.before)
+      .sort((a, b) => (a.position < b.position ? 1 : -1));
+    const documents: DocumentRecord[] = [];
+    for (const [i, { doc, position }] of all.entries()) {
+      if (i >= DOCUMENT_LIST_SCAN) return { documents, next: all[i - 1].position };
+      if (query.status !== undefined && doc.status !== query.status) continue;
+      if (query.label1 !== undefined && doc.label1 !== query.label1) continue;
+      if (query.label2 !== undefined && doc.label2 !== query.label2) continue;
+      if (query.fileNamePrefix !== undefined && !doc.fileName.startsWith(query.fileNamePrefix)) continue;
+      documents.push(copy(doc));
+      if (documents.length === query.limit) return { documents, next: i < all.length - 1 ? position : null };
+    }
+    return { documents, next: null };
   }
 
   async *listDataset(ref: DatasetRef): AsyncIterable<DocumentRecord> {

@@ -8,7 +8,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBDocumentClient, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
-import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
+import { DynamoDocumentStore, tenantKey } from '#adapters/store/dynamodb/document-store';
 import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 import { readEnginesFile } from '../../lib/local/data-folder';
 import { LOCAL_REGION } from '../../lib/local/engine-credentials';
@@ -16,6 +16,8 @@ import { DOCUMENTS_BUCKET } from '../../lib/local/engines';
 
 export interface Remains {
   readonly documents: Record<Environment, number>;
+  /** The counters items (documentId `#counts`) of its datasets, one per environment that ever held a document. */
+  readonly counters: number;
   readonly objects: readonly string[];
   readonly chunks: Record<Environment, number>;
   readonly knowledgeBaseRow: boolean;
@@ -98,7 +100,13 @@ export function engineReader(dataDir: string): EngineReader {
         if (item.agentId === agentId && item.knowledgeBaseId === knowledgeBaseId) jobsOfKb.add(String(item.zipJobId));
       }
       for (const item of items) if (jobsOfKb.has(String(item.zipJobId))) zipJobItems += 1;
-      return { documents: docs, objects, chunks, knowledgeBaseRow: Item !== undefined, zipJobItems };
+      let counters = 0;
+      for (const environment of ENVIRONMENTS) {
+        const key = { tenantKey: tenantKey({ agentId, environment, knowledgeBaseId }), documentId: '#counts' };
+        const found = await dynamo.send(new GetCommand({ TableName: engines.tableNames.documents, Key: key }));
+        if (found.Item) counters += 1;
+      }
+      return { documents: docs, counters, objects, chunks, knowledgeBaseRow: Item !== undefined, zipJobItems };
     },
     close() {
       dynamo.destroy();
@@ -110,6 +118,7 @@ export function engineReader(dataDir: string): EngineReader {
 /** What a knowledge base deleted to the last trace looks like. */
 export const NOTHING_LEFT: Remains = {
   documents: { development: 0, staging: 0, production: 0 },
+  counters: 0,
   objects: [],
   chunks: { development: 0, staging: 0, production: 0 },
   knowledgeBaseRow: false,

@@ -118,6 +118,7 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   }
   const before = await engines.remains(prod.agentId, prod.knowledgeBaseId, [zipJobId]);
   expect(before.documents).toEqual({ development: 3, staging: 1, production: 2 });
+  expect(before.counters).toBe(3);
   expect(before.objects.some((key) => key.includes('/_versions/'))).toBe(true);
   expect(before.chunks.production).toBeGreaterThan(0);
 

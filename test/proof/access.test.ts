@@ -114,7 +114,8 @@ const envPath = (f: Fixtures) => ({ agentId: f.a.agentId, environment: f.a.envir
 const kbPath = (f: Fixtures) => ({ agentId: f.a.agentId, knowledgeBaseId: f.a.knowledgeBaseId });
 const kbInEnvPath = (f: Fixtures) => ({ ...envPath(f), knowledgeBaseId: f.a.knowledgeBaseId });
 const notFound = (code: string): OtherOrg => ({ status: 404, code });
-const ids = (body: Body, key = 'agentId') => (body.data as Record<string, string>[]).map((item) => item[key]);
+const ids = (body: Body, key = 'agentId', list = 'data') =>
+  (body[list] as Record<string, string>[]).map((item) => item[key]);
 
 /** Org B lists its own agents: its agent is there, org A's is not. */
 const onlyOrgBAgents: OtherOrg = {
@@ -169,6 +170,15 @@ const ROWS: Record<string, Row> = {
     success: 200,
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body, f) => expect(body).toMatchObject({ s3Key: f.s3KeyToDelete, deleted: true }),
+  },
+  ListDocuments: {
+    request: (f) => ({ query: { ...dataset(f), limit: '100' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) => {
+      expect(ids(body, 's3Key', 'documents')).toContain(f.s3Key);
+      expect((body.counts as { total: number }).total).toBeGreaterThan(0);
+    },
   },
   RetryDocument: {
     request: (f) => ({ body: { ...dataset(f), s3Key: f.failedS3Key } }),

@@ -133,6 +133,7 @@ export async function runKnowledgeBaseDeletionPage(
   for (const job of jobs) await deps.zipJobs.delete(job.zipJobId);
   // Again: a configuration PUT that checked the knowledge base just before it was marked may have named it since.
   await removeFromDefaultRetrieval(deps, agentId, knowledgeBaseId);
+  for (const environment of ENVIRONMENTS) await deps.documents.forgetCounts({ agentId, environment, knowledgeBaseId });
   await deps.knowledgeBases.removeDeleted(agentId, knowledgeBaseId);
   return 'ready';
 }

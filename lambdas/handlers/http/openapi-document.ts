@@ -24,6 +24,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   GetDocument: knowledge.documentQuerySchema,
   DeleteDocument: knowledge.documentQuerySchema,
   RetryDocument: knowledge.documentQuerySchema,
+  ListDocuments: knowledge.listDocumentsSchema,
   CreateAgent: dashboard.createAgentSchema,
   ListAgents: dashboard.noInputSchema,
   GetAgent: dashboard.agentPathSchema,

@@ -1,23 +1,72 @@
 /**
  * DocumentStore on DynamoDB: documents by dataset; conditional writes carry the state rules (reserved → uploaded →
  * ready | failed), and a sparse index finds the ones still `uploaded` (lib/tables.ts).
+ *
+ * Each dataset's partition also holds one counters item (documentId `#counts`, which no document id can be: they
+ * start with a letter or digit): how many documents are `uploaded`, `ready` and `failed`. Every write that changes a
+ * document's counted status is one transaction with the counters' `ADD`, so the counts are exact whatever races and
+ * retries happen; a write whose condition fails changes neither.
  */
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
+  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '#core/knowledge/document';
+import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus, StoredStatus } from '#core/knowledge/document';
 import type { Environment, MetadataChanges } from '#core/knowledge/fields';
-import type { ContentFields, DocumentStore } from '#ports/stores';
+import {
+  type ContentFields,
+  DOCUMENT_LIST_SCAN,
+  type DocumentCounts,
+  type DocumentListQuery,
+  type DocumentStore,
+  documentPosition,
+} from '#ports/stores';
 import { setExpression, unlessConditionFails } from './expressions';
 import { queryAll } from './queries';
 
 /** Value of `pendingKey` while a document waits for processing (the watchdog's sparse index). */
 const PENDING = 'uploaded';
+/** The sort key of a dataset's counters item. */
+const COUNTS_ID = '#counts';
+/** The index of listed documents by `listKey` (`<createdAt>#<documentId>`, written when a document is created). */
+const BY_CREATION = 'byCreation';
+/** Documents a query of the list reads at once. */
+const LIST_PAGE = 200;
+/** Tries of a write whose document changed between its read and its transaction. */
+const MAX_WRITE_TRIES = 10;
+
+const COUNTED: readonly DocumentStatus[] = ['uploaded', 'ready', 'failed'];
+
+function counted(status: StoredStatus | undefined): DocumentStatus | undefined {
+  return status !== undefined && status !== 'reserved' ? status : undefined;
+}
+
+/** What a document write changes in the counters: the status it leaves and the one it takes (reserved: none). */
+interface StatusChange {
+  readonly from: StoredStatus | undefined;
+  readonly to: StoredStatus | undefined;
+}
+
+/** The first action of a cancelled transaction failed its condition (another writer changed the document first). */
+function conditionFailedFirst(error: unknown): boolean {
+  return (
+    error instanceof TransactionCanceledException && error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed'
+  );
+}
+
+/** DynamoDB cancels a transaction that meets another on the same item: it is tried again. */
+function conflicted(error: unknown): boolean {
+  return (
+    error instanceof TransactionCanceledException &&
+    (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict')
+  );
+}
 
 /** `<agentId>#<environment>#<knowledgeBaseId>`: the partition of one dataset. */
 export function tenantKey(ref: DatasetRef): string {
@@ -26,7 +75,7 @@ export function tenantKey(ref: DatasetRef): string {
 
 function withoutKeys(item: Record<string, unknown> | undefined): DocumentRecord | undefined {
   if (!item) return undefined;
-  const { tenantKey: _key, ...record } = item;
+  const { tenantKey: _key, listKey: _position, ...record } = item;
   return record as unknown as DocumentRecord;
 }
 
@@ -62,6 +111,60 @@ export class DynamoDocumentStore implements DocumentStore {
     return written !== undefined;
   }
 
+  private countsKey(ref: DatasetRef) {
+    return { tenantKey: tenantKey(ref), documentId: COUNTS_ID };
+  }
+
+  /**
+   * Runs `write` (the document's conditional Update or Delete) with the counters' change in one transaction when the
+   * counted status changes; false when the document's condition failed (nothing written).
+   */
+  private async writeCounted(
+    ref: DatasetRef,
+    write: { Update: Record<string, unknown> } | { Delete: Record<string, unknown> },
+    change: StatusChange,
+  ): Promise<boolean> {
+    const from = counted(change.from);
+    const to = counted(change.to);
+    const names: Record<string, string> = {};
+    const values: Record<string, number> = {};
+    const adds: string[] = [];
+    if (from) {
+      names['#from'] = from;
+      values[':minus'] = -1;
+      adds.push('#from :minus');
+    }
+    if (to) {
+      names['#to'] = to;
+      values[':one'] = 1;
+      adds.push('#to :one');
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              write,
+              {
+                Update: {
+                  TableName: this.tableName,
+                  Key: this.countsKey(ref),
+                  UpdateExpression: `ADD ${adds.join(', ')}`,
+                  ExpressionAttributeNames: names,
+                  ExpressionAttributeValues: values,
+                },
+              },
+            ] as never,
+          }),
+        );
+        return true;
+      } catch (error) {
+        if (conditionFailedFirst(error)) return false;
+        if (!conflicted(error) || attempt >= MAX_WRITE_TRIES) throw error;
+      }
+    }
+  }
+
   private async update(
     ref: DatasetRef,
     documentId: string,
@@ -69,7 +172,26 @@ export class DynamoDocumentStore implements DocumentStore {
     condition: string,
     values: Record<string, unknown>,
     remove: readonly string[] = [],
+    change?: StatusChange,
   ): Promise<DocumentRecord | undefined> {
+    if (change && counted(change.from) !== counted(change.to)) {
+      const parts = setExpression(fields, values, remove);
+      const written = await this.writeCounted(
+        ref,
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: this.key(ref, documentId),
+            ...parts,
+            ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+            ConditionExpression: condition,
+          },
+        },
+        change,
+      );
+      // A transaction returns no attributes: the record is read back (a later write may already show in it).
+      return written ? this.get(ref, documentId) : undefined;
+    }
     return unlessConditionFails(async () => {
       const parts = setExpression(fields, values, remove);
       const { Attributes } = await this.client.send(
@@ -96,25 +218,44 @@ export class DynamoDocumentStore implements DocumentStore {
     return this.update(
       ref,
       documentId,
-      { ...content, ...metadata, status: 'uploaded', pendingKey: PENDING, createdAt, reservedUntil: null, error: null },
+      {
+        ...content,
+        ...metadata,
+        status: 'uploaded',
+        pendingKey: PENDING,
+        createdAt,
+        listKey: documentPosition({ createdAt, documentId }),
+        reservedUntil: null,
+        error: null,
+      },
       '#status = :reserved AND uploadId = :upload',
       { ':reserved': 'reserved', ':upload': content.uploadId },
+      [],
+      { from: 'reserved', to: 'uploaded' },
     );
   }
 
-  replaceContent(
+  async replaceContent(
     ref: DatasetRef,
     documentId: string,
     content: ContentFields,
     metadata: MetadataChanges,
   ): Promise<DocumentRecord | undefined> {
-    return this.update(
-      ref,
-      documentId,
-      { ...content, ...metadata, status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null },
-      'attribute_exists(documentId) AND #status <> :reserved AND uploadId <> :upload',
-      { ':reserved': 'reserved', ':upload': content.uploadId },
-    );
+    // The status it leaves is read first and made part of the condition, so the counters move from the right one.
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.get(ref, documentId);
+      if (!current || current.status === 'reserved' || current.uploadId === content.uploadId) return undefined;
+      const updated = await this.update(
+        ref,
+        documentId,
+        { ...content, ...metadata, status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null },
+        'attribute_exists(documentId) AND #status = :from AND uploadId <> :upload',
+        { ':from': current.status, ':upload': content.uploadId },
+        [],
+        { from: current.status, to: 'uploaded' },
+      );
+      if (updated || attempt >= MAX_WRITE_TRIES) return updated;
+    }
   }
 
   patchMetadata(
@@ -147,6 +288,7 @@ export class DynamoDocumentStore implements DocumentStore {
       'attribute_exists(documentId) AND #status = :uploaded AND uploadId = :upload',
       { ':uploaded': 'uploaded', ':upload': uploadId },
       ['pendingKey'],
+      { from: 'uploaded', to: status },
     );
   }
 
@@ -173,6 +315,8 @@ export class DynamoDocumentStore implements DocumentStore {
       { status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null, updatedAt },
       'attribute_exists(documentId) AND #status = :failed AND uploadId = :upload',
       { ':failed': 'failed', ':upload': uploadId },
+      [],
+      { from: 'failed', to: 'uploaded' },
     );
   }
 
@@ -187,10 +331,83 @@ export class DynamoDocumentStore implements DocumentStore {
   }
 
   async delete(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined> {
-    const { Attributes } = await this.client.send(
-      new DeleteCommand({ TableName: this.tableName, Key: this.key(ref, documentId), ReturnValues: 'ALL_OLD' }),
+    // What is removed is read first; the delete holds only while the record is still that (status and upload).
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.get(ref, documentId);
+      if (!current) return undefined;
+      const write = {
+        TableName: this.tableName,
+        Key: this.key(ref, documentId),
+        ConditionExpression: '#status = :status AND uploadId = :upload',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: { ':status': current.status, ':upload': current.uploadId },
+      };
+      const removed =
+        counted(current.status) === undefined
+          ? (await unlessConditionFails(() => this.client.send(new DeleteCommand(write)))) !== undefined
+          : await this.writeCounted(ref, { Delete: write }, { from: current.status, to: undefined });
+      if (removed) return current;
+      if (attempt >= MAX_WRITE_TRIES) throw new Error(`document ${documentId} changed too often to be deleted`);
+    }
+  }
+
+  async counts(ref: DatasetRef): Promise<DocumentCounts> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: this.countsKey(ref), ConsistentRead: true }),
     );
-    return withoutKeys(Attributes);
+    const [uploaded, ready, failed] = COUNTED.map((status) => Number(Item?.[status] ?? 0));
+    return { uploaded, ready, failed, total: uploaded + ready + failed };
+  }
+
+  async forgetCounts(ref: DatasetRef): Promise<void> {
+    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: this.countsKey(ref) }));
+  }
+
+  async list(ref: DatasetRef, query: DocumentListQuery): Promise<{ documents: DocumentRecord[]; next: string | null }> {
+    const documents: DocumentRecord[] = [];
+    const values: Record<string, unknown> = { ':t': tenantKey(ref) };
+    if (query.before !== undefined) values[':before'] = query.before;
+    const matches = (doc: DocumentRecord) =>
+      (query.status === undefined || doc.status === query.status) &&
+      (query.label1 === undefined || doc.label1 === query.label1) &&
+      (query.label2 === undefined || doc.label2 === query.label2) &&
+      (query.fileNamePrefix === undefined || doc.fileName.startsWith(query.fileNamePrefix));
+    // Without filters every document read is listed: one more than the page tells whether another follows.
+    const filtered = [query.status, query.label1, query.label2, query.fileNamePrefix].some((f) => f !== undefined);
+    const pageSize = filtered ? LIST_PAGE : query.limit + 1;
+    let read = 0;
+    let startKey: Record<string, unknown> | undefined;
+    for (;;) {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: BY_CREATION,
+          KeyConditionExpression:
+            query.before === undefined ? 'tenantKey = :t' : 'tenantKey = :t AND listKey < :before',
+          ExpressionAttributeValues: values,
+          ScanIndexForward: false,
+          Limit: Math.min(pageSize, DOCUMENT_LIST_SCAN - read),
+          ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+        }),
+      );
+      const items = page.Items ?? [];
+      for (let i = 0; i < items.length; i++) {
+        read++;
+        const { listKey, ...rest } = items[i];
+        const doc = withoutKeys(rest) as DocumentRecord;
+        // Filtered here, not by a FilterExpression: a read stops at exactly `limit` matches.
+        if (!matches(doc)) continue;
+        documents.push(doc);
+        if (documents.length === query.limit) {
+          const more = i < items.length - 1 || page.LastEvaluatedKey !== undefined;
+          return { documents, next: more ? String(listKey) : null };
+        }
+      }
+      startKey = page.LastEvaluatedKey;
+      if (!startKey) return { documents, next: null };
+      // Read as much as a call may: go on from the last document read, whatever it holds.
+      if (read >= DOCUMENT_LIST_SCAN) return { documents, next: String(startKey.listKey) };
+    }
   }
 
   async *listDataset(ref: DatasetRef, options: { pageSize?: number } = {}): AsyncIterable<DocumentRecord> {
@@ -200,6 +417,7 @@ export class DynamoDocumentStore implements DocumentStore {
       ExpressionAttributeValues: { ':t': tenantKey(ref) },
       ...(options.pageSize ? { Limit: options.pageSize } : {}),
     })) {
+      if (item.documentId === COUNTS_ID) continue;
       yield withoutKeys(item) as DocumentRecord;
     }
   }

@@ -10,6 +10,7 @@ import {
 } from '#core/flows/attachments';
 import { SESSION_STATUSES } from '#core/flows/session';
 import { environment, uuid } from '#core/knowledge/fields';
+import { pageLimit } from '#core/paging/pages';
 
 /** A webhook's payload becomes session memory; it is stored with the session, so it is kept small. */
 export const WEBHOOK_BODY_MAX_BYTES = 64 * 1024;
@@ -21,20 +22,11 @@ export const definitionPathSchema = z.strictObject({ agentId: uuid, environment 
 export const definitionBodySchema = z.object({ agentId: uuid, environment }).catchall(z.unknown());
 export const sessionPathSchema = z.strictObject({ agentId: uuid, environment, sessionId: uuid });
 
-/** A page size from the query string: 1 to 100. */
-const queryLimit = z
-  .string()
-  .regex(/^[0-9]{1,3}$/, 'limit must be a whole number from 1 to 100')
-  .transform(Number)
-  .pipe(z.int().min(1).max(100))
-  .optional()
-  .meta({ description: 'Sessions a page holds, 1 to 100 (default 50).' });
-
 export const listSessionsSchema = z.strictObject({
   agentId: uuid,
   environment,
   status: z.enum(SESSION_STATUSES).optional(),
-  limit: queryLimit,
+  limit: pageLimit('Sessions'),
   nextToken: z.string().min(1).max(1000).optional(),
 });
 

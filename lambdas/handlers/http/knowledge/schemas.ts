@@ -6,8 +6,10 @@ import {
   documentIdentifierFields,
   exactlyOneIdentifier,
   fileName,
+  label,
   labelAndMetaFields,
 } from '#core/knowledge/fields';
+import { pageLimit } from '#core/paging/pages';
 
 /** The upload's size, when the caller knows it: signed into the URL, so S3 accepts no other length. */
 const fileSize = z.int().min(1).max(Number.MAX_SAFE_INTEGER).optional();
@@ -35,3 +37,18 @@ export const documentQuerySchema = z
   .superRefine(exactlyOneIdentifier);
 
 export const zipJobPathSchema = z.strictObject({ zipJobId: z.uuid() });
+
+export const listDocumentsSchema = z.strictObject({
+  ...datasetFields,
+  status: z.enum(['uploaded', 'ready', 'failed']).optional(),
+  label1: label.optional(),
+  label2: label.optional(),
+  fileNamePrefix: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .meta({ description: 'Lists documents whose file name starts with it (case as written).' }),
+  limit: pageLimit('Documents'),
+  nextToken: z.string().min(1).max(1000).optional(),
+});
