@@ -208,6 +208,15 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Process a failed document again from its stored file',
   },
   {
+    id: 'ListZipJobs',
+    method: 'GET',
+    path: '/api/v1/knowledge/zip-jobs',
+    handler: http('knowledge/list-zip-jobs'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, zipJobs: 'read', documents: 'read' } },
+    summary: 'ZIP imports of a knowledge base, newest first, each with its status and file count',
+  },
+  {
     id: 'GetZipJob',
     method: 'GET',
     path: '/api/v1/knowledge/zip-jobs/{zipJobId}',

@@ -71,6 +71,14 @@ export const TABLES: Record<TableName, TableSchema> = {
         sortKey: { name: 'updatedAt' },
         nonKeyAttributes: [],
       },
+      // Sparse: `zipPendingKey` (the zipJobId) exists only while a document a ZIP import created still holds that
+      // import's content and has not finished (reserved or uploaded): a job's list status reads it.
+      {
+        indexName: 'zipPending',
+        partitionKey: { name: 'zipPendingKey' },
+        sortKey: { name: 'documentId' },
+        nonKeyAttributes: [],
+      },
       // The document list, newest first: `listKey` = `<createdAt>#<documentId>`, written when a document is
       // created (never on a reservation or the counters), with every attribute, as GET answers.
       { indexName: 'byCreation', partitionKey: { name: 'tenantKey' }, sortKey: { name: 'listKey' } },
@@ -107,6 +115,9 @@ export const TABLES: Record<TableName, TableSchema> = {
         sortKey: { name: 'zipJobId' },
         nonKeyAttributes: [],
       },
+      // The list of a dataset's jobs, newest first: `datasetKey` (`<agentId>#<environment>#<knowledgeBaseId>`) and
+      // `listKey` (`<createdAt>#<zipJobId>`) only on the job item, with all its attributes.
+      { indexName: 'byDataset', partitionKey: { name: 'datasetKey' }, sortKey: { name: 'listKey' } },
     ],
   },
   /**

@@ -65,8 +65,15 @@ const browserDriver: BrowserDriver = {
         const { lambdaBrowserDriverFromEnv } = await import('./clients/lambda');
         driver = lambdaBrowserDriverFromEnv();
       } else if (choice === 'playwright') {
-        const { browserDriverFromEnv } = await import('#adapters/browser/playwright-driver');
-        driver = browserDriverFromEnv(handlerEnvironment(), models());
+        // Left out of the functions' bundles (lib/constructs/service-function.ts): only the local runtime has it.
+        const playwright = await import('#adapters/browser/playwright-driver').catch(() => undefined);
+        if (!playwright) {
+          throw new OutboundError(
+            'BROWSER_UNAVAILABLE',
+            'This function has no browser: BROWSER_DRIVER=lambda runs one',
+          );
+        }
+        driver = playwright.browserDriverFromEnv(handlerEnvironment(), models());
       } else {
         throw new OutboundError(
           'BROWSER_UNAVAILABLE',

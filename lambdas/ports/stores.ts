@@ -201,6 +201,12 @@ export interface DocumentStore {
   delete(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined>;
   /** How many documents of the dataset are in each status, exact (reservations are not documents). */
   counts(ref: DatasetRef): Promise<DocumentCounts>;
+  /**
+   * True when no document the ZIP import created is unfinished: each still holding the import's content is `ready`
+   * or `failed` (a deleted one, or one whose content was replaced since, is done with the import). Read from an index:
+   * in AWS it may lag a write by a fraction of a second.
+   */
+  zipImportFinished(zipJobId: string): Promise<boolean>;
   /** Drops the dataset's counters: the last step of its knowledge base's deletion, once no document is left. */
   forgetCounts(ref: DatasetRef): Promise<void>;
   /**

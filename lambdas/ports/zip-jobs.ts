@@ -70,6 +70,19 @@ export interface ZipJobStore {
   listOfKnowledgeBase(agentId: string, knowledgeBaseId: string): Promise<ZipJobRecord[]>;
   /** Removes the job and its file entries (the job last, so a removal cut off is found again). */
   delete(zipJobId: string): Promise<void>;
+  /**
+   * The dataset's jobs, newest first (by `createdAt`, then id), before the position `before` when given; `next` is
+   * the position the next page starts after (null: no more).
+   */
+  listOfDataset(
+    ref: DatasetRef,
+    options: { readonly limit: number; readonly before?: string },
+  ): Promise<{ jobs: ZipJobRecord[]; next: string | null }>;
+}
+
+/** A job's position in the list: `<createdAt>#<zipJobId>`. */
+export function zipJobPosition(job: Pick<ZipJobRecord, 'createdAt' | 'zipJobId'>): string {
+  return `${job.createdAt}#${job.zipJobId}`;
 }
 
 /** Reads archives and plans their files (labels, custom ids, rejections): the archive rules live behind this port. */

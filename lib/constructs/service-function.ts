@@ -54,8 +54,10 @@ export const BUNDLING: BundlingOptions = {
   target: 'node22',
   format: OutputFormat.CJS,
   // The nodejs22.x runtime ships AWS SDK v3; leaving it out keeps bundles small and cold starts short. Lambda has no
-  // browser, so playwright-core (loaded only when BROWSER_DRIVER=playwright, locally) stays out as well.
-  externalModules: ['@aws-sdk/*', 'playwright-core'],
+  // browser, so playwright-core and the driver over it (loaded only when BROWSER_DRIVER=playwright, which is the local
+  // runtime's: every function that may run a browser task gets BROWSER_DRIVER=lambda) stay out as well. The
+  // BrowserTask function, which does run Playwright, has bundling of its own (browser-task.ts).
+  externalModules: ['@aws-sdk/*', 'playwright-core', '#adapters/browser/playwright-driver'],
   forceDockerBundling: false,
   // esbuild's per-bundle size listing adds nothing to `cdk synth`; `npm run bundle-sizes` reports sizes.
   logLevel: LogLevel.WARNING,

@@ -38,7 +38,13 @@ import {
   type TokenStore,
   type UploadSessionStore,
 } from '#ports/stores';
-import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '#ports/zip-jobs';
+import {
+  type ZipJobFile,
+  type ZipJobRecord,
+  type ZipJobStatus,
+  type ZipJobStore,
+  zipJobPosition,
+} from '#ports/zip-jobs';
 import { recordingMetrics } from './metrics';
 
 /** Records are copied in and out, as a database would: a caller never mutates what the store holds. */
@@ -285,6 +291,17 @@ export class InMemoryDocumentStore implements DocumentStore {
 
   async forgetCounts(): Promise<void> {}
 
+  async zipImportFinished(zipJobId: string): Promise<boolean> {
+    return ![...this.records.values()].some((dataset) =>
+      [...dataset.values()].some(
+        (doc) =>
+          doc.zipJobId === zipJobId &&
+          doc.uploadId === zipJobId &&
+          (doc.status === 'reserved' || doc.status === 'uploaded'),
+      ),
+    );
+  }
+
   async list(ref: DatasetRef, query: DocumentListQuery) {
     const all = [...this.dataset(ref).values()]
       .filter((doc) => doc.status !== 'reserved')
@@ -469,6 +486,16 @@ export class InMemoryZipJobStore implements ZipJobStore {
     return [...this.jobs.values()]
       .filter((job) => job.agentId === agentId && job.knowledgeBaseId === knowledgeBaseId)
       .map((job) => this.strip(job));
+  }
+
+  async listOfDataset(ref: DatasetRef, options: { readonly limit: number; readonly before?: string }) {
+    const all = [...this.jobs.values()]
+      .filter((job) => datasetKey(job) === datasetKey(ref))
+      .filter((job) => options.before === undefined || zipJobPosition(job) < options.before)
+      .sort((a, b) => (zipJobPosition(a) < zipJobPosition(b) ? 1 : -1))
+      .map((job) => this.strip(job));
+    const jobs = all.slice(0, options.limit);
+    return { jobs, next: all.length > options.limit ? zipJobPosition(jobs[jobs.length - 1]) : null };
   }
 
   async delete(zipJobId: string): Promise<void> {

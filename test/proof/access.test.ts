@@ -186,6 +186,12 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body, f) => expect(body).toMatchObject({ s3Key: f.failedS3Key, status: 'uploaded', error: null }),
   },
+  ListZipJobs: {
+    request: (f) => ({ query: dataset(f) }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) => expect(ids(body, 'zipJobId')).toContain(f.zipJobId),
+  },
   GetZipJob: {
     request: (f) => ({ params: { zipJobId: f.zipJobId } }),
     success: 200,

@@ -167,8 +167,12 @@ it(`deletes ${SIZE.documents} documents in three environments to the last trace 
       const { Count } = await engines.dynamo.send(
         new QueryCommand({
           TableName: 'documents',
-          KeyConditionExpression: 'tenantKey = :t',
-          ExpressionAttributeValues: { ':t': `${kb.agentId}#${environment as Environment}#${kb.knowledgeBaseId}` },
+          // Documents only: their ids start with a letter or digit, so they sort after the counters item (`#counts`).
+          KeyConditionExpression: 'tenantKey = :t AND documentId >= :first',
+          ExpressionAttributeValues: {
+            ':t': `${kb.agentId}#${environment as Environment}#${kb.knowledgeBaseId}`,
+            ':first': '0',
+          },
           Select: 'COUNT',
           ConsistentRead: true,
         }),

@@ -37,6 +37,8 @@ export interface DocumentRecord extends DatasetRef, Record<MetadataField, string
   readonly error: DocumentError | null;
   /** How often the watchdog re-queued the current upload's processing. */
   readonly watchdogRetries?: number;
+  /** The ZIP import that created it (its uploadId then is the zipJobId until its content is replaced). */
+  readonly zipJobId?: string;
 }
 
 /** A `reserved` record: it holds a documentId from upload-link (or a ZIP import) until that upload completes. */
@@ -53,7 +55,8 @@ export function reservationRecord(
       | 'reservedUntil'
       | 'contentType'
       | 'createdAt'
-    >,
+    > &
+    Pick<DocumentRecord, 'zipJobId'>,
 ): DocumentRecord {
   return {
     ...fields,

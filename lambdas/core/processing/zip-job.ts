@@ -11,7 +11,8 @@ import { NotFoundError } from '#core/errors';
 import { contentTypeFor } from '#core/knowledge/content-types';
 import { type DatasetRef, reservationRecord } from '#core/knowledge/document';
 import { CUSTOM_META_FIELDS, type CustomMetaField } from '#core/knowledge/fields';
-import { type Caller, ownsRecord } from '#core/tenancy/tenancy';
+import { pageTokens } from '#core/paging/pages';
+import { type Caller, ownsRecord, requireKnowledgeBase, type TenancyDeps } from '#core/tenancy/tenancy';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
 import {
   type BlobStore,
@@ -193,6 +194,7 @@ async function createDocument(
       reservedUntil: now,
       contentType,
       createdAt: now,
+      zipJobId: job.zipJobId,
     }),
     now,
   );
@@ -259,7 +261,56 @@ export async function zipJobView(
     }),
   );
   const finished = files.every((f) => f.status === 'ready' || f.status === 'failed');
-  const status: ZipJobStatus = job.status !== 'failed' && job.fileCount !== null && finished ? 'completed' : job.status;
-  const warnings = job.warnings ?? [];
-  return { zipJobId, status, error: job.error, warnings, createdAt: job.createdAt, updatedAt: job.updatedAt, files };
+  return { ...jobSummary(job, finished), files };
+}
+
+/**
+ * What a caller sees of a job besides its files. `completed` is derived: the archive is read through and every
+ * document it created has finished (`documentsFinished`), which the store does not record on the job.
+ */
+function jobSummary(job: ZipJobRecord, documentsFinished: boolean) {
+  const status: ZipJobStatus = job.status !== 'failed' && wasRead(job) && documentsFinished ? 'completed' : job.status;
+  return {
+    zipJobId: job.zipJobId,
+    status,
+    error: job.error,
+    warnings: job.warnings ?? [],
+    createdAt: job.createdAt,
+    updatedAt: job.updatedAt,
+  };
+}
+
+export const DEFAULT_ZIP_JOB_PAGE = 50;
+
+/** `<createdAt>#<zipJobId>` as zipJobPosition writes it. */
+const zipJobTokens = pageTokens(
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z#[0-9a-f-]{36}$/,
+  'agent, environment or knowledge base',
+);
+
+/**
+ * GET /knowledge/zip-jobs: the ZIP imports of a knowledge base in one environment, newest first, each with the
+ * status GET /knowledge/zip-jobs/:zipJobId answers (read from the store's index of unfinished documents, not from
+ * the files) and how many entries its archive had (null until it is read through). The files are GET's.
+ */
+export async function listZipJobs(
+  deps: TenancyDeps & { zipJobs: ZipJobStore; documents: DocumentStore },
+  caller: Caller,
+  request: DatasetRef & { readonly limit?: number; readonly nextToken?: string },
+) {
+  const identity = [request.agentId, request.environment, request.knowledgeBaseId];
+  const before = request.nextToken === undefined ? undefined : zipJobTokens.decode(request.nextToken, identity);
+  await requireKnowledgeBase(deps, caller, request.agentId, request.knowledgeBaseId);
+  const ref = { agentId: request.agentId, environment: request.environment, knowledgeBaseId: request.knowledgeBaseId };
+  const { jobs, next } = await deps.zipJobs.listOfDataset(ref, {
+    limit: request.limit ?? DEFAULT_ZIP_JOB_PAGE,
+    ...(before !== undefined ? { before } : {}),
+  });
+  const data = await Promise.all(
+    jobs.map(async (job) => ({
+      ...jobSummary(job, wasRead(job) && (await deps.documents.zipImportFinished(job.zipJobId))),
+      fileCount: job.fileCount,
+    })),
+  );
+  return { data, count: data.length, nextToken: next === null ? null : zipJobTokens.encode(next, identity) };
 }

@@ -32,6 +32,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   AgentsList: dashboard.noInputSchema,
   QueryEvents: queryEventsSchema,
   GetZipJob: knowledge.zipJobPathSchema,
+  ListZipJobs: knowledge.listZipJobsSchema,
   QueryKnowledgeBase: retrieval.retrievalSchema,
   GenerateFromKnowledgeBase: retrieval.retrievalSchema,
   GetRetrievalConfig: retrievalConfig.configPathSchema,

@@ -36,6 +36,8 @@ const PENDING = 'uploaded';
 const COUNTS_ID = '#counts';
 /** The index of listed documents by `listKey` (`<createdAt>#<documentId>`, written when a document is created). */
 const BY_CREATION = 'byCreation';
+/** The sparse index of ZIP imports' unfinished documents, by zipJobId. */
+const ZIP_PENDING = 'zipPending';
 /** Documents a query of the list reads at once. */
 const LIST_PAGE = 200;
 /** Tries of a write whose document changed between its read and its transaction. */
@@ -75,7 +77,7 @@ export function tenantKey(ref: DatasetRef): string {
 
 function withoutKeys(item: Record<string, unknown> | undefined): DocumentRecord | undefined {
   if (!item) return undefined;
-  const { tenantKey: _key, listKey: _position, ...record } = item;
+  const { tenantKey: _key, listKey: _position, zipPendingKey: _zip, ...record } = item;
   return record as unknown as DocumentRecord;
 }
 
@@ -101,7 +103,7 @@ export class DynamoDocumentStore implements DocumentStore {
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...doc, tenantKey: tenantKey(doc) },
+          Item: { ...doc, tenantKey: tenantKey(doc), ...(doc.zipJobId ? { zipPendingKey: doc.zipJobId } : {}) },
           ConditionExpression: 'attribute_not_exists(documentId) OR (#status = :reserved AND reservedUntil < :now)',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':reserved': 'reserved', ':now': now },
@@ -251,7 +253,8 @@ export class DynamoDocumentStore implements DocumentStore {
         { ...content, ...metadata, status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null },
         'attribute_exists(documentId) AND #status = :from AND uploadId <> :upload',
         { ':from': current.status, ':upload': content.uploadId },
-        [],
+        // The content is no longer the ZIP import's: the import is done with this document.
+        ['zipPendingKey'],
         { from: current.status, to: 'uploaded' },
       );
       if (updated || attempt >= MAX_WRITE_TRIES) return updated;
@@ -287,7 +290,7 @@ export class DynamoDocumentStore implements DocumentStore {
       { status, error, updatedAt },
       'attribute_exists(documentId) AND #status = :uploaded AND uploadId = :upload',
       { ':uploaded': 'uploaded', ':upload': uploadId },
-      ['pendingKey'],
+      ['pendingKey', 'zipPendingKey'],
       { from: 'uploaded', to: status },
     );
   }
@@ -308,11 +311,13 @@ export class DynamoDocumentStore implements DocumentStore {
     });
   }
 
-  retryFailed(ref: DatasetRef, documentId: string, uploadId: string, updatedAt: string) {
+  async retryFailed(ref: DatasetRef, documentId: string, uploadId: string, updatedAt: string) {
+    // A document of a ZIP import that still holds the import's content makes the import unfinished again.
+    const zip = (await this.get(ref, documentId))?.zipJobId === uploadId ? { zipPendingKey: uploadId } : {};
     return this.update(
       ref,
       documentId,
-      { status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null, updatedAt },
+      { status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null, updatedAt, ...zip },
       'attribute_exists(documentId) AND #status = :failed AND uploadId = :upload',
       { ':failed': 'failed', ':upload': uploadId },
       [],
@@ -357,6 +362,19 @@ export class DynamoDocumentStore implements DocumentStore {
     );
     const [uploaded, ready, failed] = COUNTED.map((status) => Number(Item?.[status] ?? 0));
     return { uploaded, ready, failed, total: uploaded + ready + failed };
+  }
+
+  async zipImportFinished(zipJobId: string): Promise<boolean> {
+    const { Items } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: ZIP_PENDING,
+        KeyConditionExpression: 'zipPendingKey = :job',
+        ExpressionAttributeValues: { ':job': zipJobId },
+        Limit: 1,
+      }),
+    );
+    return (Items ?? []).length === 0;
   }
 
   async forgetCounts(ref: DatasetRef): Promise<void> {

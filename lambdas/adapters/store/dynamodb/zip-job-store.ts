@@ -12,11 +12,35 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { ZipJobFile, ZipJobRecord, ZipJobStatus, ZipJobStore } from '#ports/zip-jobs';
+import type { DatasetRef } from '#core/knowledge/document';
+import {
+  type ZipJobFile,
+  type ZipJobRecord,
+  type ZipJobStatus,
+  type ZipJobStore,
+  zipJobPosition,
+} from '#ports/zip-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
 import { collect, queryAll, unlessIndexMissing } from './queries';
 
 const JOB_ITEM = 'job';
+/** The index of a dataset's jobs by `listKey` (lib/tables.ts). */
+const BY_DATASET = 'byDataset';
+
+const datasetKeyOf = (ref: DatasetRef) => `${ref.agentId}#${ref.environment}#${ref.knowledgeBaseId}`;
+
+/** The job as the store holds it, without the keys of its indexes. */
+function jobOf(item: Record<string, unknown>): ZipJobRecord {
+  const {
+    itemKey: _key,
+    pendingKey: _pending,
+    knowledgeBaseKey: _kb,
+    datasetKey: _dataset,
+    listKey: _position,
+    ...job
+  } = item;
+  return job as unknown as ZipJobRecord;
+}
 
 const knowledgeBaseKeyOf = (ref: { agentId: string; knowledgeBaseId: string }) =>
   `${ref.agentId}#${ref.knowledgeBaseId}`;
@@ -40,7 +64,14 @@ export class DynamoZipJobStore implements ZipJobStore {
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { ...job, itemKey: JOB_ITEM, pendingKey: UNREAD, knowledgeBaseKey: knowledgeBaseKeyOf(job) },
+          Item: {
+            ...job,
+            itemKey: JOB_ITEM,
+            pendingKey: UNREAD,
+            knowledgeBaseKey: knowledgeBaseKeyOf(job),
+            datasetKey: datasetKeyOf(job),
+            listKey: zipJobPosition(job),
+          },
           ConditionExpression: 'attribute_not_exists(zipJobId)',
         }),
       ),
@@ -53,8 +84,29 @@ export class DynamoZipJobStore implements ZipJobStore {
       new GetCommand({ TableName: this.tableName, Key: { zipJobId, itemKey: JOB_ITEM }, ConsistentRead: true }),
     );
     if (!Item) return undefined;
-    const { itemKey: _key, pendingKey: _pending, knowledgeBaseKey: _kb, ...job } = Item;
-    return job as ZipJobRecord;
+    return jobOf(Item);
+  }
+
+  async listOfDataset(
+    ref: DatasetRef,
+    options: { readonly limit: number; readonly before?: string },
+  ): Promise<{ jobs: ZipJobRecord[]; next: string | null }> {
+    const values: Record<string, unknown> = { ':d': datasetKeyOf(ref) };
+    if (options.before !== undefined) values[':before'] = options.before;
+    // One more than the page tells whether another follows.
+    const { Items = [] } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: BY_DATASET,
+        KeyConditionExpression:
+          options.before === undefined ? 'datasetKey = :d' : 'datasetKey = :d AND listKey < :before',
+        ExpressionAttributeValues: values,
+        ScanIndexForward: false,
+        Limit: options.limit + 1,
+      }),
+    );
+    const jobs = Items.slice(0, options.limit).map(jobOf);
+    return { jobs, next: Items.length > options.limit ? zipJobPosition(jobs[jobs.length - 1]) : null };
   }
 
   async setStatus(zipJobId: string, status: ZipJobStatus, error: ZipJobRecord['error'], updatedAt: string) {

@@ -52,3 +52,9 @@ export const listDocumentsSchema = z.strictObject({
   limit: pageLimit('Documents'),
   nextToken: z.string().min(1).max(1000).optional(),
 });
+
+export const listZipJobsSchema = z.strictObject({
+  ...datasetFields,
+  limit: pageLimit('ZIP imports'),
+  nextToken: z.string().min(1).max(1000).optional(),
+});
