@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- documents`: GET /api/v1/knowledge/documents/list's use case on the local engine (dynalite in
+ * `npm run bench -- documents`: the rate limiter's cost per request, and GET /api/v1/knowledge/documents/list's use case on the local engine (dynalite in
  * memory behind the local transactions, the tables of lib/tables.ts) with 10,000 documents in the dataset, written
  * through the DynamoDocumentStore as upload-complete and processing write them. The baseline is GET of one document
  * (its use case) in the same run. It also prices the counters: a status change (a transaction with the dataset's
@@ -12,6 +12,8 @@ import dynalite from 'dynalite';
 import { DynamoAgentStore } from '#adapters/store/dynamodb/agent-store';
 import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
 import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
+import { DynamoRateLimitCounters } from '#adapters/store/dynamodb/rate-limit-store';
+import { checkRateLimit, DEFAULT_RATE_LIMIT } from '#core/auth/rate-limit';
 import { type DatasetRef, reservationRecord } from '#core/knowledge/document';
 import { getDocument } from '#core/knowledge/get-document';
 import type { KnowledgeDeps } from '#core/knowledge/knowledge-deps';
@@ -100,7 +102,7 @@ async function run(): Promise<BenchSection> {
   });
   const client = DynamoDBDocumentClient.from(raw, { marshallOptions: { removeUndefinedValues: true } });
   try {
-    for (const table of ['agents', 'knowledgeBases', 'documents'] as const) {
+    for (const table of ['agents', 'knowledgeBases', 'documents', 'rateLimits'] as const) {
       await raw.send(new CreateTableCommand(createTableInput(table, TABLES[table])));
     }
     const agents = new DynamoAgentStore(client, 'agents');
@@ -179,8 +181,26 @@ async function run(): Promise<BenchSection> {
       baselineName: 'a metadata change (one conditional update)',
       reading: 'the counters cost: 2 items written, transactional (4 write units in AWS against 1)',
     });
+    // The rate limiter every authenticated request runs first: the token's counter, then the organization's.
+    const counters = new DynamoRateLimitCounters(client, 'rateLimits');
+    let tick = 0;
+    const limiter = await medianMs(
+      // A new window every 10 requests, so the figure holds the window's first request (two writes) as often as real
+      // traffic at 10 requests a window would.
+      () => checkRateLimit(counters, DEFAULT_RATE_LIMIT, caller, START + Math.floor(tick++ / 10) * 2000),
+      100,
+      10,
+    );
+    rows.push({
+      name: 'the rate limiter of one request (token and organization counters, one UpdateItem each)',
+      value: limiter,
+      unit: 'ms',
+      baseline,
+      baselineName: 'GET one document',
+      reading: 'what every authenticated request pays first (2 writes, 3 at a window start)',
+    });
     return {
-      title: 'Document list: GET /api/v1/knowledge/documents/list on the local engine',
+      title: 'Document list and rate limiter on the local engine',
       notes: [
         `dynalite in memory behind the local TransactWriteItems (lib/local/dynamo-transactions.ts), tables of ` +
           `lib/tables.ts; ${DOCUMENTS.toLocaleString('en')} documents of one dataset written through the ` +

@@ -29,6 +29,10 @@ const BENCHMARKS: Benchmark[] = [
 
 /** Child mode: run one benchmark and write its section as JSON to `file`. */
 async function runSection(id: string, file: string): Promise<void> {
+  // The benchmarks send bursts through one token: every request is still counted (the limiter's writes are part of
+  // each figure), against a limit they do not reach.
+  process.env.RATE_LIMIT_PER_SECOND ??= '1000000';
+  process.env.RATE_LIMIT_BURST ??= '1000000';
   const benchmark = BENCHMARKS.find((b) => b.id === id);
   if (!benchmark) throw new Error(`unknown benchmark ${id}`);
   writeFileSync(file, JSON.stringify(await benchmark.run()));

@@ -24,6 +24,19 @@ export interface AppConfig {
   readonly cors: CorsPolicy;
   /** `-c uploadUrlTtlSeconds=300`: how long an upload URL stays valid (1 to 604800 s, S3's own limit; default 900). */
   readonly uploadUrlTtlSeconds?: number;
+  /** `-c rateLimitPerSecond=50 -c rateLimitBurst=100`: requests per token and per organization (both or neither). */
+  readonly rateLimit?: { readonly perSecond: number; readonly burst: number };
+}
+
+/** A whole number of context `name` from 1 to 1,000,000, or undefined when it is not given. */
+function contextCount(app: App, name: string): number | undefined {
+  const raw: unknown = app.node.tryGetContext(name);
+  if (raw === undefined) return undefined;
+  const value = typeof raw === 'string' && /^\d{1,7}$/.test(raw) ? Number(raw) : raw;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1_000_000) {
+    throw new Error(`Invalid context ${name}=${JSON.stringify(raw)}: expected a whole number from 1 to 1000000`);
+  }
+  return value;
 }
 
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
@@ -74,7 +87,15 @@ export function readConfig(app: App): AppConfig {
       `Invalid context uploadUrlTtlSeconds=${JSON.stringify(rawTtl)}: expected a whole number of seconds from 1 to 604800`,
     );
   }
+  const perSecond = contextCount(app, 'rateLimitPerSecond');
+  const burst = contextCount(app, 'rateLimitBurst');
+  if ((perSecond === undefined) !== (burst === undefined) || (perSecond && burst && burst < perSecond)) {
+    throw new Error(
+      'Invalid context: give rateLimitPerSecond and rateLimitBurst together, the burst at least the rate',
+    );
+  }
   return {
+    ...(perSecond && burst ? { rateLimit: { perSecond, burst } } : {}),
     stage,
     knowledgeIndex,
     cors,
@@ -99,6 +120,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     wafRateLimit: config.wafRateLimit,
     cors: config.cors,
     uploadUrlTtl: config.uploadUrlTtlSeconds === undefined ? undefined : Duration.seconds(config.uploadUrlTtlSeconds),
+    rateLimit: config.rateLimit,
   });
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);

@@ -39,6 +39,8 @@ export interface AgentPlatformStackProps extends StackProps {
   readonly cors?: CorsPolicy;
   /** How long an upload URL stays valid (default 900 s). */
   readonly uploadUrlTtl?: Duration;
+  /** Requests per token and per organization (core/auth/rate-limit.ts; default 50 a second, burst 100). */
+  readonly rateLimit?: { readonly perSecond: number; readonly burst: number };
 }
 
 export class AgentPlatformStack extends Stack implements ObservedStack {
@@ -93,6 +95,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       maxArchiveBytes: MAX_ARCHIVE_BYTES,
       cors: props.cors,
       uploadUrlTtl: props.uploadUrlTtl,
+      rateLimit: props.rateLimit,
     });
 
     if (props.waf === false) {

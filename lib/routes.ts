@@ -15,8 +15,11 @@ export { RESOURCE_ENV, SCOPES, type Scope, type TableName };
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export type Access = 'read' | 'readWrite';
-/** A table also: `readUpdate` = read plus UpdateItem (no PutItem, DeleteItem or batch writes). */
-export type TableAccess = Access | 'readUpdate';
+/**
+ * A table also: `readUpdate` = read plus UpdateItem (no PutItem, DeleteItem or batch writes); `update` = UpdateItem
+ * alone (the rate limit counters).
+ */
+export type TableAccess = Access | 'readUpdate' | 'update';
 
 export interface ResourceAccess {
   readonly tables?: Partial<Record<TableName, TableAccess>>;
@@ -94,7 +97,7 @@ export const FLOW_INPUT_MAX_BODY_BYTES = 5 * 1024 * 1024;
 /** A flow trigger route also stores the images attached to its user message, and reads them back for the model. */
 const flowInput: ResourceAccess = { ...flowRun, attachments: 'readWrite', flowRunQueue: 'send' };
 
-export const ROUTES: readonly HttpRoute[] = [
+const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   {
     id: 'Health',
     method: 'GET',
@@ -471,6 +474,16 @@ export const ROUTES: readonly HttpRoute[] = [
     summary: 'Revoke a token of the organization',
   },
 ];
+
+/**
+ * Every route. Each that takes a token counts its requests against the token's and the organization's rate limits
+ * (core/auth/rate-limit.ts, in shared/http.ts): it updates the counters table, and only that.
+ */
+export const ROUTES: readonly HttpRoute[] = TABLE_OF_ROUTES.map((route) =>
+  route.scope === null
+    ? route
+    : { ...route, access: { ...route.access, tables: { ...route.access.tables, rateLimits: 'update' } } },
+);
 
 /** The Lambda authorizer (cached by API Gateway) that turns a bearer token into organization and scopes. */
 export const AUTHORIZER = {

@@ -121,6 +121,11 @@ export const TABLES: Record<TableName, TableSchema> = {
     ],
   },
   /**
+   * The rate limit counters (core/auth/rate-limit.ts): `key` = `token#<tokenId>` or `organization#<organizationId>`,
+   * its current fixed window and the count in it; TTL `expiresAt` removes keys idle for a day.
+   */
+  rateLimits: { partitionKey: 'key', timeToLiveAttribute: 'expiresAt' },
+  /**
    * Analytics events (docs/analytics.md). `pk` = `event#<agentId>#<eventKey>`, one item per event key so a retried
    * write cannot store an event twice, or `counter#<agentId>`, the agent's last id. Each filter combination is one
    * index keyed `<agentId>#<environment>[#<sessionId>][#<eventName>]`, sorted by `position` =

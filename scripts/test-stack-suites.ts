@@ -33,13 +33,20 @@ const SUITES = process.env.STACK_SUITES ? process.env.STACK_SUITES.split(',').fi
 /** The access matrix also needs upload URLs that run out within the test: a second stack, made with a 1 s lifetime. */
 const SHORT_UPLOAD_TTL_SECONDS = 1;
 
+/** The API suites send bursts (many uploads at once): a limit they do not reach; the limit has its own suite. */
+const SUITE_RATE_LIMIT = { rateLimitPerSecond: '1000000', rateLimitBurst: '1000000' };
+
 async function main(): Promise<number> {
   const started = Date.now();
   const workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-suites-'));
   try {
-    const assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { knowledgeIndex: 'dynamodb' });
+    const assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), {
+      knowledgeIndex: 'dynamodb',
+      ...SUITE_RATE_LIMIT,
+    });
     const shortTtlAssembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out.short-ttl'), {
       knowledgeIndex: 'dynamodb',
+      ...SUITE_RATE_LIMIT,
       uploadUrlTtlSeconds: String(SHORT_UPLOAD_TTL_SECONDS),
     });
     const [stack, shortTtl] = await Promise.all([

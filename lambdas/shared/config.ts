@@ -3,6 +3,7 @@
  * fails loudly at first use, naming the variable; numbers are validated, never silently defaulted from garbage.
  */
 
+import { DEFAULT_RATE_LIMIT, type RateLimitSettings } from '#core/auth/rate-limit';
 import { corsPolicyFromEnv } from './cors';
 import { handlerVariable } from './environment';
 import { RESOURCE_ENV, type TableName } from './resources';
@@ -62,6 +63,17 @@ export const config = {
   },
   /** CORS_ALLOWED_ORIGINS: which other origins' pages may read the answers (shared/cors.ts); unset, none. */
   cors: () => corsPolicyFromEnv(),
+  /** RATE_LIMIT_PER_SECOND (sustained) and RATE_LIMIT_BURST (one window) of every token and organization. */
+  rateLimit: (): RateLimitSettings => {
+    const limit = {
+      perSecond: positiveInteger('RATE_LIMIT_PER_SECOND', DEFAULT_RATE_LIMIT.perSecond),
+      burst: positiveInteger('RATE_LIMIT_BURST', DEFAULT_RATE_LIMIT.burst),
+    };
+    if (limit.burst < limit.perSecond) {
+      throw new Error('Invalid configuration: RATE_LIMIT_BURST must be at least RATE_LIMIT_PER_SECOND');
+    }
+    return limit;
+  },
   uploads: () => ({
     uploadUrlTtlSeconds: positiveInteger('UPLOAD_URL_TTL_SECONDS', DEFAULT_UPLOAD_URL_TTL_SECONDS),
     uploadSessionTtlSeconds: positiveInteger('UPLOAD_SESSION_TTL_SECONDS', DEFAULT_UPLOAD_SESSION_TTL_SECONDS),

@@ -23,8 +23,17 @@ export const CORS_ALLOWED_ORIGINS_VARIABLE = 'CORS_ALLOWED_ORIGINS';
 /** What a request may carry beyond the CORS-safelisted headers. */
 export const CORS_ALLOW_HEADERS: readonly string[] = ['Authorization', 'Content-Type'];
 
-/** Headers a client needs to read that are not CORS-safelisted: how long to wait after 429 and 503. */
-export const CORS_EXPOSE_HEADERS: readonly string[] = ['Retry-After'];
+/**
+ * Headers a client needs to read that are not CORS-safelisted: how long to wait after 429 and 503, and the rate
+ * limit's state on every answer of an authenticated route (shared/http.ts).
+ */
+export const CORS_EXPOSE_HEADERS: readonly string[] = [
+  'Retry-After',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'RateLimit-Policy',
+];
 
 /** How long a browser may reuse a preflight answer (Chromium caps it at two hours). */
 export const CORS_MAX_AGE_SECONDS = 600;

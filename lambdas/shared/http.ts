@@ -10,6 +10,8 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { z } from 'zod';
 import { isThrottledByAws } from '#adapters/errors/aws-throttling';
+import { rateLimit } from '#composition/rate-limiter';
+import { RateLimitedError, type RateLimitVerdict } from '#core/auth/rate-limit';
 import { callerFromContext, requireScope } from '#core/auth/tokens';
 import { AppError, SERVICE_BUSY_RETRY_AFTER_SECONDS, ServiceBusyError, UnauthorizedError } from '#core/errors';
 import type { Caller } from '#core/tenancy/tenancy';
@@ -151,6 +153,29 @@ const httpCors = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyRe
   return { after: withCors, onError: withCors };
 };
 
+/** The rate limit verdict of each request that was counted (per event: the local runtime runs requests concurrently). */
+const rateLimits = new WeakMap<APIGatewayProxyEvent, RateLimitVerdict>();
+
+/**
+ * RateLimit-Limit, -Remaining, -Reset and -Policy (the IETF draft's fields) on every answer of a counted request, the
+ * error middleware's included; Retry-After on a 429.
+ */
+const rateLimitHeaders = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
+  const withHeaders = async (request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult>) => {
+    const verdict = rateLimits.get(request.event);
+    if (!request.response || !verdict) return;
+    const headers: Record<string, string> = {
+      'ratelimit-limit': String(verdict.limit),
+      'ratelimit-remaining': String(verdict.remaining),
+      'ratelimit-reset': String(verdict.resetSeconds),
+      'ratelimit-policy': `${verdict.limit};w=${verdict.windowSeconds}`,
+    };
+    if (!verdict.allowed) headers['retry-after'] = String(verdict.resetSeconds);
+    request.response = { ...request.response, headers: { ...request.response.headers, ...headers } };
+  };
+  return { after: withHeaders, onError: withHeaders };
+};
+
 /**
  * The route of lib/routes.ts an event came by: the only one of `routes`, or, for a handler that serves several
  * routes, the one whose path template API Gateway (and the local router) put in `event.resource`.
@@ -229,6 +254,12 @@ export function httpHandler<S extends z.ZodType>(
     }
     // The organization as soon as it is known, so a refused request's log line names it too.
     if (caller?.organizationId) logger.appendKeys({ organizationId: caller.organizationId });
+    if (route.scope !== null && caller) {
+      // Before anything of the request is read or done: a refused request changes nothing.
+      const verdict = await rateLimit(caller);
+      rateLimits.set(event, verdict);
+      if (!verdict.allowed) throw new RateLimitedError(verdict);
+    }
     const input = parseInput(schema, requestInput(route, event));
     annotateRequest(input);
     const result = await run(input, caller ?? { organizationId: '', tokenId: '', scopes: [] });
@@ -241,5 +272,6 @@ export function httpHandler<S extends z.ZodType>(
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(requestLog(routes))
     .use(httpCors())
+    .use(rateLimitHeaders())
     .use(httpErrors());
 }

@@ -14,7 +14,8 @@ export type TableName =
   | 'analytics'
   | 'retrievalConfigs'
   | 'agentDefinitions'
-  | 'sessions';
+  | 'sessions'
+  | 'rateLimits';
 
 /** Environment variable that carries each stateful resource's physical name into a function. */
 export const RESOURCE_ENV = {
@@ -29,6 +30,7 @@ export const RESOURCE_ENV = {
     retrievalConfigs: 'RETRIEVAL_CONFIGS_TABLE',
     agentDefinitions: 'AGENT_DEFINITIONS_TABLE',
     sessions: 'SESSIONS_TABLE',
+    rateLimits: 'RATE_LIMITS_TABLE',
   },
   documentsBucket: 'DOCUMENTS_BUCKET',
   processingQueue: 'PROCESSING_QUEUE_URL',

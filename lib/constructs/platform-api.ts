@@ -44,6 +44,8 @@ export interface PlatformApiProps {
   readonly resources: PlatformResources;
   /** Upload settings every function receives (the handlers validate and default them). */
   readonly uploadUrlTtl?: Duration;
+  /** The rate limit of every token and organization; unset, the handlers' default (50 a second, burst 100). */
+  readonly rateLimit?: { readonly perSecond: number; readonly burst: number };
   readonly uploadSessionTtl?: Duration;
   /** Largest document and largest ZIP archive: a larger declared `fileSize` is refused at upload-link. */
   readonly maxFileBytes: number;
@@ -113,6 +115,12 @@ export class PlatformApi extends Construct {
       ),
       MAX_FILE_BYTES: String(props.maxFileBytes),
       ZIP_MAX_ARCHIVE_BYTES: String(props.maxArchiveBytes),
+      ...(props.rateLimit
+        ? {
+            RATE_LIMIT_PER_SECOND: String(props.rateLimit.perSecond),
+            RATE_LIMIT_BURST: String(props.rateLimit.burst),
+          }
+        : {}),
     };
 
     const accessLogs = new LogGroup(this, 'AccessLogs', { retention: RetentionDays.ONE_MONTH });

@@ -54,6 +54,7 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
   for (const [name, level] of Object.entries(access.tables ?? {}) as [TableName, TableAccess][]) {
     const table = resources.tables[name];
     if (level === 'readWrite') table.grantReadWriteData(fn);
+    else if (level === 'update') table.grant(fn, 'dynamodb:UpdateItem');
     else table.grantReadData(fn);
     if (level === 'readUpdate') table.grant(fn, 'dynamodb:UpdateItem');
     if (TABLES[name].indexes?.length) {

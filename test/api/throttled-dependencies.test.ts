@@ -14,6 +14,7 @@ import { invokeHandler, proxyEvent } from '../helpers/handlers';
 const CONSOLE = 'https://console.example.com';
 const THROUGHPUT_EXCEEDED = 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException';
 const NO_SUCH_TABLE = 'com.amazonaws.dynamodb.v20120810#ResourceNotFoundException';
+const COUNTERS = 'rate-limits';
 
 let server: Server;
 let endpoint: string;
@@ -28,6 +29,12 @@ beforeAll(async () => {
     request.on('end', () => {
       const { TableName } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { TableName: string };
       requests[TableName] = (requests[TableName] ?? 0) + 1;
+      if (TableName === COUNTERS) {
+        // The rate limit counters count the request (DynamoDB's answer to the UpdateItem), so it reaches the agents.
+        response.writeHead(200, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'r-0' });
+        response.end(JSON.stringify({ Attributes: { count: { N: '1' } } }));
+        return;
+      }
       response.writeHead(400, { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'r-1' });
       response.end(JSON.stringify({ __type: answers[TableName], message: 'answered by the test endpoint' }));
     });
@@ -52,6 +59,7 @@ async function listAgents(table: string) {
     AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE',
     AWS_SECRET_ACCESS_KEY: 'secret',
     AGENTS_TABLE: table,
+    RATE_LIMITS_TABLE: COUNTERS,
     CORS_ALLOWED_ORIGINS: CONSOLE,
   });
   return answer;
@@ -67,7 +75,7 @@ it('answers 503 SERVICE_BUSY with Retry-After, readable by a listed console, aft
   expect(answer.headers).toMatchObject({
     'retry-after': '5',
     'access-control-allow-origin': CONSOLE,
-    'access-control-expose-headers': 'Retry-After',
+    'access-control-expose-headers': 'Retry-After,RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset,RateLimit-Policy',
     vary: 'Origin',
   });
   // The SDK's standard retry mode gives DynamoDB 4 attempts: only the last failure reached the handler.

@@ -9,6 +9,8 @@ import type { TableSchema } from '../../lib/tables';
 
 export interface LocalDynamo {
   readonly client: DynamoDBDocumentClient;
+  /** Where it answers, for a client made elsewhere (a handler's, through AWS_ENDPOINT_URL_DYNAMODB). */
+  readonly endpoint: string;
   /** Creates `name` with the keys and indexes of `schema` (lib/tables.ts), as the local runtime does. */
   createTable(name: string, schema: TableSchema): Promise<string>;
   stop(): Promise<void>;
@@ -29,6 +31,7 @@ export async function startDynalite(): Promise<LocalDynamo> {
   );
   return {
     client,
+    endpoint: `http://127.0.0.1:${port}`,
     createTable: async (name, schema) => {
       await client.send(new CreateTableCommand(createTableInput(name, schema)));
       return name;

@@ -70,6 +70,10 @@ export async function startService(
       S3_PORT: '0',
       DATA_DIR: dataDir,
       DEV_TOKEN: DEFAULT_TOKENS.join(','),
+      // Suites send bursts (many uploads at once): a limit they do not reach, unless a suite sets its own
+      // (test/api/rate-limits.test.ts tests the limits, the defaults included).
+      RATE_LIMIT_PER_SECOND: '1000000',
+      RATE_LIMIT_BURST: '1000000',
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -129,13 +129,17 @@ describe('with one origin', () => {
     for (const headers of Object.values(gateway)) {
       expect(headers).toMatchObject({
         'Access-Control-Allow-Origin': `'${CONSOLE}'`,
-        'Access-Control-Expose-Headers': "'Retry-After'",
+        'Access-Control-Expose-Headers':
+          "'Retry-After,RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset,RateLimit-Policy'",
       });
     }
     expect(wafRateHeaders(synths.one)).toEqual([
       { Name: 'Retry-After', Value: '60' },
       { Name: 'Access-Control-Allow-Origin', Value: CONSOLE },
-      { Name: 'Access-Control-Expose-Headers', Value: 'Retry-After' },
+      {
+        Name: 'Access-Control-Expose-Headers',
+        Value: 'Retry-After,RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset,RateLimit-Policy',
+      },
     ]);
   });
 });

@@ -107,7 +107,11 @@ describe('with a list of origins', () => {
     const answers = (await ownAnswers(base, CONSOLE)).map(cors);
     expect(answers.map((a) => a.status)).toEqual([404, 405, 413, 401]);
     for (const answer of answers) {
-      expect(answer).toMatchObject({ allowOrigin: CONSOLE, expose: 'Retry-After', vary: 'Origin' });
+      expect(answer).toMatchObject({
+        allowOrigin: CONSOLE,
+        expose: 'Retry-After,RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset,RateLimit-Policy',
+        vary: 'Origin',
+      });
     }
   });
 
@@ -126,7 +130,11 @@ describe('with *', () => {
     expect(answer.headers.get('access-control-allow-origin')).toBe('*');
     expect(answer.headers.get('access-control-allow-credentials')).toBeNull();
     for (const own of (await ownAnswers(base, OTHER)).map(cors)) {
-      expect(own).toMatchObject({ allowOrigin: '*', expose: 'Retry-After', vary: null });
+      expect(own).toMatchObject({
+        allowOrigin: '*',
+        expose: 'Retry-After,RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset,RateLimit-Policy',
+        vary: null,
+      });
     }
   });
 });

@@ -4,8 +4,11 @@
  */
 import { join } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { configureHandlerEnvironment } from '#shared/environment';
 import { logger } from '#shared/logger';
 import { routeById } from '../../../lib/routes';
+import { TABLES } from '../../../lib/tables';
+import { type LocalDynamo, startDynalite } from '../../helpers/dynalite';
 import { proxyEvent } from '../../helpers/handlers';
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -30,7 +33,25 @@ async function logLinesOf(run: () => Promise<unknown>): Promise<Record<string, u
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
-beforeAll(() => logger.setLogLevel('INFO'));
+let dynamo: LocalDynamo;
+
+beforeAll(async () => {
+  logger.setLogLevel('INFO');
+  // The request is counted against its token's rate limit before it is read: the counters in a dynalite.
+  dynamo = await startDynalite();
+  const table = await dynamo.createTable('rateLimits', TABLES.rateLimits);
+  configureHandlerEnvironment({
+    RATE_LIMITS_TABLE: table,
+    AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+  });
+});
+afterAll(async () => {
+  configureHandlerEnvironment({});
+  await dynamo.stop();
+});
 
 it('logs a refused request once, with its status, route, duration and ids, and nothing of its body', async () => {
   const route = routeById('UploadLink');

@@ -1,0 +1,70 @@
+/**
+ * Rate limits of the API (issue: "protected from a runaway client"): per token and per organization, a burst of
+ * `burst` requests in a window of `burst / perSecond` seconds (defaults 100 in 2 s: 50 a second sustained). Fixed
+ * windows counted in a store shared by every function (ports/rate-limits.ts), so the same limit holds across
+ * Lambda containers and processes. The token's window is counted first; a request its token may not make is refused
+ * without counting against the organization, so one runaway token does not use up its organization's budget.
+ *
+ * Accuracy (docs/rate-limits.md): a fixed window lets up to 2 × burst through around a window's edge, and a refused
+ * request still counts in its token's window.
+ */
+import { AppError } from '#core/errors';
+import type { Caller } from '#core/tenancy/tenancy';
+import type { RateLimitCounters } from '#ports/rate-limits';
+
+export interface RateLimitSettings {
+  /** Requests a second, sustained. */
+  readonly perSecond: number;
+  /** Requests one window takes; the window lasts burst / perSecond seconds. */
+  readonly burst: number;
+}
+
+export const DEFAULT_RATE_LIMIT: RateLimitSettings = { perSecond: 50, burst: 100 };
+
+/** How long a counter outlives its window before the store's TTL may remove it. */
+const COUNTER_TTL_SECONDS = 24 * 60 * 60;
+
+export interface RateLimitVerdict {
+  readonly allowed: boolean;
+  /** Requests a window takes (RateLimit-Limit). */
+  readonly limit: number;
+  /** Requests left in this window for the tighter of the token's and the organization's counts (RateLimit-Remaining). */
+  readonly remaining: number;
+  /** Whole seconds until the window ends (RateLimit-Reset; Retry-After when refused). */
+  readonly resetSeconds: number;
+  /** The window's length in seconds (RateLimit-Policy). */
+  readonly windowSeconds: number;
+}
+
+export class RateLimitedError extends AppError {
+  constructor(readonly verdict: RateLimitVerdict) {
+    super(
+      429,
+      'RATE_LIMITED',
+      `Too many requests: at most ${verdict.limit} every ${verdict.windowSeconds} s for this token and for its organization; retry in ${verdict.resetSeconds} s`,
+    );
+  }
+}
+
+export async function checkRateLimit(
+  counters: RateLimitCounters,
+  settings: RateLimitSettings,
+  caller: Pick<Caller, 'organizationId' | 'tokenId'>,
+  nowMs: number,
+): Promise<RateLimitVerdict> {
+  const windowMs = Math.round((settings.burst / settings.perSecond) * 1000);
+  const window = Math.floor(nowMs / windowMs);
+  const endsAt = (window + 1) * windowMs;
+  const expiresAtEpoch = Math.ceil(endsAt / 1000) + COUNTER_TTL_SECONDS;
+  const verdict = (used: number): RateLimitVerdict => ({
+    allowed: used <= settings.burst,
+    limit: settings.burst,
+    remaining: Math.max(0, settings.burst - used),
+    resetSeconds: Math.max(1, Math.ceil((endsAt - nowMs) / 1000)),
+    windowSeconds: windowMs / 1000,
+  });
+  const byToken = await counters.hit(`token#${caller.tokenId}`, window, expiresAtEpoch);
+  if (byToken > settings.burst) return verdict(byToken);
+  const byOrganization = await counters.hit(`organization#${caller.organizationId}`, window, expiresAtEpoch);
+  return verdict(Math.max(byToken, byOrganization));
+}
