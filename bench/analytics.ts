@@ -131,7 +131,7 @@ async function alternating(
   return [median(timesA), median(timesB)];
 }
 
-const agents: AgentStore = {
+const agents: Pick<AgentStore, 'put' | 'get' | 'list' | 'rename'> = {
   put: async () => undefined,
   get: async (organizationId, agentId) =>
     organizationId === ORGANIZATION && agentId === AGENT

@@ -283,6 +283,17 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     summary: 'Rename an agent (its displayName)',
   },
   {
+    id: 'DeleteAgent',
+    method: 'DELETE',
+    path: '/dashboard/agents/{agentId}',
+    handler: http('dashboard/delete-agent'),
+    scope: 'dashboard',
+    // readUpdate: it marks the agent `deleting`; the processing worker's job removes the rest, and the row last.
+    access: { tables: { agents: 'readUpdate' }, processingQueue: 'send' },
+    successStatus: 202,
+    summary: 'Delete an agent with its knowledge bases, definitions and sessions (a job: 202, then gone)',
+  },
+  {
     id: 'CreateKnowledgeBase',
     method: 'POST',
     path: BASES,
@@ -496,13 +507,17 @@ export const AUTHORIZER = {
 export const WORKERS = {
   processing: {
     handler: 'lambdas/handlers/queue/process-documents.ts',
-    // Knowledge bases and retrieval configurations: the deletion job of a knowledge base ends with its row.
+    // Knowledge bases and retrieval configurations: the deletion job of a knowledge base ends with its row. Agents,
+    // definitions and sessions: the deletion job of an agent removes them.
     access: {
       tables: {
         documents: 'readWrite',
         zipJobs: 'readWrite',
         knowledgeBases: 'readWrite',
         retrievalConfigs: 'readWrite',
+        agents: 'readWrite',
+        agentDefinitions: 'readWrite',
+        sessions: 'readWrite',
       },
       documentsBucket: 'readWrite',
       processingQueue: 'send',
@@ -510,10 +525,16 @@ export const WORKERS = {
   },
   watchdog: {
     handler: 'lambdas/handlers/scheduled/watchdog.ts',
-    // The bucket and the upload sessions: it deletes what uploads nobody completed wrote. Knowledge bases: it
-    // resumes a deletion job whose message was lost.
+    // The bucket and the upload sessions: it deletes what uploads nobody completed wrote. Knowledge bases and
+    // agents: it resumes a deletion job whose message was lost.
     access: {
-      tables: { documents: 'readWrite', zipJobs: 'readWrite', uploads: 'readWrite', knowledgeBases: 'readWrite' },
+      tables: {
+        documents: 'readWrite',
+        zipJobs: 'readWrite',
+        uploads: 'readWrite',
+        knowledgeBases: 'readWrite',
+        agents: 'readWrite',
+      },
       documentsBucket: 'readWrite',
       processingQueue: 'send',
     },

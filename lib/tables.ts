@@ -38,8 +38,23 @@ export const TABLES: Record<TableName, TableSchema> = {
     partitionKey: 'tokenHash',
     indexes: [{ indexName: 'byOrganization', partitionKey: { name: 'organizationId' }, sortKey: { name: 'tokenId' } }],
   },
-  /** Agents by organization: every lookup carries the caller's organization, so another's agent is simply absent. */
-  agents: { partitionKey: 'organizationId', sortKey: 'agentId' },
+  /**
+   * Agents by organization: every lookup carries the caller's organization, so another's agent is simply absent.
+   * Sparse index `deleting`: `pendingKey` exists only while an agent is being deleted (`updatedAt` is then the job's
+   * last progress), so the watchdog finds a deletion whose message was lost.
+   */
+  agents: {
+    partitionKey: 'organizationId',
+    sortKey: 'agentId',
+    indexes: [
+      {
+        indexName: 'deleting',
+        partitionKey: { name: 'pendingKey' },
+        sortKey: { name: 'updatedAt' },
+        nonKeyAttributes: [],
+      },
+    ],
+  },
   /**
    * Sparse index `deleting`: `pendingKey` exists only while a knowledge base is being deleted (`updatedAt` is then
    * the job's last progress), so the watchdog finds a deletion whose message was lost.

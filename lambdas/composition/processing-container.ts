@@ -10,6 +10,7 @@ import { ZipArchiveImporter } from '#adapters/archive/zip-importer';
 import { DEFAULT_ZIP_LIMITS } from '#adapters/archive/zip-reader';
 import { IsolatedTextExtractor } from '#adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS } from '#adapters/extraction/text-extractor';
+import type { AgentDeletionDeps } from '#core/processing/agent-deletion';
 import {
   DEFAULT_DELETION_SETTINGS,
   type KnowledgeBaseDeletionDeps,
@@ -20,6 +21,7 @@ import type { ZipImportDeps } from '#core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '#ports/processing';
 import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '#shared/config';
 import { container } from './container';
+import { definitionStore, sessionStore } from './definition-container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';
 
@@ -47,9 +49,19 @@ export function extractionLimits() {
 
 let deletionSettings: KnowledgeBaseDeletionSettings | undefined;
 
-export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps = {
+export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps & AgentDeletionDeps = {
   get documents() {
     return container.documents;
+  },
+  // The deletion of an agent runs here: its definitions, sessions and knowledge bases, then its row.
+  get agents() {
+    return container.agents;
+  },
+  get definitions() {
+    return definitionStore();
+  },
+  get sessions() {
+    return sessionStore();
   },
   // The deletion of a knowledge base runs here too: its documents, then its row and its retrieval configurations.
   get knowledgeBases() {

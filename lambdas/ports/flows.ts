@@ -295,6 +295,8 @@ export interface DefinitionStore {
   put(record: AgentDefinitionRecord): Promise<void>;
   /** Definitions that hold at least one schedule trigger, across all agents (for the scheduler's tick). */
   listScheduled(): Promise<AgentDefinitionRecord[]>;
+  /** Removes the definition of the environment (the deletion of its agent); nothing to remove is not an error. */
+  delete(agentId: string, environment: Environment): Promise<void>;
 }
 
 /**
@@ -313,6 +315,8 @@ export class SessionTooLargeError extends AppError {
 
 export interface SessionStore {
   get(agentId: string, environment: Environment, sessionId: string): Promise<FlowSession | undefined>;
+  /** Removes up to `limit` sessions of the agent in the environment (the deletion of its agent); how many it removed. */
+  deleteSome(agentId: string, environment: Environment, limit: number): Promise<number>;
   /** Stores a new session; false (nothing written) when the id is taken. Rejects with SessionTooLargeError. */
   create(session: FlowSession): Promise<boolean>;
   /**

@@ -7,4 +7,6 @@ export interface RetrievalConfigStore {
   put(record: RetrievalConfigRecord): Promise<void>;
   /** Writes `record` only while the stored one still has `previousUpdatedAt`; false when it changed meanwhile. */
   replace(record: RetrievalConfigRecord, previousUpdatedAt: string): Promise<boolean>;
+  /** Removes the configuration of the environment (the deletion of its agent); nothing to remove is not an error. */
+  delete(agentId: string, environment: Environment): Promise<void>;
 }

@@ -89,6 +89,16 @@ export type ProcessingMessage =
       readonly knowledgeBaseId: string;
       readonly page: number;
     }
+  /**
+   * One page of the deletion of an agent (`deleting`): its definitions, retrieval configurations, knowledge bases
+   * (each by its own job) and sessions, then its row. Each page queues the next.
+   */
+  | {
+      readonly kind: 'delete-agent';
+      readonly organizationId: string;
+      readonly agentId: string;
+      readonly page: number;
+    }
   | {
       readonly kind: 'process-zip';
       readonly agentId: string;

@@ -42,14 +42,28 @@ export interface AgentRecord {
   readonly agentId: string;
   readonly displayName: string;
   readonly createdAt: string;
+  /** Absent: in use. `deleting`: its deletion job runs; to every caller it no longer exists. */
+  readonly status?: 'deleting';
+  /** The deletion job (core/processing/agent-deletion.ts), on its row until the row itself goes. */
+  readonly deletion?: { readonly startedAt: string; readonly page: number; readonly updatedAt: string };
 }
 
 export interface AgentStore {
   put(agent: AgentRecord): Promise<void>;
+  /** The agent, `deleting` ones included (the callers hide them: core/tenancy). */
   get(organizationId: string, agentId: string): Promise<AgentRecord | undefined>;
+  /** The organization's agents in use (never those being deleted). */
   list(organizationId: string): Promise<AgentRecord[]>;
-  /** Renames the agent if it exists; the stored agent after the change, or undefined when there is none. */
+  /** Renames the agent if it exists and is in use; the stored agent after the change, or undefined. */
   rename(organizationId: string, agentId: string, displayName: string): Promise<AgentRecord | undefined>;
+  /** In use → `deleting` with a job at page 0; undefined when it is gone or already being deleted. */
+  markDeleting(organizationId: string, agentId: string, startedAt: string): Promise<AgentRecord | undefined>;
+  /** Moves the job from `page` to `page + 1`; false when it is not at `page` (another copy moved it) or is gone. */
+  advanceDeletion(organizationId: string, agentId: string, page: number, updatedAt: string): Promise<boolean>;
+  /** Agents `deleting` whose job last moved before `updatedBefore`, oldest first, at most `limit`. */
+  listDeleting(updatedBefore: string, limit: number): Promise<{ organizationId: string; agentId: string }[]>;
+  /** Removes the row, only while it is `deleting` (the job's last step); false when it is not. */
+  removeDeleted(organizationId: string, agentId: string): Promise<boolean>;
 }
 
 export interface KnowledgeBaseRecord {

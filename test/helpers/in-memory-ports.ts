@@ -70,14 +70,49 @@ export class InMemoryAgentStore implements AgentStore {
 
   async rename(organizationId: string, agentId: string, displayName: string): Promise<AgentRecord | undefined> {
     const agent = this.records.get(`${organizationId}#${agentId}`);
-    if (!agent) return undefined;
+    if (!agent || agent.status === 'deleting') return undefined;
     this.records.set(`${organizationId}#${agentId}`, { ...agent, displayName });
     return copy({ ...agent, displayName });
   }
 
+  async markDeleting(organizationId: string, agentId: string, startedAt: string) {
+    const agent = this.records.get(`${organizationId}#${agentId}`);
+    if (!agent || agent.status === 'deleting') return undefined;
+    const marked: AgentRecord = {
+      ...agent,
+      status: 'deleting',
+      deletion: { startedAt, page: 0, updatedAt: startedAt },
+    };
+    this.records.set(`${organizationId}#${agentId}`, marked);
+    return copy(marked);
+  }
+
+  async advanceDeletion(organizationId: string, agentId: string, page: number, updatedAt: string) {
+    const agent = this.records.get(`${organizationId}#${agentId}`);
+    if (agent?.status !== 'deleting' || agent.deletion?.page !== page) return false;
+    this.records.set(`${organizationId}#${agentId}`, {
+      ...agent,
+      deletion: { ...agent.deletion, page: page + 1, updatedAt },
+    });
+    return true;
+  }
+
+  async listDeleting(updatedBefore: string, limit: number) {
+    return [...this.records.values()]
+      .filter((agent) => agent.status === 'deleting' && (agent.deletion?.updatedAt ?? '') < updatedBefore)
+      .sort((a, b) => (a.deletion?.updatedAt ?? '').localeCompare(b.deletion?.updatedAt ?? ''))
+      .slice(0, limit)
+      .map(({ organizationId, agentId }) => ({ organizationId, agentId }));
+  }
+
+  async removeDeleted(organizationId: string, agentId: string) {
+    if (this.records.get(`${organizationId}#${agentId}`)?.status !== 'deleting') return false;
+    return this.records.delete(`${organizationId}#${agentId}`);
+  }
+
   async list(organizationId: string): Promise<AgentRecord[]> {
     return [...this.records.values()]
-      .filter((agent) => agent.organizationId === organizationId)
+      .filter((agent) => agent.organizationId === organizationId && agent.status !== 'deleting')
       .sort((a, b) => a.agentId.localeCompare(b.agentId))
       .map(copy);
   }
@@ -624,6 +659,10 @@ export class InMemoryRetrievalConfigStore implements RetrievalConfigStore {
     await this.put(record);
     return true;
   }
+
+  async delete(agentId: string, environment: Environment): Promise<void> {
+    this.records.delete(`${agentId}#${environment}`);
+  }
 }
 
 /**
@@ -805,7 +844,7 @@ export function inMemoryKnowledgeDeps(settings: Partial<UploadSettings> = {}) {
     tenantKnowledgeBase,
     deps,
     /** The same stores with those of the dashboard and default retrieval: every use case here takes a subset. */
-    allDeps: { ...deps, tokens, retrievalConfigs },
+    allDeps: { ...deps, agents, knowledgeBases, tokens, retrievalConfigs },
     agents,
     knowledgeBases,
     documents,

@@ -74,6 +74,8 @@ interface Fixtures {
   a: Dataset;
   /** A second knowledge base of org A's agent, deleted by the DeleteKnowledgeBase cell. */
   kbToDelete: string;
+  /** An agent of org A with nothing in it, deleted by the DeleteAgent row. */
+  agentToDelete: string;
   s3Key: string;
   /** A document deleted by the DeleteDocument cell. */
   s3KeyToDelete: string;
@@ -276,6 +278,14 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.description).toBe('Checked by the access matrix'),
   },
+  DeleteAgent: {
+    request: (f) => ({ params: { agentId: f.agentToDelete } }),
+    success: 202,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) => expect(body).toMatchObject({ agentId: f.agentToDelete, status: 'deleting' }),
+    // Deleting an agent is the organization's decision, as creating one.
+    restricted: { addresses: 'organization', status: 403 },
+  },
   DeleteKnowledgeBase: {
     request: (f) => ({ params: { agentId: f.a.agentId, knowledgeBaseId: f.kbToDelete } }),
     success: 202,
@@ -464,6 +474,9 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
     body: { name: 'To delete' },
   });
   const kbToDelete = second.body.knowledgeBaseId;
+  const agentToDelete = (
+    await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Gone' } })
+  ).body.agentId;
   const tokenToRevoke = (
     await call<{ tokenId: string }>('POST', '/dashboard/tokens', { body: { scopes: ['analytics'], name: 'to revoke' } })
   ).body.tokenId;
@@ -517,6 +530,7 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
   return {
     a,
     kbToDelete,
+    agentToDelete,
     s3Key,
     s3KeyToDelete,
     failedS3Key,

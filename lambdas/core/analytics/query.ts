@@ -33,7 +33,7 @@ export interface QueryEventsRequest {
 }
 
 export interface QueryEventsDeps {
-  readonly agents: AgentStore;
+  readonly agents: Pick<AgentStore, 'get'>;
   readonly analytics: AnalyticsEventReader;
   readonly clock: Clock;
 }

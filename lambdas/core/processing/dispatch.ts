@@ -1,4 +1,5 @@
 /** Runs the work of one queue message. Transient errors propagate, so the queue redelivers the message. */
+import { type AgentDeletionDeps, runAgentDeletionPage } from './agent-deletion';
 import { type KnowledgeBaseDeletionDeps, runKnowledgeBaseDeletionPage } from './knowledge-base-deletion';
 import type { ProcessingDeps, ProcessingOutcome } from './process-document';
 import { confirmIndexed, deleteDocumentChunks, processDocument, syncMetadata } from './process-document';
@@ -6,7 +7,7 @@ import type { Work } from './work';
 import { importZip, type ZipImportDeps } from './zip-job';
 
 export async function runWork(
-  deps: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps,
+  deps: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps & AgentDeletionDeps,
   work: Work,
 ): Promise<ProcessingOutcome> {
   if (work.kind === 'ignore') return 'skipped';
@@ -29,5 +30,7 @@ export async function runWork(
       return importZip(deps, message);
     case 'delete-knowledge-base':
       return runKnowledgeBaseDeletionPage(deps, message);
+    case 'delete-agent':
+      return runAgentDeletionPage(deps, message);
   }
 }

@@ -8,8 +8,9 @@
  * Knowledge base deletions: a job that has not moved for `timeoutSeconds` is resumed (knowledge-base-deletion.ts).
  */
 import { METRIC } from '#ports/metrics';
-import type { KnowledgeBaseStore } from '#ports/stores';
+import type { AgentStore, KnowledgeBaseStore } from '#ports/stores';
 import type { ZipJobStore } from '#ports/zip-jobs';
+import { resumeStuckAgentDeletions } from './agent-deletion';
 import { resumeStuckDeletions } from './knowledge-base-deletion';
 import { failStuck, type ProcessingDeps } from './process-document';
 import { wasRead } from './zip-job';
@@ -20,6 +21,7 @@ export interface WatchdogReport {
   readonly importsRetried: number;
   readonly importsFailed: number;
   readonly deletionsResumed: number;
+  readonly agentDeletionsResumed: number;
 }
 
 export async function runWatchdog(
@@ -27,6 +29,7 @@ export async function runWatchdog(
     readonly zipJobs: ZipJobStore;
     /** Absent where only documents and imports are watched (tests of those races). */
     readonly knowledgeBases?: KnowledgeBaseStore;
+    readonly agents?: AgentStore;
   },
   options: { timeoutSeconds: number; maxRetries?: number; batch?: number },
 ): Promise<WatchdogReport> {
@@ -87,5 +90,12 @@ export async function runWatchdog(
         { timeoutSeconds: options.timeoutSeconds, batch: options.batch },
       )
     : 0;
-  return { retried, failed, importsRetried, importsFailed, deletionsResumed };
+  const { agents } = deps;
+  const agentDeletionsResumed = agents
+    ? await resumeStuckAgentDeletions(
+        { agents, queue: deps.queue, clock: deps.clock },
+        { timeoutSeconds: options.timeoutSeconds, batch: options.batch },
+      )
+    : 0;
+  return { retried, failed, importsRetried, importsFailed, deletionsResumed, agentDeletionsResumed };
 }

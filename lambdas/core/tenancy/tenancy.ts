@@ -16,7 +16,7 @@ export interface Caller {
 }
 
 export interface TenancyDeps {
-  readonly agents: AgentStore;
+  readonly agents: Pick<AgentStore, 'get'>;
   readonly knowledgeBases: KnowledgeBaseStore;
 }
 
@@ -59,7 +59,9 @@ export async function requireAgent(
   agentId: string,
 ): Promise<AgentRecord> {
   const agent = mayUseAgent(caller, agentId) ? await deps.agents.get(caller.organizationId, agentId) : undefined;
-  if (!agent) throw new NotFoundError('AGENT_NOT_FOUND', `Agent ${agentId} was not found`);
+  // One being deleted no longer exists for anyone (core/processing/agent-deletion.ts).
+  if (!agent || agent.status === 'deleting')
+    throw new NotFoundError('AGENT_NOT_FOUND', `Agent ${agentId} was not found`);
   return agent;
 }
 

@@ -29,6 +29,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   ListAgents: dashboard.noInputSchema,
   GetAgent: dashboard.agentPathSchema,
   RenameAgent: dashboard.renameAgentSchema,
+  DeleteAgent: dashboard.agentPathSchema,
   AgentsList: dashboard.noInputSchema,
   QueryEvents: queryEventsSchema,
   GetZipJob: knowledge.zipJobPathSchema,

@@ -18,7 +18,7 @@ export const handler = observed(async () => {
   const report = await tracedUseCase('watchdog', {}, () =>
     runWatchdog(processingContainer, { timeoutSeconds: processingTimeoutSeconds() }),
   );
-  if (report.retried || report.failed || report.importsRetried || report.importsFailed || report.deletionsResumed) {
+  if (Object.values(report).some((count) => count > 0)) {
     logger.warn('watchdog acted on stuck documents', { ...report });
   }
   const { removed } = await tracedUseCase('remove-abandoned-uploads', {}, () =>

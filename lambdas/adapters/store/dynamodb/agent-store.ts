@@ -1,10 +1,27 @@
 /**
- * AgentStore on DynamoDB: agents by organization (lib/tables.ts).
+ * AgentStore on DynamoDB: agents by organization (lib/tables.ts), and a sparse index of those being deleted (their
+ * `pendingKey` and the job's last progress in `updatedAt`) for the watchdog.
  */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { AgentRecord, AgentStore } from '#ports/stores';
 import { unlessConditionFails } from './expressions';
-import { collect, queryAll } from './queries';
+import { collect, queryAll, unlessIndexMissing } from './queries';
+
+/** Value of `pendingKey` while an agent is being deleted. */
+const DELETING = 'deleting';
+
+function agentOf(item: Record<string, unknown> | undefined): AgentRecord | undefined {
+  if (!item) return undefined;
+  const { pendingKey: _pending, updatedAt: _updated, ...agent } = item;
+  return agent as unknown as AgentRecord;
+}
 
 export class DynamoAgentStore implements AgentStore {
   constructor(
@@ -18,9 +35,9 @@ export class DynamoAgentStore implements AgentStore {
 
   async get(organizationId: string, agentId: string): Promise<AgentRecord | undefined> {
     const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: { organizationId, agentId } }),
+      new GetCommand({ TableName: this.tableName, Key: { organizationId, agentId }, ConsistentRead: true }),
     );
-    return Item as AgentRecord | undefined;
+    return agentOf(Item);
   }
 
   async rename(organizationId: string, agentId: string, displayName: string): Promise<AgentRecord | undefined> {
@@ -30,24 +47,97 @@ export class DynamoAgentStore implements AgentStore {
           TableName: this.tableName,
           Key: { organizationId, agentId },
           UpdateExpression: 'SET displayName = :d',
-          // An agent that does not exist is not created as a bare item.
-          ConditionExpression: 'attribute_exists(agentId)',
+          // An agent that does not exist is not created as a bare item; one being deleted is not renamed.
+          ConditionExpression: 'attribute_exists(agentId) AND attribute_not_exists(#status)',
+          ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':d': displayName },
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return Attributes as AgentRecord;
+      return agentOf(Attributes) as AgentRecord;
     });
   }
 
+  async markDeleting(organizationId: string, agentId: string, startedAt: string): Promise<AgentRecord | undefined> {
+    return unlessConditionFails(async () => {
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { organizationId, agentId },
+          UpdateExpression: 'SET #status = :deleting, deletion = :job, pendingKey = :deleting, updatedAt = :at',
+          ConditionExpression: 'attribute_exists(agentId) AND attribute_not_exists(#status)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':deleting': DELETING,
+            ':job': { startedAt, page: 0, updatedAt: startedAt },
+            ':at': startedAt,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return agentOf(Attributes) as AgentRecord;
+    });
+  }
+
+  async advanceDeletion(organizationId: string, agentId: string, page: number, updatedAt: string): Promise<boolean> {
+    const moved = await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { organizationId, agentId },
+          UpdateExpression: 'SET deletion.page = :next, deletion.updatedAt = :at, updatedAt = :at',
+          ConditionExpression: '#status = :deleting AND deletion.page = :page',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':deleting': DELETING, ':page': page, ':next': page + 1, ':at': updatedAt },
+        }),
+      ),
+    );
+    return moved !== undefined;
+  }
+
+  async listDeleting(updatedBefore: string, limit: number): Promise<{ organizationId: string; agentId: string }[]> {
+    const Items = await unlessIndexMissing(
+      async () =>
+        (
+          await this.client.send(
+            new QueryCommand({
+              TableName: this.tableName,
+              IndexName: 'deleting',
+              KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
+              ExpressionAttributeValues: { ':p': DELETING, ':before': updatedBefore },
+              Limit: limit,
+            }),
+          )
+        ).Items ?? [],
+      [],
+    );
+    return Items.map((item) => ({ organizationId: String(item.organizationId), agentId: String(item.agentId) }));
+  }
+
+  async removeDeleted(organizationId: string, agentId: string): Promise<boolean> {
+    const removed = await unlessConditionFails(() =>
+      this.client.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { organizationId, agentId },
+          ConditionExpression: '#status = :deleting',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':deleting': DELETING },
+        }),
+      ),
+    );
+    return removed !== undefined;
+  }
+
   async list(organizationId: string): Promise<AgentRecord[]> {
-    const agents = await collect(
-      queryAll<AgentRecord>(this.client, {
+    const items = await collect(
+      queryAll<Record<string, unknown>>(this.client, {
         TableName: this.tableName,
         KeyConditionExpression: 'organizationId = :o',
         ExpressionAttributeValues: { ':o': organizationId },
       }),
     );
+    const agents = items.map((item) => agentOf(item) as AgentRecord).filter((agent) => agent.status !== 'deleting');
     return agents.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.agentId.localeCompare(b.agentId));
   }
 }

@@ -2,7 +2,13 @@
  * DynamoDB stores of the flow runtime (key schemas: lib/tables.ts). Definitions and session state are stored as
  * JSON text: they hold caller-chosen keys (memory, variables, parameters) that DynamoDB maps would constrain.
  */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { AgentDefinition } from '#core/flows/definition';
 import type { AgentDefinitionRecord } from '#core/flows/definition-record';
 import type { FlowSession, SessionStatus } from '#core/flows/session';
@@ -16,7 +22,7 @@ import {
   sessionPosition,
 } from '#ports/flows';
 import { unlessConditionFails } from './expressions';
-import { collect, queryAll } from './queries';
+import { collect, deleteKeys, queryAll } from './queries';
 
 const SCHEDULED = 'scheduled';
 /** DynamoDB's item limit is 400 KB; session state is trimmed (oldest messages first) to stay under this. */
@@ -61,6 +67,10 @@ export class DynamoDefinitionStore implements DefinitionStore {
     );
     return items.map(fromItem);
   }
+
+  async delete(agentId: string, environment: Environment): Promise<void> {
+    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { agentId, environment } }));
+  }
 }
 
 function fromItem(item: DefinitionItem): AgentDefinitionRecord {
@@ -84,6 +94,25 @@ export class DynamoSessionStore implements SessionStore {
     /** Days an idle session is kept before TTL removes it. */
     private readonly retentionDays = 30,
   ) {}
+
+  async deleteSome(agentId: string, environment: Environment, limit: number): Promise<number> {
+    const sessionKey = `${agentId}#${environment}`;
+    const { Items = [] } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'sessionKey = :k',
+        ExpressionAttributeValues: { ':k': sessionKey },
+        ProjectionExpression: 'sessionId',
+        Limit: limit,
+      }),
+    );
+    await deleteKeys(
+      this.client,
+      this.tableName,
+      Items.map((item) => ({ sessionKey, sessionId: item.sessionId })),
+    );
+    return Items.length;
+  }
 
   async get(agentId: string, environment: Environment, sessionId: string): Promise<FlowSession | undefined> {
     const { Item } = await this.client.send(

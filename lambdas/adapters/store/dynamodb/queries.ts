@@ -1,7 +1,37 @@
 /**
- * Reading DynamoDB the way every store does: every page of a Query, and an index a local data folder may lack.
+ * Reading DynamoDB the way every store does: every page of a Query, and an index a local data folder may lack; and
+ * deleting many items by key.
  */
-import { type DynamoDBDocumentClient, QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  type BatchWriteCommandInput,
+  type DynamoDBDocumentClient,
+  QueryCommand,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+
+/** Most items one BatchWriteItem takes. */
+const BATCH_WRITE_ITEMS = 25;
+
+/** Deletes the items of `keys`, 25 a request; what DynamoDB leaves unprocessed (throttling) is sent again. */
+export async function deleteKeys(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  keys: readonly Record<string, unknown>[],
+): Promise<void> {
+  for (let start = 0; start < keys.length; start += BATCH_WRITE_ITEMS) {
+    let requests: NonNullable<BatchWriteCommandInput['RequestItems']>[string] = keys
+      .slice(start, start + BATCH_WRITE_ITEMS)
+      .map((Key) => ({ DeleteRequest: { Key } }));
+    // The SDK's own retries space the attempts.
+    while (requests.length > 0) {
+      const { UnprocessedItems } = await client.send(
+        new BatchWriteCommand({ RequestItems: { [tableName]: requests } }),
+      );
+      requests = UnprocessedItems?.[tableName] ?? [];
+    }
+  }
+}
 
 /**
  * A local data folder made before an index existed lacks it (dynalite cannot add one to a table; the runtime warns

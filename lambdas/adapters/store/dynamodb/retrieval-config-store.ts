@@ -1,7 +1,7 @@
 /**
  * RetrievalConfigStore on DynamoDB: the default retrieval configuration of each agent and environment.
  */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Environment } from '#core/knowledge/fields';
 import type { RetrievalConfigRecord } from '#core/retrieval/retrieval-config';
 import type { RetrievalConfigStore } from '#ports/retrieval-configs';
@@ -36,5 +36,9 @@ export class DynamoRetrievalConfigStore implements RetrievalConfigStore {
       ),
     );
     return written !== undefined;
+  }
+
+  async delete(agentId: string, environment: Environment): Promise<void> {
+    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { agentId, environment } }));
   }
 }

@@ -3,8 +3,6 @@
  * imports not yet read through (lib/tables.ts).
  */
 import {
-  BatchWriteCommand,
-  type BatchWriteCommandInput,
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
@@ -21,7 +19,7 @@ import {
   zipJobPosition,
 } from '#ports/zip-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
-import { collect, queryAll, unlessIndexMissing } from './queries';
+import { collect, deleteKeys, queryAll, unlessIndexMissing } from './queries';
 
 const JOB_ITEM = 'job';
 /** The index of a dataset's jobs by `listKey` (lib/tables.ts). */
@@ -44,9 +42,6 @@ function jobOf(item: Record<string, unknown>): ZipJobRecord {
 
 const knowledgeBaseKeyOf = (ref: { agentId: string; knowledgeBaseId: string }) =>
   `${ref.agentId}#${ref.knowledgeBaseId}`;
-
-/** Most items one BatchWriteItem takes. */
-const BATCH_WRITE_ITEMS = 25;
 
 const fileItemKey = (index: number) => `file#${String(index).padStart(5, '0')}`;
 
@@ -208,18 +203,11 @@ export class DynamoZipJobStore implements ZipJobStore {
       }),
     );
     const files = items.filter((item) => item.itemKey !== JOB_ITEM);
-    for (let start = 0; start < files.length; start += BATCH_WRITE_ITEMS) {
-      let requests: NonNullable<BatchWriteCommandInput['RequestItems']>[string] = files
-        .slice(start, start + BATCH_WRITE_ITEMS)
-        .map((item) => ({ DeleteRequest: { Key: { zipJobId, itemKey: item.itemKey } } }));
-      // What DynamoDB leaves unprocessed (throttling) is sent again; the SDK's own retries space the attempts.
-      while (requests.length > 0) {
-        const { UnprocessedItems } = await this.client.send(
-          new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }),
-        );
-        requests = UnprocessedItems?.[this.tableName] ?? [];
-      }
-    }
+    await deleteKeys(
+      this.client,
+      this.tableName,
+      files.map((item) => ({ zipJobId, itemKey: item.itemKey })),
+    );
     await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { zipJobId, itemKey: JOB_ITEM } }));
   }
 

@@ -176,7 +176,7 @@ describe('queryEvents', () => {
   const orgA = { organizationId: 'org-a', tokenId: 't', scopes: ['analytics'] };
   const orgB = { organizationId: 'org-b', tokenId: 't', scopes: ['analytics'] };
   const agent: AgentRecord = { organizationId: 'org-a', agentId: AGENT, displayName: 'Bot', createdAt: '' };
-  const agents: AgentStore = {
+  const agents: Pick<AgentStore, 'put' | 'get' | 'list' | 'rename'> = {
     put: async () => undefined,
     get: async (organizationId, agentId) =>
       organizationId === agent.organizationId && agentId === agent.agentId ? agent : undefined,

@@ -307,6 +307,7 @@ it('gives the message back when a checkpoint cannot be written, and the run goes
     get: sessions.get.bind(sessions),
     create: sessions.create.bind(sessions),
     list: sessions.list.bind(sessions),
+    deleteSome: sessions.deleteSome.bind(sessions),
     save: async (session: FlowSession, expectedVersion: number) => {
       if (failNextSave && session.run?.next?.node === 'After') {
         failNextSave = false;

@@ -307,6 +307,7 @@ it('writes what the invocation recorded even when storing the session throws', a
     get: sessions.get.bind(sessions),
     create: sessions.create.bind(sessions),
     list: sessions.list.bind(sessions),
+    deleteSome: sessions.deleteSome.bind(sessions),
     save: async () => {
       saves += 1;
       throw new Error('DynamoDB is unavailable');
