@@ -5,10 +5,11 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }],
-    // @middy/core is ESM only; the handlers that tests import directly (the browser task) now go through middy.
-    '/node_modules/@middy/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
+    // @middy/core and jose are ESM only; the handlers that tests import directly go through middy, and the
+    // authorizer's ID token verifier through jose.
+    '/node_modules/(@middy|jose)/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
-  transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  transformIgnorePatterns: ['/node_modules/(?!@middy/|jose/)'],
   testTimeout: 60000,
   // s3rver's XML parser, as lib/local/s3rver.ts gives it outside jest (jest resolves modules by itself).
   moduleNameMapper: { '^fast-xml-parser$': '<rootDir>/lib/local/fast-xml-parser-v3-compat.cjs' },

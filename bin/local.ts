@@ -5,7 +5,8 @@
  *   PROCESSING_VISIBILITY_TIMEOUT_SECONDS (60; how long a received processing message stays hidden before it is
  *   delivered again), SCHEDULER_INTERVAL_MS (15000), SCHEDULER_CLOCK_FILE (tests: the scheduler's "now" read from a
  *   file), MAX_UPLOAD_BYTES (most bytes one request may store through the local S3 endpoint; default the larger of
- *   MAX_FILE_BYTES and ZIP_MAX_ARCHIVE_BYTES, 256 MiB).
+ *   MAX_FILE_BYTES and ZIP_MAX_ARCHIVE_BYTES, 256 MiB), COGNITO (`on`; `off` starts no cognito-local: no people's
+  accounts), COGNITO_PORT (a free one), DEV_USER (email:password: that person exists, confirmed).
  * The engines' credentials are made at the first start of a DATA_DIR: DATA_DIR/engine-credentials.json.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -97,8 +98,15 @@ async function main(): Promise<void> {
     scheduleIntervalMs: milliseconds('SCHEDULER_INTERVAL_MS', 15_000),
     scheduleClock: schedulerClock(process.env.SCHEDULER_CLOCK_FILE),
     onScheduleTick: tickRecorder(process.env.SCHEDULER_CLOCK_FILE),
+    cognito: process.env.COGNITO !== 'off',
+    cognitoPort: port('COGNITO_PORT', 0),
+    devUser: process.env.DEV_USER || undefined,
   });
   console.log(`DynamoDB at ${runtime.engines.dynamodbEndpoint}, SQS at ${runtime.engines.sqsEndpoint}`);
+  if (runtime.cognito) {
+    const { endpoint, userPoolId, clientId } = runtime.cognito;
+    console.log(`Cognito (people's sign-in) at ${endpoint}: user pool ${userPoolId}, app client ${clientId}`);
+  }
   console.log(`Agent Platform local runtime listening on ${runtime.url} (S3 at ${runtime.engines.s3Endpoint})`);
   let stopping = false;
   const stop = async (signal: string) => {

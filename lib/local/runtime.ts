@@ -20,6 +20,7 @@ import { configureHandlerEnvironment, handlerVariable } from '#shared/environmen
 import { logger } from '#shared/logger';
 import { LOCAL_METRICS_NAMESPACE } from '#shared/metrics';
 import { RESOURCE_ENV, ROUTES, SCOPES, type TableName } from '../routes';
+import { ensureDevUser, type LocalCognito, startCognito } from './cognito';
 import {
   acquireWorkerLock,
   type EnginesFile,
@@ -60,6 +61,15 @@ export interface LocalRuntimeOptions {
   readonly scheduleIntervalMs?: number;
   /** Told the outcome of every tick once it has run, with the "now" it ran at (tests wait on it instead of sleeping). */
   readonly onScheduleTick?: (now: Date, outcome: TickOutcome) => void;
+  /**
+   * Start cognito-local (people's accounts: lib/local/cognito.ts) beside the other engines; `npm start` does unless
+   * COGNITO=off. Default false here (the benchmarks and most tests need no people).
+   */
+  readonly cognito?: boolean;
+  /** COGNITO_PORT: the port cognito-local answers on (default a free one). */
+  readonly cognitoPort?: number;
+  /** DEV_USER=email:password: that person exists in the pool, confirmed (with `cognito`). */
+  readonly devUser?: string;
 }
 
 /** The local stand-in for EventBridge Scheduler: runs due schedule triggers on every tick. */
@@ -70,6 +80,8 @@ export interface LocalScheduler {
 export interface LocalRuntime {
   readonly url: string;
   readonly engines: Engines;
+  /** People's accounts, when started (`cognito`). */
+  readonly cognito: LocalCognito | undefined;
   readonly worker: QueueWorker | undefined;
   readonly scheduler: LocalScheduler;
   stop(): Promise<void>;
@@ -330,9 +342,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     flowRunVisibilityTimeoutSeconds: options.flowRunVisibilityTimeoutSeconds ?? flowRunVisibilityFromEnv(),
   });
   let releaseWorkerLock: (() => void) | undefined;
+  let cognito: LocalCognito | undefined;
   try {
     configureHandlers(engines);
     await bootstrapOrganizations(dataDir, options.devTokens, log);
+    if (options.cognito) {
+      cognito = await startCognito({ dataDir, host, ...(options.cognitoPort ? { port: options.cognitoPort } : {}) });
+      if (options.devUser) log(`DEV_USER ${await ensureDevUser(cognito, options.devUser)} can sign in`);
+    } else if (options.devUser) {
+      throw new Error('DEV_USER needs cognito-local: unset COGNITO=off');
+    }
     // The embedded index serves retrieval in this process and processing wherever the worker runs.
     const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'), { embedder: embedder ?? undefined });
     useKnowledgeIndex(index, embedder);
@@ -368,6 +387,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     return {
       url: `http://${host}:${port}`,
       engines,
+      cognito,
       worker,
       scheduler,
       stop: async () => {
@@ -382,11 +402,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         await index.close();
         releaseWorkerLock?.();
         removeEnginesFile(dataDir);
+        await cognito?.stop();
         await engines.stop();
       },
     };
   } catch (error) {
     releaseWorkerLock?.();
+    await cognito?.stop();
     await engines.stop();
     throw error;
   }

@@ -74,6 +74,8 @@ export async function startService(
       // (test/api/rate-limits.test.ts tests the limits, the defaults included).
       RATE_LIMIT_PER_SECOND: '1000000',
       RATE_LIMIT_BURST: '1000000',
+      // No people's accounts unless a suite asks (COGNITO=on): cognito-local is a process of its own, ~100 MB.
+      COGNITO: 'off',
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,136 @@
+/**
+ * People's accounts on the local engine (lib/local/cognito.ts: cognito-local in a process of its own) and the
+ * verifier of their ID tokens (lambdas/adapters/auth/cognito-jwt.ts), against the real engine: sign-up of DEV_USER,
+ * sign-in, a valid ID token accepted; an access token, another client's token, a forged, an altered and an expired
+ * token refused; a wrong password refused by Cognito; and the pool and people kept across a restart.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type CognitoIdentityProviderClient,
+  CreateUserPoolClientCommand,
+  InitiateAuthCommand,
+} from '@aws-sdk/client-cognito-identity-provider';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { CognitoIdTokenVerifier } from '#adapters/auth/cognito-jwt';
+import { cognitoClient, ensureDevUser, type LocalCognito, startCognito } from '../../lib/local/cognito';
+import { startService } from '../helpers/service';
+
+const EMAIL = 'Dev@Example.com';
+const PASSWORD = 'Correct-horse-7';
+let dataDir: string;
+let cognito: LocalCognito;
+let client: CognitoIdentityProviderClient;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'aps-cognito-'));
+  cognito = await startCognito({ dataDir, host: '127.0.0.1' });
+  client = cognitoClient(cognito.endpoint);
+});
+afterAll(async () => {
+  client?.destroy();
+  await cognito?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const signIn = (password = PASSWORD, clientId = cognito.clientId) =>
+  client.send(
+    new InitiateAuthCommand({
+      ClientId: clientId,
+      AuthFlow: 'USER_PASSWORD_AUTH',
+      AuthParameters: { USERNAME: EMAIL, PASSWORD: password },
+    }),
+  );
+
+it('signs DEV_USER up confirmed, and a sign-in gives an ID token the verifier accepts', async () => {
+  expect(await ensureDevUser(cognito, `${EMAIL}:${PASSWORD}`)).toBe(EMAIL);
+  // A second start finds the person there and leaves them as they are.
+  expect(await ensureDevUser(cognito, `${EMAIL}:another-password-1`)).toBe(EMAIL);
+  const { AuthenticationResult } = await signIn();
+  const verifier = new CognitoIdTokenVerifier({ issuer: cognito.issuer, clientId: cognito.clientId });
+  const person = await verifier.verify(AuthenticationResult?.IdToken as string);
+  expect(person).toEqual({ sub: expect.any(String), email: 'dev@example.com', expiresAt: expect.any(Date) });
+  // Cognito's default is an hour; cognito-local's a day.
+  expect((person?.expiresAt.getTime() ?? 0) - Date.now()).toBeGreaterThan(30 * 60 * 1000);
+  // Cognito answers NotAuthorizedException; cognito-local InvalidPasswordException (../shared/engines.md).
+  const refused = await signIn('wrong-password-1').catch((error: Error) => error.name);
+  expect(['NotAuthorizedException', 'InvalidPasswordException']).toContain(refused);
+  await expect(ensureDevUser(cognito, 'no-password')).rejects.toThrow('DEV_USER must be email:password');
+});
+
+it('refuses an access token, another client’s, a forged, an altered and an expired token', async () => {
+  const verifier = new CognitoIdTokenVerifier({ issuer: cognito.issuer, clientId: cognito.clientId });
+  const { AuthenticationResult } = await signIn();
+  const idToken = AuthenticationResult?.IdToken as string;
+  expect(await verifier.verify(AuthenticationResult?.AccessToken as string)).toBeUndefined();
+
+  const { UserPoolClient } = await client.send(
+    new CreateUserPoolClientCommand({
+      UserPoolId: cognito.userPoolId,
+      ClientName: 'another',
+      ExplicitAuthFlows: ['ALLOW_USER_PASSWORD_AUTH'],
+    }),
+  );
+  const other = await signIn(PASSWORD, UserPoolClient?.ClientId as string);
+  expect(await verifier.verify(other.AuthenticationResult?.IdToken as string)).toBeUndefined();
+
+  // The same claims and key id, signed with a key of our own.
+  const [header, payload] = idToken
+    .split('.')
+    .slice(0, 2)
+    .map((part) => JSON.parse(Buffer.from(part, 'base64url').toString()));
+  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  expect((await exportJWK(publicKey)).kty).toBe('RSA');
+  const forged = await new SignJWT(payload).setProtectedHeader({ alg: 'RS256', kid: header.kid }).sign(privateKey);
+  expect(await verifier.verify(forged)).toBeUndefined();
+  // The real signature over altered claims.
+  const [h, , signature] = idToken.split('.');
+  const altered = Buffer.from(JSON.stringify({ ...payload, email: 'owner@example.com' })).toString('base64url');
+  expect(await verifier.verify(`${h}.${altered}.${signature}`)).toBeUndefined();
+  // Past its expiry (an hour with Cognito's defaults, a day with cognito-local's), and just before it.
+  const expiry = (payload.exp as number) * 1000;
+  expect(await verifier.verify(idToken, new Date(expiry + 60_000))).toBeUndefined();
+  expect(await verifier.verify(idToken, new Date(expiry - 60_000))).toMatchObject({ email: 'dev@example.com' });
+  expect(await verifier.verify('not a token')).toBeUndefined();
+});
+
+it('keeps the pool, the client and the people across a restart of the engine', async () => {
+  const before = { userPoolId: cognito.userPoolId, clientId: cognito.clientId };
+  client.destroy();
+  await cognito.stop();
+  cognito = await startCognito({ dataDir, host: '127.0.0.1' });
+  client = cognitoClient(cognito.endpoint);
+  expect({ userPoolId: cognito.userPoolId, clientId: cognito.clientId }).toEqual(before);
+  const { AuthenticationResult } = await signIn();
+  const verifier = new CognitoIdTokenVerifier({ issuer: cognito.issuer, clientId: cognito.clientId });
+  expect(await verifier.verify(AuthenticationResult?.IdToken as string)).toMatchObject({ email: 'dev@example.com' });
+});
+
+it('is started by the local runtime (npm start), which prints where, and makes DEV_USER', async () => {
+  const service = await startService({ env: { COGNITO: 'on', DEV_USER: 'Runtime@Example.com:Runtime-pass-9' } });
+  try {
+    const printed = /Cognito \(people's sign-in\) at (\S+): user pool (\S+), app client (\S+)/.exec(service.output());
+    expect(printed).not.toBeNull();
+    const [, endpoint, userPoolId, clientId] = printed as RegExpExecArray;
+    expect(service.output()).toContain('DEV_USER Runtime@Example.com can sign in');
+    const runtimeClient = cognitoClient(endpoint);
+    try {
+      const { AuthenticationResult } = await runtimeClient.send(
+        new InitiateAuthCommand({
+          ClientId: clientId,
+          AuthFlow: 'USER_PASSWORD_AUTH',
+          AuthParameters: { USERNAME: 'Runtime@Example.com', PASSWORD: 'Runtime-pass-9' },
+        }),
+      );
+      const verifier = new CognitoIdTokenVerifier({ issuer: `${endpoint}/${userPoolId}`, clientId });
+      expect(await verifier.verify(AuthenticationResult?.IdToken as string)).toMatchObject({
+        email: 'runtime@example.com',
+      });
+    } finally {
+      runtimeClient.destroy();
+    }
+  } finally {
+    await service.stop();
+  }
+});
