@@ -45,7 +45,9 @@ export interface AgentRecord {
   /** Absent: in use. `deleting`: its deletion job runs; to every caller it no longer exists. */
   readonly status?: 'deleting';
   /** The deletion job (core/processing/agent-deletion.ts), on its row until the row itself goes. */
-  readonly deletion?: { readonly startedAt: string; readonly page: number; readonly updatedAt: string };
+  readonly deletion?: { readonly startedAt: string; readonly page: number };
+  /** While `deleting`: the last progress of the deletion job (the watchdog reads it). */
+  readonly updatedAt?: string;
 }
 
 export interface AgentStore {

@@ -1,5 +1,6 @@
 /** Helpers that build what a test needs through the public API, as a user would. */
 import { ZipFile } from 'yazl';
+import { pollUntil } from './poll';
 import type { client } from './service';
 
 type Call = ReturnType<typeof client>;
@@ -58,6 +59,18 @@ export async function uploadDocument(
   });
   if (complete.status !== 200) throw new Error(`upload-complete: ${complete.status} ${JSON.stringify(complete.body)}`);
   return { link: link.body, complete: complete.body };
+}
+
+/** uploadDocument, then waits until processing made it `ready` (a test fails here if it ends otherwise). */
+export async function readyDocument(call: Call, dataset: Dataset, fileName: string, text = `The text of ${fileName}.`) {
+  const { link } = await uploadDocument(call, dataset, { fileName }, text);
+  const doc = await pollUntil(
+    () => call<{ status: string }>('GET', '/api/v1/knowledge/documents', { query: { ...dataset, s3Key: link.s3Key } }),
+    (r) => r.body.status !== 'uploaded',
+    30_000,
+  );
+  if (doc.body.status !== 'ready') throw new Error(`${fileName} ended ${JSON.stringify(doc.body)}`);
+  return link;
 }
 
 /** A ZIP archive of `files` (name → content), entries in the given order. */

@@ -81,7 +81,8 @@ export class InMemoryAgentStore implements AgentStore {
     const marked: AgentRecord = {
       ...agent,
       status: 'deleting',
-      deletion: { startedAt, page: 0, updatedAt: startedAt },
+      deletion: { startedAt, page: 0 },
+      updatedAt: startedAt,
     };
     this.records.set(`${organizationId}#${agentId}`, marked);
     return copy(marked);
@@ -92,15 +93,16 @@ export class InMemoryAgentStore implements AgentStore {
     if (agent?.status !== 'deleting' || agent.deletion?.page !== page) return false;
     this.records.set(`${organizationId}#${agentId}`, {
       ...agent,
-      deletion: { ...agent.deletion, page: page + 1, updatedAt },
+      deletion: { ...agent.deletion, page: page + 1 },
+      updatedAt,
     });
     return true;
   }
 
   async listDeleting(updatedBefore: string, limit: number) {
     return [...this.records.values()]
-      .filter((agent) => agent.status === 'deleting' && (agent.deletion?.updatedAt ?? '') < updatedBefore)
-      .sort((a, b) => (a.deletion?.updatedAt ?? '').localeCompare(b.deletion?.updatedAt ?? ''))
+      .filter((agent) => agent.status === 'deleting' && (agent.updatedAt ?? '') < updatedBefore)
+      .sort((a, b) => (a.updatedAt ?? '').localeCompare(b.updatedAt ?? ''))
       .slice(0, limit)
       .map(({ organizationId, agentId }) => ({ organizationId, agentId }));
   }

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { ENVIRONMENTS } from '#core/knowledge/fields';
-import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
+import { createDataset, type Dataset, readyDocument } from '../helpers/fixtures';
 import { helloAndTicketDefinition as definition } from '../helpers/flow-definitions';
 import { type EngineReader, engineReader, NOTHING_LEFT } from '../helpers/knowledge-base-remains';
 import { pollUntil } from '../helpers/poll';
@@ -40,15 +40,6 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function readyDocument(dataset: Dataset, fileName: string) {
-  const { link } = await uploadDocument(call, dataset, { fileName }, `The text of ${fileName}.`);
-  const done = await pollUntil(
-    () => call<{ status: string }>('GET', '/api/v1/knowledge/documents', { query: { ...dataset, s3Key: link.s3Key } }),
-    (r) => r.body.status !== 'uploaded',
-  );
-  expect(done.body.status).toBe('ready');
-}
-
 /** Items of `table` whose key attribute `key` starts with the agent's id (read past the API). */
 async function itemsOf(table: string, key: string, agentId: string): Promise<number> {
   const { Items = [] } = await engines.dynamo.send(new ScanCommand({ TableName: table }));
@@ -62,8 +53,8 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
     body: { name: 'Second' },
   });
   const staging: Dataset = { ...production, environment: 'staging', knowledgeBaseId: second.body.knowledgeBaseId };
-  await readyDocument(production, 'guide.txt');
-  await readyDocument(staging, 'notes.txt');
+  await readyDocument(call, production, 'guide.txt');
+  await readyDocument(call, staging, 'notes.txt');
   for (const environment of ['production', 'development'] as const) {
     const stored = await call('PUT', `/dashboard/agents/${agentId}/definition/${environment}`, { body: definition });
     expect(stored.status).toBe(200);
@@ -79,7 +70,7 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   });
   expect(config.status).toBe(200);
   const control = await createDataset(call);
-  await readyDocument(control, 'control.txt');
+  await readyDocument(call, control, 'control.txt');
   expect(await itemsOf('sessions', 'sessionKey', agentId)).toBe(1);
   expect(await itemsOf('agentDefinitions', 'agentId', agentId)).toBe(2);
   expect(await itemsOf('retrievalConfigs', 'agentId', agentId)).toBe(1);

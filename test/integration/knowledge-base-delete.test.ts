@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
+import { createDataset, type Dataset, putFile, readyDocument, type UploadLink, zipOf } from '../helpers/fixtures';
 import { type EngineReader, engineReader, NOTHING_LEFT } from '../helpers/knowledge-base-remains';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
@@ -46,17 +46,6 @@ afterAll(async () => {
 const basePath = (d: { agentId: string; knowledgeBaseId: string }) =>
   `/dashboard/agents/${d.agentId}/knowledge/bases/${d.knowledgeBaseId}`;
 
-async function readyDocument(dataset: Dataset, fileName: string, text: string) {
-  const { link } = await uploadDocument(call, dataset, { fileName }, text);
-  const doc = await pollUntil(
-    () => call<{ status: string }>('GET', '/api/v1/knowledge/documents', { query: { ...dataset, s3Key: link.s3Key } }),
-    (r) => r.body.status === 'ready',
-    30_000,
-  );
-  expect(doc.body.status).toBe('ready');
-  return link;
-}
-
 async function secondKnowledgeBase(agentId: string): Promise<string> {
   const kb = await call<{ knowledgeBaseId: string }>('POST', `/dashboard/agents/${agentId}/knowledge/bases`, {
     body: { name: 'Control' },
@@ -71,7 +60,7 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   const control: Dataset = { ...prod, knowledgeBaseId: await secondKnowledgeBase(prod.agentId) };
 
   // Documents in all three environments: one updated (its content under `_versions/`), three from a ZIP import.
-  const updated = await readyDocument(prod, 'router.txt', 'The router restarts when the power button is held.');
+  const updated = await readyDocument(call, prod, 'router.txt', 'The router restarts when the power button is held.');
   const update = await call<UploadLink>('POST', '/api/v1/knowledge/documents/update/upload-link', {
     body: { ...prod, s3Key: updated.s3Key, fileName: 'router-v2.txt' },
   });
@@ -83,7 +72,7 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
       })
     ).status,
   ).toBe(200);
-  await readyDocument(staging, 'switch.txt', 'The switch has eight ports.');
+  await readyDocument(call, staging, 'switch.txt', 'The switch has eight ports.');
   const zipLink = await call<UploadLink>('POST', '/api/v1/knowledge/documents/upload-link', {
     body: { ...dev, fileName: 'batch.zip' },
   });
@@ -98,7 +87,7 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
     (r) => r.body.status === 'completed',
     30_000,
   );
-  await readyDocument(control, 'control.txt', 'The control knowledge base keeps its router manual.');
+  await readyDocument(call, control, 'control.txt', 'The control knowledge base keeps its router manual.');
   // An upload started before the delete, completed after it.
   const late = await call<UploadLink>('POST', '/api/v1/knowledge/documents/upload-link', {
     body: { ...prod, fileName: 'late.txt' },
@@ -196,7 +185,7 @@ interface Preview {
 it('skips a configured knowledge base that is gone, with a warning, and the run completes', async () => {
   if (!worker) worker = await startWorker(dataDir, WORKER_ENV);
   const dataset = await createDataset(call, 'production');
-  await readyDocument(dataset, 'warranty.txt', 'The warranty of every Acme router lasts three years.');
+  await readyDocument(call, dataset, 'warranty.txt', 'The warranty of every Acme router lasts three years.');
   // A configuration that names a knowledge base that no longer exists (written before deletes removed them from
   // configurations, or by a PUT that raced the delete): stored as such, past the API's own check.
   const ghost = '0b9a3f0e-4d7c-4c51-9a7e-1f2d3c4b5a69';

@@ -123,7 +123,7 @@ export async function resumeStuckAgentDeletions(
   let resumed = 0;
   for (const { organizationId, agentId } of await deps.agents.listDeleting(cutoff, options.batch ?? 100)) {
     const agent = await deps.agents.get(organizationId, agentId);
-    if (agent?.status !== 'deleting' || !agent.deletion || agent.deletion.updatedAt >= cutoff) continue;
+    if (agent?.status !== 'deleting' || !agent.deletion || (agent.updatedAt ?? '') >= cutoff) continue;
     const { page } = agent.deletion;
     if (await deps.agents.advanceDeletion(organizationId, agentId, page, now.toISOString())) {
       await deps.queue.send({ kind: 'delete-agent', organizationId, agentId, page: page + 1 });

@@ -2,32 +2,27 @@
  * AgentStore on DynamoDB: agents by organization (lib/tables.ts), and a sparse index of those being deleted (their
  * `pendingKey` and the job's last progress in `updatedAt`) for the watchdog.
  */
-import {
-  DeleteCommand,
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { AgentRecord, AgentStore } from '#ports/stores';
+import { DELETING, DeletionJobRows } from './deletion-jobs';
 import { unlessConditionFails } from './expressions';
-import { collect, queryAll, unlessIndexMissing } from './queries';
-
-/** Value of `pendingKey` while an agent is being deleted. */
-const DELETING = 'deleting';
+import { collect, queryAll } from './queries';
 
 function agentOf(item: Record<string, unknown> | undefined): AgentRecord | undefined {
   if (!item) return undefined;
-  const { pendingKey: _pending, updatedAt: _updated, ...agent } = item;
+  const { pendingKey: _pending, ...agent } = item;
   return agent as unknown as AgentRecord;
 }
 
 export class DynamoAgentStore implements AgentStore {
+  private readonly jobs: DeletionJobRows;
+
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
-  ) {}
+  ) {
+    this.jobs = new DeletionJobRows(client, tableName);
+  }
 
   async put(agent: AgentRecord): Promise<void> {
     await this.client.send(new PutCommand({ TableName: this.tableName, Item: agent }));
@@ -69,7 +64,7 @@ export class DynamoAgentStore implements AgentStore {
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':deleting': DELETING,
-            ':job': { startedAt, page: 0, updatedAt: startedAt },
+            ':job': { startedAt, page: 0 },
             ':at': startedAt,
           },
           ReturnValues: 'ALL_NEW',
@@ -79,54 +74,19 @@ export class DynamoAgentStore implements AgentStore {
     });
   }
 
-  async advanceDeletion(organizationId: string, agentId: string, page: number, updatedAt: string): Promise<boolean> {
-    const moved = await unlessConditionFails(() =>
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { organizationId, agentId },
-          UpdateExpression: 'SET deletion.page = :next, deletion.updatedAt = :at, updatedAt = :at',
-          ConditionExpression: '#status = :deleting AND deletion.page = :page',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':deleting': DELETING, ':page': page, ':next': page + 1, ':at': updatedAt },
-        }),
-      ),
-    );
-    return moved !== undefined;
+  advanceDeletion(organizationId: string, agentId: string, page: number, updatedAt: string): Promise<boolean> {
+    return this.jobs.advance({ organizationId, agentId }, page, updatedAt);
   }
 
   async listDeleting(updatedBefore: string, limit: number): Promise<{ organizationId: string; agentId: string }[]> {
-    const Items = await unlessIndexMissing(
-      async () =>
-        (
-          await this.client.send(
-            new QueryCommand({
-              TableName: this.tableName,
-              IndexName: 'deleting',
-              KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
-              ExpressionAttributeValues: { ':p': DELETING, ':before': updatedBefore },
-              Limit: limit,
-            }),
-          )
-        ).Items ?? [],
-      [],
-    );
-    return Items.map((item) => ({ organizationId: String(item.organizationId), agentId: String(item.agentId) }));
+    return (await this.jobs.listStale(updatedBefore, limit)).map((item) => ({
+      organizationId: String(item.organizationId),
+      agentId: String(item.agentId),
+    }));
   }
 
-  async removeDeleted(organizationId: string, agentId: string): Promise<boolean> {
-    const removed = await unlessConditionFails(() =>
-      this.client.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: { organizationId, agentId },
-          ConditionExpression: '#status = :deleting',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':deleting': DELETING },
-        }),
-      ),
-    );
-    return removed !== undefined;
+  removeDeleted(organizationId: string, agentId: string): Promise<boolean> {
+    return this.jobs.remove({ organizationId, agentId });
   }
 
   async list(organizationId: string): Promise<AgentRecord[]> {

@@ -2,21 +2,12 @@
  * KnowledgeBaseStore on DynamoDB: knowledge bases by agent, and the deletion job a knowledge base being deleted
  * carries (lib/tables.ts).
  */
-import {
-  DeleteCommand,
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Environment } from '#core/knowledge/fields';
 import type { KnowledgeBaseDeletion, KnowledgeBaseRecord, KnowledgeBaseStore } from '#ports/stores';
+import { DELETING, DeletionJobRows } from './deletion-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
-import { collect, queryAll, unlessIndexMissing } from './queries';
-
-/** Value of `pendingKey` while a knowledge base is being deleted (the watchdog's sparse index). */
-const DELETING = 'deleting';
+import { collect, queryAll } from './queries';
 
 function knowledgeBaseOf(item: Record<string, unknown> | undefined): KnowledgeBaseRecord | undefined {
   if (!item) return undefined;
@@ -25,10 +16,14 @@ function knowledgeBaseOf(item: Record<string, unknown> | undefined): KnowledgeBa
 }
 
 export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
+  private readonly jobs: DeletionJobRows;
+
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
-  ) {}
+  ) {
+    this.jobs = new DeletionJobRows(client, tableName);
+  }
 
   async put(knowledgeBase: KnowledgeBaseRecord): Promise<void> {
     await this.client.send(new PutCommand({ TableName: this.tableName, Item: knowledgeBase }));
@@ -120,54 +115,18 @@ export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
     );
   }
 
-  async advanceDeletion(agentId: string, knowledgeBaseId: string, page: number, updatedAt: string): Promise<boolean> {
-    const written = await unlessConditionFails(() =>
-      this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { agentId, knowledgeBaseId },
-          UpdateExpression: 'SET deletion.#page = :next, updatedAt = :now',
-          ConditionExpression: '#status = :deleting AND deletion.#page = :page',
-          ExpressionAttributeNames: { '#status': 'status', '#page': 'page' },
-          ExpressionAttributeValues: { ':deleting': DELETING, ':page': page, ':next': page + 1, ':now': updatedAt },
-        }),
-      ),
-    );
-    return written !== undefined;
+  advanceDeletion(agentId: string, knowledgeBaseId: string, page: number, updatedAt: string): Promise<boolean> {
+    return this.jobs.advance({ agentId, knowledgeBaseId }, page, updatedAt);
   }
 
   async listDeleting(updatedBefore: string, limit: number): Promise<{ agentId: string; knowledgeBaseId: string }[]> {
-    const { Items } = await unlessIndexMissing(
-      () =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: 'deleting',
-            KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
-            ExpressionAttributeValues: { ':p': DELETING, ':before': updatedBefore },
-            Limit: limit,
-          }),
-        ),
-      { Items: [] } as { Items?: Record<string, unknown>[] },
-    );
-    return (Items ?? []).map((item) => ({
+    return (await this.jobs.listStale(updatedBefore, limit)).map((item) => ({
       agentId: String(item.agentId),
       knowledgeBaseId: String(item.knowledgeBaseId),
     }));
   }
 
-  async removeDeleted(agentId: string, knowledgeBaseId: string): Promise<boolean> {
-    const removed = await unlessConditionFails(() =>
-      this.client.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: { agentId, knowledgeBaseId },
-          ConditionExpression: '#status = :deleting',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':deleting': DELETING },
-        }),
-      ),
-    );
-    return removed !== undefined;
+  removeDeleted(agentId: string, knowledgeBaseId: string): Promise<boolean> {
+    return this.jobs.remove({ agentId, knowledgeBaseId });
   }
 }
