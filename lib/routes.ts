@@ -499,8 +499,9 @@ export const ROUTES: readonly HttpRoute[] = TABLE_OF_ROUTES.map((route) =>
 /** The Lambda authorizer (cached by API Gateway) that turns a bearer token into organization and scopes. */
 export const AUTHORIZER = {
   handler: 'lambdas/handlers/auth/authorizer.ts',
-  // readUpdate: it records each token's last use (once a minute); it never creates or deletes one.
-  access: { tables: { tokens: 'readUpdate' } },
+  // readUpdate: it records each token's last use (once a minute); it never creates or deletes one. Members: the
+  // organization and role of a person signed in (docs/people.md).
+  access: { tables: { tokens: 'readUpdate', members: 'read' } },
 } as const;
 
 /** Functions that are not routes: the processing queue's consumer and the scheduled watchdog. */

@@ -136,6 +136,15 @@ export const TABLES: Record<TableName, TableSchema> = {
     ],
   },
   /**
+   * People of the organizations (docs/people.md): `email` (lower case, as Cognito's ID token carries it) →
+   * `organizationId`, `role` (`owner` | `member`); one organization per person. Index `byOrganization` lists an
+   * organization's people.
+   */
+  members: {
+    partitionKey: 'email',
+    indexes: [{ indexName: 'byOrganization', partitionKey: { name: 'organizationId' }, sortKey: { name: 'email' } }],
+  },
+  /**
    * The rate limit counters (core/auth/rate-limit.ts): `key` = `token#<tokenId>` or `organization#<organizationId>`,
    * its current fixed window and the count in it; TTL `expiresAt` removes keys idle for a day.
    */

@@ -37,6 +37,22 @@ export interface TokenStore {
   recordUse(tokenHash: string, at: string, since: string): Promise<void>;
 }
 
+/** A person of an organization (docs/people.md). */
+export interface MemberRecord {
+  /** Lower case: the person's sign-in name, as their ID token carries it. */
+  readonly email: string;
+  readonly organizationId: string;
+  /** `owner`: everything; `member`: everything in the dashboard but tokens and members. */
+  readonly role: 'owner' | 'member';
+  readonly createdAt: string;
+}
+
+export interface MemberStore {
+  get(email: string): Promise<MemberRecord | undefined>;
+  /** Stores the member unless the person is a member already (of any organization); false then. */
+  create(member: MemberRecord): Promise<boolean>;
+}
+
 export interface AgentRecord {
   readonly organizationId: string;
   readonly agentId: string;

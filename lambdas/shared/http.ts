@@ -11,6 +11,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { z } from 'zod';
 import { isThrottledByAws } from '#adapters/errors/aws-throttling';
 import { rateLimit } from '#composition/rate-limiter';
+import { isPerson } from '#core/auth/people';
 import { RateLimitedError, type RateLimitVerdict } from '#core/auth/rate-limit';
 import { callerFromContext, requireScope } from '#core/auth/tokens';
 import { AppError, SERVICE_BUSY_RETRY_AFTER_SECONDS, ServiceBusyError, UnauthorizedError } from '#core/errors';
@@ -250,6 +251,9 @@ export function httpHandler<S extends z.ZodType>(
     const caller = callerFromEvent(event);
     if (route.scope !== null) {
       if (!caller) throw new UnauthorizedError();
+      // A person's ID token opens the dashboard only (the authorizer's policy says so too; this holds wherever the
+      // policy is not applied, as in the local router).
+      if (isPerson(caller) && !route.path.startsWith('/dashboard')) throw new UnauthorizedError();
       requireScope(caller, route.scope);
     }
     // The organization as soon as it is known, so a refused request's log line names it too.

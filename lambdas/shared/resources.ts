@@ -15,7 +15,8 @@ export type TableName =
   | 'retrievalConfigs'
   | 'agentDefinitions'
   | 'sessions'
-  | 'rateLimits';
+  | 'rateLimits'
+  | 'members';
 
 /** Environment variable that carries each stateful resource's physical name into a function. */
 export const RESOURCE_ENV = {
@@ -31,6 +32,7 @@ export const RESOURCE_ENV = {
     agentDefinitions: 'AGENT_DEFINITIONS_TABLE',
     sessions: 'SESSIONS_TABLE',
     rateLimits: 'RATE_LIMITS_TABLE',
+    members: 'MEMBERS_TABLE',
   },
   documentsBucket: 'DOCUMENTS_BUCKET',
   processingQueue: 'PROCESSING_QUEUE_URL',

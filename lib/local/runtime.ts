@@ -13,6 +13,7 @@ import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { container } from '#composition/container';
 import { useKnowledgeIndex } from '#composition/knowledge-index';
 import { reportMetricsAlsoTo } from '#composition/metrics';
+import { peopleContainer } from '#composition/people';
 import { bearerToken, generateToken, hashToken, issueToken } from '#core/auth/tokens';
 import { runScheduleTick, type TickOutcome } from '#core/flows/scheduler';
 import { positiveInteger } from '#shared/config';
@@ -95,7 +96,7 @@ const ROOT = resolve(__dirname, '..', '..');
  * started the process with stay as they were, and win for what the runtime does not set (POWERTOOLS_LOG_LEVEL,
  * BROWSER_DRIVER, model and embedder settings).
  */
-export function configureHandlers(engines: EngineEndpoints): void {
+export function configureHandlers(engines: EngineEndpoints, cognito?: Pick<LocalCognito, 'issuer' | 'clientId'>): void {
   const tables = Object.fromEntries(
     (Object.entries(RESOURCE_ENV.tables) as [TableName, string][]).map(([logical, variable]) => [
       variable,
@@ -119,6 +120,8 @@ export function configureHandlers(engines: EngineEndpoints): void {
     [RESOURCE_ENV.processingQueue]: engines.processingQueueUrl,
     [RESOURCE_ENV.flowRunQueue]: engines.flowRunQueueUrl,
     POWERTOOLS_LOG_LEVEL: logLevel,
+    // People's ID tokens (docs/people.md): the local pool's, when cognito-local runs.
+    ...(cognito ? { COGNITO_ISSUER: cognito.issuer, COGNITO_CLIENT_ID: cognito.clientId } : {}),
     ...tables,
   });
   // The logger was built when its module loaded, from the process environment: give it the runtime's level.
@@ -129,9 +132,15 @@ export function configureHandlers(engines: EngineEndpoints): void {
  * DEV_TOKEN set: each token exists, in an organization of its own, with every scope. Unset: on the first start an
  * organization is created and its token printed once; later starts say so (only the hash is stored).
  */
-async function bootstrapOrganizations(dataDir: string, devTokens: string | undefined, log: (line: string) => void) {
+/** ...and answers the first organization: the first DEV_TOKEN's, or the bootstrap one. */
+async function bootstrapOrganizations(
+  dataDir: string,
+  devTokens: string | undefined,
+  log: (line: string) => void,
+): Promise<string> {
   const now = () => new Date().toISOString();
   if (devTokens) {
+    let first: string | undefined;
     for (const token of devTokens
       .split(',')
       .map((t) => t.trim())
@@ -139,8 +148,13 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
       if (bearerToken(`Bearer ${token}`) !== token) {
         throw new Error('DEV_TOKEN: each token must be 16 to 512 characters of letters, digits and ._~+/=-');
       }
-      if (await container.tokens.getByHash(hashToken(token))) continue;
+      const existing = await container.tokens.getByHash(hashToken(token));
+      if (existing) {
+        first ??= existing.organizationId;
+        continue;
+      }
       const organizationId = randomUUID();
+      first ??= organizationId;
       await issueToken(
         container.tokens,
         { organizationId, tokenId: randomUUID(), scopes: SCOPES, name: 'DEV_TOKEN', createdAt: now() },
@@ -148,7 +162,7 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
       );
       log(`Created organization ${organizationId} for a DEV_TOKEN token`);
     }
-    return;
+    if (first) return first;
   }
   const marker = join(dataDir, 'bootstrap-organization.json');
   if (existsSync(marker)) {
@@ -156,7 +170,7 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
     log(
       `Organization ${organizationId} exists; its token was printed at the first start (set DEV_TOKEN to choose one).`,
     );
-    return;
+    return organizationId;
   }
   const organizationId = randomUUID();
   const token = generateToken();
@@ -171,6 +185,7 @@ async function bootstrapOrganizations(dataDir: string, devTokens: string | undef
   );
   log(`Created organization ${organizationId}. Its token (all scopes), shown only this once:`);
   log(`  ${token}`);
+  return organizationId;
 }
 
 /**
@@ -344,13 +359,26 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   let releaseWorkerLock: (() => void) | undefined;
   let cognito: LocalCognito | undefined;
   try {
-    configureHandlers(engines);
-    await bootstrapOrganizations(dataDir, options.devTokens, log);
     if (options.cognito) {
       cognito = await startCognito({ dataDir, host, ...(options.cognitoPort ? { port: options.cognitoPort } : {}) });
-      if (options.devUser) log(`DEV_USER ${await ensureDevUser(cognito, options.devUser)} can sign in`);
     } else if (options.devUser) {
       throw new Error('DEV_USER needs cognito-local: unset COGNITO=off');
+    }
+    configureHandlers(engines, cognito);
+    const organizationId = await bootstrapOrganizations(dataDir, options.devTokens, log);
+    if (cognito && options.devUser) {
+      const email = await ensureDevUser(cognito, options.devUser);
+      // The first organization's owner, unless the person is a member already (of it or of another).
+      const created = await peopleContainer.members.create({
+        email: email.toLowerCase(),
+        organizationId,
+        role: 'owner',
+        createdAt: new Date().toISOString(),
+      });
+      const member = created ? undefined : await peopleContainer.members.get(email.toLowerCase());
+      log(
+        `DEV_USER ${email} can sign in: ${member ? member.role : 'owner'} of ${member?.organizationId ?? organizationId}`,
+      );
     }
     // The embedded index serves retrieval in this process and processing wherever the worker runs.
     const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'), { embedder: embedder ?? undefined });

@@ -34,6 +34,8 @@ import {
   type KnowledgeBaseDeletion,
   type KnowledgeBaseRecord,
   type KnowledgeBaseStore,
+  type MemberRecord,
+  type MemberStore,
   type TokenRecord,
   type TokenStore,
   type UploadSessionStore,
@@ -117,6 +119,22 @@ export class InMemoryAgentStore implements AgentStore {
       .filter((agent) => agent.organizationId === organizationId && agent.status !== 'deleting')
       .sort((a, b) => a.agentId.localeCompare(b.agentId))
       .map(copy);
+  }
+}
+
+/** MemberStore with the DynamoDB adapter's rule: one organization per person. */
+export class InMemoryMemberStore implements MemberStore {
+  readonly records = new Map<string, MemberRecord>();
+
+  async get(email: string): Promise<MemberRecord | undefined> {
+    const member = this.records.get(email);
+    return member && copy(member);
+  }
+
+  async create(member: MemberRecord): Promise<boolean> {
+    if (this.records.has(member.email)) return false;
+    this.records.set(member.email, copy(member));
+    return true;
   }
 }
 

@@ -218,7 +218,7 @@ describe('least privilege', () => {
     if (!route.access.processingQueue) expect(queueActions).toEqual([]);
   });
 
-  test('the authorizer reads the tokens table and updates it (last use), and nothing else', () => {
+  test('the authorizer reads the tokens table and updates it (last use), reads the members table, and nothing else', () => {
     const statements = statementsOf('Authorizer');
     for (const table of TABLE_NAMES) {
       const actions = actionsOn(statements, logicalId(stack.data.tables[table]));
@@ -228,6 +228,9 @@ describe('least privilege', () => {
         for (const write of DYNAMODB_WRITES.filter((action) => action !== 'dynamodb:UpdateItem')) {
           expect(actions).not.toContain(write);
         }
+      } else if (table === 'members') {
+        expect(actions).toContain('dynamodb:GetItem');
+        for (const write of DYNAMODB_WRITES) expect(actions).not.toContain(write);
       } else {
         expect(actions).toEqual([]);
       }

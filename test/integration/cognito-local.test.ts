@@ -2,20 +2,26 @@
  * People's accounts on the local engine (lib/local/cognito.ts: cognito-local in a process of its own) and the
  * verifier of their ID tokens (lambdas/adapters/auth/cognito-jwt.ts), against the real engine: sign-up of DEV_USER,
  * sign-in, a valid ID token accepted; an access token, another client's token, a forged, an altered and an expired
- * token refused; a wrong password refused by Cognito; and the pool and people kept across a restart.
+ * token refused; a wrong password refused by Cognito; the pool and people kept across a restart; and, through
+ * `npm start`, a person's ID token opening their organization's dashboard (an owner's tokens, a member's refusal) and
+ * nothing else.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  AdminConfirmSignUpCommand,
   type CognitoIdentityProviderClient,
   CreateUserPoolClientCommand,
   InitiateAuthCommand,
+  SignUpCommand,
 } from '@aws-sdk/client-cognito-identity-provider';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { CognitoIdTokenVerifier } from '#adapters/auth/cognito-jwt';
 import { cognitoClient, ensureDevUser, type LocalCognito, startCognito } from '../../lib/local/cognito';
-import { startService } from '../helpers/service';
+import { engineReader } from '../helpers/knowledge-base-remains';
+import { client as apiClient, startService } from '../helpers/service';
 
 const EMAIL = 'Dev@Example.com';
 const PASSWORD = 'Correct-horse-7';
@@ -131,6 +137,80 @@ it('is started by the local runtime (npm start), which prints where, and makes D
       runtimeClient.destroy();
     }
   } finally {
+    await service.stop();
+  }
+});
+
+it('lets a person in to the dashboard of their organization with their ID token, and nowhere else', async () => {
+  const service = await startService({ env: { COGNITO: 'on', DEV_USER: 'owner@example.com:Owner-pass-9' } });
+  const engines = service.dataDir ? engineReader(service.dataDir) : undefined;
+  const printed = /Cognito \(people's sign-in\) at (\S+): user pool (\S+), app client (\S+)/.exec(service.output());
+  const [, endpoint, userPoolId, clientId] = printed as RegExpExecArray;
+  const people = cognitoClient(endpoint);
+  const idTokenOf = async (email: string, password: string) =>
+    (
+      await people.send(
+        new InitiateAuthCommand({
+          ClientId: clientId,
+          AuthFlow: 'USER_PASSWORD_AUTH',
+          AuthParameters: { USERNAME: email, PASSWORD: password },
+        }),
+      )
+    ).AuthenticationResult?.IdToken as string;
+  const signUp = async (email: string, password: string) => {
+    await people.send(new SignUpCommand({ ClientId: clientId, Username: email, Password: password }));
+    await people.send(new AdminConfirmSignUpCommand({ UserPoolId: userPoolId, Username: email }));
+  };
+  try {
+    // DEV_USER owns the first DEV_TOKEN organization (org A): they see what its token made.
+    expect(service.output()).toContain('DEV_USER owner@example.com can sign in: owner of');
+    const orgA = apiClient(service);
+    const agent = await orgA<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Shared' } });
+    const owner = apiClient(service, await idTokenOf('owner@example.com', 'Owner-pass-9'));
+    const agents = await owner<{ data: { agentId: string }[] }>('GET', '/dashboard/agents');
+    expect(agents.status).toBe(200);
+    expect(agents.body.data.map((a) => a.agentId)).toContain(agent.body.agentId);
+    const made = await owner<{ token: string; scopes: string[] }>('POST', '/dashboard/tokens', {
+      body: { name: 'made by a person', scopes: ['analytics', 'knowledge-management'] },
+    });
+    expect(made.status).toBe(201);
+    expect(made.body.scopes).toEqual(['analytics', 'knowledge-management']);
+    expect((await owner('GET', '/dashboard/tokens')).status).toBe(200);
+    // Never on the customer API.
+    const customer = await owner('GET', '/api/v1/agents/list');
+    expect(customer.status).toBe(401);
+    expect(customer.body).toMatchObject({ success: false, error: { code: 'UNAUTHORIZED' } });
+
+    // A member (not an owner) uses the dashboard but manages no tokens.
+    await signUp('member@example.com', 'Member-pass-9');
+    const orgAId = /DEV_USER owner@example\.com can sign in: owner of (\S+)/.exec(service.output())?.[1];
+    await engines?.dynamo.send(
+      new PutCommand({
+        TableName: 'members',
+        Item: {
+          email: 'member@example.com',
+          organizationId: orgAId,
+          role: 'member',
+          createdAt: '2026-01-01T00:00:00Z',
+        },
+      }),
+    );
+    const member = apiClient(service, await idTokenOf('member@example.com', 'Member-pass-9'));
+    expect((await member('GET', `/dashboard/agents/${agent.body.agentId}`)).status).toBe(200);
+    const refused = await member('POST', '/dashboard/tokens', { body: { scopes: ['analytics'] } });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ error: { code: 'FORBIDDEN', details: [{ rule: 'member.owner' }] } });
+    expect((await member('GET', '/dashboard/tokens')).status).toBe(403);
+
+    // A person of no organization, and a token that only looks like one, get 401.
+    await signUp('stranger@example.com', 'Stranger-pass-9');
+    const stranger = apiClient(service, await idTokenOf('stranger@example.com', 'Stranger-pass-9'));
+    expect((await stranger('GET', '/dashboard/agents')).status).toBe(401);
+    const forged = apiClient(service, 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl');
+    expect((await forged('GET', '/dashboard/agents')).status).toBe(401);
+  } finally {
+    people.destroy();
+    engines?.close();
     await service.stop();
   }
 });

@@ -5,6 +5,7 @@
  * no person (undefined: the caller answers 401); a key set that cannot be fetched is an error (retry later).
  */
 import { createRemoteJWKSet, errors, jwtVerify } from 'jose';
+import type { PersonToken, PersonVerifier } from '#ports/people';
 
 export interface CognitoSettings {
   /** `https://cognito-idp.<region>.amazonaws.com/<poolId>`, or cognito-local's `http://<host>:<port>/<poolId>`. */
@@ -13,19 +14,10 @@ export interface CognitoSettings {
   readonly clientId: string;
 }
 
-export interface PersonToken {
-  /** Cognito's id of the person (stable, never reused). */
-  readonly sub: string;
-  /** As Cognito holds it, lower case. */
-  readonly email: string;
-  /** When the token stops being accepted. */
-  readonly expiresAt: Date;
-}
-
 /** How long fetched keys are used before they are fetched again (Cognito rotates rarely; a new `kid` refetches). */
 const KEYS_MAX_AGE_MS = 60 * 60 * 1000;
 
-export class CognitoIdTokenVerifier {
+export class CognitoIdTokenVerifier implements PersonVerifier {
   private readonly keys: ReturnType<typeof createRemoteJWKSet>;
 
   constructor(private readonly settings: CognitoSettings) {
@@ -35,7 +27,6 @@ export class CognitoIdTokenVerifier {
     });
   }
 
-  /** The person a valid ID token names; undefined for any token that is not one (forged, expired, another client). */
   async verify(token: string, now: Date = new Date()): Promise<PersonToken | undefined> {
     try {
       const { payload } = await jwtVerify(token, this.keys, {

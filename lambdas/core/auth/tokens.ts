@@ -72,6 +72,7 @@ export function callerContext(caller: Caller): Record<string, string> {
     tokenId: caller.tokenId,
     scopes: caller.scopes.join(','),
     ...(caller.agentIds ? { agentIds: caller.agentIds.join(',') } : {}),
+    ...(caller.role ? { role: caller.role } : {}),
   };
 }
 
@@ -85,6 +86,10 @@ export function callerFromContext(context: Record<string, unknown> | null | unde
     scopes: list(context.scopes),
     // Present but empty would be a token restricted to nothing: it stays restricted (to no agent), never widens.
     ...(context.agentIds !== undefined ? { agentIds: list(context.agentIds) } : {}),
+    // Anything but `owner` is a member: a role never widens.
+    ...(context.role !== undefined
+      ? { role: context.role === 'owner' ? ('owner' as const) : ('member' as const) }
+      : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 /** Use cases of the dashboard endpoints: agents, knowledge bases and tokens of the caller's organization. */
 
+import { requireOwner } from '#core/auth/people';
 import type { Scope } from '#core/auth/scopes';
 import { isExpired, issueToken, requireGrantable } from '#core/auth/tokens';
 import { NotFoundError } from '#core/errors';
@@ -163,7 +164,9 @@ export async function createToken(
   caller: Caller,
   request: { scopes: readonly Scope[]; agentIds?: readonly string[]; name?: string; expiresInDays?: number },
 ) {
-  requireGrantable(caller, request);
+  requireOwner(caller, 'manage tokens');
+  // An owner signed in manages the organization's tokens, whatever the scopes; a token hands on only its own.
+  if (caller.role !== 'owner') requireGrantable(caller, request);
   const now = deps.clock.now();
   const agentIds = request.agentIds ? [...new Set(request.agentIds)] : undefined;
   if (agentIds) {
@@ -209,6 +212,7 @@ export function tokenView(record: TokenRecord, now: Date) {
 /** The organization's tokens, newest first. Managing tokens is the whole organization's: a restricted token gets 403. */
 export async function listTokens(deps: Pick<DashboardDeps, 'tokens' | 'clock'>, caller: Caller) {
   requireWholeOrganization(caller, 'list tokens');
+  requireOwner(caller, 'manage tokens');
   const now = deps.clock.now();
   const tokens = (await deps.tokens.list(caller.organizationId)).sort(
     (a, b) => b.createdAt.localeCompare(a.createdAt) || a.tokenId.localeCompare(b.tokenId),
@@ -222,6 +226,7 @@ export async function listTokens(deps: Pick<DashboardDeps, 'tokens' | 'clock'>, 
  */
 export async function revokeToken(deps: Pick<DashboardDeps, 'tokens' | 'clock'>, caller: Caller, tokenId: string) {
   requireWholeOrganization(caller, 'revoke tokens');
+  requireOwner(caller, 'manage tokens');
   const token = await deps.tokens.getById(caller.organizationId, tokenId);
   if (!token) throw new NotFoundError('TOKEN_NOT_FOUND', `Token ${tokenId} was not found`);
   await deps.tokens.delete(token.tokenHash);

@@ -13,6 +13,8 @@ export interface Caller {
   readonly scopes: readonly string[];
   /** The agents a restricted token may address; absent for a token of the whole organization. */
   readonly agentIds?: readonly string[];
+  /** A person's role in the organization (core/auth/people.ts); absent for a token. */
+  readonly role?: 'owner' | 'member';
 }
 
 export interface TenancyDeps {

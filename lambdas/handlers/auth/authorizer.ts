@@ -11,8 +11,11 @@ import middy from '@middy/core';
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
 import { container } from '#composition/container';
 import { operationalMetrics } from '#composition/metrics';
+import { peopleContainer } from '#composition/people';
+import { authenticatePerson, idTokenOf } from '#core/auth/people';
 import { authenticate, callerContext } from '#core/auth/tokens';
 import { UnauthorizedError } from '#core/errors';
+import type { Caller } from '#core/tenancy/tenancy';
 import { METRIC } from '#ports/metrics';
 import { logger } from '#shared/logger';
 import { metrics } from '#shared/metrics';
@@ -26,6 +29,11 @@ export function wholeApiArn(methodArn: string): string {
   return `${prefix}:execute-api:${region}:${account}:${apiId}/${stage}/*`;
 }
 
+/** The dashboard's routes of the API: the whole API's ARN with `/dashboard/` routes of any method only. */
+export function dashboardArn(methodArn: string): string {
+  return wholeApiArn(methodArn).replace(/\/\*$/, '/*/dashboard/*');
+}
+
 function authorizationHeader(event: APIGatewayRequestAuthorizerEvent): string | undefined {
   for (const [name, value] of Object.entries(event.headers ?? {})) {
     if (name.toLowerCase() === 'authorization' && value) return value;
@@ -33,16 +41,36 @@ function authorizationHeader(event: APIGatewayRequestAuthorizerEvent): string | 
   return undefined;
 }
 
+/** The path of the request a method ARN names (`…/stage/METHOD/dashboard/agents` → `/dashboard/agents`). */
+function pathOf(methodArn: string): string {
+  const [, apiGatewayPart = ''] = methodArn.split(':execute-api:');
+  return `/${apiGatewayPart.split('/').slice(3).join('/')}`;
+}
+
 async function authorize(event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> {
   try {
-    const caller = await authenticate(container.tokens, authorizationHeader(event), container.clock.now(), (error) =>
-      logger.warn('the token use was not recorded', { error: error as Error }),
-    );
+    const header = authorizationHeader(event);
+    const idToken = idTokenOf(header);
+    let caller: Caller;
+    let resource = wholeApiArn(event.methodArn);
+    if (idToken) {
+      // A person's ID token opens the dashboard and nothing else: the customer API stays organization tokens'. The
+      // policy says so too, since API Gateway caches it for the token whatever path comes next.
+      if (!pathOf(event.methodArn).startsWith('/dashboard/') && pathOf(event.methodArn) !== '/dashboard') {
+        throw new UnauthorizedError();
+      }
+      caller = await authenticatePerson(peopleContainer, idToken, container.clock.now());
+      resource = dashboardArn(event.methodArn);
+    } else {
+      caller = await authenticate(container.tokens, header, container.clock.now(), (error) =>
+        logger.warn('the token use was not recorded', { error: error as Error }),
+      );
+    }
     return {
       principalId: caller.tokenId,
       policyDocument: {
         Version: '2012-10-17',
-        Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: wholeApiArn(event.methodArn) }],
+        Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: resource }],
       },
       context: callerContext(caller),
     };

@@ -1,0 +1,31 @@
+/** MemberStore on DynamoDB: one item per person, by e-mail (lib/tables.ts). */
+import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { MemberRecord, MemberStore } from '#ports/stores';
+import { unlessConditionFails } from './expressions';
+
+export class DynamoMemberStore implements MemberStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async get(email: string): Promise<MemberRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: { email }, ConsistentRead: true }),
+    );
+    return Item as MemberRecord | undefined;
+  }
+
+  async create(member: MemberRecord): Promise<boolean> {
+    const written = await unlessConditionFails(() =>
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: member,
+          ConditionExpression: 'attribute_not_exists(email)',
+        }),
+      ),
+    );
+    return written !== undefined;
+  }
+}
