@@ -6,6 +6,8 @@
  * started by one benchmark leaves module state behind (the handlers' AWS clients point at its engines' ports,
  * timers, LanceDB caches), and one benchmark's heap and timers would otherwise weigh on the next one's figures.
  */
+// First: the log level, before any module builds a logger.
+import '../lib/local/log-level';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';

@@ -9,6 +9,8 @@
   accounts), COGNITO_PORT (a free one), DEV_USER (email:password: that person exists, confirmed).
  * The engines' credentials are made at the first start of a DATA_DIR: DATA_DIR/engine-credentials.json.
  */
+// First: the log level, before any module builds a logger.
+import '../lib/local/log-level';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { TickOutcome } from '#core/flows/scheduler';
 import { defaultMaxUploadBytes } from '../lib/local/engines';

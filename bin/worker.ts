@@ -15,6 +15,8 @@
  *   DATA_DIR (.data), PROCESSING_TIMEOUT_SECONDS (900), WATCHDOG_INTERVAL_SECONDS (60), EMBEDDER (as the runtime's),
  *   MAX_FILE_BYTES, ZIP_MAX_ENTRIES, POWERTOOLS_LOG_LEVEL (WARN).
  */
+// First: the log level, before any module builds a logger.
+import '../lib/local/log-level';
 import { isRunning } from '../lib/local/data-folder';
 import { startSeparateWorker } from '../lib/local/runtime';
 
