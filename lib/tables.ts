@@ -29,6 +29,15 @@ export interface TableSchema {
   readonly indexes?: readonly IndexSchema[];
 }
 
+/**
+ * A sparse index of the items waiting on something, oldest first: `pendingKey` exists only while an item waits (a
+ * document to be processed, an import to be read, a knowledge base or agent to be deleted) and `updatedAt` is its
+ * last progress, so the watchdog reads just those whose progress stopped. Keys only.
+ */
+function waitingIndex(indexName: string): IndexSchema {
+  return { indexName, partitionKey: { name: 'pendingKey' }, sortKey: { name: 'updatedAt' }, nonKeyAttributes: [] };
+}
+
 export const TABLES: Record<TableName, TableSchema> = {
   /**
    * One item per token: `tokenHash` (SHA-256 hex of the bearer token) → organizationId, scopes. Index
@@ -46,14 +55,7 @@ export const TABLES: Record<TableName, TableSchema> = {
   agents: {
     partitionKey: 'organizationId',
     sortKey: 'agentId',
-    indexes: [
-      {
-        indexName: 'deleting',
-        partitionKey: { name: 'pendingKey' },
-        sortKey: { name: 'updatedAt' },
-        nonKeyAttributes: [],
-      },
-    ],
+    indexes: [waitingIndex('deleting')],
   },
   /**
    * Sparse index `deleting`: `pendingKey` exists only while a knowledge base is being deleted (`updatedAt` is then
@@ -62,14 +64,7 @@ export const TABLES: Record<TableName, TableSchema> = {
   knowledgeBases: {
     partitionKey: 'agentId',
     sortKey: 'knowledgeBaseId',
-    indexes: [
-      {
-        indexName: 'deleting',
-        partitionKey: { name: 'pendingKey' },
-        sortKey: { name: 'updatedAt' },
-        nonKeyAttributes: [],
-      },
-    ],
+    indexes: [waitingIndex('deleting')],
   },
   /**
    * `tenantKey` = `<agentId>#<environment>#<knowledgeBaseId>`: one partition per dataset, which also holds the
@@ -80,12 +75,7 @@ export const TABLES: Record<TableName, TableSchema> = {
     sortKey: 'documentId',
     indexes: [
       // Sparse: `pendingKey` exists only while a document is `uploaded`, so the watchdog reads just those.
-      {
-        indexName: 'pending',
-        partitionKey: { name: 'pendingKey' },
-        sortKey: { name: 'updatedAt' },
-        nonKeyAttributes: [],
-      },
+      waitingIndex('pending'),
       // Sparse: `zipPendingKey` (the zipJobId) exists only while a document a ZIP import created still holds that
       // import's content and has not finished (reserved or uploaded): a job's list status reads it.
       {
@@ -118,12 +108,7 @@ export const TABLES: Record<TableName, TableSchema> = {
     // Sparse: `pendingKey` exists only on a job whose archive is not read through yet, for the watchdog.
     // `knowledgeBaseKey` (`<agentId>#<knowledgeBaseId>`) only on the job item: the jobs a knowledge base deletion removes.
     indexes: [
-      {
-        indexName: 'pending',
-        partitionKey: { name: 'pendingKey' },
-        sortKey: { name: 'updatedAt' },
-        nonKeyAttributes: [],
-      },
+      waitingIndex('pending'),
       {
         indexName: 'byKnowledgeBase',
         partitionKey: { name: 'knowledgeBaseKey' },
