@@ -4,7 +4,10 @@
  * really kills the worker, mid-batch, as a crash would.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { startService, type TestService } from './service';
 
 export interface TestWorker {
   readonly pid: number;
@@ -71,6 +74,29 @@ export async function startWorker(
       child.kill('SIGTERM');
       await exited;
       clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * A local runtime that leaves its queues to a worker the test starts and stops (LOCAL_WORKER=off), on a data folder of
+ * its own (`<prefix>…` in the temporary folder); a received message comes back after 3 s. `stop` stops the runtime
+ * and removes the folder (the test stops its worker first).
+ */
+export async function startServiceForWorker(
+  prefix: string,
+): Promise<{ service: TestService; dataDir: string; stop(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
+  const service = await startService({
+    dataDir,
+    env: { LOCAL_WORKER: 'off', PROCESSING_VISIBILITY_TIMEOUT_SECONDS: '3' },
+  });
+  return {
+    service,
+    dataDir,
+    stop: async () => {
+      await service.stop();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -5,29 +5,26 @@
  * (knowledge bases in every environment, documents, objects, chunks, definitions, sessions, retrieval
  * configurations, its row) but its analytics events, and another agent of the organization is untouched.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { ENVIRONMENTS } from '#core/knowledge/fields';
 import { createDataset, type Dataset, readyDocument } from '../helpers/fixtures';
 import { helloAndTicketDefinition as definition } from '../helpers/flow-definitions';
 import { type EngineReader, engineReader, NOTHING_LEFT } from '../helpers/knowledge-base-remains';
 import { pollUntil } from '../helpers/poll';
-import { client, startService, type TestService } from '../helpers/service';
-import { startWorker, type TestWorker } from '../helpers/worker';
+import { client, type TestService } from '../helpers/service';
+import { startServiceForWorker, startWorker, type TestWorker } from '../helpers/worker';
 
 let service: TestService;
 let call: ReturnType<typeof client>;
 let dataDir: string;
+let stopService: (() => Promise<void>) | undefined;
 let worker: TestWorker | undefined;
 let engines: EngineReader;
 
 const WORKER_ENV = { PROCESSING_TIMEOUT_SECONDS: '5', WATCHDOG_INTERVAL_SECONDS: '1' };
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'aps-agent-delete-'));
-  service = await startService({ dataDir, env: { LOCAL_WORKER: 'off', PROCESSING_VISIBILITY_TIMEOUT_SECONDS: '3' } });
+  ({ service, dataDir, stop: stopService } = await startServiceForWorker('aps-agent-delete-'));
   call = client(service);
   worker = await startWorker(dataDir, WORKER_ENV);
   engines = engineReader(dataDir);
@@ -36,8 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   engines?.close();
   await worker?.stop();
-  await service?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await stopService?.();
 });
 
 /** Items of `table` whose key attribute `key` starts with the agent's id (read past the API). */

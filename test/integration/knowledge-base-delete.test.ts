@@ -5,32 +5,26 @@
  * the bucket or the index. And default retrieval: a configured knowledge base that is gone is skipped with a warning
  * (preview `explain`, and the session's system message) instead of failing the run.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDataset, type Dataset, putFile, readyDocument, type UploadLink, zipOf } from '../helpers/fixtures';
 import { type EngineReader, engineReader, NOTHING_LEFT } from '../helpers/knowledge-base-remains';
 import { pollUntil } from '../helpers/poll';
-import { client, startService, type TestService } from '../helpers/service';
-import { startWorker, type TestWorker } from '../helpers/worker';
+import { client, type TestService } from '../helpers/service';
+import { startServiceForWorker, startWorker, type TestWorker } from '../helpers/worker';
 
 jest.setTimeout(180_000);
 
 let service: TestService;
 let call: ReturnType<typeof client>;
 let dataDir: string;
+let stopService: (() => Promise<void>) | undefined;
 let worker: TestWorker | undefined;
 let engines: EngineReader;
 
 const WORKER_ENV = { PROCESSING_TIMEOUT_SECONDS: '5', WATCHDOG_INTERVAL_SECONDS: '1' };
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'aps-kb-delete-'));
-  service = await startService({
-    dataDir,
-    env: { LOCAL_WORKER: 'off', PROCESSING_VISIBILITY_TIMEOUT_SECONDS: '3' },
-  });
+  ({ service, dataDir, stop: stopService } = await startServiceForWorker('aps-kb-delete-'));
   call = client(service);
   worker = await startWorker(dataDir, WORKER_ENV);
   engines = engineReader(dataDir);
@@ -39,8 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   engines?.close();
   await worker?.stop();
-  await service?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await stopService?.();
 });
 
 const basePath = (d: { agentId: string; knowledgeBaseId: string }) =>

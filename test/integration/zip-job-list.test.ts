@@ -4,19 +4,17 @@
  * before the worker reads the archive, once its documents finished, when a retry makes one unfinished again, and when
  * that document is deleted. Pages are newest first and their tokens bound to their list.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createDataset, type Dataset, putFile, type UploadLink, zipOf } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
-import { client, startService, type TestService } from '../helpers/service';
-import { startWorker, type TestWorker } from '../helpers/worker';
+import { client, type TestService } from '../helpers/service';
+import { startServiceForWorker, startWorker, type TestWorker } from '../helpers/worker';
 
 const DOCS = '/api/v1/knowledge/documents';
 const JOBS = '/api/v1/knowledge/zip-jobs';
 let service: TestService;
 let call: ReturnType<typeof client>;
 let dataDir: string;
+let stopService: (() => Promise<void>) | undefined;
 let worker: TestWorker | undefined;
 let dataset: Dataset;
 
@@ -34,15 +32,13 @@ interface JobList {
 }
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'aps-zip-list-'));
-  service = await startService({ dataDir, env: { LOCAL_WORKER: 'off', PROCESSING_VISIBILITY_TIMEOUT_SECONDS: '3' } });
+  ({ service, dataDir, stop: stopService } = await startServiceForWorker('aps-zip-list-'));
   call = client(service);
   dataset = await createDataset(call);
 });
 afterAll(async () => {
   await worker?.stop();
-  await service?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await stopService?.();
 });
 
 async function uploadArchive(fileName: string, files: Record<string, string | Buffer>): Promise<string> {
