@@ -20,6 +20,8 @@ export interface AppConfig {
   readonly waf: boolean;
   /** `-c wafRateLimit=5000`: requests per source IP per five minutes before WAF answers 429 (default 2,000). */
   readonly wafRateLimit: number;
+  /** `-c signUp=open`: anyone may sign up (a new organization each); default `invite`: owners invite people. */
+  readonly signUp: 'open' | 'invite';
   /** `-c corsAllowedOrigins=https://a.example,https://b.example` or `*`: other origins whose pages may read answers. */
   readonly cors: CorsPolicy;
   /** `-c uploadUrlTtlSeconds=300`: how long an upload URL stays valid (1 to 604800 s, S3's own limit; default 900). */
@@ -69,6 +71,10 @@ export function readConfig(app: App): AppConfig {
       `Invalid context wafRateLimit=${JSON.stringify(rawLimit)}: expected a whole number from 10 to 2000000000`,
     );
   }
+  const signUp: unknown = app.node.tryGetContext('signUp') ?? 'invite';
+  if (signUp !== 'open' && signUp !== 'invite') {
+    throw new Error(`Invalid context signUp=${JSON.stringify(signUp)}: expected open or invite`);
+  }
   const rawCors: unknown = app.node.tryGetContext('corsAllowedOrigins') ?? '';
   if (typeof rawCors !== 'string') {
     throw new Error(`Invalid context corsAllowedOrigins=${JSON.stringify(rawCors)}: expected comma-separated origins`);
@@ -98,6 +104,7 @@ export function readConfig(app: App): AppConfig {
     ...(perSecond && burst ? { rateLimit: { perSecond, burst } } : {}),
     stage,
     knowledgeIndex,
+    signUp,
     cors,
     waf: waf === 'on' || waf === true,
     wafRateLimit,
@@ -121,6 +128,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     cors: config.cors,
     uploadUrlTtl: config.uploadUrlTtlSeconds === undefined ? undefined : Duration.seconds(config.uploadUrlTtlSeconds),
     rateLimit: config.rateLimit,
+    signUp: config.signUp,
   });
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);

@@ -12,6 +12,7 @@ import { FlowRunner } from './constructs/flow-runner';
 import { FlowScheduler } from './constructs/flow-scheduler';
 import { type KnowledgeIndexBackend, KnowledgeIndexInfra } from './constructs/knowledge-index';
 import { Operations } from './constructs/operations';
+import { PeopleAccounts, type SignUpMode } from './constructs/people';
 import { PlatformApi } from './constructs/platform-api';
 import { metricsNamespace, type ObservedStack } from './constructs/service-function';
 import type { TableName } from './routes';
@@ -41,6 +42,8 @@ export interface AgentPlatformStackProps extends StackProps {
   readonly uploadUrlTtl?: Duration;
   /** Requests per token and per organization (core/auth/rate-limit.ts; default 50 a second, burst 100). */
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number };
+  /** Who may sign up (docs/people.md): `invite` (default), only people an owner invites; `open`, anyone. */
+  readonly signUp?: SignUpMode;
 }
 
 export class AgentPlatformStack extends Stack implements ObservedStack {
@@ -58,6 +61,8 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
   public readonly flowRunner: FlowRunner;
   /** Alarms (to the topic of output AlarmTopicArn) and the CloudWatch dashboard. */
   public readonly operations: Operations;
+  /** People's accounts: the user pool and the console's app client. */
+  public readonly people: PeopleAccounts;
   /** The API's web ACL; undefined with `-c waf=off`. */
   public readonly firewall: ApiFirewall | undefined;
 
@@ -72,7 +77,9 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       props.knowledgeIndex === 'dynamodb'
         ? new ChunkTableIndex(this, 'ChunkIndex')
         : new KnowledgeIndexInfra(this, 'KnowledgeIndex');
+    this.people = new PeopleAccounts(this, 'People', { signUp: props.signUp ?? 'invite' });
     const stateful = {
+      people: this.people,
       tables: this.data.tables,
       documentsBucket: this.storage.bucket,
       processingQueue: this.storage.queue,
@@ -155,6 +162,8 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       description: 'Base URL of the API, without a trailing slash',
     });
     new CfnOutput(this, 'DocumentsBucketName', { value: this.storage.bucket.bucketName });
+    new CfnOutput(this, 'UserPoolId', { value: this.people.userPool.userPoolId });
+    new CfnOutput(this, 'UserPoolClientId', { value: this.people.client.userPoolClientId });
     new CfnOutput(this, 'ProcessingQueueUrl', { value: this.storage.queue.queueUrl });
     for (const [name, table] of Object.entries(this.data.tables) as [TableName, { tableName: string }][]) {
       new CfnOutput(this, `${pascalCase(name)}TableName`, { value: table.tableName });

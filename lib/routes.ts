@@ -40,6 +40,12 @@ export interface ResourceAccess {
   readonly model?: 'invoke';
   /** Run browser tasks in the BrowserTask function (Lambda Invoke); it gets BROWSER_DRIVER=lambda. */
   readonly browserTask?: 'invoke';
+  /**
+   * People's accounts in the user pool (docs/people.md): `verify` = its ID tokens' issuer and audience (no grant);
+   * `signUp` = the pool's public SignUp through the app client (no grant); `manage` = AdminCreateUser and
+   * AdminDeleteUser (invitations, removals).
+   */
+  readonly people?: 'verify' | 'signUp' | 'manage';
 }
 
 export interface HttpRoute {
@@ -484,6 +490,53 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     access: { tables: { tokens: 'readWrite' } },
     summary: 'Revoke a token of the organization',
   },
+  {
+    id: 'SignUp',
+    method: 'POST',
+    path: '/dashboard/signup',
+    handler: http('dashboard/signup'),
+    // Public: the person has no account yet. Closed (403 SIGNUP_CLOSED) unless the deployment opens it.
+    scope: null,
+    access: { tables: { members: 'readWrite', organizations: 'readWrite' }, people: 'signUp' },
+    maxBodyBytes: 4096,
+    summary: 'Sign up: a person and a new organization they own',
+  },
+  {
+    id: 'GetOrganization',
+    method: 'GET',
+    path: '/dashboard/organization',
+    handler: http('dashboard/get-organization'),
+    scope: 'dashboard',
+    access: { tables: { organizations: 'read' } },
+    summary: "The caller's organization, and who the caller is in it",
+  },
+  {
+    id: 'InviteMember',
+    method: 'POST',
+    path: '/dashboard/members',
+    handler: http('dashboard/invite-member'),
+    scope: 'dashboard',
+    access: { tables: { members: 'readWrite' }, people: 'manage' },
+    summary: 'Invite a person to the organization (owners)',
+  },
+  {
+    id: 'ListMembers',
+    method: 'GET',
+    path: '/dashboard/members',
+    handler: http('dashboard/list-members'),
+    scope: 'dashboard',
+    access: { tables: { members: 'read' } },
+    summary: "List the organization's people",
+  },
+  {
+    id: 'RemoveMember',
+    method: 'DELETE',
+    path: '/dashboard/members/{email}',
+    handler: http('dashboard/remove-member'),
+    scope: 'dashboard',
+    access: { tables: { members: 'readWrite' }, people: 'manage' },
+    summary: 'Remove a person from the organization (owners); they lose access at their next request',
+  },
 ];
 
 /**
@@ -501,7 +554,7 @@ export const AUTHORIZER = {
   handler: 'lambdas/handlers/auth/authorizer.ts',
   // readUpdate: it records each token's last use (once a minute); it never creates or deletes one. Members: the
   // organization and role of a person signed in (docs/people.md).
-  access: { tables: { tokens: 'readUpdate', members: 'read' } },
+  access: { tables: { tokens: 'readUpdate', members: 'read' }, people: 'verify' },
 } as const;
 
 /** Functions that are not routes: the processing queue's consumer and the scheduled watchdog. */

@@ -129,6 +129,8 @@ export const TABLES: Record<TableName, TableSchema> = {
     partitionKey: 'email',
     indexes: [{ indexName: 'byOrganization', partitionKey: { name: 'organizationId' }, sortKey: { name: 'email' } }],
   },
+  /** Organizations made by a sign-up: `organizationId` → `name`, `createdAt` (docs/people.md). */
+  organizations: { partitionKey: 'organizationId' },
   /**
    * The rate limit counters (core/auth/rate-limit.ts): `key` = `token#<tokenId>` or `organization#<organizationId>`,
    * its current fixed window and the count in it; TTL `expiresAt` removes keys idle for a day.

@@ -2,7 +2,8 @@
 # Deploys the stack to a running LocalStack with cdklocal and runs the HTTP suites against it.
 # Needs: LocalStack 4.x (started with LOCALSTACK_AUTH_TOKEN) on http://localhost:4566 and the aws CLI; cdklocal is
 # fetched with npx. Bedrock is not emulated there, so the stack is deployed with its DynamoDB chunk table as the
-# knowledge index (-c knowledgeIndex=dynamodb). See README, "Against LocalStack".
+# knowledge index (-c knowledgeIndex=dynamodb), and open to sign-up (-c signUp=open: the access matrix signs people
+# up; LocalStack must emulate Cognito user pools). See README, "Against LocalStack".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,7 @@ curl -sf "$ENDPOINT/_localstack/health" >/dev/null || { echo "LocalStack is not 
 
 CDKLOCAL="npx --yes aws-cdk-local@3.0.4"
 $CDKLOCAL bootstrap >/dev/null
-$CDKLOCAL deploy -c knowledgeIndex=dynamodb --require-approval never --outputs-file cdk.out/localstack-outputs.json
+$CDKLOCAL deploy -c knowledgeIndex=dynamodb -c signUp=open --require-approval never --outputs-file cdk.out/localstack-outputs.json
 
 outputs=cdk.out/localstack-outputs.json
 value() { node -e "const o=Object.values(require('./$outputs'))[0]; const k=Object.keys(o).find(k=>k.startsWith('$1')); process.stdout.write(o[k]??'')"; }

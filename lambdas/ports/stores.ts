@@ -51,6 +51,23 @@ export interface MemberStore {
   get(email: string): Promise<MemberRecord | undefined>;
   /** Stores the member unless the person is a member already (of any organization); false then. */
   create(member: MemberRecord): Promise<boolean>;
+  /** The organization's people, by e-mail. */
+  list(organizationId: string): Promise<MemberRecord[]>;
+  /** Removes the person if they are a member of this organization; false when they are not. */
+  delete(email: string, organizationId: string): Promise<boolean>;
+}
+
+/** An organization made by a sign-up (organizations made from a token alone have no record). */
+export interface OrganizationRecord {
+  readonly organizationId: string;
+  readonly name: string;
+  readonly createdAt: string;
+}
+
+export interface OrganizationStore {
+  put(organization: OrganizationRecord): Promise<void>;
+  get(organizationId: string): Promise<OrganizationRecord | undefined>;
+  delete(organizationId: string): Promise<void>;
 }
 
 export interface AgentRecord {

@@ -16,7 +16,8 @@ export type TableName =
   | 'agentDefinitions'
   | 'sessions'
   | 'rateLimits'
-  | 'members';
+  | 'members'
+  | 'organizations';
 
 /** Environment variable that carries each stateful resource's physical name into a function. */
 export const RESOURCE_ENV = {
@@ -33,6 +34,7 @@ export const RESOURCE_ENV = {
     sessions: 'SESSIONS_TABLE',
     rateLimits: 'RATE_LIMITS_TABLE',
     members: 'MEMBERS_TABLE',
+    organizations: 'ORGANIZATIONS_TABLE',
   },
   documentsBucket: 'DOCUMENTS_BUCKET',
   processingQueue: 'PROCESSING_QUEUE_URL',

@@ -13,6 +13,7 @@ import { ATTACHMENTS_PREFIX } from '#core/flows/attachments';
 import { RESOURCE_ENV, type ResourceAccess, type TableAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
 import type { KnowledgeIndexBackend } from './knowledge-index';
+import type { PeopleAccounts } from './people';
 
 /** The stateful resources a function may be granted, by the logical names used in lib/routes.ts. */
 export interface PlatformResources {
@@ -27,6 +28,8 @@ export interface PlatformResources {
   readonly generateModelId?: string;
   /** The BrowserTask function (lib/constructs/browser-task.ts); functions with `browserTask: 'invoke'` invoke it. */
   readonly browserTask?: IFunction;
+  /** People's accounts (lib/constructs/people.ts); functions with `people` get its ids, `manage` its admin calls. */
+  readonly people?: PeopleAccounts;
 }
 
 /** The physical name of every resource the access names, under the variable lambdas/shared/config.ts reads. */
@@ -42,6 +45,13 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   if (access.flowRunQueue) environment[RESOURCE_ENV.flowRunQueue] = requireFlowRunQueue(resources).queueUrl;
   if (access.knowledgeIndex) Object.assign(environment, requireIndex(resources).environment());
   if (access.model && resources.generateModelId) environment.BEDROCK_GENERATE_MODEL_ID = resources.generateModelId;
+  if (access.people) {
+    const people = requirePeople(resources);
+    environment.COGNITO_CLIENT_ID = people.client.userPoolClientId;
+    if (access.people === 'verify') environment.COGNITO_ISSUER = people.issuer;
+    else environment.COGNITO_USER_POOL_ID = people.userPool.userPoolId;
+    if (access.people === 'signUp') environment.SIGNUP_MODE = people.signUpMode;
+  }
   if (access.browserTask) {
     environment.BROWSER_DRIVER = 'lambda';
     environment[RESOURCE_ENV.browserTask] = requireBrowserTask(resources).functionName;
@@ -99,6 +109,10 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
       }),
     );
   }
+  if (access.people === 'manage') {
+    // Exactly the calls of the people directory (adapters/auth/cognito-directory.ts) besides the public SignUp.
+    requirePeople(resources).userPool.grant(fn, 'cognito-idp:AdminCreateUser', 'cognito-idp:AdminDeleteUser');
+  }
   if (access.knowledgeIndex === 'retrieve') requireIndex(resources).grantRetrieve(fn);
   if (access.model === 'invoke' && resources.generateModelId) {
     fn.addToRolePolicy(
@@ -125,6 +139,11 @@ function requireFlowRunQueue(resources: PlatformResources): IQueue {
 function requireBrowserTask(resources: PlatformResources): IFunction {
   if (!resources.browserTask) throw new Error('a function runs browser tasks, but no BrowserTask function was given');
   return resources.browserTask;
+}
+
+function requirePeople(resources: PlatformResources): PeopleAccounts {
+  if (!resources.people) throw new Error("a function needs people's accounts, but no user pool was given");
+  return resources.people;
 }
 
 function requireIndex(resources: PlatformResources): KnowledgeIndexBackend {

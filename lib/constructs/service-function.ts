@@ -73,6 +73,7 @@ export const BUNDLING: BundlingOptions = {
 export const RUNTIME_SDK_PACKAGES = [
   '@aws-sdk/client-bedrock-agent-runtime',
   '@aws-sdk/client-bedrock-runtime',
+  '@aws-sdk/client-cognito-identity-provider',
   '@aws-sdk/client-dynamodb',
   '@aws-sdk/client-lambda',
   '@aws-sdk/client-s3',

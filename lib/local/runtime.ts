@@ -12,6 +12,7 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { container } from '#composition/container';
 import { useKnowledgeIndex } from '#composition/knowledge-index';
+import { printInvitationsWith } from '#composition/members';
 import { reportMetricsAlsoTo } from '#composition/metrics';
 import { peopleContainer } from '#composition/people';
 import { bearerToken, generateToken, hashToken, issueToken } from '#core/auth/tokens';
@@ -96,7 +97,10 @@ const ROOT = resolve(__dirname, '..', '..');
  * started the process with stay as they were, and win for what the runtime does not set (POWERTOOLS_LOG_LEVEL,
  * BROWSER_DRIVER, model and embedder settings).
  */
-export function configureHandlers(engines: EngineEndpoints, cognito?: Pick<LocalCognito, 'issuer' | 'clientId'>): void {
+export function configureHandlers(
+  engines: EngineEndpoints,
+  cognito?: Pick<LocalCognito, 'issuer' | 'clientId' | 'userPoolId' | 'endpoint'>,
+): void {
   const tables = Object.fromEntries(
     (Object.entries(RESOURCE_ENV.tables) as [TableName, string][]).map(([logical, variable]) => [
       variable,
@@ -121,7 +125,17 @@ export function configureHandlers(engines: EngineEndpoints, cognito?: Pick<Local
     [RESOURCE_ENV.flowRunQueue]: engines.flowRunQueueUrl,
     POWERTOOLS_LOG_LEVEL: logLevel,
     // People's ID tokens (docs/people.md): the local pool's, when cognito-local runs.
-    ...(cognito ? { COGNITO_ISSUER: cognito.issuer, COGNITO_CLIENT_ID: cognito.clientId } : {}),
+    // Sign-up and members: the local pool, open to anyone, each sign-up confirmed at once (no e-mail goes out).
+    ...(cognito
+      ? {
+          COGNITO_ISSUER: cognito.issuer,
+          COGNITO_CLIENT_ID: cognito.clientId,
+          COGNITO_USER_POOL_ID: cognito.userPoolId,
+          AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER: cognito.endpoint,
+          SIGNUP_MODE: 'open',
+          SIGNUP_AUTO_CONFIRM: 'true',
+        }
+      : {}),
     ...tables,
   });
   // The logger was built when its module loaded, from the process environment: give it the runtime's level.
@@ -361,6 +375,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   try {
     if (options.cognito) {
       cognito = await startCognito({ dataDir, host, ...(options.cognitoPort ? { port: options.cognitoPort } : {}) });
+      // In AWS Cognito e-mails an invitation; here the person's temporary password is printed on this console.
+      printInvitationsWith(({ email, temporaryPassword }) =>
+        log(`Invitation for ${email}: temporary password ${temporaryPassword} (a new one is chosen at first sign-in)`),
+      );
     } else if (options.devUser) {
       throw new Error('DEV_USER needs cognito-local: unset COGNITO=off');
     }

@@ -158,6 +158,8 @@ export class ResourceNames {
         return `arn:aws:events:${at}:rule/${name}`;
       case 'AWS::S3Vectors::VectorBucket':
         return `arn:aws:s3vectors:${at}:bucket/${name}`;
+      case 'AWS::Cognito::UserPool':
+        return `arn:aws:cognito-idp:${at}:userpool/${name}`;
       default:
         return `arn:aws:${type.split('::')[1].toLowerCase()}:${at}:${name}`;
     }
@@ -179,6 +181,12 @@ export class ResourceNames {
       case 'KnowledgeBaseId':
       case 'DataSourceId':
         return this.physicalName(logicalId).slice(0, 10).toUpperCase();
+      case 'ProviderURL':
+        // A user pool's issuer; the runner's own pool (cognito-local) overrides it.
+        return (
+          this.overrides[`${logicalId}.ProviderURL`] ??
+          `https://cognito-idp.${SYNTHETIC_REGION}.amazonaws.com/${this.physicalName(logicalId)}`
+        );
       default:
         throw new Error(`Fn::GetAtt ${logicalId}.${attribute} is not resolved by the stack check`);
     }

@@ -128,6 +128,9 @@ function bodyText(request) {
   return '';
 }
 
+/** Cognito user pool operations that take no IAM authorization. */
+const COGNITO_PUBLIC = new Set(['SignUp', 'ConfirmSignUp', 'InitiateAuth', 'RespondToAuthChallenge']);
+
 function describe(request) {
   const target = header(request, 'x-amz-target');
   const auth = String(header(request, 'authorization') ?? '');
@@ -139,6 +142,14 @@ function describe(request) {
     const input = JSON.parse(body || '{}');
     const action = `sqs:${SQS_ACTIONS[operation] ?? operation}`;
     return [{ action, resource: input.QueueUrl ? queueArn(input.QueueUrl) : '*' }];
+  }
+  if (target?.startsWith('AWSCognitoIdentityProviderService.')) {
+    const operation = target.split('.')[1];
+    // A person's own calls (sign-up, sign-in) are not authorized by IAM: Cognito takes them from anyone.
+    if (COGNITO_PUBLIC.has(operation)) return [];
+    const input = JSON.parse(body || '{}');
+    const pool = input.UserPoolId ? `arn:aws:cognito-idp:${region}:${account}:userpool/${input.UserPoolId}` : '*';
+    return [{ action: `cognito-idp:${operation}`, resource: pool }];
   }
   if (service === 's3') return s3Calls(request);
   if (service === 'lambda') {

@@ -9,11 +9,13 @@
  * Over 400 lines on purpose: one runner whose engines, function pool, queue pollers and API server are started
  * and stopped together, in an order the template decides; the pieces that stand alone are in this folder's other files.
  */
+
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, type CreateTableCommandInput, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { startCognito } from '../local/cognito';
 import { LOCAL_REGION } from '../local/engine-credentials';
 import {
   DOCUMENTS_BUCKET,
@@ -238,6 +240,18 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
     for (const [logicalId, name] of Object.entries(wiring.overrides)) {
       if (queueUrls[name]) overrides[`${logicalId}.QueueUrl`] = queueUrls[name];
     }
+    // People's accounts: the stack's user pool and app client are cognito-local's (lib/local/cognito.ts).
+    const [pool] = ofType(resources, 'AWS::Cognito::UserPool');
+    const [poolClient] = ofType(resources, 'AWS::Cognito::UserPoolClient');
+    let cognitoEndpoint: string | undefined;
+    if (pool && poolClient) {
+      const cognito = await startCognito({ dataDir: options.dataDir, host: '127.0.0.1' });
+      stops.push(() => cognito.stop());
+      overrides[pool[0]] = cognito.userPoolId;
+      overrides[`${pool[0]}.ProviderURL`] = cognito.issuer;
+      overrides[poolClient[0]] = cognito.clientId;
+      cognitoEndpoint = cognito.endpoint;
+    }
     const names = new ResourceNames(assembly.template, overrides);
     const credentials = { ...engines.credentials };
 
@@ -258,6 +272,7 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
         AWS_ENDPOINT_URL_DYNAMODB: engines.dynamodbEndpoint,
         AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
         AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
+        ...(cognitoEndpoint ? { AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER: cognitoEndpoint } : {}),
       };
       const host = new FunctionHost(fn, environment, new FunctionPermissions(assembly.template, fn, names), nodePath);
       hosts.set(fn.logicalId, host);

@@ -36,6 +36,8 @@ import {
   type KnowledgeBaseStore,
   type MemberRecord,
   type MemberStore,
+  type OrganizationRecord,
+  type OrganizationStore,
   type TokenRecord,
   type TokenStore,
   type UploadSessionStore,
@@ -135,6 +137,35 @@ export class InMemoryMemberStore implements MemberStore {
     if (this.records.has(member.email)) return false;
     this.records.set(member.email, copy(member));
     return true;
+  }
+
+  async list(organizationId: string): Promise<MemberRecord[]> {
+    return [...this.records.values()]
+      .filter((member) => member.organizationId === organizationId)
+      .sort((a, b) => a.email.localeCompare(b.email))
+      .map(copy);
+  }
+
+  async delete(email: string, organizationId: string): Promise<boolean> {
+    if (this.records.get(email)?.organizationId !== organizationId) return false;
+    return this.records.delete(email);
+  }
+}
+
+export class InMemoryOrganizationStore implements OrganizationStore {
+  readonly records = new Map<string, OrganizationRecord>();
+
+  async put(organization: OrganizationRecord): Promise<void> {
+    this.records.set(organization.organizationId, copy(organization));
+  }
+
+  async get(organizationId: string): Promise<OrganizationRecord | undefined> {
+    const organization = this.records.get(organizationId);
+    return organization && copy(organization);
+  }
+
+  async delete(organizationId: string): Promise<void> {
+    this.records.delete(organizationId);
   }
 }
 

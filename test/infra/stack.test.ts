@@ -156,6 +156,8 @@ describe('functions', () => {
       ...(route.access.flowRunQueue ? [RESOURCE_ENV.flowRunQueue] : []),
       ...(route.access.knowledgeIndex ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
       ...(route.access.browserTask ? ['BROWSER_DRIVER', RESOURCE_ENV.browserTask] : []),
+      ...(route.access.people ? ['COGNITO_CLIENT_ID', 'COGNITO_USER_POOL_ID'] : []),
+      ...(route.access.people === 'signUp' ? ['SIGNUP_MODE'] : []),
     ].sort();
     const settings = {
       NODE_OPTIONS: '--enable-source-maps',
@@ -171,6 +173,58 @@ describe('functions', () => {
     for (const table of Object.keys(route.access.tables ?? {}) as TableName[]) {
       expect(variables[RESOURCE_ENV.tables[table]]).toEqual({ Ref: logicalId(stack.data.tables[table]) });
     }
+  });
+});
+
+describe("people's accounts", () => {
+  const poolId = () => logicalId(stack.people.userPool);
+
+  test.each(ROUTES.map((r) => [r.id]))('%s may call exactly the user pool actions its route names', (id) => {
+    const actions = actionsOn(statementsOf(id), poolId()).sort();
+    if (routeById(id).access.people === 'manage') {
+      expect(actions).toEqual(['cognito-idp:AdminCreateUser', 'cognito-idp:AdminDeleteUser']);
+    } else expect(actions).toEqual([]);
+  });
+
+  test('the authorizer verifies ID tokens of the pool and its console client, and may call nothing of it', () => {
+    const variables = (
+      resources[logicalId(stack.api.authorizerFunction)].Properties.Environment as {
+        Variables: Record<string, unknown>;
+      }
+    ).Variables;
+    expect(variables.COGNITO_ISSUER).toEqual({ 'Fn::GetAtt': [poolId(), 'ProviderURL'] });
+    expect(variables.COGNITO_CLIENT_ID).toEqual({ Ref: logicalId(stack.people.client) });
+    expect(actionsOn(statementsOf('Authorizer'), poolId())).toEqual([]);
+  });
+
+  test('sign-up is by invitation unless the deployer opens it; SignUp learns which', () => {
+    expect(resources[poolId()].Properties).toMatchObject({
+      AdminCreateUserConfig: { AllowAdminCreateUserOnly: true },
+      UsernameAttributes: ['email'],
+      UsernameConfiguration: { CaseSensitive: false },
+      Policies: {
+        PasswordPolicy: {
+          MinimumLength: 8,
+          RequireLowercase: true,
+          RequireUppercase: true,
+          RequireNumbers: true,
+          RequireSymbols: true,
+        },
+      },
+    });
+    const signUpVariables = (functionProperties('SignUp').Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(signUpVariables.SIGNUP_MODE).toBe('invite');
+    const client = resources[logicalId(stack.people.client)].Properties as {
+      GenerateSecret: boolean;
+      ExplicitAuthFlows: string[];
+    };
+    expect(client.GenerateSecret).toBe(false);
+    expect([...client.ExplicitAuthFlows].sort()).toEqual([
+      'ALLOW_REFRESH_TOKEN_AUTH',
+      'ALLOW_USER_PASSWORD_AUTH',
+      'ALLOW_USER_SRP_AUTH',
+    ]);
   });
 });
 

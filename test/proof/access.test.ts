@@ -44,7 +44,13 @@ type OtherOrg =
   | { readonly status: 200 | 201; readonly check: (body: Body) => Promise<void> | void };
 
 type Row =
-  | { readonly public: true }
+  | {
+      readonly public: true;
+      /** What each cell sends (a fresh one per cell); no request: a GET of the route's path. */
+      readonly request?: () => Request;
+      /** Its status whatever the token (default 200). */
+      readonly success?: 200 | 201;
+    }
   | {
       readonly public?: false;
       /** A valid request for the resources of one agent of org A (`fx` in the main matrix). */
@@ -91,6 +97,8 @@ interface Fixtures {
   sessionId: string;
   /** A token of org A (scope analytics), revoked by the RevokeToken cell. */
   tokenToRevoke: string;
+  /** A person invited to org A, removed by the RemoveMember cell. */
+  memberToRemove: string;
 }
 
 let service: TestService;
@@ -128,9 +136,19 @@ const onlyOrgBAgents: OtherOrg = {
   },
 };
 
+/** An e-mail no cell has used. */
+let people = 0;
+const newEmail = (prefix: string) => `${prefix}-${process.pid}-${++people}@matrix.example.com`;
+
 const ROWS: Record<string, Row> = {
   Health: { public: true },
   OpenApi: { public: true },
+  // Open locally (the local runtime's sign-up is open); every cell signs a new person up, whatever it sends.
+  SignUp: {
+    public: true,
+    request: () => ({ body: { email: newEmail('signup'), password: 'Matrix-pass-1', organizationName: 'Matrix' } }),
+    success: 201,
+  },
   UploadLink: {
     request: (f) => ({ body: { ...dataset(f), fileName: 'matrix.txt' } }),
     success: 200,
@@ -419,6 +437,63 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('TOKEN_NOT_FOUND'),
     check: (body, f) => expect(body).toMatchObject({ tokenId: f.tokenToRevoke, revokedAt: expect.any(String) }),
   },
+  GetOrganization: {
+    request: () => ({}),
+    success: 200,
+    otherOrg: {
+      status: 200,
+      check: async (body) => {
+        const a = await orgA<Body>('GET', '/dashboard/organization');
+        expect(body.organizationId).toEqual(expect.any(String));
+        expect(body.organizationId).not.toBe(a.body.organizationId);
+      },
+    },
+    check: (body) => expect(body.caller).toEqual({ kind: 'token', email: null, role: 'owner' }),
+    // It may read its organization; what it may manage there is a member's.
+    restricted: {
+      addresses: 'organization',
+      status: 200,
+      check: (body) => expect(body.caller).toEqual({ kind: 'token', email: null, role: 'member' }),
+    },
+  },
+  InviteMember: {
+    request: () => ({ body: { email: newEmail('invited'), role: 'member' } }),
+    success: 201,
+    otherOrg: {
+      status: 201,
+      // Invited into org B: org A's people do not include them.
+      check: async (body) => {
+        const listA = await orgA<Body>('GET', '/dashboard/members');
+        expect(ids(listA.body, 'email')).not.toContain(body.email);
+      },
+    },
+    check: (body) => expect(body).toMatchObject({ role: 'member', invitation: 'sent' }),
+    restricted: { addresses: 'organization', status: 403 },
+  },
+  ListMembers: {
+    request: () => ({}),
+    success: 200,
+    otherOrg: {
+      status: 200,
+      check: async (body) => {
+        const listA = await orgA<Body>('GET', '/dashboard/members');
+        expect(ids(listA.body, 'email')).toContain(sibling.memberToRemove);
+        for (const email of ids(body, 'email')) expect(ids(listA.body, 'email')).not.toContain(email);
+      },
+    },
+    check: (body) => {
+      for (const member of body.data as Body[])
+        expect(Object.keys(member).sort()).toEqual(['createdAt', 'email', 'role']);
+    },
+    restricted: { addresses: 'organization', status: 403 },
+  },
+  RemoveMember: {
+    request: (f) => ({ params: { email: f.memberToRemove } }),
+    success: 200,
+    otherOrg: notFound('MEMBER_NOT_FOUND'),
+    check: (body, f) => expect(body).toMatchObject({ email: f.memberToRemove, removedAt: expect.any(String) }),
+    restricted: { addresses: 'organization', status: 403 },
+  },
 };
 
 function expectAgentA(body: Body) {
@@ -480,6 +555,9 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
   const tokenToRevoke = (
     await call<{ tokenId: string }>('POST', '/dashboard/tokens', { body: { scopes: ['analytics'], name: 'to revoke' } })
   ).body.tokenId;
+  const memberToRemove = (
+    await call<{ email: string }>('POST', '/dashboard/members', { body: { email: newEmail('member'), role: 'member' } })
+  ).body.email;
 
   const main = await uploadDocument(call, a, { fileName: 'guide.txt' }, 'Hold the power button for five seconds.');
   const s3Key = main.link.s3Key;
@@ -540,11 +618,16 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
     zipJobId,
     sessionId,
     tokenToRevoke,
+    memberToRemove,
   };
 }
 
 beforeAll(async () => {
-  [service, shortTtl] = await Promise.all([startService(), startService({ env: { UPLOAD_URL_TTL_SECONDS: '1' } })]);
+  // People's accounts (cognito-local) for the sign-up and members rows.
+  [service, shortTtl] = await Promise.all([
+    startService({ env: { COGNITO: 'on' } }),
+    startService({ env: { UPLOAD_URL_TTL_SECONDS: '1' } }),
+  ]);
   orgA = client(service, service.tokens[0]);
   orgB = client(service, service.tokens[1]);
 
@@ -612,10 +695,10 @@ describe('access matrix', () => {
     const token = tokenFor(route, cell);
     let response: ApiResponse<Body>;
     if (row.public) {
-      // No scope: every caller gets the same 200, whatever token it sends.
+      // No scope: every caller gets the same answer, whatever token it sends.
       expect(route.scope).toBeNull();
-      response = await orgA<Body>(route.method, route.path, { token });
-      expect(response.status).toBe(200);
+      response = await orgA<Body>(route.method, route.path, { token, body: row.request?.().body });
+      expect(response.status).toBe(row.success ?? 200);
     } else {
       const request = row.request(fx);
       response = await orgA<Body>(route.method, pathOf(route, request.params), {

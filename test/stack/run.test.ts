@@ -166,6 +166,30 @@ describe('the synthesized stack, run from its assets', () => {
     expect(report.denials).toEqual([]);
   });
 
+  test("people: sign-up is closed (by invitation), an owner's invitation and removal reach the user pool, every call allowed", async () => {
+    const call = api(stack, stack.token);
+    const signUp = await api(stack, null)('POST', '/dashboard/signup', {
+      email: 'someone@example.com',
+      password: 'Some-pass-1',
+      organizationName: 'Theirs',
+    });
+    expect(signUp).toMatchObject({ status: 403, body: { error: { code: 'SIGNUP_CLOSED' } } });
+    const invited = await call('POST', '/dashboard/members', { email: 'Invited@Example.com', role: 'member' });
+    expect(invited).toMatchObject({ status: 201, body: { email: 'invited@example.com', invitation: 'sent' } });
+    expect((await call('GET', '/dashboard/members')).body).toMatchObject({
+      data: [{ email: 'invited@example.com', role: 'member' }],
+    });
+    // Removed from the pool: a second invitation is sent anew (the pool does not have them any more).
+    expect((await call('DELETE', '/dashboard/members/invited@example.com')).status).toBe(200);
+    const again = await call('POST', '/dashboard/members', { email: 'invited@example.com' });
+    expect(again).toMatchObject({ status: 201, body: { invitation: 'sent' } });
+    const report = await stack.report();
+    expect(report.denials).toEqual([]);
+    for (const route of ['SignUp', 'InviteMember', 'ListMembers', 'RemoveMember']) {
+      expect(Object.keys(report.invocations).some((id) => id.startsWith(`PlatformApi${route}Function`))).toBe(true);
+    }
+  });
+
   test('the gateway answers as the template declares: 401 without a token, 404 for a path it does not know', async () => {
     const anonymous = api(stack, null);
     const missing = await anonymous('POST', '/dashboard/agents', { displayName: 'x' });

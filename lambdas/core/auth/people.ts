@@ -41,6 +41,7 @@ export async function authenticatePerson(
     tokenId: `${PERSON}${person.sub}`,
     scopes: ['dashboard'],
     role: member.role,
+    email: member.email,
   };
 }
 

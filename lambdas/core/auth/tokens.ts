@@ -73,6 +73,7 @@ export function callerContext(caller: Caller): Record<string, string> {
     scopes: caller.scopes.join(','),
     ...(caller.agentIds ? { agentIds: caller.agentIds.join(',') } : {}),
     ...(caller.role ? { role: caller.role } : {}),
+    ...(caller.email ? { email: caller.email } : {}),
   };
 }
 
@@ -90,6 +91,7 @@ export function callerFromContext(context: Record<string, unknown> | null | unde
     ...(context.role !== undefined
       ? { role: context.role === 'owner' ? ('owner' as const) : ('member' as const) }
       : {}),
+    ...(typeof context.email === 'string' && context.email ? { email: context.email } : {}),
   };
 }
 

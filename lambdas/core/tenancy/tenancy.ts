@@ -15,6 +15,8 @@ export interface Caller {
   readonly agentIds?: readonly string[];
   /** A person's role in the organization (core/auth/people.ts); absent for a token. */
   readonly role?: 'owner' | 'member';
+  /** A person's e-mail (lower case); absent for a token. */
+  readonly email?: string;
 }
 
 export interface TenancyDeps {

@@ -47,6 +47,11 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   CreateToken: dashboard.createTokenSchema,
   ListTokens: dashboard.noInputSchema,
   RevokeToken: dashboard.tokenPathSchema,
+  SignUp: dashboard.signUpSchema,
+  GetOrganization: dashboard.noInputSchema,
+  InviteMember: dashboard.inviteMemberSchema,
+  ListMembers: dashboard.noInputSchema,
+  RemoveMember: dashboard.memberPathSchema,
   // The handlers take the definition as it comes and report all its problems at once; the document shows its shape.
   PutAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
   ValidateAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),

@@ -1,7 +1,8 @@
-/** MemberStore on DynamoDB: one item per person, by e-mail (lib/tables.ts). */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+/** MemberStore on DynamoDB: one item per person, by e-mail; an organization's through `byOrganization` (lib/tables.ts). */
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { MemberRecord, MemberStore } from '#ports/stores';
 import { unlessConditionFails } from './expressions';
+import { collect, queryAll } from './queries';
 
 export class DynamoMemberStore implements MemberStore {
   constructor(
@@ -27,5 +28,30 @@ export class DynamoMemberStore implements MemberStore {
       ),
     );
     return written !== undefined;
+  }
+
+  async list(organizationId: string): Promise<MemberRecord[]> {
+    return collect(
+      queryAll<MemberRecord>(this.client, {
+        TableName: this.tableName,
+        IndexName: 'byOrganization',
+        KeyConditionExpression: 'organizationId = :organizationId',
+        ExpressionAttributeValues: { ':organizationId': organizationId },
+      }),
+    );
+  }
+
+  async delete(email: string, organizationId: string): Promise<boolean> {
+    const deleted = await unlessConditionFails(() =>
+      this.client.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { email },
+          ConditionExpression: 'organizationId = :organizationId',
+          ExpressionAttributeValues: { ':organizationId': organizationId },
+        }),
+      ),
+    );
+    return deleted !== undefined;
   }
 }

@@ -66,3 +66,45 @@ export const createTokenSchema = z.strictObject({
   }),
 });
 export const tokenPathSchema = z.strictObject({ tokenId: uuid });
+
+/**
+ * An e-mail as the people directory takes it: trimmed, lower case (Cognito's ID token carries it so, and the members
+ * table is keyed by it), at most 254 characters. Local part and domain labels exclude the separators they are
+ * split by, so the match is linear.
+ */
+export const email = z
+  .string()
+  .trim()
+  .max(254)
+  .regex(/^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/, { message: 'must be an e-mail address' })
+  .transform((value) => value.toLowerCase())
+  .meta({ format: 'email' });
+
+/** The user pool's password policy (lib/constructs/people.ts), checked here first so both runtimes answer alike. */
+export const PASSWORD_RULES = [
+  { rule: 'password.lowercase', test: /[a-z]/, message: 'needs a lower-case letter' },
+  { rule: 'password.uppercase', test: /[A-Z]/, message: 'needs an upper-case letter' },
+  { rule: 'password.digit', test: /[0-9]/, message: 'needs a digit' },
+  { rule: 'password.symbol', test: /[^A-Za-z0-9\s]/, message: 'needs a symbol' },
+] as const;
+
+export const password = z
+  .string()
+  .min(8)
+  .max(256)
+  .superRefine((value, ctx) => {
+    for (const { rule, test, message } of PASSWORD_RULES) {
+      if (!test.test(value)) ctx.addIssue({ code: 'custom', message, params: { rule } });
+    }
+  })
+  .meta({
+    description: 'At least 8 characters with a lower-case and an upper-case letter, a digit and a symbol.',
+  });
+
+export const signUpSchema = z.strictObject({ email, password, organizationName: trimmed(100) });
+export const ROLES = ['owner', 'member'] as const;
+export const inviteMemberSchema = z.strictObject({
+  email,
+  role: z.enum(ROLES).default('member').meta({ description: 'Default `member`.' }),
+});
+export const memberPathSchema = z.strictObject({ email });

@@ -34,7 +34,13 @@ it('makes a member of an organization its caller with their role, and refuses an
       token === 'good' ? { sub: 'sub-1', email: 'a@example.com', expiresAt: new Date() } : undefined,
   };
   const caller = await authenticatePerson({ people, members }, 'good', new Date());
-  expect(caller).toEqual({ organizationId: 'org-a', tokenId: 'person:sub-1', scopes: ['dashboard'], role: 'member' });
+  expect(caller).toEqual({
+    organizationId: 'org-a',
+    tokenId: 'person:sub-1',
+    scopes: ['dashboard'],
+    role: 'member',
+    email: 'a@example.com',
+  });
   expect(isPerson(caller)).toBe(true);
   // Through the authorizer's context and back, a role never widens.
   expect(callerFromContext(callerContext(caller))).toEqual(caller);

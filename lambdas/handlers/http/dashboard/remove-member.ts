@@ -1,0 +1,8 @@
+import { membersContainer } from '#composition/members';
+import { removeMember } from '#core/dashboard/members';
+import { httpHandler } from '#shared/http';
+import { memberPathSchema } from './schemas';
+
+export const handler = httpHandler('RemoveMember', memberPathSchema, async (input, caller) => ({
+  body: await removeMember(membersContainer, caller, input.email),
+}));

@@ -1,0 +1,9 @@
+import { membersContainer } from '#composition/members';
+import { signUp } from '#core/dashboard/members';
+import { httpHandler } from '#shared/http';
+import { signUpSchema } from './schemas';
+
+export const handler = httpHandler('SignUp', signUpSchema, async (input) => ({
+  status: 201,
+  body: await signUp(membersContainer, input),
+}));
