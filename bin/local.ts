@@ -6,13 +6,16 @@
  *   delivered again), SCHEDULER_INTERVAL_MS (15000), SCHEDULER_CLOCK_FILE (tests: the scheduler's "now" read from a
  *   file), MAX_UPLOAD_BYTES (most bytes one request may store through the local S3 endpoint; default the larger of
  *   MAX_FILE_BYTES and ZIP_MAX_ARCHIVE_BYTES, 256 MiB), COGNITO (`on`; `off` starts no cognito-local: no people's
-  accounts), COGNITO_PORT (a free one), DEV_USER (email:password: that person exists, confirmed).
+  accounts), COGNITO_PORT (a free one), DEV_USER (email:password: that person exists, confirmed), CONSOLE_BUILD
+ *   (`on`: the web console is built into web/dist when it is not there; `off` serves whatever is there, or none).
  * The engines' credentials are made at the first start of a DATA_DIR: DATA_DIR/engine-credentials.json.
  */
 // First: the log level, before any module builds a logger.
 import '../lib/local/log-level';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { TickOutcome } from '#core/flows/scheduler';
+import { buildConsole, WEB_DIST } from '../lib/local/console-build';
 import { defaultMaxUploadBytes } from '../lib/local/engines';
 import { startLocalRuntime } from '../lib/local/runtime';
 
@@ -89,6 +92,9 @@ function port(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
+  if (process.env.CONSOLE_BUILD !== 'off' && (await buildConsole({ force: false })) === 'built') {
+    console.log(`Built the web console into ${WEB_DIST}`);
+  }
   const runtime = await startLocalRuntime({
     port: port('PORT', 4000),
     s3Port: port('S3_PORT', process.env.PORT === '0' ? 0 : 4001),
@@ -110,6 +116,7 @@ async function main(): Promise<void> {
     console.log(`Cognito (people's sign-in) at ${endpoint}: user pool ${userPoolId}, app client ${clientId}`);
   }
   console.log(`Agent Platform local runtime listening on ${runtime.url} (S3 at ${runtime.engines.s3Endpoint})`);
+  if (existsSync(join(WEB_DIST, 'index.html'))) console.log(`Web console at ${runtime.url}/`);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

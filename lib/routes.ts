@@ -60,8 +60,11 @@ export interface HttpRoute {
   readonly scope: Scope | null;
   readonly access: ResourceAccess;
   readonly summary: string;
-  /** Status of a success when it is not 200 (201 for a Create… POST): 202 for a route that answers a job. */
-  readonly successStatus?: 202;
+  /**
+   * Status of a success when it is not 200 (201 for a Create… POST): 201 for another POST that makes something, 202
+   * for a route that answers a job.
+   */
+  readonly successStatus?: 201 | 202;
   /** Largest JSON body the handler reads; default 1 MiB (MAX_JSON_BODY_BYTES, lambdas/shared/http.ts). */
   readonly maxBodyBytes?: number;
 }
@@ -499,6 +502,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     scope: null,
     access: { tables: { members: 'readWrite', organizations: 'readWrite' }, people: 'signUp' },
     maxBodyBytes: 4096,
+    successStatus: 201,
     summary: 'Sign up: a person and a new organization they own',
   },
   {
@@ -517,6 +521,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     handler: http('dashboard/invite-member'),
     scope: 'dashboard',
     access: { tables: { members: 'readWrite' }, people: 'manage' },
+    successStatus: 201,
     summary: 'Invite a person to the organization (owners)',
   },
   {

@@ -23,6 +23,7 @@ import { logger } from '#shared/logger';
 import { LOCAL_METRICS_NAMESPACE } from '#shared/metrics';
 import { RESOURCE_ENV, ROUTES, SCOPES, type TableName } from '../routes';
 import { ensureDevUser, type LocalCognito, startCognito } from './cognito';
+import { consoleHandler } from './console';
 import {
   acquireWorkerLock,
   type EnginesFile,
@@ -412,7 +413,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const router = createRouter(ROOT, ROUTES, {
       metrics: { namespace: handlerVariable('POWERTOOLS_METRICS_NAMESPACE') ?? LOCAL_METRICS_NAMESPACE, collector },
     });
+    // The web console at `/` (web/dist, when built) and its /config.json: this runtime's Cognito, open to sign-up.
+    const web = consoleHandler({
+      apiUrl: '',
+      cognito: cognito
+        ? { region: 'local', endpoint: cognito.endpoint, userPoolId: cognito.userPoolId, clientId: cognito.clientId }
+        : null,
+      signUp: cognito ? 'open' : 'invite',
+    });
     const server = createServer((request, response) => {
+      if (web(request, response)) return;
       router.handle(request, response).catch((error: unknown) => {
         console.error('local router failed', error);
         if (!response.headersSent) response.writeHead(500);

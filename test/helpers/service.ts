@@ -76,6 +76,8 @@ export async function startService(
       RATE_LIMIT_BURST: '1000000',
       // No people's accounts unless a suite asks (COGNITO=on): cognito-local is a process of its own, ~100 MB.
       COGNITO: 'off',
+      // The console is built by the suites that open it (test/web), not by every runtime that starts.
+      CONSOLE_BUILD: 'off',
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,56 @@
+/**
+ * The console's API client: openapi-fetch over the types openapi-typescript generates from the service's own OpenAPI
+ * document (`npm run web:types`; a test fails when they are stale), so a path, a parameter or a body field the API
+ * does not have is a type error here. Every call carries the person's ID token; every error answer becomes an ApiError
+ * with the API's code, message and details, which the screens show as they are.
+ */
+import createClient from 'openapi-fetch';
+import type { paths } from './generated/api';
+
+export interface ErrorDetail {
+  readonly field: string;
+  readonly rule: string;
+  readonly message?: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: readonly ErrorDetail[] = [],
+  ) {
+    super(message);
+  }
+}
+
+export type Api = ReturnType<typeof createApi>;
+
+export function createApi(baseUrl: string, idToken: () => Promise<string | null>) {
+  const client = createClient<paths>({ baseUrl: baseUrl || window.location.origin });
+  client.use({
+    async onRequest({ request }) {
+      const token = await idToken();
+      if (token) request.headers.set('Authorization', `Bearer ${token}`);
+      return request;
+    },
+  });
+  return client;
+}
+
+interface ErrorBody {
+  readonly error?: { code?: string; message?: string; details?: ErrorDetail[] };
+}
+
+/** The success body of a call, or its ApiError. */
+export async function unwrap<T>(call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<T> {
+  const { data, error, response } = await call;
+  if (response.ok) return data as T;
+  const body = (error ?? {}) as ErrorBody;
+  throw new ApiError(
+    response.status,
+    body.error?.code ?? `HTTP_${response.status}`,
+    body.error?.message ?? response.statusText,
+    body.error?.details ?? [],
+  );
+}

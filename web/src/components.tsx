@@ -1,0 +1,66 @@
+/** Pieces every screen uses: an error as the API gave it (code and each field with its rule), a confirmation. */
+import { Alert, Button, Group, List, Modal, Stack, Text } from '@mantine/core';
+import type { ReactNode } from 'react';
+import { ApiError } from './api';
+
+export function ErrorAlert({ error }: { error: unknown }) {
+  if (!error) return null;
+  if (error instanceof ApiError) {
+    return (
+      <Alert color="red" title={`${error.code} (${error.status})`} role="alert">
+        <Text size="sm">{error.message}</Text>
+        {error.details.length > 0 && (
+          <List size="sm" mt="xs">
+            {error.details.map((detail) => (
+              <List.Item key={`${detail.field}:${detail.rule}`}>
+                <Text span fw={600}>
+                  {detail.field || '(request)'}
+                </Text>{' '}
+                {detail.rule}
+                {detail.message ? `: ${detail.message}` : ''}
+              </List.Item>
+            ))}
+          </List>
+        )}
+      </Alert>
+    );
+  }
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return (
+    <Alert color="red" title="Error" role="alert">
+      {message}
+    </Alert>
+  );
+}
+
+export function Confirm(props: {
+  opened: boolean;
+  title: string;
+  children: ReactNode;
+  confirmLabel: string;
+  busy?: boolean;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <Modal
+      opened={props.opened}
+      onClose={props.onCancel}
+      title={props.title}
+      centered
+      closeButtonProps={{ 'aria-label': 'Close' }}
+    >
+      <Stack>
+        {props.children}
+        <Group justify="flex-end">
+          <Button variant="default" onClick={props.onCancel}>
+            Cancel
+          </Button>
+          <Button color="red" loading={props.busy} onClick={props.onConfirm}>
+            {props.confirmLabel}
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
+  );
+}

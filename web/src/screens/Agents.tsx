@@ -1,0 +1,154 @@
+/** The organization's agents: list, create, rename, delete (the confirmation names what goes with it). */
+import { Button, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { type Api, unwrap } from '../api';
+import { Confirm, ErrorAlert } from '../components';
+
+interface Agent {
+  readonly agentId: string;
+  readonly displayName: string;
+  readonly createdAt: string;
+}
+
+export function Agents({ api }: { api: Api }) {
+  const queries = useQueryClient();
+  const agents = useQuery({
+    queryKey: ['agents'],
+    queryFn: () => unwrap<{ data: Agent[]; count: number }>(api.GET('/dashboard/agents')),
+  });
+  const [name, setName] = useState('');
+  const [renaming, setRenaming] = useState<{ agentId: string; displayName: string } | null>(null);
+  const [deleting, setDeleting] = useState<Agent | null>(null);
+  const refresh = () => queries.invalidateQueries({ queryKey: ['agents'] });
+
+  const create = useMutation({
+    mutationFn: (displayName: string) => unwrap<Agent>(api.POST('/dashboard/agents', { body: { displayName } })),
+    onSuccess: () => {
+      setName('');
+      return refresh();
+    },
+  });
+  const rename = useMutation({
+    mutationFn: (agent: { agentId: string; displayName: string }) =>
+      unwrap<Agent>(
+        api.PATCH('/dashboard/agents/{agentId}', {
+          params: { path: { agentId: agent.agentId } },
+          body: { displayName: agent.displayName },
+        }),
+      ),
+    onSuccess: () => {
+      setRenaming(null);
+      return refresh();
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (agentId: string) =>
+      unwrap<unknown>(api.DELETE('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
+    onSuccess: () => {
+      setDeleting(null);
+      return refresh();
+    },
+  });
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    create.mutate(name);
+  }
+
+  return (
+    <Stack>
+      <Title order={1}>Agents</Title>
+      <form onSubmit={submit} aria-label="Create an agent">
+        <Group align="flex-end">
+          <TextInput label="New agent's name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+          <Button type="submit" loading={create.isPending}>
+            Create agent
+          </Button>
+        </Group>
+      </form>
+      <ErrorAlert error={create.error ?? agents.error ?? rename.error} />
+      {agents.data && agents.data.count === 0 && <Text c="dimmed">No agents yet.</Text>}
+      {agents.data && agents.data.count > 0 && (
+        <Table striped aria-label="Agents">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Agent id</Table.Th>
+              <Table.Th>Created</Table.Th>
+              <Table.Th>Actions</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {agents.data.data.map((agent) => (
+              <Table.Tr key={agent.agentId}>
+                <Table.Td>
+                  {renaming?.agentId === agent.agentId ? (
+                    <form
+                      aria-label={`Rename ${agent.displayName}`}
+                      onSubmit={(event) => {
+                        event.preventDefault();
+                        rename.mutate(renaming);
+                      }}
+                    >
+                      <Group gap="xs">
+                        <TextInput
+                          aria-label="New name"
+                          value={renaming.displayName}
+                          onChange={(e) => setRenaming({ ...renaming, displayName: e.currentTarget.value })}
+                        />
+                        <Button type="submit" size="xs" loading={rename.isPending}>
+                          Save
+                        </Button>
+                      </Group>
+                    </form>
+                  ) : (
+                    agent.displayName
+                  )}
+                </Table.Td>
+                <Table.Td>
+                  <Text size="xs" ff="monospace">
+                    {agent.agentId}
+                  </Text>
+                </Table.Td>
+                <Table.Td>{new Date(agent.createdAt).toLocaleString()}</Table.Td>
+                <Table.Td>
+                  <Group gap="xs">
+                    <Button
+                      size="xs"
+                      variant="default"
+                      onClick={() => setRenaming({ agentId: agent.agentId, displayName: agent.displayName })}
+                    >
+                      Rename
+                    </Button>
+                    <Button size="xs" color="red" variant="light" onClick={() => setDeleting(agent)}>
+                      Delete
+                    </Button>
+                  </Group>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      <Confirm
+        opened={deleting !== null}
+        title={`Delete ${deleting?.displayName ?? ''}?`}
+        confirmLabel="Delete agent"
+        busy={remove.isPending}
+        onConfirm={() => deleting && remove.mutate(deleting.agentId)}
+        onCancel={() => {
+          setDeleting(null);
+          remove.reset();
+        }}
+      >
+        <Text size="sm">
+          This deletes the agent {deleting?.displayName} with its knowledge bases (their documents and chunks in every
+          environment), its flow definitions, sessions and default retrieval settings. Its analytics events stay until
+          their retention ends.
+        </Text>
+        <ErrorAlert error={remove.error} />
+      </Confirm>
+    </Stack>
+  );
+}

@@ -1,0 +1,144 @@
+/** The organization's tokens (owners): create with scopes, the secret shown once with a copy button, list, revoke. */
+import { Badge, Button, Checkbox, Code, CopyButton, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { type Api, unwrap } from '../api';
+import { Confirm, ErrorAlert } from '../components';
+
+const SCOPES = ['knowledge-management', 'analytics', 'dashboard', 'webhook'] as const;
+type Scope = (typeof SCOPES)[number];
+
+interface TokenView {
+  readonly tokenId: string;
+  readonly name: string | null;
+  readonly prefix: string | null;
+  readonly scopes: Scope[];
+  readonly createdAt: string;
+  readonly expiresAt: string | null;
+  readonly lastUsedAt: string | null;
+  readonly status: 'active' | 'expired';
+}
+
+const when = (value: string | null) => (value ? new Date(value).toLocaleString() : '—');
+
+export function Tokens({ api }: { api: Api }) {
+  const queries = useQueryClient();
+  const tokens = useQuery({
+    queryKey: ['tokens'],
+    queryFn: () => unwrap<{ data: TokenView[] }>(api.GET('/dashboard/tokens')),
+  });
+  const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<Scope[]>(['knowledge-management']);
+  const [secret, setSecret] = useState<{ name: string; token: string } | null>(null);
+  const [revoking, setRevoking] = useState<TokenView | null>(null);
+  const refresh = () => queries.invalidateQueries({ queryKey: ['tokens'] });
+
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap<{ token: string; name: string }>(api.POST('/dashboard/tokens', { body: { name, scopes } })),
+    onSuccess: (made) => {
+      setSecret({ name: made.name, token: made.token });
+      setName('');
+      return refresh();
+    },
+  });
+  const revoke = useMutation({
+    mutationFn: (tokenId: string) =>
+      unwrap<unknown>(api.DELETE('/dashboard/tokens/{tokenId}', { params: { path: { tokenId } } })),
+    onSuccess: () => {
+      setRevoking(null);
+      return refresh();
+    },
+  });
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    create.mutate();
+  }
+
+  return (
+    <Stack>
+      <Title order={1}>Tokens</Title>
+      <form onSubmit={submit} aria-label="Create a token">
+        <Stack gap="xs">
+          <TextInput label="Token name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+          <Checkbox.Group label="Scopes" value={scopes} onChange={(value) => setScopes(value as Scope[])}>
+            <Group mt="xs">
+              {SCOPES.map((scope) => (
+                <Checkbox key={scope} value={scope} label={scope} />
+              ))}
+            </Group>
+          </Checkbox.Group>
+          <Group>
+            <Button type="submit" loading={create.isPending}>
+              Create token
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+      <ErrorAlert error={create.error ?? tokens.error} />
+      {secret && (
+        <Stack gap="xs" role="status" aria-label="New token">
+          <Text>The token {secret.name}, shown only now. Copy it before you leave this page:</Text>
+          <Group>
+            <Code data-testid="new-token">{secret.token}</Code>
+            <CopyButton value={secret.token}>
+              {({ copied, copy }) => (
+                <Button size="xs" variant="light" onClick={copy}>
+                  {copied ? 'Copied' : 'Copy'}
+                </Button>
+              )}
+            </CopyButton>
+          </Group>
+        </Stack>
+      )}
+      {tokens.data && (
+        <Table striped aria-label="Tokens">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Starts with</Table.Th>
+              <Table.Th>Scopes</Table.Th>
+              <Table.Th>Created</Table.Th>
+              <Table.Th>Last used</Table.Th>
+              <Table.Th>Status</Table.Th>
+              <Table.Th>Actions</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {tokens.data.data.map((token) => (
+              <Table.Tr key={token.tokenId}>
+                <Table.Td>{token.name ?? '(no name)'}</Table.Td>
+                <Table.Td>
+                  <Code>{token.prefix ?? '—'}</Code>
+                </Table.Td>
+                <Table.Td>{token.scopes.join(', ')}</Table.Td>
+                <Table.Td>{when(token.createdAt)}</Table.Td>
+                <Table.Td>{when(token.lastUsedAt)}</Table.Td>
+                <Table.Td>
+                  <Badge color={token.status === 'active' ? 'teal.9' : 'gray'}>{token.status}</Badge>
+                </Table.Td>
+                <Table.Td>
+                  <Button size="xs" color="red" variant="light" onClick={() => setRevoking(token)}>
+                    Revoke
+                  </Button>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      <Confirm
+        opened={revoking !== null}
+        title={`Revoke ${revoking?.name ?? 'this token'}?`}
+        confirmLabel="Revoke token"
+        busy={revoke.isPending}
+        onConfirm={() => revoking && revoke.mutate(revoking.tokenId)}
+        onCancel={() => setRevoking(null)}
+      >
+        <Text size="sm">Every request with it is refused from now on (in AWS within a minute).</Text>
+        <ErrorAlert error={revoke.error} />
+      </Confirm>
+    </Stack>
+  );
+}
