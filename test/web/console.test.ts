@@ -13,6 +13,7 @@ import { gzipSync } from 'node:zlib';
 import AxeBuilder from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { CHROMIUM_FLAGS, packagedChromium } from '#adapters/browser/playwright-driver';
+import { uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client as apiClient, startService, type TestService } from '../helpers/service';
 
@@ -190,6 +191,104 @@ it('invites a member, who signs in with the printed password, chooses their own 
   expect(await memberPage.getByRole('button', { name: 'Invite' }).count()).toBe(0);
   expect(await memberPage.getByRole('link', { name: 'Tokens' }).count()).toBe(0);
   await memberPage.close();
+});
+
+it("manages an agent's knowledge bases and queries one in the playground, with a label filter and explain", async () => {
+  await page.getByRole('link', { name: 'Agents' }).click();
+  await page.getByLabel("New agent's name").fill('Docs bot');
+  await page.getByRole('button', { name: 'Create agent' }).click();
+  await page.getByRole('table', { name: 'Agents' }).getByRole('cell', { name: 'Docs bot' }).waitFor();
+  await page
+    .getByRole('row', { name: /Docs bot/ })
+    .getByRole('link', { name: 'Knowledge' })
+    .click();
+  await page.getByRole('heading', { name: 'Knowledge of Docs bot' }).waitFor();
+  for (const name of ['Manuals', 'Drafts']) {
+    await page.getByLabel('Knowledge base name').fill(name);
+    await page.getByRole('button', { name: 'Create knowledge base' }).click();
+    await page.getByRole('table', { name: 'Knowledge bases' }).getByRole('cell', { name, exact: true }).waitFor();
+  }
+  await expectAccessible('knowledge bases');
+  // Deleting one names what goes with it.
+  await page
+    .getByRole('row', { name: /Drafts/ })
+    .getByRole('button', { name: 'Delete' })
+    .click();
+  const dialog = page.getByRole('dialog', { name: 'Delete Drafts?' });
+  expect(await dialog.textContent()).toMatch(/documents, their files and chunks[\s\S]*all three environments/);
+  await dialog.getByRole('button', { name: 'Delete knowledge base' }).click();
+  await page.getByRole('row', { name: /Drafts/ }).waitFor({ state: 'detached' });
+
+  // Two documents in development through the customer API, with a token the owner makes for it.
+  const path = new URL(page.url()).pathname.split('/');
+  const agentId = path[2];
+  const knowledgeBaseId = (
+    (await page
+      .getByRole('row', { name: /Manuals/ })
+      .getByRole('cell', { name: /^[0-9a-f-]{36}$/ })
+      .textContent()) ?? ''
+  ).trim();
+  const person = apiClient(service, await personToken());
+  const minted = await person<{ token: string }>('POST', '/dashboard/tokens', {
+    body: { name: 'uploads', scopes: ['knowledge-management'] },
+  });
+  const uploads = apiClient(service, minted.body.token);
+  const dataset = { agentId, knowledgeBaseId, environment: 'development' as const };
+  const keys = [
+    (
+      await uploadDocument(
+        uploads,
+        dataset,
+        { fileName: 'router.txt', label1: 'topic:hardware' },
+        'Reset the router by holding the reset button for ten seconds.',
+      )
+    ).link.s3Key,
+    (
+      await uploadDocument(
+        uploads,
+        dataset,
+        { fileName: 'billing.txt', label1: 'topic:billing' },
+        'Reset your billing cycle from the account page.',
+      )
+    ).link.s3Key,
+  ];
+  for (const s3Key of keys) {
+    const done = await pollUntil(
+      () => uploads<{ status: string }>('GET', '/api/v1/knowledge/documents', { query: { ...dataset, s3Key } }),
+      (response) => response.body.status !== 'uploaded',
+    );
+    expect(done.body.status).toBe('ready');
+  }
+
+  await page
+    .getByRole('row', { name: /Manuals/ })
+    .getByRole('link', { name: 'Playground' })
+    .click();
+  await page.getByRole('heading', { name: 'Retrieval playground' }).waitFor();
+  await page.getByRole('textbox', { name: 'Query' }).fill('reset');
+  await page.getByRole('button', { name: 'Add a label filter' }).click();
+  await page.getByLabel('Filter 1 value').fill('topic:hardware');
+  await page.getByRole('button', { name: 'Query', exact: true }).click();
+  const results = page.getByRole('region', { name: 'Results' });
+  await page.getByRole('heading', { name: '1 result' }).waitFor();
+  expect(await results.textContent()).toContain('Reset the router');
+  expect(await results.textContent()).not.toContain('billing cycle');
+  const explain = page.getByRole('region', { name: 'Explain' });
+  expect(await explain.textContent()).toMatch(/"key":"label1"[\s\S]*"value":"topic:hardware"/);
+  expect(await page.getByRole('table', { name: 'Candidates' }).getByRole('row').count()).toBe(2); // header + 1
+  await expectAccessible('retrieval playground');
+
+  // Generate: an answer whose citations point at the result cards.
+  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('heading', { name: 'Answer' }).waitFor();
+  const citation = page.getByRole('link', { name: '[1]' });
+  expect(await citation.getAttribute('href')).toBe('#result-1');
+  expect(await page.locator('#result-1').textContent()).toContain('Reset the router');
+
+  // Memory the API cannot take is refused before anything is sent.
+  await page.getByLabel('Memory (JSON)').fill('[1, 2]');
+  await page.getByRole('button', { name: 'Query', exact: true }).click();
+  await page.getByText('Memory must be a JSON object').waitFor();
 });
 
 it('signs out to the sign-in screen', async () => {

@@ -1,7 +1,7 @@
 /** The console's frame: sign-in until a person is signed in, then the navigation and the screen of the path. */
 import { AppShell, Button, Group, Loader, NavLink, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { useMemo } from 'react';
+import { lazy, Suspense, useMemo } from 'react';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
 import { createApi, unwrap } from './api';
 import { useAuth } from './auth';
@@ -11,6 +11,10 @@ import { Agents } from './screens/Agents';
 import { Members } from './screens/Members';
 import { SignIn } from './screens/SignIn';
 import { Tokens } from './screens/Tokens';
+
+// Screens past the first one load as chunks of their own, so the sign-in screen stays light.
+const KnowledgeBases = lazy(() => import('./screens/KnowledgeBases'));
+const Playground = lazy(() => import('./screens/Playground'));
 
 interface Organization {
   readonly organizationId: string;
@@ -66,20 +70,28 @@ export function App({ config }: { config: ConsoleConfig }) {
         {organization.isPending && <Loader aria-label="Loading" />}
         <ErrorAlert error={organization.error} />
         {organization.data && (
-          <Switch>
-            <Route path="/agents">
-              <Agents api={api} />
-            </Route>
-            <Route path="/members">
-              <Members api={api} canManage={owner} />
-            </Route>
-            <Route path="/tokens">
-              {owner ? <Tokens api={api} /> : <Title order={1}>Only owners manage tokens</Title>}
-            </Route>
-            <Route>
-              <Redirect to="/agents" />
-            </Route>
-          </Switch>
+          <Suspense fallback={<Loader aria-label="Loading" />}>
+            <Switch>
+              <Route path="/agents">
+                <Agents api={api} />
+              </Route>
+              <Route path="/agents/:agentId/knowledge">
+                {(params) => <KnowledgeBases api={api} agentId={params.agentId} />}
+              </Route>
+              <Route path="/agents/:agentId/knowledge/:knowledgeBaseId/playground">
+                {(params) => <Playground api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />}
+              </Route>
+              <Route path="/members">
+                <Members api={api} canManage={owner} />
+              </Route>
+              <Route path="/tokens">
+                {owner ? <Tokens api={api} /> : <Title order={1}>Only owners manage tokens</Title>}
+              </Route>
+              <Route>
+                <Redirect to="/agents" />
+              </Route>
+            </Switch>
+          </Suspense>
         )}
       </AppShell.Main>
     </AppShell>

@@ -2,6 +2,7 @@
 import { Button, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
+import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
 import { Confirm, ErrorAlert } from '../components';
 
@@ -114,6 +115,9 @@ export function Agents({ api }: { api: Api }) {
                 <Table.Td>{new Date(agent.createdAt).toLocaleString()}</Table.Td>
                 <Table.Td>
                   <Group gap="xs">
+                    <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/knowledge`}>
+                      Knowledge
+                    </Button>
                     <Button
                       size="xs"
                       variant="default"

@@ -1,0 +1,189 @@
+/** An agent's knowledge bases: list, create, rename, delete (the confirmation names what goes), open the playground. */
+import { Anchor, Button, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { Link } from 'wouter';
+import { type Api, unwrap } from '../api';
+import { Confirm, ErrorAlert } from '../components';
+
+interface KnowledgeBase {
+  readonly knowledgeBaseId: string;
+  readonly name: string;
+  readonly description: string | null;
+  readonly createdAt: string;
+}
+
+export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: string }) {
+  const queries = useQueryClient();
+  const key = ['knowledge-bases', agentId];
+  const agent = useQuery({
+    queryKey: ['agent', agentId],
+    queryFn: () =>
+      unwrap<{ displayName: string }>(api.GET('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
+  });
+  const bases = useQuery({
+    queryKey: key,
+    queryFn: () =>
+      unwrap<{ data: KnowledgeBase[]; count: number }>(
+        api.GET('/dashboard/agents/{agentId}/knowledge/bases', { params: { path: { agentId } } }),
+      ),
+  });
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [renaming, setRenaming] = useState<{ knowledgeBaseId: string; name: string } | null>(null);
+  const [deleting, setDeleting] = useState<KnowledgeBase | null>(null);
+  const refresh = () => queries.invalidateQueries({ queryKey: key });
+
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap<KnowledgeBase>(
+        api.POST('/dashboard/agents/{agentId}/knowledge/bases', {
+          params: { path: { agentId } },
+          body: { name, ...(description ? { description } : {}) },
+        }),
+      ),
+    onSuccess: () => {
+      setName('');
+      setDescription('');
+      return refresh();
+    },
+  });
+  const rename = useMutation({
+    mutationFn: (base: { knowledgeBaseId: string; name: string }) =>
+      unwrap<KnowledgeBase>(
+        api.PATCH('/dashboard/agents/{agentId}/knowledge/bases/{knowledgeBaseId}', {
+          params: { path: { agentId, knowledgeBaseId: base.knowledgeBaseId } },
+          body: { name: base.name },
+        }),
+      ),
+    onSuccess: () => {
+      setRenaming(null);
+      return refresh();
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (knowledgeBaseId: string) =>
+      unwrap<unknown>(
+        api.DELETE('/dashboard/agents/{agentId}/knowledge/bases/{knowledgeBaseId}', {
+          params: { path: { agentId, knowledgeBaseId } },
+        }),
+      ),
+    onSuccess: () => {
+      setDeleting(null);
+      return refresh();
+    },
+  });
+
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    create.mutate();
+  }
+
+  return (
+    <Stack>
+      <Title order={1}>Knowledge of {agent.data?.displayName ?? 'the agent'}</Title>
+      <Anchor component={Link} href="/agents">
+        All agents
+      </Anchor>
+      <form onSubmit={submit} aria-label="Create a knowledge base">
+        <Group align="flex-end">
+          <TextInput label="Knowledge base name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+          <TextInput label="Description" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
+          <Button type="submit" loading={create.isPending}>
+            Create knowledge base
+          </Button>
+        </Group>
+      </form>
+      <ErrorAlert error={create.error ?? bases.error ?? agent.error ?? rename.error} />
+      {bases.data && bases.data.count === 0 && <Text>No knowledge bases yet.</Text>}
+      {bases.data && bases.data.count > 0 && (
+        <Table striped aria-label="Knowledge bases">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Description</Table.Th>
+              <Table.Th>Knowledge base id</Table.Th>
+              <Table.Th>Actions</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {bases.data.data.map((base) => (
+              <Table.Tr key={base.knowledgeBaseId}>
+                <Table.Td>
+                  {renaming?.knowledgeBaseId === base.knowledgeBaseId ? (
+                    <form
+                      aria-label={`Rename ${base.name}`}
+                      onSubmit={(event) => {
+                        event.preventDefault();
+                        rename.mutate(renaming);
+                      }}
+                    >
+                      <Group gap="xs">
+                        <TextInput
+                          aria-label="New name"
+                          value={renaming.name}
+                          onChange={(e) => setRenaming({ ...renaming, name: e.currentTarget.value })}
+                        />
+                        <Button type="submit" size="xs" loading={rename.isPending}>
+                          Save
+                        </Button>
+                      </Group>
+                    </form>
+                  ) : (
+                    base.name
+                  )}
+                </Table.Td>
+                <Table.Td>{base.description ?? ''}</Table.Td>
+                <Table.Td>
+                  <Text size="xs" ff="monospace">
+                    {base.knowledgeBaseId}
+                  </Text>
+                </Table.Td>
+                <Table.Td>
+                  <Group gap="xs">
+                    <Button
+                      size="xs"
+                      variant="light"
+                      component={Link}
+                      href={`/agents/${agentId}/knowledge/${base.knowledgeBaseId}/playground`}
+                    >
+                      Playground
+                    </Button>
+                    <Button
+                      size="xs"
+                      variant="default"
+                      onClick={() => setRenaming({ knowledgeBaseId: base.knowledgeBaseId, name: base.name })}
+                    >
+                      Rename
+                    </Button>
+                    <Button size="xs" color="red" variant="light" onClick={() => setDeleting(base)}>
+                      Delete
+                    </Button>
+                  </Group>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      <Confirm
+        opened={deleting !== null}
+        title={`Delete ${deleting?.name ?? ''}?`}
+        confirmLabel="Delete knowledge base"
+        busy={remove.isPending}
+        onConfirm={() => deleting && remove.mutate(deleting.knowledgeBaseId)}
+        onCancel={() => {
+          setDeleting(null);
+          remove.reset();
+        }}
+      >
+        <Text size="sm">
+          This deletes the knowledge base {deleting?.name} with its documents, their files and chunks and its ZIP
+          imports in all three environments (development, staging, production), and removes it from the agent&apos;s
+          default retrieval settings.
+        </Text>
+        <ErrorAlert error={remove.error} />
+      </Confirm>
+    </Stack>
+  );
+}
