@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import sirv from 'sirv';
 import { WEB_DIST } from './console-build';
 
+/** What `/config.json` answers; web/src/config.ts reads the same shape. */
 export interface ConsoleConfig {
   readonly apiUrl: string;
   readonly cognito: {

@@ -1,5 +1,5 @@
 /** Pieces every screen uses: an error as the API gave it (code and each field with its rule), a confirmation. */
-import { Alert, Button, Group, List, Modal, Stack, Text } from '@mantine/core';
+import { Alert, Button, Group, List, Modal, Stack, Text, TextInput } from '@mantine/core';
 import type { ReactNode } from 'react';
 import { ApiError } from './api';
 
@@ -62,5 +62,31 @@ export function Confirm(props: {
         </Group>
       </Stack>
     </Modal>
+  );
+}
+
+/** A row's name as an inline form (the tables' Rename): the new name and Save. */
+export function RenameForm(props: {
+  current: string;
+  value: string;
+  busy: boolean;
+  onChange: (value: string) => void;
+  onSubmit: () => void;
+}) {
+  return (
+    <form
+      aria-label={`Rename ${props.current}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        props.onSubmit();
+      }}
+    >
+      <Group gap="xs">
+        <TextInput aria-label="New name" value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)} />
+        <Button type="submit" size="xs" loading={props.busy}>
+          Save
+        </Button>
+      </Group>
+    </form>
   );
 }

@@ -1,4 +1,7 @@
-/** What the console needs to know of its deployment: `/config.json`, served by the local runtime, or written at deploy. */
+/**
+ * What the console needs to know of its deployment: `/config.json`, served by the local runtime (the same shape as
+ * `ConsoleConfig` in lib/local/console.ts, which this separate TypeScript project cannot import), or written at deploy.
+ */
 export interface ConsoleConfig {
   /** Base of the API; empty: the console's own origin (the local runtime, CloudFront). */
   readonly apiUrl: string;

@@ -6,6 +6,12 @@
  */
 import { requireOwner } from '#core/auth/people';
 import { AppError, ConflictError, NotFoundError, ValidationError } from '#core/errors';
+import { type Caller, requireWholeOrganization } from '#core/tenancy/tenancy';
+import type { PeopleDirectory } from '#ports/people';
+import type { Clock, IdGenerator } from '#ports/services';
+import type { MemberRecord, MemberStore, OrganizationStore } from '#ports/stores';
+
+export type SignUpMode = 'open' | 'invite';
 
 /** What a deployment without people's accounts answers (the local runtime with COGNITO=off). */
 export function peopleNotConfigured(): AppError {
@@ -14,13 +20,6 @@ export function peopleNotConfigured(): AppError {
     "This deployment has no people's accounts (the local runtime was started with COGNITO=off)",
   );
 }
-
-import { type Caller, requireWholeOrganization } from '#core/tenancy/tenancy';
-import type { PeopleDirectory } from '#ports/people';
-import type { Clock, IdGenerator } from '#ports/services';
-import type { MemberRecord, MemberStore, OrganizationStore } from '#ports/stores';
-
-export type SignUpMode = 'open' | 'invite';
 
 export interface MembersDeps {
   readonly members: MemberStore;
@@ -52,10 +51,33 @@ async function rollBack(undo: () => Promise<unknown>, error: unknown): Promise<n
 }
 
 /**
- * Sign-up: the person becomes the owner of a new organization. The member row is written first, on the condition
- * that the e-mail has none (two sign-ups of one e-mail: one wins, the other is 409), then the organization, then the
- * person in the directory; a refusal there (the e-mail known to the directory, a password its policy refuses) undoes
- * both rows.
+ * A new organization with `email` as its owner: the member row first, on the condition that the e-mail has none (two
+ * at once: one wins, the other is 409 EMAIL_TAKEN), then the organization, then `enroll` (the person in the
+ * directory). When `enroll` refuses or fails, both rows are removed before its error goes on.
+ */
+async function newOrganization<T>(
+  deps: Pick<MembersDeps, 'members' | 'organizations' | 'clock' | 'ids'>,
+  request: { email: string; organizationName: string },
+  enroll: () => Promise<T>,
+): Promise<{ organizationId: string; enrolled: T }> {
+  const { email } = request;
+  const organizationId = deps.ids.uuid();
+  const createdAt = deps.clock.now().toISOString();
+  if (!(await deps.members.create({ email, organizationId, role: 'owner', createdAt }))) throw emailTaken(email);
+  try {
+    await deps.organizations.put({ organizationId, name: request.organizationName, createdAt });
+    return { organizationId, enrolled: await enroll() };
+  } catch (error) {
+    return rollBack(async () => {
+      await deps.members.delete(email, organizationId);
+      await deps.organizations.delete(organizationId);
+    }, error);
+  }
+}
+
+/**
+ * Sign-up: the person becomes the owner of a new organization (newOrganization). The directory's refusals undo it: an
+ * e-mail it has already is 409 EMAIL_TAKEN, a password or e-mail its own rules refuse a 400 naming the field.
  */
 export async function signUp(
   deps: MembersDeps,
@@ -68,53 +90,29 @@ export async function signUp(
   }
   const { directory } = deps;
   const { email } = request;
-  const organizationId = deps.ids.uuid();
-  const createdAt = deps.clock.now().toISOString();
-  if (!(await deps.members.create({ email, organizationId, role: 'owner', createdAt }))) throw emailTaken(email);
-  const undo = async () => {
-    await deps.members.delete(email, organizationId);
-    await deps.organizations.delete(organizationId);
-  };
-  let outcome: Awaited<ReturnType<PeopleDirectory['signUp']>>;
-  try {
-    await deps.organizations.put({ organizationId, name: request.organizationName, createdAt });
-    outcome = await directory.signUp(email, request.password);
-  } catch (error) {
-    return rollBack(undo, error);
-  }
-  if (outcome.kind === 'exists') return rollBack(undo, emailTaken(email));
-  if (outcome.kind === 'refused') {
-    const rule = outcome.field === 'password' ? 'password.policy' : 'email.directory';
-    return rollBack(undo, new ValidationError([{ field: outcome.field, rule, message: outcome.message }]));
-  }
-  return { organizationId, email, confirmed: outcome.confirmed };
+  const { organizationId, enrolled } = await newOrganization(deps, request, async () => {
+    const outcome = await directory.signUp(email, request.password);
+    if (outcome.kind === 'exists') throw emailTaken(email);
+    if (outcome.kind === 'refused') {
+      const rule = outcome.field === 'password' ? 'password.policy' : 'email.directory';
+      throw new ValidationError([{ field: outcome.field, rule, message: outcome.message }]);
+    }
+    return outcome.confirmed;
+  });
+  return { organizationId, email, confirmed: enrolled };
 }
 
 /**
  * The first owner of a deployment by invitation (`npm run first-owner`, README "Deploy to AWS"): a new organization
- * and its owner, invited as any member is (Cognito e-mails the temporary password). The same order and undo as
- * sign-up.
+ * and its owner (newOrganization), invited as any member is (Cognito e-mails the temporary password).
  */
 export async function createOwner(
   deps: Omit<MembersDeps, 'signUpMode'>,
   request: { email: string; organizationName: string },
 ): Promise<{ organizationId: string; email: string; invitation: 'sent' | 'existing-account' }> {
   const { directory } = deps;
-  const { email } = request;
-  const organizationId = deps.ids.uuid();
-  const createdAt = deps.clock.now().toISOString();
-  if (!(await deps.members.create({ email, organizationId, role: 'owner', createdAt }))) throw emailTaken(email);
-  let invited: 'invited' | 'exists';
-  try {
-    await deps.organizations.put({ organizationId, name: request.organizationName, createdAt });
-    invited = await directory.invite(email);
-  } catch (error) {
-    return rollBack(async () => {
-      await deps.members.delete(email, organizationId);
-      await deps.organizations.delete(organizationId);
-    }, error);
-  }
-  return { organizationId, email, invitation: invited === 'invited' ? 'sent' : 'existing-account' };
+  const { organizationId, enrolled } = await newOrganization(deps, request, () => directory.invite(request.email));
+  return { organizationId, email: request.email, invitation: enrolled === 'invited' ? 'sent' : 'existing-account' };
 }
 
 /** Members are managed by the organization's owners, or by a token of the whole organization with `dashboard`. */

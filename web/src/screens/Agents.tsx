@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert } from '../components';
+import { Confirm, ErrorAlert, RenameForm } from '../components';
 
 interface Agent {
   readonly agentId: string;
@@ -85,24 +85,13 @@ export function Agents({ api }: { api: Api }) {
               <Table.Tr key={agent.agentId}>
                 <Table.Td>
                   {renaming?.agentId === agent.agentId ? (
-                    <form
-                      aria-label={`Rename ${agent.displayName}`}
-                      onSubmit={(event) => {
-                        event.preventDefault();
-                        rename.mutate(renaming);
-                      }}
-                    >
-                      <Group gap="xs">
-                        <TextInput
-                          aria-label="New name"
-                          value={renaming.displayName}
-                          onChange={(e) => setRenaming({ ...renaming, displayName: e.currentTarget.value })}
-                        />
-                        <Button type="submit" size="xs" loading={rename.isPending}>
-                          Save
-                        </Button>
-                      </Group>
-                    </form>
+                    <RenameForm
+                      current={agent.displayName}
+                      value={renaming.displayName}
+                      busy={rename.isPending}
+                      onChange={(displayName) => setRenaming({ ...renaming, displayName })}
+                      onSubmit={() => rename.mutate(renaming)}
+                    />
                   ) : (
                     agent.displayName
                   )}

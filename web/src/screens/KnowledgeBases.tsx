@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert } from '../components';
+import { Confirm, ErrorAlert, RenameForm } from '../components';
 
 interface KnowledgeBase {
   readonly knowledgeBaseId: string;
@@ -111,24 +111,13 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
               <Table.Tr key={base.knowledgeBaseId}>
                 <Table.Td>
                   {renaming?.knowledgeBaseId === base.knowledgeBaseId ? (
-                    <form
-                      aria-label={`Rename ${base.name}`}
-                      onSubmit={(event) => {
-                        event.preventDefault();
-                        rename.mutate(renaming);
-                      }}
-                    >
-                      <Group gap="xs">
-                        <TextInput
-                          aria-label="New name"
-                          value={renaming.name}
-                          onChange={(e) => setRenaming({ ...renaming, name: e.currentTarget.value })}
-                        />
-                        <Button type="submit" size="xs" loading={rename.isPending}>
-                          Save
-                        </Button>
-                      </Group>
-                    </form>
+                    <RenameForm
+                      current={base.name}
+                      value={renaming.name}
+                      busy={rename.isPending}
+                      onChange={(name) => setRenaming({ ...renaming, name })}
+                      onSubmit={() => rename.mutate(renaming)}
+                    />
                   ) : (
                     base.name
                   )}

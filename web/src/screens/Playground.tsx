@@ -155,14 +155,7 @@ export default function Playground({
               <Text size="sm" fw={500} id="min-score-label">
                 Minimum score: {minScore.toFixed(2)}
               </Text>
-              <Slider
-                thumbLabel="Minimum score"
-                min={0}
-                max={1}
-                step={0.05}
-                value={minScore}
-                onChange={setMinScore}
-              />
+              <Slider thumbLabel="Minimum score" min={0} max={1} step={0.05} value={minScore} onChange={setMinScore} />
             </Stack>
             <Switch label="Explain" checked={explain} onChange={(e) => setExplain(e.currentTarget.checked)} />
           </Group>
