@@ -100,6 +100,12 @@ export class PlatformApi extends Construct {
 
   private readonly resources: PlatformResources;
   private readonly commonEnvironment: Readonly<Record<string, string>>;
+  /**
+   * The log group of every route function and the authorizer: one, not one each, so the stack stays under
+   * CloudFormation's 500 resources (a route costs a function, a role, a policy, a method, a permission and often a path
+   * resource already). Each line names its function (`function_name`, Powertools); the streams are Lambda's own.
+   */
+  private readonly functionLogs: LogGroup;
 
   constructor(scope: Construct, id: string, props: PlatformApiProps) {
     super(scope, id);
@@ -124,6 +130,7 @@ export class PlatformApi extends Construct {
     };
 
     const accessLogs = new LogGroup(this, 'AccessLogs', { retention: RetentionDays.ONE_MONTH });
+    this.functionLogs = new LogGroup(this, 'FunctionLogs', { retention: RetentionDays.ONE_MONTH });
     this.api = new RestApi(this, 'RestApi', {
       description: 'Agent platform: knowledge documents and dashboard',
       endpointTypes: [EndpointType.REGIONAL],
@@ -209,6 +216,7 @@ export class PlatformApi extends Construct {
       handlerFile: props.handlerFile,
       description: props.description,
       timeout: props.timeout,
+      logGroup: this.functionLogs,
       environment: { ...this.commonEnvironment, ...resourceEnvironment(this.resources, props.access) },
     });
     grantAccess(fn, this.resources, props.access);

@@ -100,14 +100,22 @@ export interface ServiceFunctionProps {
   /** Bundling on top of BUNDLING (e.g. packages shipped as node_modules instead of bundled). */
   readonly bundling?: BundlingOptions;
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * A log group the function shares with others (the API's route functions: platform-api.ts). @default one of its own,
+   * kept a month.
+   */
+  readonly logGroup?: LogGroup;
 }
 
 export class ServiceFunction extends NodejsFunction {
-  /** The function's log group, created explicitly so its retention is set and it is deleted with nothing else. */
+  /**
+   * The function's log group, created explicitly so its retention is set and it is deleted with nothing else; shared
+   * by the API's functions (each line names its function: Powertools' `function_name`).
+   */
   public readonly functionLogGroup: LogGroup;
 
   constructor(scope: Construct, id: string, props: ServiceFunctionProps) {
-    const logGroup = new LogGroup(scope, `${id}Logs`, { retention: RetentionDays.ONE_MONTH });
+    const logGroup = props.logGroup ?? new LogGroup(scope, `${id}Logs`, { retention: RetentionDays.ONE_MONTH });
     super(scope, id, {
       entry: path.join(REPO_ROOT, props.handlerFile),
       handler: 'handler',

@@ -140,6 +140,17 @@ describe('functions', () => {
     }
   });
 
+  test('the route functions and the authorizer write to one log group, so the stack stays under 500 resources', () => {
+    const shared = logicalId(stack.api.functions.Health.functionLogGroup);
+    for (const route of ROUTES) expect(logicalId(stack.api.functions[route.id].functionLogGroup)).toBe(shared);
+    expect(logicalId(stack.api.authorizerFunction.functionLogGroup)).toBe(shared);
+    // The workers keep one each (their logs are few and long).
+    const logGroups = Object.values(resources).filter((r) => r.Type === 'AWS::Logs::LogGroup').length;
+    const count = Object.keys(resources).length;
+    console.log(`[stack] ${count} resources of CloudFormation's 500 (${logGroups} log groups)`);
+    expect(count).toBeLessThan(500);
+  });
+
   test('function log groups keep logs for one month', () => {
     const logGroupId = logicalId(stack.api.functions.Health.functionLogGroup);
     expect(resources[logGroupId].Properties).toMatchObject({ RetentionInDays: 30 });
