@@ -7,7 +7,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startService, type TestService } from './service';
+import { type EngineReader, engineReader } from './knowledge-base-remains';
+import { client, startService, type TestService } from './service';
 
 export interface TestWorker {
   readonly pid: number;
@@ -97,6 +98,62 @@ export async function startServiceForWorker(
     stop: async () => {
       await service.stop();
       rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A runtime that leaves its queues to a worker the suite starts and stops, and a reader of its engines. */
+export interface ServiceAndWorker {
+  readonly service: TestService;
+  /** The runtime's first organization's token. */
+  readonly call: ReturnType<typeof client>;
+  readonly engines: EngineReader;
+  /** Stops the worker, if one runs: queued work then waits (what callers see meanwhile is checked without a race). */
+  stopWorker(): Promise<void>;
+  /** Starts a worker, unless one runs. */
+  startWorker(): Promise<void>;
+}
+
+/**
+ * The setup of the suites that stop and start the worker under a job (knowledge base and agent deletion): in
+ * beforeAll the runtime (startServiceForWorker), a worker with `workerEnv` and the engines' reader; all gone in afterAll.
+ */
+export function serviceAndWorker(prefix: string, workerEnv: Record<string, string>): ServiceAndWorker {
+  let started: { service: TestService; dataDir: string; stop(): Promise<void> } | undefined;
+  let call: ReturnType<typeof client> | undefined;
+  let engines: EngineReader | undefined;
+  let worker: TestWorker | undefined;
+  const ready = () => {
+    if (!started || !call || !engines) throw new Error('serviceAndWorker: used before its beforeAll');
+    return { ...started, call, engines };
+  };
+  beforeAll(async () => {
+    started = await startServiceForWorker(prefix);
+    call = client(started.service);
+    worker = await startWorker(started.dataDir, workerEnv);
+    engines = engineReader(started.dataDir);
+  });
+  afterAll(async () => {
+    engines?.close();
+    await worker?.stop();
+    await started?.stop();
+  });
+  return {
+    get service() {
+      return ready().service;
+    },
+    get call() {
+      return ready().call;
+    },
+    get engines() {
+      return ready().engines;
+    },
+    async stopWorker() {
+      await worker?.stop();
+      worker = undefined;
+    },
+    async startWorker() {
+      worker ??= await startWorker(ready().dataDir, workerEnv);
     },
   };
 }

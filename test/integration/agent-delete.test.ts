@@ -9,36 +9,19 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { ENVIRONMENTS } from '#core/knowledge/fields';
 import { createDataset, type Dataset, readyDocument } from '../helpers/fixtures';
 import { helloAndTicketDefinition as definition } from '../helpers/flow-definitions';
-import { type EngineReader, engineReader, NOTHING_LEFT } from '../helpers/knowledge-base-remains';
+import { NOTHING_LEFT } from '../helpers/knowledge-base-remains';
 import { pollUntil } from '../helpers/poll';
-import { client, type TestService } from '../helpers/service';
-import { startServiceForWorker, startWorker, type TestWorker } from '../helpers/worker';
-
-let service: TestService;
-let call: ReturnType<typeof client>;
-let dataDir: string;
-let stopService: (() => Promise<void>) | undefined;
-let worker: TestWorker | undefined;
-let engines: EngineReader;
+import { client } from '../helpers/service';
+import { serviceAndWorker } from '../helpers/worker';
 
 const WORKER_ENV = { PROCESSING_TIMEOUT_SECONDS: '5', WATCHDOG_INTERVAL_SECONDS: '1' };
-
-beforeAll(async () => {
-  ({ service, dataDir, stop: stopService } = await startServiceForWorker('aps-agent-delete-'));
-  call = client(service);
-  worker = await startWorker(dataDir, WORKER_ENV);
-  engines = engineReader(dataDir);
-});
-
-afterAll(async () => {
-  engines?.close();
-  await worker?.stop();
-  await stopService?.();
-});
+const harness = serviceAndWorker('aps-agent-delete-', WORKER_ENV);
+/** The runtime's first organization's token. */
+const call = <T = Record<string, unknown>>(...args: Parameters<ReturnType<typeof client>>) => harness.call<T>(...args);
 
 /** Items of `table` whose key attribute `key` starts with the agent's id (read past the API). */
 async function itemsOf(table: string, key: string, agentId: string): Promise<number> {
-  const { Items = [] } = await engines.dynamo.send(new ScanCommand({ TableName: table }));
+  const { Items = [] } = await harness.engines.dynamo.send(new ScanCommand({ TableName: table }));
   return Items.filter((item) => String(item[key]).startsWith(agentId)).length;
 }
 
@@ -75,8 +58,7 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   expect(events).toBeGreaterThan(0);
 
   // No worker from here: the job waits, so what callers see while it is `deleting` is checked without a race.
-  await worker?.stop();
-  worker = undefined;
+  await harness.stopWorker();
   const deleted = await call('DELETE', `/dashboard/agents/${agentId}`);
   expect(deleted.status).toBe(202);
   expect(deleted.body).toEqual({ success: true, agentId, status: 'deleting', startedAt: expect.any(String) });
@@ -97,13 +79,15 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   expect(listed.body.data.map((agent) => agent.agentId)).not.toContain(agentId);
   expect(listed.body.data.map((agent) => agent.agentId)).toContain(control.agentId);
   // Another organization finds nothing; a repeat answers the same job.
-  expect((await client(service, service.tokens[1])('DELETE', `/dashboard/agents/${agentId}`)).status).toBe(404);
+  expect(
+    (await client(harness.service, harness.service.tokens[1])('DELETE', `/dashboard/agents/${agentId}`)).status,
+  ).toBe(404);
   const again = await call('DELETE', `/dashboard/agents/${agentId}`);
   expect(again.status).toBe(202);
   expect(again.body).toEqual(deleted.body);
 
   // A worker finishes the job: then the row is gone and a DELETE is a plain 404.
-  worker = await startWorker(dataDir, WORKER_ENV);
+  await harness.startWorker();
   const end = await pollUntil(
     () => call('DELETE', `/dashboard/agents/${agentId}`),
     (r) => r.status === 404,
@@ -111,7 +95,7 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   );
   expect(end).toMatchObject(notFound);
   for (const knowledgeBaseId of [production.knowledgeBaseId, staging.knowledgeBaseId]) {
-    expect(await engines.remains(agentId, knowledgeBaseId)).toEqual(NOTHING_LEFT);
+    expect(await harness.engines.remains(agentId, knowledgeBaseId)).toEqual(NOTHING_LEFT);
   }
   expect(await itemsOf('sessions', 'sessionKey', agentId)).toBe(0);
   expect(await itemsOf('agentDefinitions', 'agentId', agentId)).toBe(0);
@@ -121,7 +105,7 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   expect(await itemsOf('analytics', 'agentId', agentId)).toBe(events);
 
   // The other agent of the organization is untouched.
-  const kept = await engines.remains(control.agentId, control.knowledgeBaseId);
+  const kept = await harness.engines.remains(control.agentId, control.knowledgeBaseId);
   expect({ documents: kept.documents.production, row: kept.knowledgeBaseRow }).toEqual({ documents: 1, row: true });
   expect((await call('GET', `/dashboard/agents/${control.agentId}`)).status).toBe(200);
   for (const environment of ENVIRONMENTS)

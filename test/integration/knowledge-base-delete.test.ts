@@ -7,34 +7,17 @@
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDataset, type Dataset, putFile, readyDocument, type UploadLink, zipOf } from '../helpers/fixtures';
-import { type EngineReader, engineReader, NOTHING_LEFT } from '../helpers/knowledge-base-remains';
+import { NOTHING_LEFT } from '../helpers/knowledge-base-remains';
 import { pollUntil } from '../helpers/poll';
-import { client, type TestService } from '../helpers/service';
-import { startServiceForWorker, startWorker, type TestWorker } from '../helpers/worker';
+import { client } from '../helpers/service';
+import { serviceAndWorker } from '../helpers/worker';
 
 jest.setTimeout(180_000);
 
-let service: TestService;
-let call: ReturnType<typeof client>;
-let dataDir: string;
-let stopService: (() => Promise<void>) | undefined;
-let worker: TestWorker | undefined;
-let engines: EngineReader;
-
 const WORKER_ENV = { PROCESSING_TIMEOUT_SECONDS: '5', WATCHDOG_INTERVAL_SECONDS: '1' };
-
-beforeAll(async () => {
-  ({ service, dataDir, stop: stopService } = await startServiceForWorker('aps-kb-delete-'));
-  call = client(service);
-  worker = await startWorker(dataDir, WORKER_ENV);
-  engines = engineReader(dataDir);
-});
-
-afterAll(async () => {
-  engines?.close();
-  await worker?.stop();
-  await stopService?.();
-});
+const harness = serviceAndWorker('aps-kb-delete-', WORKER_ENV);
+/** The runtime's first organization's token. */
+const call = <T = Record<string, unknown>>(...args: Parameters<ReturnType<typeof client>>) => harness.call<T>(...args);
 
 const basePath = (d: { agentId: string; knowledgeBaseId: string }) =>
   `/dashboard/agents/${d.agentId}/knowledge/bases/${d.knowledgeBaseId}`;
@@ -98,15 +81,14 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   ] as const) {
     expect((await call('PUT', config(environment), { body: { enabled: true, knowledgeBases } })).status).toBe(200);
   }
-  const before = await engines.remains(prod.agentId, prod.knowledgeBaseId, [zipJobId]);
+  const before = await harness.engines.remains(prod.agentId, prod.knowledgeBaseId, [zipJobId]);
   expect(before.documents).toEqual({ development: 3, staging: 1, production: 2 });
   expect(before.counters).toBe(3);
   expect(before.objects.some((key) => key.includes('/_versions/'))).toBe(true);
   expect(before.chunks.production).toBeGreaterThan(0);
 
   // No worker from here: the job waits, so what callers see while it is `deleting` is checked without a race.
-  await worker?.stop();
-  worker = undefined;
+  await harness.stopWorker();
   const deleted = await call('DELETE', basePath(prod));
   expect(deleted.status).toBe(202);
   expect(deleted.body).toEqual({
@@ -144,23 +126,23 @@ it('is a job: gone at once for every caller, the same job on a repeat, then noth
   expect(named.status).toBe(400);
   expect(named.body).toMatchObject({ error: { details: [{ rule: 'knowledgeBase.exists' }] } });
   // Another organization still finds nothing; a repeat finds the same job, not a 404.
-  expect((await client(service, service.tokens[1])('DELETE', basePath(prod))).status).toBe(404);
+  expect((await client(harness.service, harness.service.tokens[1])('DELETE', basePath(prod))).status).toBe(404);
   const again = await call('DELETE', basePath(prod));
   expect(again.status).toBe(202);
   expect(again.body).toEqual(deleted.body);
 
   // A worker finishes the job: then the row is gone and a DELETE is a plain 404.
-  worker = await startWorker(dataDir, WORKER_ENV);
+  await harness.startWorker();
   const end = await pollUntil(
     () => call('DELETE', basePath(prod)),
     (r) => r.status === 404,
     60_000,
   );
   expect(end).toMatchObject({ status: 404, body: notFound });
-  expect(await engines.remains(prod.agentId, prod.knowledgeBaseId, [zipJobId])).toEqual(NOTHING_LEFT);
+  expect(await harness.engines.remains(prod.agentId, prod.knowledgeBaseId, [zipJobId])).toEqual(NOTHING_LEFT);
   expect((await call('GET', `/api/v1/knowledge/zip-jobs/${zipJobId}`)).status).toBe(404);
   // The other knowledge base of the agent is untouched.
-  const kept = await engines.remains(control.agentId, control.knowledgeBaseId);
+  const kept = await harness.engines.remains(control.agentId, control.knowledgeBaseId);
   expect({ documents: kept.documents.production, objects: kept.objects.length, row: kept.knowledgeBaseRow }).toEqual({
     documents: 1,
     objects: 1,
@@ -176,13 +158,13 @@ interface Preview {
 }
 
 it('skips a configured knowledge base that is gone, with a warning, and the run completes', async () => {
-  if (!worker) worker = await startWorker(dataDir, WORKER_ENV);
+  await harness.startWorker();
   const dataset = await createDataset(call, 'production');
   await readyDocument(call, dataset, 'warranty.txt', 'The warranty of every Acme router lasts three years.');
   // A configuration that names a knowledge base that no longer exists (written before deletes removed them from
   // configurations, or by a PUT that raced the delete): stored as such, past the API's own check.
   const ghost = '0b9a3f0e-4d7c-4c51-9a7e-1f2d3c4b5a69';
-  await engines.dynamo.send(
+  await harness.engines.dynamo.send(
     new PutCommand({
       TableName: 'retrievalConfigs',
       Item: {
