@@ -67,6 +67,11 @@ export interface HttpRoute {
   readonly successStatus?: 201 | 202;
   /** Largest JSON body the handler reads; default 1 MiB (MAX_JSON_BODY_BYTES, lambdas/shared/http.ts). */
   readonly maxBodyBytes?: number;
+  /**
+   * The route whose function also serves this one (a dashboard mirror, below): the stack adds this route's method to
+   * that function instead of making a function of its own. Same handler file and access as that route.
+   */
+  readonly functionOf?: string;
 }
 
 const KNOWLEDGE = '/api/v1/knowledge/documents';
@@ -544,11 +549,54 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
 ];
 
+/** A knowledge base in one environment, as the dashboard addresses it. */
+const DATASET = '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}';
+
+/**
+ * The customer API's document routes, its analytics query and its webhooks (the flow playground) as the dashboard
+ * offers them (docs/console.md): a person's ID token is never taken on `/api/v1`, so the console reaches the same
+ * handlers through these, with the `dashboard` scope and the dataset in the path. Each is `Dashboard<id of the customer route>`, served by the customer route's own function
+ * (`functionOf`: one more method on it, not a function of its own), so both run the same code with the same access;
+ * the handler answers both (lambdas/shared/http.ts, `dashboardMirrorsOf`).
+ */
+const DASHBOARD_MIRRORS: readonly { readonly of: string; readonly method: HttpMethod; readonly path: string }[] = [
+  { of: 'ListDocuments', method: 'GET', path: `${DATASET}/documents` },
+  { of: 'GetDocument', method: 'GET', path: `${DATASET}/document` },
+  { of: 'DeleteDocument', method: 'DELETE', path: `${DATASET}/document` },
+  { of: 'PatchMetadata', method: 'PATCH', path: `${DATASET}/document/metadata` },
+  { of: 'RetryDocument', method: 'POST', path: `${DATASET}/document/retry` },
+  { of: 'UploadLink', method: 'POST', path: `${DATASET}/documents/upload-link` },
+  { of: 'UploadComplete', method: 'POST', path: '/dashboard/knowledge/upload-complete' },
+  { of: 'ListZipJobs', method: 'GET', path: `${DATASET}/zip-jobs` },
+  { of: 'GetZipJob', method: 'GET', path: '/dashboard/knowledge/zip-jobs/{zipJobId}' },
+  { of: 'QueryEvents', method: 'POST', path: '/dashboard/agents/{agentId}/events' },
+  { of: 'InvokeWebhook', method: 'POST', path: '/dashboard/agents/{agentId}/webhooks/{environment}/{triggerName}' },
+];
+
+const MIRRORED: readonly HttpRoute[] = DASHBOARD_MIRRORS.map((mirror) => {
+  const original = TABLE_OF_ROUTES.find((route) => route.id === mirror.of);
+  if (!original) throw new Error(`dashboard mirror of unknown route ${mirror.of}`);
+  return {
+    ...original,
+    id: `Dashboard${original.id}`,
+    method: mirror.method,
+    path: mirror.path,
+    scope: 'dashboard',
+    summary: `${original.summary} (dashboard)`,
+    functionOf: original.id,
+  };
+});
+
+/** The dashboard routes that share the handler of route `id` (none for most routes). */
+export function dashboardMirrorsOf(id: string): readonly HttpRoute[] {
+  return MIRRORED.filter((route) => route.id === `Dashboard${id}`);
+}
+
 /**
  * Every route. Each that takes a token counts its requests against the token's and the organization's rate limits
  * (core/auth/rate-limit.ts, in shared/http.ts): it updates the counters table, and only that.
  */
-export const ROUTES: readonly HttpRoute[] = TABLE_OF_ROUTES.map((route) =>
+export const ROUTES: readonly HttpRoute[] = [...TABLE_OF_ROUTES, ...MIRRORED].map((route) =>
   route.scope === null
     ? route
     : { ...route, access: { ...route.access, tables: { ...route.access.tables, rateLimits: 'update' } } },

@@ -17,7 +17,7 @@ import { callerFromContext, requireScope } from '#core/auth/tokens';
 import { AppError, SERVICE_BUSY_RETRY_AFTER_SECONDS, ServiceBusyError, UnauthorizedError } from '#core/errors';
 import type { Caller } from '#core/tenancy/tenancy';
 import { parseInput } from '#core/validation';
-import { type HttpRoute, routeById } from '../../lib/routes';
+import { dashboardMirrorsOf, type HttpRoute, routeById } from '../../lib/routes';
 import { config } from './config';
 import { corsResponseHeaders } from './cors';
 import { MAX_JSON_DEPTH, nestingDepthOver } from './json-depth';
@@ -245,7 +245,11 @@ export function httpHandler<S extends z.ZodType>(
   schema: S,
   run: (input: z.output<S>, caller: Caller) => Promise<HttpResult>,
 ) {
-  const routes = (typeof routeId === 'string' ? [routeId] : routeId).map(routeById);
+  // The routes named, and the dashboard's routes to the same handler (lib/routes.ts, DASHBOARD_MIRRORS).
+  const routes = (typeof routeId === 'string' ? [routeId] : routeId).flatMap((id) => {
+    const route = routeById(id);
+    return [route, ...dashboardMirrorsOf(id).map((mirror) => routeById(mirror.id))];
+  });
   const base = async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> => {
     const route = routeOf(routes, event);
     const caller = callerFromEvent(event);

@@ -1,6 +1,6 @@
 /**
- * The REST API: one Lambda function per entry of ROUTES (lib/routes.ts), each granted exactly the resources its
- * route names, behind a cached Lambda REQUEST authorizer. Error responses API Gateway makes itself (no token,
+ * The REST API: one Lambda function per entry of ROUTES (lib/routes.ts) (a dashboard mirror adds its method to its
+ * customer route's function), each granted exactly the resources its route names, behind a cached Lambda REQUEST authorizer. Error responses API Gateway makes itself (no token,
  * throttled, integration failure) carry the same JSON error shape as the handlers' errors, and the same CORS policy
  * (lambdas/shared/cors.ts) as the handlers' answers and the preflight.
  */
@@ -194,11 +194,16 @@ export class PlatformApi extends Construct {
     const functions: Record<string, ServiceFunction> = {};
     const methods: Record<string, Method> = {};
     for (const route of ROUTES) {
-      functions[route.id] = this.createFunction(`${route.id}Function`, {
-        handlerFile: route.handler,
-        description: `${route.method} ${route.path}: ${route.summary}`,
-        access: route.access,
-      });
+      // A dashboard mirror is one more method on its customer route's function (lib/routes.ts, `functionOf`).
+      const shared = route.functionOf === undefined ? undefined : functions[route.functionOf];
+      if (route.functionOf !== undefined && !shared) throw new Error(`${route.id}: ${route.functionOf} comes later`);
+      functions[route.id] =
+        shared ??
+        this.createFunction(`${route.id}Function`, {
+          handlerFile: route.handler,
+          description: `${route.method} ${route.path}: ${route.summary}`,
+          access: route.access,
+        });
       methods[route.id] = this.addRoute(route, functions[route.id]);
     }
     this.functions = functions;

@@ -91,7 +91,8 @@ describe('the BrowserTask function', () => {
   });
 
   it('is invoked by the flow functions only, each told BROWSER_DRIVER=lambda and its name', () => {
-    const flowRoutes = ROUTES.filter((r) => r.access.browserTask === 'invoke');
+    // Functions, not routes: the dashboard's mirror of the webhook runs on InvokeWebhook's function (functionOf).
+    const flowRoutes = ROUTES.filter((r) => r.access.browserTask === 'invoke' && r.functionOf === undefined);
     expect(flowRoutes.map((r) => r.id).sort()).toEqual(['InvokeWebhook', 'SendAppEvent']);
     expect(WORKERS.scheduleTick.access.browserTask).toBe('invoke');
     expect(WORKERS.flowRunner.access.browserTask).toBe('invoke');

@@ -102,12 +102,21 @@ describe('cdk-nag (AwsSolutions)', () => {
 });
 
 describe('functions', () => {
-  test('there is one nodejs22.x function per route, the authorizer and one per worker', () => {
+  test('there is one nodejs22.x function per route (a dashboard mirror shares its own), the authorizer and one per worker', () => {
     const nodeFunctions = Object.values(resources).filter(
       (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x',
     );
-    expect(nodeFunctions).toHaveLength(ROUTES.length + 1 + Object.keys(WORKERS).length);
+    const owning = ROUTES.filter((r) => r.functionOf === undefined);
+    expect(nodeFunctions).toHaveLength(owning.length + 1 + Object.keys(WORKERS).length);
     expect(Object.keys(stack.api.functions).sort()).toEqual(ROUTES.map((r) => r.id).sort());
+    const mirrors = ROUTES.filter((r) => r.functionOf !== undefined);
+    expect(mirrors.length).toBeGreaterThan(0);
+    for (const mirror of mirrors) {
+      const own = ROUTES.find((r) => r.id === mirror.functionOf);
+      // The same code and the same grants: the customer route's function, its handler and its access.
+      expect([own?.handler, own?.access]).toEqual([mirror.handler, mirror.access]);
+      expect(stack.api.functions[mirror.id]).toBe(stack.api.functions[mirror.functionOf as string]);
+    }
   });
 
   test.each(ROUTES.map((r) => [r.id]))(
@@ -131,7 +140,7 @@ describe('functions', () => {
     const nodeFunctions = Object.values(resources).filter(
       (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x',
     );
-    expect(nodeFunctions.length).toBeGreaterThan(ROUTES.length);
+    expect(nodeFunctions.length).toBeGreaterThan(ROUTES.filter((r) => r.functionOf === undefined).length);
     for (const fn of nodeFunctions) {
       expect(fn.Properties).toMatchObject({
         TracingConfig: { Mode: 'Active' },

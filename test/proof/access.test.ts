@@ -99,6 +99,8 @@ interface Fixtures {
   tokenToRevoke: string;
   /** A person invited to org A, removed by the RemoveMember cell. */
   memberToRemove: string;
+  /** What the dashboard's mirrors of the consuming document routes consume instead (DashboardDeleteDocument…). */
+  dashboard: Pick<Fixtures, 's3KeyToDelete' | 'failedS3Key' | 'pendingUploadId'>;
 }
 
 let service: TestService;
@@ -558,6 +560,13 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
   const memberToRemove = (
     await call<{ email: string }>('POST', '/dashboard/members', { body: { email: newEmail('member'), role: 'member' } })
   ).body.email;
+  const dashboardToDelete = (await uploadDocument(call, a, { fileName: 'delete-me-too.txt' }, 'Short lived too.')).link
+    .s3Key;
+  const dashboardFailed = (await uploadDocument(call, a, { fileName: 'empty-too.txt' }, Buffer.alloc(0))).link.s3Key;
+  const dashboardPending = await call<UploadLink>('POST', `${DOCS}/upload-link`, {
+    body: { ...a, fileName: 'pending-too.txt' },
+  });
+  expect((await putFile(dashboardPending.body, 'Waiting for the dashboard upload-complete.')).status).toBe(200);
 
   const main = await uploadDocument(call, a, { fileName: 'guide.txt' }, 'Hold the power button for five seconds.');
   const s3Key = main.link.s3Key;
@@ -605,6 +614,11 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
     (response) => response.body.status !== 'uploaded',
   );
   expect(failed.body.status).toBe('failed');
+  const failedToo = await pollUntil(
+    () => call<{ status: string }>('GET', DOCS, { query: { ...a, s3Key: dashboardFailed } }),
+    (response) => response.body.status !== 'uploaded',
+  );
+  expect(failedToo.body.status).toBe('failed');
   return {
     a,
     kbToDelete,
@@ -619,6 +633,11 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
     sessionId,
     tokenToRevoke,
     memberToRemove,
+    dashboard: {
+      s3KeyToDelete: dashboardToDelete,
+      failedS3Key: dashboardFailed,
+      pendingUploadId: dashboardPending.body.uploadId,
+    },
   };
 }
 
@@ -739,6 +758,58 @@ describe('access matrix', () => {
 });
 
 /** The restricted token's answer for a row; undefined for a public row, or a row that forgot to say (the table fails). */
+/**
+ * The rows of the dashboard's mirrors of the document routes (lib/routes.ts, DASHBOARD_MIRRORS): each is its customer
+ * route's row with the dataset moved into the path and, where a cell consumes something, the fixtures' `dashboard`
+ * resources instead, so both routes' cells find theirs.
+ */
+const DATASET_FIELDS = ['agentId', 'environment', 'knowledgeBaseId'] as const;
+
+function inPath(request: Request): Request {
+  const params: Record<string, string> = { ...(request.params ?? {}) };
+  const strip = (fields: Record<string, unknown> | undefined) => {
+    if (!fields) return undefined;
+    const rest = { ...fields };
+    for (const name of DATASET_FIELDS) {
+      if (rest[name] !== undefined) params[name] = String(rest[name]);
+      delete rest[name];
+    }
+    return rest;
+  };
+  const query = strip(request.query) as Record<string, string> | undefined;
+  const body = strip(request.body as Record<string, unknown> | undefined);
+  return {
+    params,
+    ...(query && Object.keys(query).length ? { query } : {}),
+    ...(body ? { body } : {}),
+  };
+}
+
+function dashboardRow(row: Row): Row {
+  if (row.public) throw new Error('a public route has no dashboard mirror');
+  const view = (f: Fixtures): Fixtures => ({ ...f, ...f.dashboard });
+  const { check } = row;
+  const restricted = row.restricted;
+  return {
+    ...row,
+    request: (f) => inPath(row.request(view(f))),
+    ...(check ? { check: (body: Body, f: Fixtures) => check(body, view(f)) } : {}),
+    ...(restricted?.addresses === 'agent' && restricted.request
+      ? {
+          restricted: {
+            ...restricted,
+            request: (f: Fixtures) => inPath((restricted.request as (x: Fixtures) => Request)(view(f))),
+          },
+        }
+      : {}),
+  };
+}
+
+for (const route of ROUTES) {
+  const mirrored = /^Dashboard(.+)$/.exec(route.id)?.[1];
+  if (mirrored && ROWS[mirrored] && !ROWS[route.id]) ROWS[route.id] = dashboardRow(ROWS[mirrored]);
+}
+
 function restrictedOf(row: Row): Restricted | undefined {
   if (row.public) return undefined;
   if (row.restricted) return row.restricted;

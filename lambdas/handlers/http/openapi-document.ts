@@ -63,7 +63,8 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
 };
 
 export function requestSchemaOf(routeId: string): z.ZodType {
-  const schema = REQUEST_SCHEMAS[routeId];
+  // A dashboard mirror (lib/routes.ts, DASHBOARD_MIRRORS) takes what its customer route takes, the dataset in its path.
+  const schema = REQUEST_SCHEMAS[routeId] ?? REQUEST_SCHEMAS[routeId.replace(/^Dashboard(?=[A-Z])/, '')];
   if (!schema) throw new Error(`no request schema for route ${routeId}`);
   return schema;
 }
