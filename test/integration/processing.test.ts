@@ -8,10 +8,10 @@
 
 import { join } from 'node:path';
 import { Document, Packer, Paragraph, Table, TableCell, TableRow, TextRun } from 'docx';
-import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import type { KnowledgeIndex } from '#ports/processing';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
+import { pdfOf } from '../helpers/office-files';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 
@@ -82,16 +82,6 @@ async function chunkCount(documentId: string, text: string): Promise<number> {
   return (await chunksOf(documentId, text)).length;
 }
 
-async function makePdf(lines: string[]): Promise<Buffer> {
-  const pdf = await PDFDocument.create();
-  const font = await pdf.embedFont(StandardFonts.Helvetica);
-  for (const line of lines) {
-    const page = pdf.addPage();
-    page.drawText(line, { x: 50, y: 700, size: 12, font });
-  }
-  return Buffer.from(await pdf.save());
-}
-
 async function makeDocx(): Promise<Buffer> {
   const doc = new Document({
     sections: [
@@ -117,7 +107,7 @@ async function makeDocx(): Promise<Buffer> {
 }
 
 it('indexes a PDF with its labels and custom metadata on every chunk', async () => {
-  const pdf = await makePdf([
+  const pdf = await pdfOf([
     'The Zephyr router resets when the red button is held.',
     'Firmware updates run every night.',
   ]);

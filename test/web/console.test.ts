@@ -7,13 +7,15 @@
  * JavaScript and CSS are weighed against the 300 KB (gzip) budget.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import AxeBuilder from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { CHROMIUM_FLAGS, packagedChromium } from '#adapters/browser/playwright-driver';
-import { uploadDocument } from '../helpers/fixtures';
+import { zipOf } from '../helpers/fixtures';
+import { DOCX_TYPE, docxOf, pdfOf } from '../helpers/office-files';
 import { pollUntil } from '../helpers/poll';
 import { client as apiClient, startService, type TestService } from '../helpers/service';
 
@@ -51,8 +53,24 @@ async function expectAccessible(screen: string) {
   const { violations } = await new AxeBuilder({ page }).analyze();
   const serious = violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+    .map(
+      (v) =>
+        `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => `${n.target.join(' ')} ${n.failureSummary}`).join(', ')}`,
+    );
   expect(serious).toEqual([]);
+}
+
+/**
+ * Where each screen's picture goes: `docs/screenshots` with `npm run screenshots` (the README shows them), else a
+ * temporary folder, so a test run does not rewrite committed files.
+ */
+const SCREENSHOTS = process.env.SCREENSHOTS_DIR
+  ? resolve(ROOT, process.env.SCREENSHOTS_DIR)
+  : join(tmpdir(), 'agent-platform-console-screenshots');
+
+async function screenshot(name: string) {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
 }
 
 /** The signed-in person's ID token, from the console's session. */
@@ -60,6 +78,9 @@ async function personToken(): Promise<string> {
   const session = await page.evaluate(() => sessionStorage.getItem('agent-platform.session'));
   return (JSON.parse(session ?? '{}') as { idToken: string }).idToken;
 }
+
+const ROUTER_TEXT = 'Reset the router by holding the reset button for ten seconds.';
+const BILLING_TEXT = 'Reset your billing cycle from the account page.';
 
 const OWNER = { email: 'owner@console.example.com', password: 'Console-pass-1', organization: 'Console Co' };
 
@@ -86,6 +107,7 @@ it('lets a person sign up and land in their new organization', async () => {
   await page.goto(`${service.baseUrl}/`);
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await expectAccessible('sign-in');
+  await screenshot('sign-in');
   await page.getByRole('button', { name: 'No account? Sign up' }).click();
   await page.getByLabel('E-mail').fill(OWNER.email);
   await page.getByLabel('Organization name').fill(OWNER.organization);
@@ -110,6 +132,7 @@ it('creates, renames and deletes an agent, naming what the deletion takes', asyn
   const table = page.getByRole('table', { name: 'Agents' });
   await table.getByRole('cell', { name: 'Support bot' }).waitFor();
   await expectAccessible('agents');
+  await screenshot('agents');
 
   await table.getByRole('button', { name: 'Rename' }).click();
   await table.getByLabel('New name').fill('Helpdesk bot');
@@ -147,6 +170,7 @@ it('creates a token whose secret is shown once and works, and revokes it', async
   expect(await row.textContent()).toContain(token.slice(0, 8));
   expect(await row.textContent()).not.toContain(token.slice(8));
   await expectAccessible('tokens');
+  await screenshot('tokens');
 
   const call = apiClient(service, token);
   expect((await call('GET', '/dashboard/agents')).status).toBe(200);
@@ -169,6 +193,7 @@ it('invites a member, who signs in with the printed password, chooses their own 
     .getByRole('cell', { name: 'member@console.example.com' })
     .waitFor();
   await expectAccessible('members (owner)');
+  await screenshot('members');
   const printed = await pollUntil(
     async () => /Invitation for member@console\.example\.com: temporary password (\S+)/.exec(service.output())?.[1],
     (value) => value !== undefined,
@@ -194,7 +219,7 @@ it('invites a member, who signs in with the printed password, chooses their own 
 });
 
 it("manages an agent's knowledge bases and queries one in the playground, with a label filter and explain", async () => {
-  await page.getByRole('link', { name: 'Agents' }).click();
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
   await page.getByLabel("New agent's name").fill('Docs bot');
   await page.getByRole('button', { name: 'Create agent' }).click();
   await page.getByRole('table', { name: 'Agents' }).getByRole('cell', { name: 'Docs bot' }).waitFor();
@@ -209,6 +234,7 @@ it("manages an agent's knowledge bases and queries one in the playground, with a
     await page.getByRole('table', { name: 'Knowledge bases' }).getByRole('cell', { name, exact: true }).waitFor();
   }
   await expectAccessible('knowledge bases');
+  await screenshot('knowledge-bases');
   // Deleting one names what goes with it.
   await page
     .getByRole('row', { name: /Drafts/ })
@@ -218,52 +244,108 @@ it("manages an agent's knowledge bases and queries one in the playground, with a
   expect(await dialog.textContent()).toMatch(/documents, their files and chunks[\s\S]*all three environments/);
   await dialog.getByRole('button', { name: 'Delete knowledge base' }).click();
   await page.getByRole('row', { name: /Drafts/ }).waitFor({ state: 'detached' });
+});
 
-  // Two documents in development through the customer API, with a token the owner makes for it.
-  const path = new URL(page.url()).pathname.split('/');
-  const agentId = path[2];
-  const knowledgeBaseId = (
-    (await page
-      .getByRole('row', { name: /Manuals/ })
-      .getByRole('cell', { name: /^[0-9a-f-]{36}$/ })
-      .textContent()) ?? ''
-  ).trim();
-  const person = apiClient(service, await personToken());
-  const minted = await person<{ token: string }>('POST', '/dashboard/tokens', {
-    body: { name: 'uploads', scopes: ['knowledge-management'] },
-  });
-  const uploads = apiClient(service, minted.body.token);
-  const dataset = { agentId, knowledgeBaseId, environment: 'development' as const };
-  const keys = [
-    (
-      await uploadDocument(
-        uploads,
-        dataset,
-        { fileName: 'router.txt', label1: 'topic:hardware' },
-        'Reset the router by holding the reset button for ten seconds.',
-      )
-    ).link.s3Key,
-    (
-      await uploadDocument(
-        uploads,
-        dataset,
-        { fileName: 'billing.txt', label1: 'topic:billing' },
-        'Reset your billing cycle from the account page.',
-      )
-    ).link.s3Key,
-  ];
-  for (const s3Key of keys) {
-    const done = await pollUntil(
-      () => uploads<{ status: string }>('GET', '/api/v1/knowledge/documents', { query: { ...dataset, s3Key } }),
-      (response) => response.body.status !== 'uploaded',
-    );
-    expect(done.body.status).toBe('ready');
-  }
-
+it('uploads documents and a ZIP by dropping them, shows each reach ready or failed, edits, filters, deletes, then queries them in the playground', async () => {
   await page
     .getByRole('row', { name: /Manuals/ })
-    .getByRole('link', { name: 'Playground' })
+    .getByRole('link', { name: 'Documents of Manuals' })
     .click();
+  await page.getByRole('heading', { name: 'Documents of Manuals' }).waitFor();
+  await expectAccessible('documents (empty)');
+  const drop = (files: { name: string; mimeType: string; buffer: Buffer }[]) =>
+    page.getByTestId('upload-input').setInputFiles(files);
+
+  // A label the API would refuse is refused here, with the API's rule, before anything is sent.
+  await page.getByLabel('label1 for the files dropped').fill('Topic:Hardware');
+  await page.getByText(/label\.characters: must not contain uppercase letters/).waitFor();
+  await page.getByLabel('label1 for the files dropped').fill('topic:hardware');
+  await drop([
+    { name: 'router.txt', mimeType: 'text/plain', buffer: Buffer.from(ROUTER_TEXT) },
+    {
+      name: 'modem.pdf',
+      mimeType: 'application/pdf',
+      buffer: await pdfOf(['The modem lights blink green when it is online.']),
+    },
+    { name: 'warranty.docx', mimeType: DOCX_TYPE, buffer: await docxOf(['The warranty covers two years of repairs.']) },
+    { name: 'empty.txt', mimeType: 'text/plain', buffer: Buffer.alloc(0) },
+  ]);
+  await page.getByLabel('label1 for the files dropped').fill('topic:billing');
+  await drop([{ name: 'billing.txt', mimeType: 'text/plain', buffer: Buffer.from(BILLING_TEXT) }]);
+  const uploads = page.getByRole('list', { name: 'Uploads' });
+  for (const name of ['router.txt', 'modem.pdf', 'warranty.docx', 'billing.txt']) {
+    await uploads.getByRole('listitem', { name }).getByText('ready', { exact: true }).waitFor({ timeout: 30_000 });
+  }
+  const broken = uploads.getByRole('listitem', { name: 'empty.txt' });
+  await broken.getByText('failed', { exact: true }).waitFor({ timeout: 30_000 });
+  expect(await broken.textContent()).toContain('EMPTY_DOCUMENT');
+  expect(await page.getByRole('progressbar', { name: 'Upload of router.txt' }).getAttribute('aria-valuenow')).toBe(
+    '100',
+  );
+
+  // A ZIP with a label CSV: its import's view opens with every file and the labels the CSV gave.
+  await page.getByLabel('label1 for the files dropped').fill('');
+  const zip = await zipOf({
+    'faq.txt': 'Change the password from the account page.',
+    'tips.txt': 'Restart the modem after a storm.',
+    'labels.csv': 'fileName,label1,label2\nfaq.txt,topic:account,\ntips.txt,topic:hardware,tier:basic\n',
+  });
+  await drop([{ name: 'import.zip', mimeType: 'application/zip', buffer: zip }]);
+  const job = page.getByRole('region', { name: 'ZIP import' });
+  await job.getByText('completed', { exact: true }).waitFor({ timeout: 30_000 });
+  const files = job.getByRole('table', { name: 'Files of the import' });
+  expect(await files.getByRole('row', { name: /faq\.txt/ }).textContent()).toMatch(/ready[\s\S]*topic:account/);
+  expect(await files.getByRole('row', { name: /tips\.txt/ }).textContent()).toMatch(
+    /ready[\s\S]*topic:hardware, tier:basic/,
+  );
+  await expectAccessible('documents with uploads and an import');
+  await screenshot('documents');
+
+  // The table: the counts of the dataset, the failure's code, and nothing left uploaded (so no more polling).
+  const counts = page.getByRole('group', { name: 'Counts' });
+  await counts.getByText('ready 6').waitFor();
+  expect(await counts.textContent()).toMatch(/uploaded 0[\s\S]*ready 6[\s\S]*failed 1[\s\S]*total 7/);
+  const table = page.getByRole('table', { name: 'Documents' });
+  expect(await table.getByRole('row', { name: /empty\.txt/ }).textContent()).toContain('EMPTY_DOCUMENT');
+
+  // Edit a label in place: the API's rule is checked before sending; a good value is stored.
+  await table.getByRole('button', { name: 'Edit metadata of billing.txt' }).click();
+  const form = page.getByRole('form', { name: 'Metadata of billing.txt' });
+  await form.getByLabel('label2').fill('tier:2024-01-31');
+  await form.getByText(/label\.noIsoDate/).waitFor();
+  expect(await form.getByRole('button', { name: 'Save metadata' }).isDisabled()).toBe(true);
+  await form.getByLabel('label2').fill('tier:gold');
+  await form.getByRole('button', { name: 'Save metadata' }).click();
+  await table
+    .getByRole('row', { name: /billing\.txt/ })
+    .getByText('topic:billing, tier:gold')
+    .waitFor();
+
+  // Filter by a label: only what carries it.
+  const filters = page.getByRole('form', { name: 'Filter documents' });
+  await filters.getByRole('textbox', { name: 'label1' }).fill('topic:hardware');
+  await filters.getByRole('button', { name: 'Filter' }).click();
+  await table.getByRole('row', { name: /tips\.txt/ }).waitFor();
+  await table.getByRole('row', { name: /billing\.txt/ }).waitFor({ state: 'detached' });
+  expect(await table.locator('tbody tr[data-document]').count()).toBe(5); // router, modem, warranty, empty, tips
+  await filters.getByRole('textbox', { name: 'label1' }).fill('');
+  await filters.getByRole('button', { name: 'Filter' }).click();
+
+  // Delete the failed document: the dialog names what goes; the counts follow.
+  await table.getByRole('button', { name: 'Delete empty.txt' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Delete empty.txt?' });
+  expect(await dialog.textContent()).toMatch(/stored file, its chunks in the index and\s+its metadata/);
+  await dialog.getByRole('button', { name: 'Delete document' }).click();
+  await counts.getByText('total 6').waitFor();
+  expect(await counts.textContent()).toContain('failed 0');
+
+  // The staging tab is another dataset: empty.
+  await page.getByRole('tab', { name: 'staging' }).click();
+  await page.getByText('No documents match.').waitFor();
+  await page.getByRole('tab', { name: 'development' }).click();
+  await counts.getByText('total 6').waitFor();
+
+  await page.getByRole('link', { name: 'Retrieval playground' }).click();
   await page.getByRole('heading', { name: 'Retrieval playground' }).waitFor();
   await page.getByRole('textbox', { name: 'Query' }).fill('reset');
   await page.getByRole('button', { name: 'Add a label filter' }).click();
@@ -277,6 +359,7 @@ it("manages an agent's knowledge bases and queries one in the playground, with a
   expect(await explain.textContent()).toMatch(/"key":"label1"[\s\S]*"value":"topic:hardware"/);
   expect(await page.getByRole('table', { name: 'Candidates' }).getByRole('row').count()).toBe(2); // header + 1
   await expectAccessible('retrieval playground');
+  await screenshot('retrieval-playground');
 
   // Generate: an answer whose citations point at the result cards.
   await page.getByRole('button', { name: 'Generate' }).click();
@@ -289,6 +372,187 @@ it("manages an agent's knowledge bases and queries one in the playground, with a
   await page.getByLabel('Memory (JSON)').fill('[1, 2]');
   await page.getByRole('button', { name: 'Query', exact: true }).click();
   await page.getByText('Memory must be a JSON object').waitFor();
+}, 180_000);
+
+/** A definition with a human-in-the-loop refund flow, a jump across flows, and a loop that fails at its step limit. */
+function definitionText(jumpTarget: string): string {
+  return JSON.stringify(
+    {
+      flows: [
+        {
+          name: 'refund',
+          nodes: [
+            {
+              name: 'RefundStart',
+              type: 'trigger',
+              triggerType: 'webhook',
+              displayName: 'Refund request',
+              defaultPayload: JSON.stringify({ customer: { name: 'Ada' } }),
+            },
+            {
+              name: 'AskReason',
+              type: 'promptNode',
+              displayName: 'Ask the reason',
+              prompt: 'Ask {memory.customer.name} why they want a refund.',
+              humanInTheLoop: true,
+              canStayOnNode: true,
+            },
+            {
+              name: 'Approve',
+              type: 'promptNode',
+              displayName: 'Approve',
+              prompt: 'Confirm the refund of the damaged router to {memory.customer.name}.',
+            },
+            {
+              name: 'Decline',
+              type: 'promptNode',
+              displayName: 'Decline',
+              prompt: 'Explain that a router that works cannot be refunded after 30 days.',
+            },
+            { name: 'ToLoop', type: 'jumpToNode', targetNodeId: jumpTarget },
+          ],
+          edges: [
+            { from: 'RefundStart', to: 'AskReason', type: 'stepForward' },
+            {
+              from: 'AskReason',
+              to: 'Approve',
+              type: 'promptCondition',
+              condition: 'the router arrived damaged or broken',
+            },
+            { from: 'AskReason', to: 'Decline', type: 'promptCondition', condition: 'the customer changed their mind' },
+            { from: 'Decline', to: 'ToLoop', type: 'stepForward' },
+          ],
+        },
+        {
+          name: 'loop',
+          nodes: [
+            { name: 'LoopStart', type: 'trigger', triggerType: 'webhook', autoTrigger: true, defaultPayload: '{}' },
+            { name: 'Spin', type: 'junction' },
+            { name: 'Spun', type: 'junction' },
+          ],
+          edges: [
+            { from: 'LoopStart', to: 'Spin', type: 'stepForward' },
+            { from: 'Spin', to: 'Spun', type: 'stepForward' },
+            { from: 'Spun', to: 'Spin', type: 'stepForward' },
+          ],
+        },
+      ],
+    },
+    null,
+    2,
+  );
+}
+
+/** Replace the JSON editor's text (CodeMirror) with `text`, as a person pasting it would. */
+async function replaceEditorText(text: string) {
+  const editor = page.getByRole('textbox', { name: 'Definition (JSON)' });
+  await editor.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(text);
+}
+
+it('stores a flow, shows its graph with a problem on its node, runs it through a pause, and traces a failure', async () => {
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await page
+    .getByRole('row', { name: /Docs bot/ })
+    .getByRole('link', { name: 'Flows' })
+    .click();
+  await page.getByRole('heading', { name: 'Flows', exact: true }).waitFor();
+  await page.getByText('No definition stored in development yet').waitFor();
+
+  // A jump to a node no flow has: the API's problem, on the node and in the list.
+  await replaceEditorText(definitionText('Nowhere'));
+  await page.getByRole('button', { name: 'Validate' }).click();
+  const problems = page.getByRole('alert').filter({ hasText: 'problems' });
+  await problems.waitFor();
+  expect(await problems.textContent()).toContain('ToLoop');
+  const graph = page.getByRole('figure', { name: 'Flow graph' });
+  const broken = graph.locator('[data-node="ToLoop"]');
+  expect(await broken.getAttribute('aria-label')).toMatch(/Node ToLoop \(jumpToNode\), 1 problems/);
+
+  // Fixed and saved: version 1; the graph has every node, every edge and the jump across flows.
+  await replaceEditorText(definitionText('Spin'));
+  await page.getByRole('button', { name: 'Save a new version' }).click();
+  await page.getByText(/^version 1, saved/).waitFor();
+  expect(await graph.locator('[data-node]').count()).toBe(8);
+  expect(await graph.locator('.react-flow__edge').count()).toBe(8); // 4 + 3 edges, and the jump
+  expect(await graph.getByText('jump', { exact: true }).count()).toBe(1);
+  expect(await graph.getByText('the router arrived damaged or broken').count()).toBe(1);
+  await expectAccessible('flows');
+  await screenshot('flows');
+
+  // The playground: the trigger's default payload prefilled; a pause for the human, answered from the chat.
+  await page.getByRole('link', { name: 'Flow playground' }).click();
+  await page.getByRole('heading', { name: 'Flow playground' }).waitFor();
+  await page.getByRole('combobox', { name: 'Trigger' }).click();
+  await page.getByRole('option', { name: 'RefundStart (flow refund)' }).click();
+  expect(JSON.parse(await page.getByLabel('Payload (JSON)').inputValue())).toEqual({ customer: { name: 'Ada' } });
+  await page.getByRole('button', { name: 'Run' }).click();
+  const chat = page.getByRole('log', { name: 'Chat' });
+  await chat.getByText('Ask Ada why they want a refund.').waitFor();
+  await page.getByText('paused at AskReason').waitFor();
+  await page.getByLabel(/Your answer/).fill('The router arrived broken');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await chat.getByText('Confirm the refund of the damaged router to Ada.').waitFor();
+  await page.getByText('completed', { exact: true }).waitFor();
+  const trace = page.getByRole('table', { name: 'Trace' });
+  await trace.getByRole('row', { name: /node_execution\s*Approve/ }).waitFor();
+  expect(await trace.getByRole('row', { name: /node_execution\s*AskReason/ }).count()).toBeGreaterThan(0);
+  await expectAccessible('flow playground');
+  await screenshot('flow-playground');
+
+  // autoTrigger: picking the loop's trigger runs it at once; it fails at its step limit, on the node marked.
+  await page.getByRole('combobox', { name: 'Trigger' }).click();
+  await page.getByRole('option', { name: 'LoopStart (flow loop)' }).click();
+  await chat.getByText(/STEP_LIMIT_EXCEEDED/).waitFor();
+  await page.getByText('failed', { exact: true }).waitFor();
+  const failedRows = trace.locator('tr[data-failed="true"]');
+  await failedRows.first().waitFor();
+  expect(await trace.getByRole('row', { name: /invocation_error/ }).textContent()).toMatch(
+    /(Spin|Spun)[\s\S]*failed here[\s\S]*STEP_LIMIT_EXCEEDED/,
+  );
+});
+
+it("shows the agent's analytics: the chart, the filtered table and a CSV of the range", async () => {
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await page
+    .getByRole('row', { name: /Docs bot/ })
+    .getByRole('link', { name: 'Analytics' })
+    .click();
+  await page.getByRole('heading', { name: 'Analytics of Docs bot' }).waitFor();
+  const chart = page.getByRole('img', { name: /Events per day by event name/ });
+  await chart.waitFor();
+  const total = Number(/: (\d+) events over 1 days/.exec((await chart.getAttribute('aria-label')) ?? '')?.[1]);
+  expect(total).toBeGreaterThan(5);
+  expect(await page.locator('canvas').count()).toBeGreaterThan(0);
+  const table = page.getByRole('table', { name: 'Events' });
+  await table.locator('tbody tr').first().waitFor();
+  // Newest first: the loop's failure, after its 50 steps.
+  expect(await table.locator('tbody tr td:nth-child(2)').first().textContent()).toBe('invocation_error');
+  await expectAccessible('analytics');
+  await screenshot('analytics');
+
+  await page.getByRole('textbox', { name: 'Event name' }).fill('invocation_start');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await table.getByRole('row', { name: /invocation_error/ }).waitFor({ state: 'detached' });
+  await table.locator('tbody tr').first().waitFor();
+  const names = await table.locator('tbody tr td:nth-child(2)').allTextContents();
+  expect(names.length).toBeGreaterThanOrEqual(3); // the refund run, its resumption, the loop
+  expect(new Set(names)).toEqual(new Set(['invocation_start']));
+
+  await page.getByRole('button', { name: 'Export the filtered range as CSV' }).click();
+  const link = page.getByRole('link', { name: /Download \d+ events \(CSV\)/ });
+  await link.waitFor();
+  const [download] = await Promise.all([page.waitForEvent('download'), link.click()]);
+  const csv = readFileSync((await download.path()) ?? '', 'utf8')
+    .trim()
+    .split('\r\n');
+  expect(csv[0]).toBe('id,created_at,eventName,environment,sessionId,payload');
+  const exported = Number(/Download (\d+) events/.exec((await link.textContent()) ?? '')?.[1]);
+  expect(csv).toHaveLength(exported + 1);
+  expect(exported).toBe(names.length);
+  expect(csv.slice(1).every((line) => line.split(',')[2] === 'invocation_start')).toBe(true);
 });
 
 it('signs out to the sign-in screen', async () => {

@@ -15,6 +15,10 @@ import { Tokens } from './screens/Tokens';
 // Screens past the first one load as chunks of their own, so the sign-in screen stays light.
 const KnowledgeBases = lazy(() => import('./screens/KnowledgeBases'));
 const Playground = lazy(() => import('./screens/Playground'));
+const Documents = lazy(() => import('./screens/Documents'));
+const Flows = lazy(() => import('./screens/Flows'));
+const FlowPlayground = lazy(() => import('./screens/FlowPlayground'));
+const Analytics = lazy(() => import('./screens/Analytics'));
 
 interface Organization {
   readonly organizationId: string;
@@ -78,8 +82,18 @@ export function App({ config }: { config: ConsoleConfig }) {
               <Route path="/agents/:agentId/knowledge">
                 {(params) => <KnowledgeBases api={api} agentId={params.agentId} />}
               </Route>
+              <Route path="/agents/:agentId/knowledge/:knowledgeBaseId">
+                {(params) => <Documents api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />}
+              </Route>
               <Route path="/agents/:agentId/knowledge/:knowledgeBaseId/playground">
                 {(params) => <Playground api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />}
+              </Route>
+              <Route path="/agents/:agentId/flows">{(params) => <Flows api={api} agentId={params.agentId} />}</Route>
+              <Route path="/agents/:agentId/flows/playground">
+                {(params) => <FlowPlayground api={api} agentId={params.agentId} />}
+              </Route>
+              <Route path="/agents/:agentId/analytics">
+                {(params) => <Analytics api={api} agentId={params.agentId} />}
               </Route>
               <Route path="/members">
                 <Members api={api} canManage={owner} />

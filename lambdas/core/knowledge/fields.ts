@@ -1,12 +1,13 @@
 /** Field schemas shared by the Knowledge API's requests: the rules of the spec, expressed once. */
 import * as z from 'zod';
 import { withRules } from '#core/validation';
-import { labelViolations } from './labels';
+import { CUSTOM_META_MAX_LENGTH, customMetaViolations, labelViolations } from './labels';
+
+export { CUSTOM_META_MAX_LENGTH, customMetaViolations };
 
 export const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
-export const CUSTOM_META_MAX_LENGTH = 500;
 export const CUSTOM_META_FIELDS = ['customMeta1', 'customMeta2', 'customMeta3', 'customMeta4'] as const;
 export type CustomMetaField = (typeof CUSTOM_META_FIELDS)[number];
 export const LABEL_FIELDS = ['label1', 'label2'] as const;
@@ -16,22 +17,6 @@ export const environment = z.enum(ENVIRONMENTS);
 export const uuid = z.uuid();
 
 export const label = withRules(z.string(), labelViolations);
-
-/**
- * The custom metadata rule: at most 500 characters, counted as a person counts them (Unicode code points), so 500
- * emoji fit although each is two UTF-16 units in JavaScript. Labels keep their own ASCII rule.
- */
-export function customMetaViolations(value: string): { rule: string; message: string }[] {
-  let characters = 0;
-  for (const _ of value) characters += 1;
-  if (characters <= CUSTOM_META_MAX_LENGTH) return [];
-  return [
-    {
-      rule: 'maxLength',
-      message: `must be at most ${CUSTOM_META_MAX_LENGTH} characters (it has ${characters})`,
-    },
-  ];
-}
 
 // JSON Schema's maxLength counts code points too, so the OpenAPI document states the same limit.
 export const customMeta = withRules(z.string(), customMetaViolations).meta({ maxLength: CUSTOM_META_MAX_LENGTH });

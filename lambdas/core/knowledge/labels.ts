@@ -1,9 +1,13 @@
 /**
- * The label rules of the spec (label1, label2): `<namespace>:<value>`, characters `[a-z0-9_-]` plus the one
- * separating colon, at most 50 characters, and no UUID, timestamp or ISO date inside.
+ * The metadata rules of the spec. Labels (label1, label2): `<namespace>:<value>`, characters `[a-z0-9_-]` plus the
+ * one separating colon, at most 50 characters, and no UUID, timestamp or ISO date inside. Custom metadata
+ * (customMeta1..4): at most 500 characters.
+ *
+ * Free of imports on purpose: the web console checks a person's edits with these same functions before it sends them.
  */
 
 export const LABEL_MAX_LENGTH = 50;
+export const CUSTOM_META_MAX_LENGTH = 500;
 
 export interface RuleViolation {
   readonly rule: string;
@@ -53,4 +57,20 @@ export function labelViolations(label: string): RuleViolation[] {
     violations.push({ rule: 'label.noIsoDate', message: 'must not contain an ISO date' });
   }
   return violations;
+}
+
+/**
+ * The custom metadata rule: at most 500 characters, counted as a person counts them (Unicode code points), so 500
+ * emoji fit although each is two UTF-16 units in JavaScript. Labels keep their own ASCII rule.
+ */
+export function customMetaViolations(value: string): RuleViolation[] {
+  let characters = 0;
+  for (const _ of value) characters += 1;
+  if (characters <= CUSTOM_META_MAX_LENGTH) return [];
+  return [
+    {
+      rule: 'maxLength',
+      message: `must be at most ${CUSTOM_META_MAX_LENGTH} characters (it has ${characters})`,
+    },
+  ];
 }

@@ -107,6 +107,12 @@ export function Agents({ api }: { api: Api }) {
                     <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/knowledge`}>
                       Knowledge
                     </Button>
+                    <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/flows`}>
+                      Flows
+                    </Button>
+                    <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/analytics`}>
+                      Analytics
+                    </Button>
                     <Button
                       size="xs"
                       variant="default"

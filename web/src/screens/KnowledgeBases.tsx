@@ -134,6 +134,15 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
                       size="xs"
                       variant="light"
                       component={Link}
+                      href={`/agents/${agentId}/knowledge/${base.knowledgeBaseId}`}
+                      aria-label={`Documents of ${base.name}`}
+                    >
+                      Documents
+                    </Button>
+                    <Button
+                      size="xs"
+                      variant="light"
+                      component={Link}
                       href={`/agents/${agentId}/knowledge/${base.knowledgeBaseId}/playground`}
                     >
                       Playground

@@ -1,0 +1,147 @@
+/**
+ * The console's pure helpers (web/src): the metadata rules it checks before sending, the PATCH it builds, its polling
+ * backoff, the analytics chart's days and the CSV export, and the flow graph's layout. The screens that use them are
+ * driven in Chromium by test/web/console.test.ts.
+ */
+import { eventsCsv, perDay } from '../../../web/src/analytics';
+import { layoutDefinition } from '../../../web/src/flow-layout';
+import type { AgentDefinition } from '../../../web/src/flows';
+import { type Metadata, metadataChanges, metadataProblem, pollDelay } from '../../../web/src/knowledge';
+
+const EMPTY: Metadata = {
+  label1: null,
+  label2: null,
+  customMeta1: null,
+  customMeta2: null,
+  customMeta3: null,
+  customMeta4: null,
+};
+
+describe('metadata edits', () => {
+  it("refuses what the API refuses, with the API's rule names", () => {
+    expect(metadataProblem('label1', 'Topic:Hardware')?.rule).toBe('label.characters');
+    expect(metadataProblem('label2', 'tier:2024-01-31')?.rule).toBe('label.noIsoDate');
+    expect(metadataProblem('label1', 'no-colon')?.rule).toBe('label.format');
+    expect(metadataProblem('customMeta1', 'x'.repeat(501))?.rule).toBe('maxLength');
+    // 500 emoji are 500 characters, as the API counts them (code points), not 1,000 UTF-16 units.
+    expect(metadataProblem('customMeta1', '😀'.repeat(500))).toBeNull();
+    expect(metadataProblem('label1', 'topic:hardware')).toBeNull();
+    expect(metadataProblem('label1', '')).toBeNull();
+  });
+
+  it('sends only what changed: a value sets, an emptied field clears (null), an untouched one is absent', () => {
+    const before = { ...EMPTY, label1: 'topic:billing', customMeta1: 'kept', customMeta2: 'dropped' };
+    const after = { label1: 'topic:billing', label2: 'tier:gold', customMeta1: 'kept', customMeta2: '' } as Record<
+      keyof Metadata,
+      string
+    >;
+    for (const field of ['customMeta3', 'customMeta4'] as const) after[field] = '';
+    expect(metadataChanges(before, after)).toEqual({ label2: 'tier:gold', customMeta2: null });
+  });
+});
+
+it('polls at 0.5 s, growing by half while nothing changes, never slower than every 5 s', () => {
+  expect([0, 1, 2, 3, 4, 5, 6, 7, 50].map(pollDelay)).toEqual([500, 750, 1125, 1688, 2531, 3797, 5000, 5000, 5000]);
+});
+
+describe('analytics', () => {
+  const event = (id: string, created_at: string, eventName: string, payload: unknown = {}) => ({
+    id,
+    created_at,
+    eventName,
+    payload,
+    environment: 'development',
+    sessionId: 's-1',
+  });
+
+  it('counts events per UTC day and name, with the days between that had none', () => {
+    const { days, series } = perDay([
+      event('3', '2026-11-03T23:59:59.999Z', 'node_execution'),
+      event('2', '2026-11-01T10:00:00.000Z', 'node_execution'),
+      event('1', '2026-11-01T00:00:00.000Z', 'invocation_start'),
+    ]);
+    expect(days).toEqual(['2026-11-01', '2026-11-02', '2026-11-03']);
+    expect(series).toEqual([
+      { name: 'invocation_start', data: [1, 0, 0] },
+      { name: 'node_execution', data: [1, 0, 1] },
+    ]);
+    expect(perDay([])).toEqual({ days: [], series: [] });
+  });
+
+  it('writes CSV a spreadsheet reads as data: quoted where needed, formulas defused', () => {
+    const csv = eventsCsv([
+      event('1', '2026-11-01T00:00:00.000Z', 'custom', { text: 'a "quoted", multi\nline' }),
+      event('2', '2026-11-01T00:00:01.000Z', '=HYPERLINK("x")', null),
+    ]);
+    expect(csv.split('\r\n')).toEqual([
+      'id,created_at,eventName,environment,sessionId,payload',
+      '1,2026-11-01T00:00:00.000Z,custom,development,s-1,"{""text"":""a \\""quoted\\"", multi\\nline""}"',
+      `2,2026-11-01T00:00:01.000Z,"'=HYPERLINK(""x"")",development,s-1,`,
+      '',
+    ]);
+  });
+});
+
+describe('the flow graph', () => {
+  const definition: AgentDefinition = {
+    flows: [
+      {
+        name: 'main',
+        nodes: [
+          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+          { name: 'Ask', type: 'promptNode' },
+          { name: 'Hop', type: 'jumpToNode', targetNodeId: 'Other' },
+        ],
+        edges: [
+          { from: 'Start', to: 'Ask', type: 'stepForward' },
+          { from: 'Ask', to: 'Hop', type: 'promptCondition', condition: 'the customer wants a human' },
+          { from: 'Ask', to: 'Ghost', type: 'stepForward' },
+        ],
+      },
+      { name: 'side', nodes: [{ name: 'Other', type: 'promptNode' }] },
+    ],
+  };
+
+  it('draws a group per flow, its nodes inside it, edges by kind and the jump across flows', () => {
+    const { nodes, edges } = layoutDefinition(definition, [
+      { field: 'flows.0.nodes.2.targetNodeId', rule: 'x', message: 'y', node: 'Hop' },
+    ]);
+    expect(nodes.filter((n) => n.type === 'group').map((n) => n.id)).toEqual(['flow:main', 'flow:side']);
+    expect(nodes.filter((n) => n.type === 'definition').map((n) => [n.id, n.parentId])).toEqual([
+      ['Start', 'flow:main'],
+      ['Ask', 'flow:main'],
+      ['Hop', 'flow:main'],
+      ['Other', 'flow:side'],
+    ]);
+    // The edge to a node that does not exist is not drawn (validation names it).
+    expect(edges.map((e) => [e.source, e.target, e.data?.kind, e.label])).toEqual([
+      ['Start', 'Ask', 'stepForward', undefined],
+      ['Ask', 'Hop', 'promptCondition', 'the customer wants a human'],
+      ['Hop', 'Other', 'jumpToNode', 'jump'],
+    ]);
+    expect(nodes.find((n) => n.id === 'Hop')?.data.problems).toHaveLength(1);
+    expect(nodes.find((n) => n.id === 'Ask')?.data.problems).toHaveLength(0);
+  });
+
+  it('keeps every node inside its group and the groups apart', () => {
+    const { nodes } = layoutDefinition(definition, []);
+    const groups = nodes.filter((n) => n.type === 'group');
+    for (const node of nodes.filter((n) => n.type === 'definition')) {
+      const group = groups.find((g) => g.id === node.parentId);
+      const width = Number(group?.style?.width);
+      const height = Number(group?.style?.height);
+      expect(node.position.x).toBeGreaterThanOrEqual(0);
+      expect(node.position.y).toBeGreaterThanOrEqual(0);
+      expect(node.position.x + 200).toBeLessThanOrEqual(width);
+      expect(node.position.y + 64).toBeLessThanOrEqual(height);
+    }
+    const [a, b] = groups.map((g) => ({
+      left: g.position.x,
+      top: g.position.y,
+      right: g.position.x + Number(g.style?.width),
+      bottom: g.position.y + Number(g.style?.height),
+    }));
+    const overlap = a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    expect(overlap).toBe(false);
+  });
+});
