@@ -22,6 +22,8 @@ export interface AppConfig {
   readonly wafRateLimit: number;
   /** `-c signUp=open`: anyone may sign up (a new organization each); default `invite`: owners invite people. */
   readonly signUp: 'open' | 'invite';
+  /** `-c console=off` leaves the web console (CloudFront, its bucket) out of the stack; on by default. */
+  readonly console: boolean;
   /** `-c corsAllowedOrigins=https://a.example,https://b.example` or `*`: other origins whose pages may read answers. */
   readonly cors: CorsPolicy;
   /** `-c uploadUrlTtlSeconds=300`: how long an upload URL stays valid (1 to 604800 s, S3's own limit; default 900). */
@@ -75,6 +77,10 @@ export function readConfig(app: App): AppConfig {
   if (signUp !== 'open' && signUp !== 'invite') {
     throw new Error(`Invalid context signUp=${JSON.stringify(signUp)}: expected open or invite`);
   }
+  const consoleSite: unknown = app.node.tryGetContext('console') ?? 'on';
+  if (consoleSite !== 'on' && consoleSite !== 'off' && consoleSite !== true && consoleSite !== false) {
+    throw new Error(`Invalid context console=${JSON.stringify(consoleSite)}: expected on or off`);
+  }
   const rawCors: unknown = app.node.tryGetContext('corsAllowedOrigins') ?? '';
   if (typeof rawCors !== 'string') {
     throw new Error(`Invalid context corsAllowedOrigins=${JSON.stringify(rawCors)}: expected comma-separated origins`);
@@ -107,6 +113,7 @@ export function readConfig(app: App): AppConfig {
     signUp,
     cors,
     waf: waf === 'on' || waf === true,
+    console: consoleSite === 'on' || consoleSite === true,
     wafRateLimit,
     ...(generateModelId ? { generateModelId } : {}),
     ...(uploadUrlTtlSeconds !== undefined ? { uploadUrlTtlSeconds } : {}),
@@ -129,6 +136,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     uploadUrlTtl: config.uploadUrlTtlSeconds === undefined ? undefined : Duration.seconds(config.uploadUrlTtlSeconds),
     rateLimit: config.rateLimit,
     signUp: config.signUp,
+    console: config.console,
   });
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);

@@ -5,6 +5,7 @@ import type { CorsPolicy } from '#shared/cors';
 import { ApiFirewall } from './constructs/api-firewall';
 import { BrowserTask } from './constructs/browser-task';
 import { ChunkTableIndex } from './constructs/chunk-table-index';
+import { ConsoleSite } from './constructs/console-site';
 import { DataTables, pascalCase } from './constructs/data-tables';
 import { DocumentProcessing } from './constructs/document-processing';
 import { DocumentStorage } from './constructs/document-storage';
@@ -44,6 +45,8 @@ export interface AgentPlatformStackProps extends StackProps {
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number };
   /** Who may sign up (docs/people.md): `invite` (default), only people an owner invites; `open`, anyone. */
   readonly signUp?: SignUpMode;
+  /** The web console on CloudFront (docs/console.md, "In AWS"); default true. */
+  readonly console?: boolean;
 }
 
 export class AgentPlatformStack extends Stack implements ObservedStack {
@@ -65,6 +68,8 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
   public readonly people: PeopleAccounts;
   /** The API's web ACL; undefined with `-c waf=off`. */
   public readonly firewall: ApiFirewall | undefined;
+  /** The web console and the API on one CloudFront origin; undefined with `-c console=off`. */
+  public readonly console: ConsoleSite | undefined;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps) {
     super(scope, id, props);
@@ -122,6 +127,17 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       });
     }
 
+    this.console =
+      props.console === false
+        ? undefined
+        : new ConsoleSite(this, 'Console', {
+            api: this.api.api,
+            userPool: this.people.userPool,
+            client: this.people.client,
+            signUp: this.people.signUpMode,
+            documentsBucket: this.storage.bucket,
+          });
+
     this.processing = new DocumentProcessing(this, 'DocumentProcessing', {
       resources,
       processingQueue: this.storage.queue,
@@ -161,6 +177,12 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       value: this.api.url,
       description: 'Base URL of the API, without a trailing slash',
     });
+    if (this.console) {
+      new CfnOutput(this, 'ConsoleUrl', {
+        value: this.console.url,
+        description: 'The web console; the API is also served under this origin (/api/*, /dashboard/*)',
+      });
+    }
     new CfnOutput(this, 'DocumentsBucketName', { value: this.storage.bucket.bucketName });
     new CfnOutput(this, 'UserPoolId', { value: this.people.userPool.userPoolId });
     new CfnOutput(this, 'UserPoolClientId', { value: this.people.client.userPoolClientId });

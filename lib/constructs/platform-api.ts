@@ -10,6 +10,7 @@ import {
   AccessLogFormat,
   AuthorizationType,
   Cors,
+  type CorsOptions,
   EndpointType,
   IdentitySource,
   LambdaIntegration,
@@ -92,6 +93,8 @@ export class PlatformApi extends Construct {
   public readonly authorizerFunction: ServiceFunction;
   /** The function of each route, by route id. */
   public readonly functions: Readonly<Record<string, ServiceFunction>>;
+  /** The preflight of every routed resource, or undefined when the API is same-origin only. */
+  private readonly corsPreflight: CorsOptions | undefined;
   /** The method of each route, by route id. */
   public readonly methods: Readonly<Record<string, Method>>;
 
@@ -161,18 +164,19 @@ export class PlatformApi extends Construct {
           }),
         ),
       },
-      // No preflight methods at all for same-origin only: a page of another origin is stopped at its preflight.
-      ...(this.cors.kind === 'same-origin'
-        ? {}
-        : {
-            defaultCorsPreflightOptions: {
-              allowOrigins: this.cors.kind === 'any' ? Cors.ALL_ORIGINS : [...this.cors.origins],
-              allowMethods: corsAllowMethods(ROUTES),
-              allowHeaders: [...CORS_ALLOW_HEADERS],
-              maxAge: Duration.seconds(CORS_MAX_AGE_SECONDS),
-            },
-          }),
     });
+    // No preflight methods at all for same-origin only: a page of another origin is stopped at its preflight. With
+    // CORS, a preflight on each resource that has a route (addRoute), not on every segment of their paths: the stack
+    // stays under CloudFormation's 500 resources (an OPTIONS method on all 67 resources would take 497 of them).
+    this.corsPreflight =
+      this.cors.kind === 'same-origin'
+        ? undefined
+        : {
+            allowOrigins: this.cors.kind === 'any' ? Cors.ALL_ORIGINS : [...this.cors.origins],
+            allowMethods: corsAllowMethods(ROUTES),
+            allowHeaders: [...CORS_ALLOW_HEADERS],
+            maxAge: Duration.seconds(CORS_MAX_AGE_SECONDS),
+          };
     // RestApi adds an `Endpoint` output with a trailing slash; the stack outputs `ApiUrl` (without one) instead.
     this.api.node.tryRemoveChild('Endpoint');
     this.url = `https://${this.api.restApiId}.execute-api.${Stack.of(this).region}.${Stack.of(this).urlSuffix}/${this.api.deploymentStage.stageName}`;
@@ -230,6 +234,7 @@ export class PlatformApi extends Construct {
 
   private addRoute(route: HttpRoute, fn: ServiceFunction): Method {
     const resource = this.api.root.resourceForPath(route.path);
+    if (this.corsPreflight && !resource.node.tryFindChild('OPTIONS')) resource.addCorsPreflight(this.corsPreflight);
     // No test-invoke permission: one resource-policy statement per route is enough.
     const integration = new LambdaIntegration(fn, { allowTestInvoke: false });
     if (route.scope === null) {

@@ -9,15 +9,24 @@ import { join, resolve } from 'node:path';
 const WEB = resolve(__dirname, '../../web');
 export const WEB_DIST = join(WEB, 'dist');
 
+/** `vite build` of the console into `outDir` (the stack's console asset builds into CDK's folder this way). */
+export async function buildConsoleTo(outDir: string): Promise<void> {
+  // Vite is ES modules only; its types need a module resolution this CommonJS project does not use.
+  const { build } = (await import('vite' as string)) as {
+    build(config: {
+      configFile: string;
+      logLevel: string;
+      build: { outDir: string; emptyOutDir: boolean };
+    }): Promise<unknown>;
+  };
+  await build({ configFile: join(WEB, 'vite.config.mts'), logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+}
+
 export async function buildConsole(options: { force?: boolean } = {}): Promise<'built' | 'present'> {
   if (!options.force && existsSync(join(WEB_DIST, 'index.html'))) return 'present';
   const staging = join(WEB, `.dist-${process.pid}-${Date.now()}`);
-  // Vite is ES modules only; its types need a module resolution this CommonJS project does not use.
-  const { build } = (await import('vite' as string)) as {
-    build(config: { configFile: string; logLevel: string; build: { outDir: string } }): Promise<unknown>;
-  };
   try {
-    await build({ configFile: join(WEB, 'vite.config.mts'), logLevel: 'warn', build: { outDir: staging } });
+    await buildConsoleTo(staging);
     if (options.force) rmSync(WEB_DIST, { recursive: true, force: true });
     try {
       renameSync(staging, WEB_DIST);

@@ -389,11 +389,13 @@ describe('document storage', () => {
         maxReceiveCount: 3,
       },
     });
-    // The flow runner (15 minutes) consumes a queue of its own: test/infra/flow-runner.test.ts.
+    // The flow runner (15 minutes) consumes a queue of its own: test/infra/flow-runner.test.ts. CDK's deploy-time
+    // handlers (Python: the console's BucketDeployment, 15 minutes) consume no queue.
     const flowRunnerId = logicalId(stack.flowRunner.function);
     const longestTimeout = Math.max(
       ...Object.entries(resources)
         .filter(([id, r]) => r.Type === 'AWS::Lambda::Function' && id !== flowRunnerId)
+        .filter(([, r]) => String(r.Properties.Runtime).startsWith('nodejs'))
         .map(([, r]) => Number(r.Properties.Timeout ?? 3)),
     );
     expect(props.VisibilityTimeout).toBe(900);
