@@ -19,6 +19,7 @@ const Documents = lazy(() => import('./screens/Documents'));
 const Flows = lazy(() => import('./screens/Flows'));
 const FlowPlayground = lazy(() => import('./screens/FlowPlayground'));
 const Analytics = lazy(() => import('./screens/Analytics'));
+const RetrievalSettings = lazy(() => import('./screens/RetrievalSettings'));
 
 interface Organization {
   readonly organizationId: string;
@@ -91,6 +92,9 @@ export function App({ config }: { config: ConsoleConfig }) {
               <Route path="/agents/:agentId/flows">{(params) => <Flows api={api} agentId={params.agentId} />}</Route>
               <Route path="/agents/:agentId/flows/playground">
                 {(params) => <FlowPlayground api={api} agentId={params.agentId} />}
+              </Route>
+              <Route path="/agents/:agentId/retrieval">
+                {(params) => <RetrievalSettings api={api} agentId={params.agentId} />}
               </Route>
               <Route path="/agents/:agentId/analytics">
                 {(params) => <Analytics api={api} agentId={params.agentId} />}

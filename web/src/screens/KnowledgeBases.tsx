@@ -82,9 +82,14 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
   return (
     <Stack>
       <Title order={1}>Knowledge of {agent.data?.displayName ?? 'the agent'}</Title>
-      <Anchor component={Link} href="/agents">
-        All agents
-      </Anchor>
+      <Group>
+        <Anchor component={Link} href="/agents">
+          All agents
+        </Anchor>
+        <Anchor component={Link} href={`/agents/${agentId}/retrieval`}>
+          Default retrieval
+        </Anchor>
+      </Group>
       <form onSubmit={submit} aria-label="Create a knowledge base">
         <Group align="flex-end">
           <TextInput label="Knowledge base name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
