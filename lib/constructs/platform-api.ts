@@ -1,8 +1,9 @@
 /**
- * The REST API: one Lambda function per entry of ROUTES (lib/routes.ts) (a dashboard mirror adds its method to its
- * customer route's function), each granted exactly the resources its route names, behind a cached Lambda REQUEST authorizer. Error responses API Gateway makes itself (no token,
- * throttled, integration failure) carry the same JSON error shape as the handlers' errors, and the same CORS policy
- * (lambdas/shared/cors.ts) as the handlers' answers and the preflight.
+ * The REST API: one Lambda function per entry of ROUTES (lib/routes.ts; a dashboard mirror adds its method to its
+ * customer route's function), each granted exactly the resources its route names, behind a cached Lambda REQUEST
+ * authorizer. Error responses API Gateway makes itself (no token, throttled, integration failure) carry the same JSON
+ * error shape as the handlers' errors, and the same CORS policy (lambdas/shared/cors.ts) as the handlers' answers and
+ * the preflight.
  */
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import {
@@ -258,8 +259,9 @@ export class PlatformApi extends Construct {
     Validations.of(method).acknowledge({
       id: 'AwsSolutions-COG4',
       reason:
-        'Callers are machine clients with bearer API tokens (created by POST /dashboard/tokens), checked by the Lambda ' +
-        'REQUEST authorizer against the tokens table; there are no Cognito users.',
+        "Callers bring a bearer API token (created by POST /dashboard/tokens) or, on /dashboard only, a person's " +
+        "Cognito ID token; the Lambda REQUEST authorizer checks both (the ID token against the user pool's keys, " +
+        'issuer and client), so one authorizer serves both kinds of caller instead of a Cognito user pool authorizer.',
     });
     return method;
   }

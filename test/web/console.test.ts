@@ -8,6 +8,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -15,6 +17,7 @@ import AxeBuilder from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { CHROMIUM_FLAGS, packagedChromium } from '#adapters/browser/playwright-driver';
 import { zipOf } from '../helpers/fixtures';
+import { refundFlow } from '../helpers/flow-definitions';
 import { DOCX_TYPE, docxOf, pdfOf } from '../helpers/office-files';
 import { pollUntil } from '../helpers/poll';
 import { client as apiClient, startService, type TestService } from '../helpers/service';
@@ -38,7 +41,10 @@ beforeAll(async () => {
   const starting = Date.now();
   [service, browser] = await Promise.all([
     // The figure of the closing note: from the runtime's start (its process spawned) to the console's index.html.
-    startService({ env: { COGNITO: 'on' } }).then(async (started) => {
+    startService({
+      // A run longer than 2 s is handed to the flow runner (202 running), which the flow playground follows.
+      env: { COGNITO: 'on', FLOW_SYNC_BUDGET_MS: '2000', OUTBOUND_ALLOW_PRIVATE_NETWORK: 'true' },
+    }).then(async (started) => {
       const index = await fetch(`${started.baseUrl}/agents`, { headers: { accept: 'text/html' } });
       expect([index.status, (await index.text()).includes('<div id="root">')]).toEqual([200, true]);
       console.log(`[console] npm start to the console answering: ${Date.now() - starting} ms (web/dist built)`);
@@ -405,52 +411,19 @@ it('uploads documents and a ZIP by dropping them, shows each reach ready or fail
 
 /** A definition with a human-in-the-loop refund flow, a jump across flows, and a loop that fails at its step limit. */
 function definitionText(jumpTarget: string): string {
+  const [start, ...rest] = refundFlow.nodes;
   return JSON.stringify(
     {
       flows: [
         {
-          name: 'refund',
+          name: refundFlow.name,
+          // The spec's refund flow (test/helpers/flow-definitions.ts), with a default payload and a jump to the loop.
           nodes: [
-            {
-              name: 'RefundStart',
-              type: 'trigger',
-              triggerType: 'webhook',
-              displayName: 'Refund request',
-              defaultPayload: JSON.stringify({ customer: { name: 'Ada' } }),
-            },
-            {
-              name: 'AskReason',
-              type: 'promptNode',
-              displayName: 'Ask the reason',
-              prompt: 'Ask {memory.customer.name} why they want a refund.',
-              humanInTheLoop: true,
-              canStayOnNode: true,
-            },
-            {
-              name: 'Approve',
-              type: 'promptNode',
-              displayName: 'Approve',
-              prompt: 'Confirm the refund of the damaged router to {memory.customer.name}.',
-            },
-            {
-              name: 'Decline',
-              type: 'promptNode',
-              displayName: 'Decline',
-              prompt: 'Explain that a router that works cannot be refunded after 30 days.',
-            },
+            { ...start, defaultPayload: JSON.stringify({ customer: { name: 'Ada' } }) },
+            ...rest,
             { name: 'ToLoop', type: 'jumpToNode', targetNodeId: jumpTarget },
           ],
-          edges: [
-            { from: 'RefundStart', to: 'AskReason', type: 'stepForward' },
-            {
-              from: 'AskReason',
-              to: 'Approve',
-              type: 'promptCondition',
-              condition: 'the router arrived damaged or broken',
-            },
-            { from: 'AskReason', to: 'Decline', type: 'promptCondition', condition: 'the customer changed their mind' },
-            { from: 'Decline', to: 'ToLoop', type: 'stepForward' },
-          ],
+          edges: [...refundFlow.edges, { from: 'Decline', to: 'ToLoop', type: 'stepForward' }],
         },
         {
           name: 'loop',
@@ -541,6 +514,64 @@ it('stores a flow, shows its graph with a problem on its node, runs it through a
   expect(await trace.getByRole('row', { name: /invocation_error/ }).textContent()).toMatch(
     /(Spin|Spun)[\s\S]*failed here[\s\S]*STEP_LIMIT_EXCEEDED/,
   );
+});
+
+it('follows a run the flow runner took over (202 running) until it completes, in the flow playground', async () => {
+  // A tool on loopback that answers after 3 s: past the 2 s budget of the runtime.
+  const slow = createServer((request, response) => {
+    request.resume();
+    request.on('end', () =>
+      setTimeout(() => response.writeHead(200, { 'content-type': 'application/json' }).end('{"at":"noon"}'), 3000),
+    );
+  });
+  await new Promise<void>((done) => slow.listen(0, '127.0.0.1', done));
+  try {
+    const port = (slow.address() as AddressInfo).port;
+    const agentId = new URL(page.url()).pathname.split('/')[2];
+    const person = apiClient(service, await personToken());
+    const stored = await person('PUT', `/dashboard/agents/${agentId}/definition/staging`, {
+      body: {
+        tools: [{ name: 'bookCourier', url: `http://127.0.0.1:${port}/courier` }],
+        flows: [
+          {
+            name: 'order',
+            nodes: [
+              { name: 'Order', type: 'trigger', triggerType: 'webhook', defaultPayload: '{"customer":"Ada"}' },
+              { name: 'Courier', type: 'tool', toolName: 'bookCourier' },
+              {
+                name: 'Reply',
+                type: 'promptNode',
+                displayName: 'Reply',
+                prompt: 'Booked for {memory.customer} at {tools.Courier.at}.',
+              },
+            ],
+            edges: [
+              { from: 'Order', to: 'Courier', type: 'stepForward' },
+              { from: 'Courier', to: 'Reply', type: 'stepForward' },
+            ],
+          },
+        ],
+      },
+    });
+    expect(stored.status).toBe(200);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Flow playground' }).waitFor();
+    await page.getByRole('combobox', { name: 'Environment' }).click();
+    await page.getByRole('option', { name: 'staging' }).click();
+    await page.getByRole('combobox', { name: 'Trigger' }).click();
+    await page.getByRole('option', { name: 'Order (flow order)' }).click();
+    await page.getByRole('button', { name: 'Run' }).click();
+    const chat = page.getByRole('log', { name: 'Chat' });
+    await chat.getByText('still running in the flow runner…').waitFor();
+    await chat.getByText('Booked for Ada at noon.').waitFor({ timeout: 20_000 });
+    await page.getByText('completed', { exact: true }).waitFor();
+    await page
+      .getByRole('table', { name: 'Trace' })
+      .getByRole('row', { name: /node_execution\s*Reply/ })
+      .waitFor();
+  } finally {
+    slow.close();
+  }
 });
 
 it("shows the agent's analytics: the chart, the filtered table and a CSV of the range", async () => {

@@ -1,7 +1,11 @@
-/** Pieces every screen uses: an error as the API gave it (code and each field with its rule), a confirmation. */
-import { Alert, Button, Group, List, Modal, Stack, Text, TextInput } from '@mantine/core';
+/**
+ * Pieces every screen uses: an error as the API gave it (code and each field with its rule), a confirmation, an inline
+ * rename, the environment tabs.
+ */
+import { Alert, Button, Group, List, Modal, Stack, Tabs, Text, TextInput } from '@mantine/core';
 import type { ReactNode } from 'react';
 import { ApiError } from './api';
+import { ENVIRONMENTS, type Environment } from './knowledge';
 
 export function ErrorAlert({ error }: { error: unknown }) {
   if (!error) return null;
@@ -88,5 +92,20 @@ export function RenameForm(props: {
         </Button>
       </Group>
     </form>
+  );
+}
+
+/** One tab per environment (the screens that show one dataset, definition or setting at a time). */
+export function EnvironmentTabs(props: { value: Environment; onChange: (environment: Environment) => void }) {
+  return (
+    <Tabs value={props.value} onChange={(value) => value && props.onChange(value as Environment)}>
+      <Tabs.List aria-label="Environment">
+        {ENVIRONMENTS.map((name) => (
+          <Tabs.Tab key={name} value={name}>
+            {name}
+          </Tabs.Tab>
+        ))}
+      </Tabs.List>
+    </Tabs>
   );
 }

@@ -4,17 +4,16 @@
  * in place (checked by the API's own rules before it is sent), delete; uploads by drag and drop; the ZIP imports.
  * The table is virtualized: only the rows in view are in the page, so 10,000 loaded documents scroll as 50 do.
  */
-import { Anchor, Badge, Button, Group, Select, Stack, Table, Tabs, Text, TextInput, Title } from '@mantine/core';
+import { Anchor, Badge, Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { type FormEvent, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert } from '../components';
+import { Confirm, EnvironmentTabs, ErrorAlert } from '../components';
 import {
   type Dataset,
   type DocumentStatus,
-  ENVIRONMENTS,
   type Environment,
   type KnowledgeDocument,
   METADATA_FIELDS,
@@ -72,15 +71,7 @@ export default function Documents({
         </Anchor>
       </Group>
       <ErrorAlert error={base.error} />
-      <Tabs value={environment} onChange={(value) => value && setEnvironment(value as Environment)}>
-        <Tabs.List aria-label="Environment">
-          {ENVIRONMENTS.map((name) => (
-            <Tabs.Tab key={name} value={name}>
-              {name}
-            </Tabs.Tab>
-          ))}
-        </Tabs.List>
-      </Tabs>
+      <EnvironmentTabs value={environment} onChange={setEnvironment} />
       {/* One dataset at a time; its key resets the table's state when the environment changes. */}
       <DatasetView key={environment} api={api} dataset={dataset} />
     </Stack>

@@ -25,7 +25,7 @@ import type { EventRecord } from '../analytics';
 import { type Api, ApiError, unwrap } from '../api';
 import { ErrorAlert } from '../components';
 import { type AgentDefinition, webhookTriggers } from '../flows';
-import { ENVIRONMENTS, type Environment, STATUS_COLOR } from '../knowledge';
+import { ENVIRONMENTS, type Environment, pollDelay, STATUS_COLOR } from '../knowledge';
 
 interface RunResult {
   readonly sessionId: string;
@@ -129,17 +129,42 @@ function Session(props: {
           body,
         }),
       ),
-    onSuccess: (result) => {
-      setLast(result);
-      setLines((all) => [
-        ...all,
-        ...result.aiMessages.map((ai) => ({ from: 'agent' as const, text: ai.content, node: ai.node })),
-        ...(result.status === 'failed' && result.error
-          ? [{ from: 'system' as const, text: `failed: ${result.error.code}: ${result.error.message}` }]
-          : []),
-        ...(result.status === 'running' ? [{ from: 'system' as const, text: 'still running in the flow runner' }] : []),
-      ]);
-    },
+    onSuccess: (result) => show(result),
+  });
+
+  // AI messages of the session shown so far: a run that outlived its request brings the rest with the session.
+  const shownAi = useRef(0);
+  function show(result: RunResult) {
+    setLast(result);
+    shownAi.current += result.aiMessages.length;
+    setLines((all) => [
+      ...all,
+      ...result.aiMessages.map((ai) => ({ from: 'agent' as const, text: ai.content, node: ai.node })),
+      ...(result.status === 'failed' && result.error
+        ? [{ from: 'system' as const, text: `failed: ${result.error.code}: ${result.error.message}` }]
+        : []),
+      ...(result.status === 'running' ? [{ from: 'system' as const, text: 'still running in the flow runner…' }] : []),
+    ]);
+  }
+
+  // 202 `running` (docs/flows.md, "Long runs"): the session is polled until the flow runner ends or pauses it.
+  const polls = useRef(0);
+  const running = last?.status === 'running' ? last.sessionId : null;
+  const session = useQuery({
+    queryKey: ['session', agentId, environment, running],
+    enabled: running !== null,
+    queryFn: () =>
+      unwrap<RunResult>(
+        api.GET('/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}', {
+          params: { path: { agentId, environment, sessionId: running as string } },
+        }),
+      ),
+    refetchInterval: (query) => (query.state.data?.status === 'running' ? pollDelay(polls.current++) : false),
+  });
+  useEffect(() => {
+    const settled = session.data;
+    if (!running || !settled || settled.status === 'running') return;
+    show({ ...settled, sessionId: running, aiMessages: settled.aiMessages.slice(shownAi.current) });
   });
 
   function start() {
@@ -157,6 +182,7 @@ function Session(props: {
     setPayloadError(null);
     setLines([]);
     setLast(null);
+    shownAi.current = 0;
     run.mutate(body as Record<string, unknown>);
   }
 

@@ -4,7 +4,7 @@
  * nothing invalid is sent). The graph follows the editor as you type, whenever the text is JSON with flows.
  */
 import '@xyflow/react/dist/style.css';
-import { Alert, Anchor, Badge, Button, Grid, Group, List, Paper, Stack, Tabs, Text, Title } from '@mantine/core';
+import { Alert, Anchor, Badge, Button, Grid, Group, List, Paper, Stack, Text, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import {
   Background,
@@ -19,11 +19,11 @@ import {
 import { useEffect, useMemo, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, ApiError, unwrap } from '../api';
-import { ErrorAlert } from '../components';
+import { EnvironmentTabs, ErrorAlert } from '../components';
 import { layoutDefinition, NODE_COLORS, type NodeData } from '../flow-layout';
 import type { AgentDefinition, Problem } from '../flows';
 import { JsonEditor } from '../JsonEditor';
-import { ENVIRONMENTS, type Environment, STATUS_COLOR } from '../knowledge';
+import { type Environment, STATUS_COLOR } from '../knowledge';
 
 interface StoredDefinition {
   readonly definition: AgentDefinition;
@@ -92,10 +92,13 @@ export function DefinitionGraph({ definition, problems }: { definition: AgentDef
     <Paper withBorder h={560} aria-label="Flow graph" role="figure">
       <ReactFlowProvider>
         <ReactFlow
+          // A graph of other nodes is a new view, fitted again (fitView applies when the view is made).
+          key={graph.nodes.map((node) => node.id).join(' ')}
           nodes={graph.nodes}
           edges={graph.edges}
           nodeTypes={NODE_TYPES}
           fitView
+          fitViewOptions={{ padding: 0.1 }}
           nodesConnectable={false}
           nodesDraggable={false}
           proOptions={{ hideAttribution: true }}
@@ -121,15 +124,7 @@ export default function Flows({ api, agentId }: { api: Api; agentId: string }) {
           Flow playground
         </Anchor>
       </Group>
-      <Tabs value={environment} onChange={(value) => value && setEnvironment(value as Environment)}>
-        <Tabs.List aria-label="Environment">
-          {ENVIRONMENTS.map((name) => (
-            <Tabs.Tab key={name} value={name}>
-              {name}
-            </Tabs.Tab>
-          ))}
-        </Tabs.List>
-      </Tabs>
+      <EnvironmentTabs value={environment} onChange={setEnvironment} />
       <DefinitionEditor key={environment} api={api} agentId={agentId} environment={environment} />
     </Stack>
   );

@@ -28,9 +28,8 @@ import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
 import { ErrorAlert } from '../components';
+import { ENVIRONMENTS, type Environment } from '../knowledge';
 
-const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
-type Environment = (typeof ENVIRONMENTS)[number];
 const OPERATORS = ['equals', 'notEquals', 'greaterThan', 'lessThan'] as const;
 type Operator = (typeof OPERATORS)[number];
 

@@ -17,7 +17,6 @@ import {
   Select,
   Stack,
   Switch,
-  Tabs,
   Text,
   Textarea,
   Title,
@@ -26,7 +25,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { ErrorAlert } from '../components';
+import { EnvironmentTabs, ErrorAlert } from '../components';
 import { ENVIRONMENTS, type Environment } from '../knowledge';
 
 interface Entry {
@@ -69,15 +68,7 @@ export default function RetrievalSettings({ api, agentId }: { api: Api; agentId:
         When it is on, a trigger's message is the query of these knowledge bases, and what they return is given to the
         flow as a system message before its first node.
       </Text>
-      <Tabs value={environment} onChange={(value) => value && setEnvironment(value as Environment)}>
-        <Tabs.List aria-label="Environment">
-          {ENVIRONMENTS.map((name) => (
-            <Tabs.Tab key={name} value={name}>
-              {name}
-            </Tabs.Tab>
-          ))}
-        </Tabs.List>
-      </Tabs>
+      <EnvironmentTabs value={environment} onChange={setEnvironment} />
       <Settings key={environment} api={api} agentId={agentId} environment={environment} />
     </Stack>
   );
