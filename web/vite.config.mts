@@ -15,7 +15,9 @@ export default defineConfig(({ command }) => ({
   ...(command === 'build' ? { define: { 'process.env.NODE_ENV': JSON.stringify('production') } } : {}),
   // JSX by Vite's own transformer (React's automatic runtime): @vitejs/plugin-react adds only Fast Refresh, and its
   // optional Babel peers do not resolve beside jest's Babel (npm ERESOLVE); without it, a change reloads the page.
-  oxc: { jsx: { runtime: 'automatic' } },
+  // The production JSX transform for a build, for the same reason as `define` above (under NODE_ENV=test Vite picks
+  // the development one, whose jsxDEV React's production build does not have).
+  oxc: { jsx: { runtime: 'automatic', development: command !== 'build' } },
   build: {
     outDir: process.env.WEB_OUT_DIR ?? 'dist',
     emptyOutDir: true,
