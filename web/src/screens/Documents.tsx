@@ -32,6 +32,9 @@ interface Page {
   readonly nextToken: string | null;
 }
 
+/** Pages of 100 loaded beyond which the table is refreshed by hand rather than polled (a poll refetches each). */
+const POLLED_PAGES = 3;
+
 interface Filters {
   readonly status?: DocumentStatus;
   readonly label1?: string;
@@ -98,10 +101,11 @@ function DatasetView({ api, dataset }: { api: Api; dataset: Dataset }) {
         }),
       ),
     getNextPageParam: (last) => last.nextToken ?? undefined,
-    // Poll only while something is being processed, with backoff while nothing changes (pollDelay).
+    // Poll only while something is being processed, with backoff while nothing changes (pollDelay). A poll refetches
+    // every loaded page, so past POLLED_PAGES pages the table stops polling and offers Refresh instead.
     refetchInterval: (query) => {
       const first = query.state.data?.pages[0];
-      if (!first || first.counts.uploaded === 0) {
+      if (!first || first.counts.uploaded === 0 || (query.state.data?.pages.length ?? 0) > POLLED_PAGES) {
         unchanged.current = { polls: 0, last: '' };
         return false;
       }
@@ -163,6 +167,9 @@ function DatasetView({ api, dataset }: { api: Api; dataset: Dataset }) {
           />
           <Button type="submit" variant="default">
             Filter
+          </Button>
+          <Button variant="default" onClick={refresh} loading={pages.isRefetching}>
+            Refresh
           </Button>
         </Group>
       </form>

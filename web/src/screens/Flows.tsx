@@ -92,13 +92,15 @@ export function DefinitionGraph({ definition, problems }: { definition: AgentDef
     <Paper withBorder h={560} aria-label="Flow graph" role="figure">
       <ReactFlowProvider>
         <ReactFlow
-          // A graph of other nodes is a new view, fitted again (fitView applies when the view is made).
+          // A graph of other nodes is a new view, fitted again (fitView applies when the view is made); a wide
+          // definition may need to be shown smaller than React Flow's default minimum zoom (0.5) to fit.
           key={graph.nodes.map((node) => node.id).join(' ')}
           nodes={graph.nodes}
           edges={graph.edges}
           nodeTypes={NODE_TYPES}
           fitView
-          fitViewOptions={{ padding: 0.1 }}
+          fitViewOptions={{ padding: 0.05 }}
+          minZoom={0.1}
           nodesConnectable={false}
           nodesDraggable={false}
           proOptions={{ hideAttribution: true }}
