@@ -30,6 +30,7 @@ import type { UserPool, UserPoolClient } from 'aws-cdk-lib/aws-cognito';
 import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { BucketDeployment, Source } from 'aws-cdk-lib/aws-s3-deployment';
 import { Construct } from 'constructs';
+import type { ConsoleConfig } from '../../web/src/config';
 import type { SignUpMode } from './people';
 
 const ROOT = resolve(__dirname, '../..');
@@ -157,7 +158,7 @@ export class ConsoleSite extends Construct {
           apiUrl: '',
           cognito: { region, userPoolId: props.userPool.userPoolId, clientId: props.client.userPoolClientId },
           signUp: props.signUp,
-        }),
+        } satisfies ConsoleConfig),
       ],
       destinationBucket: this.bucket,
       // Hashed assets of the previous build stay for pages still open; index.html and config.json are replaced.

@@ -9,19 +9,11 @@ import { existsSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import sirv from 'sirv';
+import type { ConsoleConfig } from '../../web/src/config';
 import { WEB_DIST } from './console-build';
 
-/** What `/config.json` answers; web/src/config.ts reads the same shape. */
-export interface ConsoleConfig {
-  readonly apiUrl: string;
-  readonly cognito: {
-    readonly region: string;
-    readonly endpoint?: string;
-    readonly userPoolId: string;
-    readonly clientId: string;
-  } | null;
-  readonly signUp: 'open' | 'invite';
-}
+// What `/config.json` answers: the console's own type (web/src/config.ts), so runtime and console cannot disagree.
+export type { ConsoleConfig } from '../../web/src/config';
 
 const API_PREFIXES = ['/api/', '/dashboard/'];
 

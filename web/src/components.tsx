@@ -3,7 +3,8 @@
  * rename, the environment tabs.
  */
 import { Alert, Button, Group, List, Modal, Stack, Tabs, Text, TextInput } from '@mantine/core';
-import type { ReactNode } from 'react';
+import { useMutation } from '@tanstack/react-query';
+import { type ReactNode, useState } from 'react';
 import { ApiError } from './api';
 import { ENVIRONMENTS, type Environment } from './knowledge';
 
@@ -37,30 +38,59 @@ export function ErrorAlert({ error }: { error: unknown }) {
   );
 }
 
-export function Confirm(props: {
-  opened: boolean;
+/**
+ * A destructive action on one item, asked first: `ask(item)` opens the confirmation; confirming runs `run(item)`;
+ * success closes it and calls `onDone` (a refresh); cancelling closes it and forgets a failed attempt's error.
+ */
+export function useConfirmedAction<T>(run: (item: T) => Promise<unknown>, onDone: () => unknown) {
+  const [target, setTarget] = useState<T | null>(null);
+  const mutation = useMutation({
+    mutationFn: run,
+    onSuccess: () => {
+      setTarget(null);
+      return onDone();
+    },
+  });
+  return {
+    /** The item awaiting confirmation, or null. */
+    target,
+    ask: (item: T) => setTarget(item),
+    confirm: () => target !== null && mutation.mutate(target),
+    cancel: () => {
+      setTarget(null);
+      mutation.reset();
+    },
+    busy: mutation.isPending,
+    error: mutation.error,
+  };
+}
+
+export type ConfirmedAction<T> = ReturnType<typeof useConfirmedAction<T>>;
+
+/** The confirmation of a ConfirmedAction: what goes (children), the API's error of a failed attempt, Cancel, confirm. */
+export function Confirm<T>(props: {
+  action: ConfirmedAction<T>;
   title: string;
   children: ReactNode;
   confirmLabel: string;
-  busy?: boolean;
-  onConfirm: () => void;
-  onCancel: () => void;
 }) {
+  const { action } = props;
   return (
     <Modal
-      opened={props.opened}
-      onClose={props.onCancel}
+      opened={action.target !== null}
+      onClose={action.cancel}
       title={props.title}
       centered
       closeButtonProps={{ 'aria-label': 'Close' }}
     >
       <Stack>
         {props.children}
+        <ErrorAlert error={action.error} />
         <Group justify="flex-end">
-          <Button variant="default" onClick={props.onCancel}>
+          <Button variant="default" onClick={action.cancel}>
             Cancel
           </Button>
-          <Button color="red" loading={props.busy} onClick={props.onConfirm}>
+          <Button color="red" loading={action.busy} onClick={action.confirm}>
             {props.confirmLabel}
           </Button>
         </Group>

@@ -1,6 +1,6 @@
 /**
- * What the console needs to know of its deployment: `/config.json`, served by the local runtime (the same shape as
- * `ConsoleConfig` in lib/local/console.ts, which this separate TypeScript project cannot import), or written at deploy.
+ * What the console needs to know of its deployment: `/config.json`, served by the local runtime (lib/local/console.ts)
+ * or written at deploy (lib/constructs/console-site.ts); both take this type from here.
  */
 export interface ConsoleConfig {
   /** Base of the API; empty: the console's own origin (the local runtime, CloudFront). */

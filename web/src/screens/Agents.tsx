@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert, RenameForm } from '../components';
+import { Confirm, ErrorAlert, RenameForm, useConfirmedAction } from '../components';
 
 interface Agent {
   readonly agentId: string;
@@ -20,7 +20,6 @@ export function Agents({ api }: { api: Api }) {
   });
   const [name, setName] = useState('');
   const [renaming, setRenaming] = useState<{ agentId: string; displayName: string } | null>(null);
-  const [deleting, setDeleting] = useState<Agent | null>(null);
   const refresh = () => queries.invalidateQueries({ queryKey: ['agents'] });
 
   const create = useMutation({
@@ -43,14 +42,11 @@ export function Agents({ api }: { api: Api }) {
       return refresh();
     },
   });
-  const remove = useMutation({
-    mutationFn: (agentId: string) =>
+  const removal = useConfirmedAction(
+    ({ agentId }: Agent) =>
       unwrap<unknown>(api.DELETE('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
-    onSuccess: () => {
-      setDeleting(null);
-      return refresh();
-    },
-  });
+    refresh,
+  );
 
   function submit(event: FormEvent) {
     event.preventDefault();
@@ -120,7 +116,7 @@ export function Agents({ api }: { api: Api }) {
                     >
                       Rename
                     </Button>
-                    <Button size="xs" color="red" variant="light" onClick={() => setDeleting(agent)}>
+                    <Button size="xs" color="red" variant="light" onClick={() => removal.ask(agent)}>
                       Delete
                     </Button>
                   </Group>
@@ -130,23 +126,12 @@ export function Agents({ api }: { api: Api }) {
           </Table.Tbody>
         </Table>
       )}
-      <Confirm
-        opened={deleting !== null}
-        title={`Delete ${deleting?.displayName ?? ''}?`}
-        confirmLabel="Delete agent"
-        busy={remove.isPending}
-        onConfirm={() => deleting && remove.mutate(deleting.agentId)}
-        onCancel={() => {
-          setDeleting(null);
-          remove.reset();
-        }}
-      >
+      <Confirm action={removal} title={`Delete ${removal.target?.displayName ?? ''}?`} confirmLabel="Delete agent">
         <Text size="sm">
-          This deletes the agent {deleting?.displayName} with its knowledge bases (their documents and chunks in every
-          environment), its flow definitions, sessions and default retrieval settings. Its analytics events stay until
-          their retention ends.
+          This deletes the agent {removal.target?.displayName} with its knowledge bases (their documents and chunks in
+          every environment), its flow definitions, sessions and default retrieval settings. Its analytics events stay
+          until their retention ends.
         </Text>
-        <ErrorAlert error={remove.error} />
       </Confirm>
     </Stack>
   );

@@ -10,7 +10,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { type FormEvent, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, EnvironmentTabs, ErrorAlert } from '../components';
+import { Confirm, EnvironmentTabs, ErrorAlert, useConfirmedAction } from '../components';
 import {
   type Dataset,
   type DocumentStatus,
@@ -201,7 +201,6 @@ export function DocumentTable({
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const [editing, setEditing] = useState<string | null>(null);
-  const [deleting, setDeleting] = useState<KnowledgeDocument | null>(null);
   const virtual = useVirtualizer({
     count: documents.length,
     getScrollElement: () => scroller.current,
@@ -219,18 +218,15 @@ export function DocumentTable({
       ),
     onSuccess: onChanged,
   });
-  const remove = useMutation({
-    mutationFn: (document: KnowledgeDocument) =>
+  const removal = useConfirmedAction(
+    (document: KnowledgeDocument) =>
       unwrap<unknown>(
         api.DELETE('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document', {
           params: { path: dataset, query: { s3Key: document.s3Key } },
         }),
       ),
-    onSuccess: () => {
-      setDeleting(null);
-      onChanged();
-    },
-  });
+    onChanged,
+  );
   const items = virtual.getVirtualItems();
   const before = items[0]?.start ?? 0;
   const after = virtual.getTotalSize() - (items.at(-1)?.end ?? 0);
@@ -321,7 +317,7 @@ export function DocumentTable({
                         size="xs"
                         color="red"
                         variant="light"
-                        onClick={() => setDeleting(document)}
+                        onClick={() => removal.ask(document)}
                         aria-label={`Delete ${document.fileName}`}
                       >
                         Delete
@@ -339,22 +335,11 @@ export function DocumentTable({
           </Table.Tbody>
         </Table>
       </div>
-      <Confirm
-        opened={deleting !== null}
-        title={`Delete ${deleting?.fileName ?? ''}?`}
-        confirmLabel="Delete document"
-        busy={remove.isPending}
-        onConfirm={() => deleting && remove.mutate(deleting)}
-        onCancel={() => {
-          setDeleting(null);
-          remove.reset();
-        }}
-      >
+      <Confirm action={removal} title={`Delete ${removal.target?.fileName ?? ''}?`} confirmLabel="Delete document">
         <Text size="sm">
-          This deletes {deleting?.fileName} from {dataset.environment}: its stored file, its chunks in the index and its
-          metadata. Retrieval stops finding it.
+          This deletes {removal.target?.fileName} from {dataset.environment}: its stored file, its chunks in the index
+          and its metadata. Retrieval stops finding it.
         </Text>
-        <ErrorAlert error={remove.error} />
       </Confirm>
     </>
   );

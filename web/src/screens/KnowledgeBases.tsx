@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert, RenameForm } from '../components';
+import { Confirm, ErrorAlert, RenameForm, useConfirmedAction } from '../components';
 
 interface KnowledgeBase {
   readonly knowledgeBaseId: string;
@@ -31,7 +31,6 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [renaming, setRenaming] = useState<{ knowledgeBaseId: string; name: string } | null>(null);
-  const [deleting, setDeleting] = useState<KnowledgeBase | null>(null);
   const refresh = () => queries.invalidateQueries({ queryKey: key });
 
   const create = useMutation({
@@ -61,18 +60,15 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
       return refresh();
     },
   });
-  const remove = useMutation({
-    mutationFn: (knowledgeBaseId: string) =>
+  const removal = useConfirmedAction(
+    ({ knowledgeBaseId }: KnowledgeBase) =>
       unwrap<unknown>(
         api.DELETE('/dashboard/agents/{agentId}/knowledge/bases/{knowledgeBaseId}', {
           params: { path: { agentId, knowledgeBaseId } },
         }),
       ),
-    onSuccess: () => {
-      setDeleting(null);
-      return refresh();
-    },
-  });
+    refresh,
+  );
 
   function submit(event: FormEvent) {
     event.preventDefault();
@@ -159,7 +155,7 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
                     >
                       Rename
                     </Button>
-                    <Button size="xs" color="red" variant="light" onClick={() => setDeleting(base)}>
+                    <Button size="xs" color="red" variant="light" onClick={() => removal.ask(base)}>
                       Delete
                     </Button>
                   </Group>
@@ -169,23 +165,12 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
           </Table.Tbody>
         </Table>
       )}
-      <Confirm
-        opened={deleting !== null}
-        title={`Delete ${deleting?.name ?? ''}?`}
-        confirmLabel="Delete knowledge base"
-        busy={remove.isPending}
-        onConfirm={() => deleting && remove.mutate(deleting.knowledgeBaseId)}
-        onCancel={() => {
-          setDeleting(null);
-          remove.reset();
-        }}
-      >
+      <Confirm action={removal} title={`Delete ${removal.target?.name ?? ''}?`} confirmLabel="Delete knowledge base">
         <Text size="sm">
-          This deletes the knowledge base {deleting?.name} with its documents, their files and chunks and its ZIP
+          This deletes the knowledge base {removal.target?.name} with its documents, their files and chunks and its ZIP
           imports in all three environments (development, staging, production), and removes it from the agent&apos;s
           default retrieval settings.
         </Text>
-        <ErrorAlert error={remove.error} />
       </Confirm>
     </Stack>
   );

@@ -3,7 +3,7 @@ import { Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@ma
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert } from '../components';
+import { Confirm, ErrorAlert, useConfirmedAction } from '../components';
 
 interface Member {
   readonly email: string;
@@ -19,7 +19,6 @@ export function Members({ api, canManage }: { api: Api; canManage: boolean }) {
   });
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<'owner' | 'member'>('member');
-  const [removing, setRemoving] = useState<Member | null>(null);
   const [invited, setInvited] = useState<string | null>(null);
   const refresh = () => queries.invalidateQueries({ queryKey: ['members'] });
 
@@ -36,14 +35,10 @@ export function Members({ api, canManage }: { api: Api; canManage: boolean }) {
       return refresh();
     },
   });
-  const remove = useMutation({
-    mutationFn: (address: string) =>
-      unwrap<unknown>(api.DELETE('/dashboard/members/{email}', { params: { path: { email: address } } })),
-    onSuccess: () => {
-      setRemoving(null);
-      return refresh();
-    },
-  });
+  const removal = useConfirmedAction(
+    ({ email }: Member) => unwrap<unknown>(api.DELETE('/dashboard/members/{email}', { params: { path: { email } } })),
+    refresh,
+  );
 
   function submit(event: FormEvent) {
     event.preventDefault();
@@ -95,7 +90,7 @@ export function Members({ api, canManage }: { api: Api; canManage: boolean }) {
                 <Table.Td>{new Date(member.createdAt).toLocaleString()}</Table.Td>
                 {canManage && (
                   <Table.Td>
-                    <Button size="xs" color="red" variant="light" onClick={() => setRemoving(member)}>
+                    <Button size="xs" color="red" variant="light" onClick={() => removal.ask(member)}>
                       Remove
                     </Button>
                   </Table.Td>
@@ -105,19 +100,8 @@ export function Members({ api, canManage }: { api: Api; canManage: boolean }) {
           </Table.Tbody>
         </Table>
       )}
-      <Confirm
-        opened={removing !== null}
-        title={`Remove ${removing?.email ?? ''}?`}
-        confirmLabel="Remove"
-        busy={remove.isPending}
-        onConfirm={() => removing && remove.mutate(removing.email)}
-        onCancel={() => {
-          setRemoving(null);
-          remove.reset();
-        }}
-      >
-        <Text size="sm">{removing?.email} loses access at their next request, and their account is deleted.</Text>
-        <ErrorAlert error={remove.error} />
+      <Confirm action={removal} title={`Remove ${removal.target?.email ?? ''}?`} confirmLabel="Remove">
+        <Text size="sm">{removal.target?.email} loses access at their next request, and their account is deleted.</Text>
       </Confirm>
     </Stack>
   );

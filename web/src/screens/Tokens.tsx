@@ -3,7 +3,7 @@ import { Badge, Button, Checkbox, Code, CopyButton, Group, Stack, Table, Text, T
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert } from '../components';
+import { Confirm, ErrorAlert, useConfirmedAction } from '../components';
 
 const SCOPES = ['knowledge-management', 'analytics', 'dashboard', 'webhook'] as const;
 type Scope = (typeof SCOPES)[number];
@@ -30,7 +30,6 @@ export function Tokens({ api }: { api: Api }) {
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<Scope[]>(['knowledge-management']);
   const [secret, setSecret] = useState<{ name: string; token: string } | null>(null);
-  const [revoking, setRevoking] = useState<TokenView | null>(null);
   const refresh = () => queries.invalidateQueries({ queryKey: ['tokens'] });
 
   const create = useMutation({
@@ -42,14 +41,11 @@ export function Tokens({ api }: { api: Api }) {
       return refresh();
     },
   });
-  const revoke = useMutation({
-    mutationFn: (tokenId: string) =>
+  const revocation = useConfirmedAction(
+    ({ tokenId }: TokenView) =>
       unwrap<unknown>(api.DELETE('/dashboard/tokens/{tokenId}', { params: { path: { tokenId } } })),
-    onSuccess: () => {
-      setRevoking(null);
-      return refresh();
-    },
-  });
+    refresh,
+  );
 
   function submit(event: FormEvent) {
     event.preventDefault();
@@ -119,7 +115,7 @@ export function Tokens({ api }: { api: Api }) {
                   <Badge color={token.status === 'active' ? 'teal.9' : 'gray'}>{token.status}</Badge>
                 </Table.Td>
                 <Table.Td>
-                  <Button size="xs" color="red" variant="light" onClick={() => setRevoking(token)}>
+                  <Button size="xs" color="red" variant="light" onClick={() => revocation.ask(token)}>
                     Revoke
                   </Button>
                 </Table.Td>
@@ -129,15 +125,11 @@ export function Tokens({ api }: { api: Api }) {
         </Table>
       )}
       <Confirm
-        opened={revoking !== null}
-        title={`Revoke ${revoking?.name ?? 'this token'}?`}
+        action={revocation}
+        title={`Revoke ${revocation.target?.name ?? 'this token'}?`}
         confirmLabel="Revoke token"
-        busy={revoke.isPending}
-        onConfirm={() => revoking && revoke.mutate(revoking.tokenId)}
-        onCancel={() => setRevoking(null)}
       >
         <Text size="sm">Every request with it is refused from now on (in AWS within a minute).</Text>
-        <ErrorAlert error={revoke.error} />
       </Confirm>
     </Stack>
   );
