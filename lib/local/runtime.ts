@@ -204,6 +204,16 @@ async function bootstrapOrganizations(
 }
 
 /**
+ * Pollers of the processing queue, each handing batches of LOCAL_PROCESSING_BATCH_SIZE to the handler, as the
+ * stack's event source runs several invocations side by side: the records of a batch run at once, so this many
+ * documents are processed at once, and the index's group commit writes those that finish together in one commit.
+ */
+export const LOCAL_PROCESSING_POLLERS = 5;
+/** Messages a poller receives at once (SQS's most). */
+export const LOCAL_PROCESSING_BATCH_SIZE = 10;
+export const LOCAL_PROCESSING_IN_FLIGHT = LOCAL_PROCESSING_POLLERS * LOCAL_PROCESSING_BATCH_SIZE;
+
+/**
  * The processing worker: the embedded index under DATA_DIR/index installed in the processing container, and the
  * queue polled into the same SQS handler the stack deploys.
  */
@@ -214,12 +224,15 @@ export async function startProcessing(engines: EngineEndpoints): Promise<QueueWo
     region: LOCAL_REGION,
     credentials: { ...engines.credentials },
   });
-  const worker = startQueueWorker({
-    sqs,
-    queueUrl: engines.processingQueueUrl,
-    queueArn: `arn:aws:sqs:${LOCAL_REGION}:000000000000:processing`,
-    handler: handler as SqsHandler,
-  });
+  const workers = Array.from({ length: LOCAL_PROCESSING_POLLERS }, () =>
+    startQueueWorker({
+      sqs,
+      queueUrl: engines.processingQueueUrl,
+      queueArn: `arn:aws:sqs:${LOCAL_REGION}:000000000000:processing`,
+      handler: handler as SqsHandler,
+      batchSize: LOCAL_PROCESSING_BATCH_SIZE,
+    }),
+  );
   const watchdog = await import('#handlers/scheduled/watchdog');
   // Validated like every number the functions read: `abc` is an error at start, not a watchdog every millisecond.
   const intervalSeconds = positiveInteger('WATCHDOG_INTERVAL_SECONDS', 60);
@@ -228,10 +241,12 @@ export async function startProcessing(engines: EngineEndpoints): Promise<QueueWo
   }, intervalSeconds * 1000);
   timer.unref();
   return {
-    idle: () => worker.idle(),
+    idle: async () => {
+      await Promise.all(workers.map((worker) => worker.idle()));
+    },
     stop: async () => {
       clearInterval(timer);
-      await worker.stop();
+      await Promise.all(workers.map((worker) => worker.stop()));
       sqs.destroy();
     },
   };

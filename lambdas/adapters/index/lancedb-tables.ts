@@ -1,6 +1,6 @@
 /**
  * The tables of the local index: their names (one per vector space and dataset), schema, BM25 index and rows, the
- * retry of conflicting commits, the queue of one document's writes, and `DatasetTable`, an open table with its own
+ * retry of conflicting commits, the queue of a table's creation, and `DatasetTable`, an open table with its own
  * index refresh (docs/retrieval.md, "Layout", "Writes", "Index refresh").
  */
 import { createHash } from 'node:crypto';
@@ -141,11 +141,9 @@ export function vectorOf(row: Record<string, unknown>): Float32Array | null {
 export const candidateKey = (chunk: Omit<IndexedChunk, 'vector'>) => `${chunk.documentId}\u0000${chunk.chunkId}`;
 
 /**
- * The write running (or last queued) for each document of each index directory in this process. LanceDB's
- * merge-insert does not see a concurrent merge-insert of the same new rows as a conflict: both commit, and the
- * chunks are there twice (lancedb/lancedb#2463). A worker runs the records of a batch in parallel, and the S3 event
- * and the message of one upload often share a batch, so writes of one document are queued here, across every
- * handle this process has on the directory.
+ * The operation running (or last queued) under each key in this process: the creation of a table (lancedb.ts,
+ * `createTable`), across every handle this process has on the directory. Writes of rows go through
+ * lancedb-group-commit.ts.
  */
 const documentWrites = new Map<string, Promise<unknown>>();
 

@@ -4,9 +4,9 @@
  * memory). A query scores every chunk that holds one of its terms with the lexical score (lexical-score.ts), which
  * depends on the dataset queried alone; with an embedder, also cosine vector search in LanceDB, the two scores
  * combined. The API process and the worker process may open the same directory: every read checks for
- * the latest committed version. Writes of one document run one at a time in a process, and one process writes a
- * directory (the local runtime holds a worker lock): LanceDB does not detect two concurrent merge-inserts of the same
- * new rows, and would keep both. Layout, scores and filter semantics are described in docs/retrieval.md.
+ * the latest committed version. The writes of a dataset run one commit at a time in a process, documents waiting
+ * together in one commit (lancedb-group-commit.ts), and one process writes a directory (the local runtime holds a
+ * worker lock): LanceDB does not detect two concurrent merge-inserts of the same new rows, and would keep both. Layout, scores and filter semantics are described in docs/retrieval.md.
  *
  * Over 400 lines: the port's operations, the open tables and the migrations of what earlier versions wrote are one
  * object's state.
@@ -29,6 +29,7 @@ import {
   type IndexQuery,
   type KnowledgeIndex,
 } from '#ports/processing';
+import { tableWrites } from './lancedb-group-commit';
 import {
   byScoreThenPosition,
   cosineDistance,
@@ -166,26 +167,21 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     assertChunksOfDocument(ref, chunks);
     const rows = await this.rowsOf(chunks);
     const lexical = lexicalChunksOf(chunks);
-    // One commit: upsert the new chunks and delete the document's chunks that are not among them, so a reader
-    // sees the old set or the new one, never a mix, and a repeated call changes nothing. Then the lexical index.
-    await this.writeOf(
-      ref,
-      true,
-      (table) =>
-        table
-          .mergeInsert(MERGE_KEY)
-          .whenMatchedUpdateAll()
-          .whenNotMatchedInsertAll()
-          .whenNotMatchedBySourceDelete({ where: documentClause(ref) })
-          .execute(rows),
-      (name) => this.lexical.setDocument(name, ref.documentId, lexical),
-    );
+    // In one commit, with the documents whose writes wait beside it (lancedb-group-commit.ts): the new chunks
+    // upserted and the document's other chunks deleted, so a reader sees the old set or the new one, never a mix, and
+    // a repeated call changes nothing. Then the lexical index.
+    await this.withDataset(ref, true, undefined, async (dataset) => {
+      await tableWrites(this.directory, dataset.table.name).replace(
+        { table: dataset.table, lexical: this.lexical },
+        { documentId: ref.documentId, rows, lexical },
+      );
+      dataset.scheduleRefresh();
+    });
   }
 
   async deleteDocument(ref: DocumentRef): Promise<void> {
     await this.writeOf(
       ref,
-      false,
       (table) => table.delete(documentClause(ref)),
       (name) => this.lexical.setDocument(name, ref.documentId, null),
     );
@@ -196,26 +192,23 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     for (const column of CHUNK_METADATA_KEYS) values[column] = metadata[column];
     await this.writeOf(
       ref,
-      false,
       (table) => table.update({ where: documentClause(ref), values }),
       (name) => this.lexical.setMetadata(name, ref.documentId, metadata),
     );
   }
 
   /**
-   * A write of one document's rows (nothing when its dataset has no table and `create` is false): after the writes
-   * of that document before it, retried on commit conflicts; then the same change to its lexical index (`lexical`,
-   * given the table's name).
+   * A write of one document's rows, in its table's write queue (after the writes asked for before it), retried on
+   * commit conflicts; then the same change to its lexical index (`lexical`, given the table's name). Nothing when the
+   * dataset has no table.
    */
   private async writeOf(
     ref: DocumentRef,
-    create: boolean,
     write: (table: lancedb.Table) => Promise<unknown>,
     lexical: (name: string) => void,
   ): Promise<void> {
-    await this.withDataset(ref, create, undefined, async (dataset) => {
-      const key = [this.directory, dataset.table.name, ref.documentId].join('\u0000');
-      await oneWriteAtATime(key, async () => {
+    await this.withDataset(ref, false, undefined, async (dataset) => {
+      await tableWrites(this.directory, dataset.table.name).other(async () => {
         await withCommitRetry(() => write(dataset.table));
         lexical(dataset.table.name);
       });

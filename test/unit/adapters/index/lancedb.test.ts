@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
+import { groupCommitStats } from '#adapters/index/lancedb-group-commit';
 import { hybridScore, vectorScore } from '#adapters/index/lancedb-scores';
 import { buildWhereClause, filterClause } from '#adapters/index/lancedb-sql';
 import { schemaFor } from '#adapters/index/lancedb-tables';
@@ -160,6 +161,62 @@ describe('replaceDocument', () => {
     for (const doc of docs.slice(1)) expect(await first.countDocumentChunks(doc)).toBe(3);
     const listed = (await first.listChunks(scope)).map((chunk) => chunk.chunkId);
     expect(new Set(listed).size).toBe(listed.length);
+  });
+});
+
+describe('group commit', () => {
+  test('documents written at once share commits, each with all its chunks, and a query finds every one', async () => {
+    const index = await openIndex();
+    const docs = Array.from({ length: 60 }, (_, i) => ref(`doc-${i}`));
+    const before = { ...groupCommitStats };
+    await Promise.all(
+      docs.map((doc) =>
+        index.replaceDocument(
+          doc,
+          chunksOf(doc, [`grouped words of ${doc.documentId}`, `second part ${doc.documentId}`]),
+        ),
+      ),
+    );
+    const commits = groupCommitStats.commits - before.commits;
+    expect(groupCommitStats.documents - before.documents).toBe(60);
+    // The first write finds the queue idle and commits alone; the other 59 wait for it and go in far fewer commits.
+    expect(commits).toBeGreaterThanOrEqual(2);
+    expect(commits).toBeLessThanOrEqual(5);
+    for (const doc of docs) expect(await index.countDocumentChunks(doc)).toBe(2);
+    const hits = await index.query(search('grouped words', { limit: 100 }));
+    expect(new Set(hits.map((hit) => hit.chunk.documentId)).size).toBe(60);
+  });
+
+  test('a document the commit refuses fails alone: the others of its group are written', async () => {
+    const index = await openIndex();
+    const good = [ref('good-1'), ref('good-2'), ref('good-3')];
+    const bad = ref('bad');
+    // A chunk without its s3Key: the table's schema refuses the row, so the group's commit fails.
+    const [broken] = chunksOf(bad, ['broken chunk']);
+    const results = await Promise.allSettled([
+      index.replaceDocument(good[0], chunksOf(good[0], ['first good'])),
+      index.replaceDocument(good[1], chunksOf(good[1], ['second good'])),
+      index.replaceDocument(bad, [{ ...broken, s3Key: null as unknown as string }]),
+      index.replaceDocument(good[2], chunksOf(good[2], ['third good'])),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    for (const doc of good) expect(await index.countDocumentChunks(doc)).toBe(1);
+    expect(await index.countDocumentChunks(bad)).toBe(0);
+    expect((await index.query(search('good', { limit: 10 }))).length).toBe(3);
+  });
+
+  test('a document written twice in one group keeps its last content', async () => {
+    const index = await openIndex();
+    const doc = ref('doc-1');
+    await index.replaceDocument(ref('warm-up'), chunksOf(ref('warm-up'), ['warm up']));
+    await Promise.all([
+      index.replaceDocument(ref('other'), chunksOf(ref('other'), ['other words'])),
+      index.replaceDocument(doc, chunksOf(doc, ['older one', 'older two', 'older three'])),
+      index.replaceDocument(doc, chunksOf(doc, ['newer only'])),
+    ]);
+    expect(await index.countDocumentChunks(doc)).toBe(1);
+    expect((await index.query(search('newer'))).map((hit) => hit.chunk.text)).toEqual(['newer only']);
+    expect(await index.query(search('older'))).toEqual([]);
   });
 });
 
