@@ -392,7 +392,8 @@ async function run(): Promise<BenchSection> {
     `${count} generated English-like text documents, ${(totalBytes / count / 1024).toFixed(2)} KB on average (1–3 KB), ${(totalBytes / MB).toFixed(2)} MB in all; load average before: ${loadavg()[0].toFixed(2)}.`,
   ];
 
-  // The pipelines first, alone on the machine; then the runtime, whose engines, router and worker share this process.
+  // The pipelines first, alone on the machine; then the runtime, whose engines and router share this process, with
+  // its worker in a process of its own, as `npm start` runs it.
   const oneByOne = await ingestPipeline(files, 1);
   const grouped = await ingestPipeline(files, PIPELINE_IN_FLIGHT);
   notes.push(
@@ -402,7 +403,7 @@ async function run(): Promise<BenchSection> {
   );
 
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-ingestion-runtime-'));
-  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {} });
+  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {}, worker: 'process' });
   let http: Ingestion;
   let zip: Ingestion;
   try {
@@ -418,7 +419,7 @@ async function run(): Promise<BenchSection> {
   notes.push(
     ...http.notes,
     ...zip.notes,
-    'Both through the local runtime in this process (dynalite, s3rver, fauxqs, LanceDB, the queue worker); the ZIP ran second, into the same index, which then held the first run’s chunks too. The end is the `updatedAt` of the last document to turn `ready`.',
+    'Both through the local runtime: in this process its engines and router (dynalite, s3rver, fauxqs), in a process of its own its worker (the queue worker, LanceDB), as `npm start` runs them; the ZIP ran second, into the same index, which then held the first run’s chunks too. The end is the `updatedAt` of the last document to turn `ready`.',
   );
 
   const { small, large } = await peakMemory();

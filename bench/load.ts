@@ -32,7 +32,7 @@ async function run(): Promise<BenchSection> {
     `${SIZE.uploads} upload flows (upload-link → PUT → upload-complete, one small text each) and ${SIZE.queries} query lanes (${QUERY_ROUNDS} queries each, one after another) started at once over loopback; load average before: ${loadavg()[0].toFixed(2)}.`,
   ];
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-load-'));
-  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {} });
+  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {}, worker: 'process' });
   try {
     const target: LoadTarget = {
       baseUrl: runtime.url,
@@ -63,7 +63,7 @@ async function run(): Promise<BenchSection> {
       `Nothing lost: every request answered 200, all ${SIZE.uploads} documents ready, each found by its own word in one chunk, one record each. Every request answered ${(figures.wallMs / 1000).toFixed(1)} s after the start; the last document ready after ${(figures.allReadyMs / 1000).toFixed(1)} s.`,
       `Max under load: ${STEPS.map((step) => `${step} ${figures.steps[step].max.toFixed(0)} ms`).join(', ')}, upload → ready ${figures.toReady.max.toFixed(0)} ms.`,
       `Baseline: the same requests alone on the idle runtime, measured first: ${ALONE_RUNS} upload flows, each waited until ready, then ${ALONE_RUNS} queries, after 3 of each to warm up; the median. Upload → ready is from upload-link sent to the document's own \`updatedAt\` as it turned ready.`,
-      'Client and runtime (router, engines, queue worker) share this process and its event loop, as in the other local benchmarks.',
+      'Client and runtime (router, engines) share this process and its event loop; the processing worker runs in a process of its own, as `npm start` runs it (LOCAL_WORKER=process).',
     );
     const rows: BenchRow[] = [];
     for (const step of STEPS) {

@@ -1,7 +1,8 @@
 /**
  * `npm start`: the whole service on this machine, no cloud account needed.
  *   PORT (4000), S3_PORT (4001; upload URLs point here), DATA_DIR (.data), DEV_TOKEN (comma-separated tokens),
- *   LOCAL_WORKER (`on`; `off` leaves the processing queue to a separate worker: `npm run worker`, bin/worker.ts),
+ *   LOCAL_WORKER (`process`: the processing worker and flow runner in a child process; `in-process` (or `on`): in this
+ *   one; `off`: left to a separate worker, `npm run worker`, bin/worker.ts),
  *   PROCESSING_VISIBILITY_TIMEOUT_SECONDS (60; how long a received processing message stays hidden before it is
  *   delivered again), SCHEDULER_INTERVAL_MS (15000), SCHEDULER_CLOCK_FILE (tests: the scheduler's "now" read from a
  *   file), MAX_UPLOAD_BYTES (most bytes one request may store through the local S3 endpoint; default the larger of
@@ -61,6 +62,15 @@ function milliseconds(name: string, fallback: number): number {
   return value;
 }
 
+/** LOCAL_WORKER: `process` (default), `in-process` (also `on`, its name before `process` existed), or `off`. */
+function workerMode(raw: string | undefined): boolean | 'process' {
+  if (raw === undefined || raw === '' || raw === 'process') return 'process';
+  if (raw === 'in-process' || raw === 'on') return true;
+  if (raw === 'off') return false;
+  console.error(`LOCAL_WORKER must be process, in-process or off, got ${raw}`);
+  process.exit(2);
+}
+
 function seconds(name: string, fallback: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
@@ -100,7 +110,7 @@ async function main(): Promise<void> {
     s3Port: port('S3_PORT', process.env.PORT === '0' ? 0 : 4001),
     dataDir: process.env.DATA_DIR || '.data',
     devTokens: process.env.DEV_TOKEN || undefined,
-    worker: process.env.LOCAL_WORKER !== 'off',
+    worker: workerMode(process.env.LOCAL_WORKER),
     visibilityTimeoutSeconds: seconds('PROCESSING_VISIBILITY_TIMEOUT_SECONDS', 60),
     maxUploadBytes: bytes('MAX_UPLOAD_BYTES', defaultMaxUploadBytes()),
     scheduleIntervalMs: milliseconds('SCHEDULER_INTERVAL_MS', 15_000),

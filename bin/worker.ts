@@ -1,7 +1,8 @@
 /**
  * `npm run worker`: the processing worker and the flow runner as a process of their own, beside a runtime started
  * with LOCAL_WORKER=off on the same DATA_DIR (`LOCAL_WORKER=off npm start` in one terminal, `npm run worker` in
- * another).
+ * another). `npm start` runs this same file as its child by default (LOCAL_WORKER=process,
+ * lib/local/worker-process.ts), which it then talks to over the IPC channel.
  *
  * It reads the engines' endpoints and credentials from DATA_DIR/engines.json (written by the runtime at start, mode
  * 0600), points the handlers at them as the runtime does, opens the embedded index under DATA_DIR/index, and runs
@@ -17,8 +18,10 @@
  */
 // First: the log level, before any module builds a logger.
 import '../lib/local/log-level';
+import { reportMetricsAlsoTo } from '#composition/metrics';
 import { isRunning } from '../lib/local/data-folder';
 import { startSeparateWorker } from '../lib/local/runtime';
+import { metricsToParent, reportReady } from '../lib/local/worker-process';
 
 async function main(): Promise<void> {
   const worker = await startSeparateWorker({ dataDir: process.env.DATA_DIR || '.data' });
@@ -26,6 +29,9 @@ async function main(): Promise<void> {
     `Processing worker ${process.pid} polling ${worker.engines.processingQueueUrl} (runtime ${worker.engines.pid})`,
   );
   console.log(`Flow runner ${process.pid} polling ${worker.engines.flowRunQueueUrl}`);
+  // Started by the runtime (LOCAL_WORKER=process): its metrics go to the runtime's GET /dashboard/metrics.
+  reportMetricsAlsoTo(metricsToParent());
+  reportReady();
   let stopping = false;
   const stop = async (reason: string) => {
     if (stopping) return;

@@ -37,6 +37,7 @@ import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, startEngines } fr
 import { MetricsCollector } from './metrics-collector';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
 import { answerClientError, createRouter } from './router';
+import { startWorkerProcess } from './worker-process';
 
 export interface LocalRuntimeOptions {
   readonly host?: string;
@@ -48,10 +49,12 @@ export interface LocalRuntimeOptions {
   readonly devTokens?: string;
   readonly log?: (line: string) => void;
   /**
-   * Run the processing worker in this process (default); false leaves the queue to a separate worker
+   * Where the processing worker and the flow runner run: `true` in this process (the default here: tests and
+   * benchmarks that drive the worker), `'process'` in a process of its own that the runtime starts and stops
+   * (`npm start`'s default: lib/local/worker-process.ts), false nowhere: a separate worker started by hand
    * (`bin/worker.ts`, which finds the engines through DATA_DIR/engines.json).
    */
-  readonly worker?: boolean;
+  readonly worker?: boolean | 'process';
   /** Visibility timeout of the processing queue (default 60 s). */
   readonly visibilityTimeoutSeconds?: number;
   /** Visibility timeout of the flow runner's queue (default FLOW_RUN_VISIBILITY_TIMEOUT_SECONDS, else 60 s). */
@@ -417,10 +420,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     // The embedded index serves retrieval in this process and processing wherever the worker runs.
     const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'), { embedder: embedder ?? undefined });
     useKnowledgeIndex(index, embedder);
-    if (options.worker !== false) releaseWorkerLock = await acquireWorkerLock(dataDir);
-    const worker = options.worker === false ? undefined : await startProcessing(engines);
-    // LOCAL_WORKER=off leaves both queues to a separate worker (bin/worker.ts).
-    const flowRunner = options.worker === false ? undefined : await startFlowRunner(engines);
+    // LOCAL_WORKER=off leaves both queues to a separate worker (bin/worker.ts); `process` starts one below.
+    const inProcess = options.worker === undefined || options.worker === true;
+    if (inProcess) releaseWorkerLock = await acquireWorkerLock(dataDir);
+    let worker = inProcess ? await startProcessing(engines) : undefined;
+    const flowRunner = inProcess ? await startFlowRunner(engines) : undefined;
     const scheduler = await startScheduler(options);
     // The metrics the handlers report, kept for GET /dashboard/metrics (the separate worker's stay in its process).
     const collector = new MetricsCollector();
@@ -455,6 +459,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
     const { port } = server.address() as AddressInfo;
     writeEnginesFile(dataDir, engines);
+    if (options.worker === 'process') {
+      worker = await startWorkerProcess({ dataDir, engines, metrics: collector, log }).catch(async (error: unknown) => {
+        await scheduler.stop();
+        reportMetricsAlsoTo(undefined);
+        await new Promise<void>((done) => server.close(() => done()));
+        await index.close();
+        removeEnginesFile(dataDir);
+        throw error;
+      });
+    }
     return {
       url: `http://${host}:${port}`,
       engines,

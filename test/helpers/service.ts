@@ -78,6 +78,9 @@ export async function startService(
       COGNITO: 'off',
       // The console is built by the suites that open it (test/web), not by every runtime that starts.
       CONSOLE_BUILD: 'off',
+      // The worker in the runtime's process: one process a runtime, which the suites start by the dozen. The default
+      // of `npm start`, a worker process of its own, has its suite (test/integration/worker-process.test.ts).
+      LOCAL_WORKER: 'in-process',
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,170 @@
+/**
+ * The processing worker and the flow runner as a process of their own (`bin/worker.ts`), started and stopped by the
+ * runtime: what `npm start` does by default (LOCAL_WORKER=process). Extraction, chunking, the index's commits and its
+ * BM25 refresh then run beside the process that serves requests instead of on its event loop. The worker finds the
+ * engines through DATA_DIR/engines.json, takes the data folder's worker lock, and sends its metrics here over the IPC
+ * channel so GET /dashboard/metrics shows them. A worker that exits by itself is started again (after 1 s, doubling to
+ * 30 s while it keeps failing); its received messages come back after the queue's visibility timeout.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { MetricDimensions, MetricName, OperationalMetrics } from '#ports/metrics';
+import { LOCAL_REGION } from './engine-credentials';
+import type { EngineEndpoints } from './engines';
+import type { QueueWorker } from './queue-worker';
+
+const ROOT = resolve(__dirname, '..', '..');
+const WORKER_SCRIPT = join(ROOT, 'bin', 'worker.ts');
+const START_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 10_000;
+const IDLE_POLL_MS = 100;
+const MAX_RESTART_DELAY_MS = 30_000;
+
+/** What the worker sends its parent over IPC. */
+export type WorkerMessage =
+  | { readonly kind: 'ready' }
+  | {
+      readonly kind: 'metric';
+      readonly unit: 'count' | 'milliseconds';
+      readonly name: MetricName;
+      readonly value: number;
+      readonly dimensions?: MetricDimensions;
+    };
+
+/** In the worker: its metrics, sent to the runtime that started it (nothing when it was started by hand). */
+export function metricsToParent(): OperationalMetrics | undefined {
+  const send = process.send?.bind(process);
+  if (!send) return undefined;
+  const post = (message: WorkerMessage) => {
+    if (process.connected) send(message);
+  };
+  return {
+    count: (name, value = 1, dimensions) => post({ kind: 'metric', unit: 'count', name, value, dimensions }),
+    milliseconds: (name, value, dimensions) => post({ kind: 'metric', unit: 'milliseconds', name, value, dimensions }),
+  };
+}
+
+/** In the worker: tells the runtime that started it that it polls the queues. */
+export function reportReady(): void {
+  process.send?.({ kind: 'ready' } satisfies WorkerMessage);
+}
+
+/**
+ * Starts the worker process and resolves once it polls the queues (or rejects with what it printed, if it exits or
+ * takes longer than a minute). `idle` resolves when the processing queue holds no message, visible or in flight.
+ */
+export async function startWorkerProcess(options: {
+  dataDir: string;
+  engines: EngineEndpoints;
+  metrics: OperationalMetrics;
+  log: (line: string) => void;
+}): Promise<QueueWorker> {
+  let stopping = false;
+  let child: ChildProcess | undefined;
+  let restartDelay = 1000;
+  let restartTimer: NodeJS.Timeout | undefined;
+
+  const spawnWorker = () =>
+    new Promise<ChildProcess>((ready, reject) => {
+      const started = fork(WORKER_SCRIPT, [], {
+        cwd: ROOT,
+        execArgv: ['--import', 'tsx'],
+        env: { ...process.env, DATA_DIR: options.dataDir },
+        stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+      });
+      // Its stderr is passed on, and the end of it kept for the error of a worker that does not start.
+      let tail = '';
+      started.stderr?.on('data', (chunk: Buffer) => {
+        process.stderr.write(chunk);
+        tail = (tail + chunk.toString()).slice(-4000);
+      });
+      const timer = setTimeout(() => {
+        started.kill('SIGKILL');
+        reject(new Error(`The processing worker did not start within ${START_TIMEOUT_MS} ms:\n${tail}`));
+      }, START_TIMEOUT_MS);
+      const onEarlyExit = (code: number | null, signal: NodeJS.Signals | null) => {
+        clearTimeout(timer);
+        reject(new Error(`The processing worker exited (${code ?? signal}) before it started:\n${tail}`));
+      };
+      started.once('exit', onEarlyExit);
+      started.on('message', (message: WorkerMessage) => {
+        if (message.kind === 'ready') {
+          clearTimeout(timer);
+          started.off('exit', onEarlyExit);
+          ready(started);
+        } else if (message.kind === 'metric') {
+          options.metrics[message.unit](message.name, message.value, message.dimensions);
+        }
+      });
+    });
+
+  const watch = (running: ChildProcess) => {
+    running.once('exit', (code, signal) => {
+      if (stopping) return;
+      child = undefined;
+      options.log(`The processing worker exited (${code ?? signal}); starting it again in ${restartDelay / 1000} s`);
+      restartTimer = setTimeout(restart, restartDelay);
+      restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
+    });
+  };
+  const restart = () => {
+    restartTimer = undefined;
+    spawnWorker().then(
+      (started) => {
+        if (stopping) {
+          started.kill('SIGTERM');
+          return;
+        }
+        child = started;
+        restartDelay = 1000;
+        watch(started);
+      },
+      (error: Error) => {
+        if (stopping) return;
+        options.log(`${error.message.split('\n')[0]}; trying again in ${restartDelay / 1000} s`);
+        restartTimer = setTimeout(restart, restartDelay);
+        restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
+      },
+    );
+  };
+
+  child = await spawnWorker();
+  watch(child);
+  const sqs = new SQSClient({
+    endpoint: options.engines.sqsEndpoint,
+    region: LOCAL_REGION,
+    credentials: { ...options.engines.credentials },
+  });
+  return {
+    async idle() {
+      for (;;) {
+        const { Attributes = {} } = await sqs.send(
+          new GetQueueAttributesCommand({
+            QueueUrl: options.engines.processingQueueUrl,
+            AttributeNames: [
+              'ApproximateNumberOfMessages',
+              'ApproximateNumberOfMessagesNotVisible',
+              'ApproximateNumberOfMessagesDelayed',
+            ],
+          }),
+        );
+        if (Object.values(Attributes).every((count) => Number(count) === 0)) return;
+        await new Promise((done) => setTimeout(done, IDLE_POLL_MS));
+      }
+    },
+    async stop() {
+      stopping = true;
+      if (restartTimer) clearTimeout(restartTimer);
+      const running = child;
+      if (running && running.exitCode === null && running.signalCode === null) {
+        const exited = new Promise<void>((done) => running.once('exit', () => done()));
+        const kill = setTimeout(() => running.kill('SIGKILL'), STOP_TIMEOUT_MS);
+        running.kill('SIGTERM');
+        await exited;
+        clearTimeout(kill);
+      }
+      sqs.destroy();
+    },
+  };
+}
