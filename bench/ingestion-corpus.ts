@@ -42,7 +42,7 @@ function sentence(random: () => number): string {
   return `${words.join(' ')}${random() < 0.1 ? '?' : '.'}`;
 }
 
-function paragraph(random: () => number): string {
+export function paragraph(random: () => number): string {
   const sentences: string[] = [];
   for (let i = integer(random, 2, 5); i > 0; i--) sentences.push(sentence(random));
   return sentences.join(' ');

@@ -24,25 +24,50 @@ export interface MemoryReport {
   readonly peakRssSource: 'VmHWM' | 'maxRSS';
 }
 
-/**
- * Peak RSS of the worker: this process's own memory plus that of its text extraction child (VmHWM on Linux, each
- * process's high-water mark; their sum bounds the worker's peak from above, as in Lambda both count). getrusage's
- * maxRSS (process.resourceUsage) is no use in a child: Linux carries the parent's peak over through fork and exec,
- * so a small child would report its parent's.
- */
-function peakRss(): Pick<MemoryReport, 'peakRssBytes' | 'peakRssSource'> {
-  const highWaterMark = (pid: number | 'self') => {
+/** The kernel's high-water mark of a process's resident memory (VmHWM), in bytes; 0 when it cannot be read. */
+function highWaterMark(pid: number | 'self'): number {
+  try {
     const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? Number(match[1]) * 1024 : 0;
-  };
-  try {
-    const children = readFileSync(`/proc/self/task/${process.pid}/children`, 'utf8').trim().split(/\s+/);
-    const childPeaks = children.filter(Boolean).map((pid) => highWaterMark(Number(pid)));
-    const own = highWaterMark('self');
-    if (own > 0) return { peakRssBytes: own + childPeaks.reduce((a, b) => a + b, 0), peakRssSource: 'VmHWM' };
   } catch {
-    // not Linux: fall back to getrusage, right when the parent is the smaller process
+    return 0; // gone meanwhile
   }
+}
+
+/**
+ * The largest high-water mark of this process's children (the text extraction child) so far, read every 20 ms while
+ * they live: the extractor replaces a child that kept a large heap after a big file, so the one alive at the end
+ * need not be the one that peaked.
+ */
+function watchChildren(): { peak(): number; stop(): void } {
+  let peak = 0;
+  const read = () => {
+    try {
+      const children = readFileSync(`/proc/self/task/${process.pid}/children`, 'utf8').trim().split(/\s+/);
+      for (const pid of children.filter(Boolean)) peak = Math.max(peak, highWaterMark(Number(pid)));
+    } catch {
+      // not Linux
+    }
+  };
+  const timer = setInterval(read, 20);
+  return {
+    peak: () => {
+      read();
+      return peak;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/**
+ * Peak RSS of the worker: this process's own high-water mark plus the largest of its text extraction child's (VmHWM
+ * on Linux; their sum bounds the worker's peak from above, as in Lambda both count). getrusage's maxRSS
+ * (process.resourceUsage) is no use in a child: Linux carries the parent's peak over through fork and exec, so a
+ * small child would report its parent's.
+ */
+function peakRss(childPeak: number): Pick<MemoryReport, 'peakRssBytes' | 'peakRssSource'> {
+  const own = highWaterMark('self');
+  if (own > 0) return { peakRssBytes: own + childPeak, peakRssSource: 'VmHWM' };
   return { peakRssBytes: process.resourceUsage().maxRSS * 1024, peakRssSource: 'maxRSS' };
 }
 
@@ -96,6 +121,7 @@ async function main(): Promise<void> {
     error: null,
   };
   const index = await LanceKnowledgeIndex.open(indexDirectory);
+  const children = watchChildren();
   const started = performance.now();
   const chunks = await buildChunks(deps, doc);
   const built = performance.now();
@@ -110,8 +136,9 @@ async function main(): Promise<void> {
     buildChunksMs: built - started,
     replaceDocumentMs: replaced - built,
     refreshIndexMs: refreshed - replaced,
-    ...peakRss(),
+    ...peakRss(children.peak()),
   };
+  children.stop();
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
 

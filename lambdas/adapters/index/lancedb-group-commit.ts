@@ -19,11 +19,14 @@ export const MAX_GROUP_CHUNKS = 4096;
 /** And at most this many documents (the length of the `IN` list of the commit's delete clause). */
 export const MAX_GROUP_DOCUMENTS = 256;
 
-/** One document's new content: its rows for LanceDB and its chunks for the lexical index. */
+/**
+ * One document's new content: its rows for LanceDB, and its chunks for the lexical index, analyzed only once the rows
+ * are committed (a large document's term counts and its rows' Arrow copy are then not held at once).
+ */
 export interface DocumentContent {
   readonly documentId: string;
   readonly rows: readonly ChunkRow[];
-  readonly lexical: readonly LexicalChunk[];
+  readonly lexical: () => readonly LexicalChunk[];
 }
 
 /** Where a write goes: the open table and the lexical index of the same directory. */
@@ -165,7 +168,7 @@ async function commitReplacements(target: WriteTarget, contents: readonly Docume
   );
   target.lexical.setDocuments(
     target.table.name,
-    new Map([...latest].map(([documentId, content]) => [documentId, content.lexical])),
+    new Map([...latest].map(([documentId, content]) => [documentId, content.lexical()])),
   );
 }
 

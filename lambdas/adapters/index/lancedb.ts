@@ -166,7 +166,7 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   async replaceDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): Promise<void> {
     assertChunksOfDocument(ref, chunks);
     const rows = await this.rowsOf(chunks);
-    const lexical = lexicalChunksOf(chunks);
+    const lexical = () => lexicalChunksOf(chunks);
     // In one commit, with the documents whose writes wait beside it (lancedb-group-commit.ts): the new chunks
     // upserted and the document's other chunks deleted, so a reader sees the old set or the new one, never a mix, and
     // a repeated call changes nothing. Then the lexical index.
