@@ -19,7 +19,7 @@ import { DynamoZipJobStore } from '#adapters/store/dynamodb/zip-job-store';
 import { type DocumentRecord, reservationRecord } from '#core/knowledge/document';
 import { type ProcessingDeps, processDocument } from '#core/processing/process-document';
 import { runWatchdog } from '#core/processing/watchdog';
-import { importZip } from '#core/processing/zip-job';
+import { importZip, ZIP_IMPORT_CONCURRENCY } from '#core/processing/zip-job';
 import { NO_METRICS } from '#ports/metrics';
 import type { DocumentRef, KnowledgeIndex } from '#ports/processing';
 import type { BlobStore, ProcessingMessage } from '#ports/services';
@@ -289,7 +289,9 @@ describe('a ZIP import whose archive is never read through', () => {
 
 describe('a ZIP import cut off half-way', () => {
   it('goes on after the files it listed, and lists every file once', async () => {
-    const names = Array.from({ length: 12 }, (_, i) => `file-${String(i).padStart(2, '0')}.txt`);
+    // Files are stored ZIP_IMPORT_CONCURRENCY at a time and listed once all of them are queued: two windows here.
+    const window = ZIP_IMPORT_CONCURRENCY;
+    const names = Array.from({ length: window + 4 }, (_, i) => `file-${String(i).padStart(2, '0')}.txt`);
     const objects = new Map<string, Buffer>();
     const job: ZipJobRecord = {
       agentId: 'agent-1',
@@ -328,16 +330,21 @@ describe('a ZIP import cut off half-way', () => {
     });
     const message = { ...job, zipJobId: job.zipJobId, uploadId: job.uploadId };
 
-    await expect(importZip(deps(5), message)).rejects.toThrow('worker killed');
-    expect((await zipJobs.listFiles(job.zipJobId)).map((f) => f.fileName)).toEqual(names.slice(0, 5));
+    // The worker dies in the second window, after queueing two of its files.
+    await expect(importZip(deps(window + 2), message)).rejects.toThrow('worker killed');
+    expect((await zipJobs.listFiles(job.zipJobId)).map((f) => f.fileName)).toEqual(names.slice(0, window));
     expect(await importZip(deps(), message)).toBe('ready');
 
-    // The second attempt queued only the files the first did not list (the sixth's document, created by the first
-    // before it died, is found and queued): each file's processing once.
-    expect(sent).toHaveLength(names.length);
-    expect(new Set(sent).size).toBe(names.length);
+    // The second attempt queued only the files the first did not list (two of them were created and queued by the
+    // first before it died: they are found and queued again, and a message processed twice does nothing the second
+    // time). Every file's processing queued, none of the listed files' again.
     const files = await zipJobs.listFiles(job.zipJobId);
     expect(files.map((f) => f.fileName)).toEqual(names);
+    const ids = files.map((f) => f.documentId);
+    expect(new Set(sent).size).toBe(names.length);
+    expect(sent).toHaveLength(names.length + 2);
+    expect(sent.slice(window + 2).sort()).toEqual(ids.slice(window).sort());
+    expect(ids.slice(0, window).every((id) => sent.slice(0, window + 2).includes(id as string))).toBe(true);
     expect(files.every((f) => f.documentId !== null && f.error === null)).toBe(true);
     expect(await zipJobs.get(job.zipJobId)).toMatchObject({ fileCount: names.length });
     expect(objects.has(job.s3Key)).toBe(false);

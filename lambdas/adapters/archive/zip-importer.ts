@@ -2,7 +2,7 @@
  * The ArchiveImporter of ZIP imports: reads the archive (a local copy) with the streaming reader, its caps applying
  * while inflating, and plans each file with the archive rules of core/processing/zip-import.ts (label CSV, per-file
  * outcomes). No file's content is kept by planning but one CSV's, the label file's candidate; each accepted file is
- * inflated again, one at a time, when it is stored as a document.
+ * inflated again when it is stored as a document (a few side by side, within a byte budget: core/processing/zip-job.ts).
  */
 
 import { type LabelCsv, parseLabelCsv } from '#core/processing/label-csv';

@@ -95,8 +95,8 @@ export interface ZipFileReader {
 }
 
 /**
- * Opens `path` and lists its central directory once, so each file can then be inflated on its own: an import
- * holds one file in memory at a time, never the archive's content.
+ * Opens `path` and lists its central directory once, so each file can then be inflated on its own (several at once:
+ * each read has its own stream): an import holds the files it is storing, never the archive's content.
  */
 export async function openZipFileReader(path: string, limits: Partial<ZipLimits>): Promise<ZipFileReader> {
   const caps: ZipLimits = { ...DEFAULT_ZIP_LIMITS, ...limits };

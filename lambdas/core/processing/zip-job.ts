@@ -137,29 +137,61 @@ async function importArchive(
   const resumeAt = listed.every((entry, i) => entry.fileName === plan.files[i]?.fileName) ? listed.length : 0;
   // Files that became documents, those of the cut-off attempt included: counted once, when the archive is read.
   let imported = listed.slice(0, resumeAt).filter((entry) => entry.error === null).length;
-  for (let index = resumeAt + 1; index <= plan.files.length; index++) {
-    const file = plan.files[index - 1];
-    if ('error' in file) {
-      await deps.zipJobs.putFile(job.zipJobId, index, {
-        fileName: file.fileName,
-        documentId: null,
-        s3Key: null,
-        label1: null,
-        label2: null,
-        ...NO_CUSTOM_META,
-        error: file.error,
-      });
-      continue;
+  for (let start = resumeAt; start < plan.files.length; ) {
+    const window = importWindow(plan.files, start);
+    // Every file of the window settles before a failure is thrown: no store goes on behind the next attempt.
+    const settled = await Promise.allSettled(
+      window.map((file): Promise<ZipJobFile> | ZipJobFile =>
+        'error' in file
+          ? {
+              fileName: file.fileName,
+              documentId: null,
+              s3Key: null,
+              label1: null,
+              label2: null,
+              ...NO_CUSTOM_META,
+              error: file.error,
+            }
+          : createDocument(deps, job, file, archive, now()),
+      ),
+    );
+    const entries = settled.map((outcome) => {
+      if (outcome.status === 'rejected') throw outcome.reason;
+      return outcome.value;
+    });
+    // In archive order, once every document of the window is created and queued: a cut-off attempt leaves a prefix.
+    for (const [i, entry] of entries.entries()) {
+      await deps.zipJobs.putFile(job.zipJobId, start + i + 1, entry);
+      if (entry.error === null) imported++;
     }
-    const entry = await createDocument(deps, job, file, archive, now());
-    await deps.zipJobs.putFile(job.zipJobId, index, entry);
-    if (entry.error === null) imported++;
+    start += window.length;
   }
   // The archive is read; the job completes when every document has finished (see zipJobView).
   await deps.zipJobs.markRead(job.zipJobId, plan.files.length, plan.warnings, now());
   deps.metrics.count(METRIC.zipFilesImported, imported);
   await deps.blobs.delete([job.s3Key]);
   return 'ready';
+}
+
+/** Files of an archive stored at once: their documents created and queued side by side. */
+export const ZIP_IMPORT_CONCURRENCY = 16;
+/** At most this many bytes of the files stored at once (each is held inflated while it is stored). */
+export const ZIP_IMPORT_WINDOW_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The files from `start` stored together: up to ZIP_IMPORT_CONCURRENCY, and no more than ZIP_IMPORT_WINDOW_BYTES of
+ * them (a larger file goes alone), so an import holds a bounded amount of content whatever the archive.
+ */
+function importWindow(files: readonly PlannedFile[], start: number): PlannedFile[] {
+  const window: PlannedFile[] = [];
+  let bytes = 0;
+  for (const file of files.slice(start, start + ZIP_IMPORT_CONCURRENCY)) {
+    const size = 'error' in file ? 0 : file.size;
+    if (window.length > 0 && bytes + size > ZIP_IMPORT_WINDOW_BYTES) break;
+    window.push(file);
+    bytes += size;
+  }
+  return window;
 }
 
 async function createDocument(
