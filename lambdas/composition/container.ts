@@ -13,6 +13,7 @@ import { DynamoRetrievalConfigStore } from '#adapters/store/dynamodb/retrieval-c
 import { DynamoTokenStore } from '#adapters/store/dynamodb/token-store';
 import { DynamoUploadSessionStore } from '#adapters/store/dynamodb/upload-session-store';
 import { DynamoZipJobStore } from '#adapters/store/dynamodb/zip-job-store';
+import { withReadCache } from '#adapters/store/read-cache';
 import { retentionDaysFrom } from '#core/analytics/retention';
 import type { KnowledgeDeps } from '#core/knowledge/knowledge-deps';
 import type { AnalyticsStore } from '#ports/analytics';
@@ -28,10 +29,22 @@ import { sqsClient } from './clients/sqs';
 import { operationalMetrics } from './metrics';
 import { once } from './once';
 
-const tokens = once(() => new DynamoTokenStore(dynamoDocumentClient(), config.tableName('tokens')));
-const agents = once(() => new DynamoAgentStore(dynamoDocumentClient(), config.tableName('agents')));
-const knowledgeBases = once(
+// The caller, agent and knowledge base checks of every request read these through a short cache (read-cache.ts).
+const tokens = once(() =>
+  withReadCache<TokenStore>(new DynamoTokenStore(dynamoDocumentClient(), config.tableName('tokens')), {
+    cached: ['getByHash'],
+    uncached: ['list', 'getById'],
+  }),
+);
+const rawAgents = once(() => new DynamoAgentStore(dynamoDocumentClient(), config.tableName('agents')));
+const agents = once(() =>
+  withReadCache<AgentStore>(rawAgents(), { cached: ['get'], uncached: ['list', 'listDeleting'] }),
+);
+const rawKnowledgeBases = once(
   () => new DynamoKnowledgeBaseStore(dynamoDocumentClient(), config.tableName('knowledgeBases')),
+);
+const knowledgeBases = once(() =>
+  withReadCache<KnowledgeBaseStore>(rawKnowledgeBases(), { cached: ['get'], uncached: ['list', 'listDeleting'] }),
 );
 const documents = once(() => new DynamoDocumentStore(dynamoDocumentClient(), config.tableName('documents')));
 const uploads = once(() => new DynamoUploadSessionStore(dynamoDocumentClient(), config.tableName('uploads')));
@@ -52,6 +65,19 @@ const settings = once(() => config.uploads());
 
 const clock: Clock = { now: () => new Date() };
 const ids: IdGenerator = { uuid: () => randomUUID() };
+
+/**
+ * The agent and knowledge base stores without the read cache: for the deletion jobs, which follow a record's own
+ * progress (its page) and must read it as it is.
+ */
+export const uncachedStores = {
+  get agents(): AgentStore {
+    return rawAgents();
+  },
+  get knowledgeBases(): KnowledgeBaseStore {
+    return rawKnowledgeBases();
+  },
+};
 
 /** Dependencies by name, each built when first read. */
 export const container = {

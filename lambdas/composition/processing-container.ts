@@ -20,7 +20,7 @@ import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '#core
 import type { ZipImportDeps } from '#core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '#ports/processing';
 import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '#shared/config';
-import { container } from './container';
+import { container, uncachedStores } from './container';
 import { definitionStore, sessionStore } from './definition-container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';
@@ -55,7 +55,7 @@ export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBase
   },
   // The deletion of an agent runs here: its definitions, sessions and knowledge bases, then its row.
   get agents() {
-    return container.agents;
+    return uncachedStores.agents;
   },
   get definitions() {
     return definitionStore();
@@ -65,7 +65,7 @@ export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBase
   },
   // The deletion of a knowledge base runs here too: its documents, then its row and its retrieval configurations.
   get knowledgeBases() {
-    return container.knowledgeBases;
+    return uncachedStores.knowledgeBases;
   },
   get retrievalConfigs() {
     return container.retrievalConfigs;
