@@ -53,7 +53,13 @@ async function run(): Promise<BenchSection> {
     );
     await runtime.worker?.idle();
 
-    const outcome = await settleAndCheck(target, dataset, seeds, await runLoad(target, dataset, seeds, SIZE));
+    // The CPU this process (client, router, handlers, engines: one event loop) spends while the requests run.
+    const cpuBefore = process.cpuUsage();
+    const load = await runLoad(target, dataset, seeds, SIZE);
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuMs = (cpu.user + cpu.system) / 1000;
+    const requests = SIZE.uploads * 3 + load.queries.length;
+    const outcome = await settleAndCheck(target, dataset, seeds, load);
     const lost = Object.entries(outcome.problems).filter(([, list]) => list.length > 0);
     if (lost.length > 0) {
       throw new Error(`the load lost something: ${lost.map(([kind, list]) => `${kind}: ${list[0]} (${list.length})`)}`);
@@ -64,6 +70,7 @@ async function run(): Promise<BenchSection> {
       `Max under load: ${STEPS.map((step) => `${step} ${figures.steps[step].max.toFixed(0)} ms`).join(', ')}, upload → ready ${figures.toReady.max.toFixed(0)} ms.`,
       `Baseline: the same requests alone on the idle runtime, measured first: ${ALONE_RUNS} upload flows, each waited until ready, then ${ALONE_RUNS} queries, after 3 of each to warm up; the median. Upload → ready is from upload-link sent to the document's own \`updatedAt\` as it turned ready.`,
       'Client and runtime (router, engines) share this process and its event loop; the processing worker runs in a process of its own, as `npm start` runs it (LOCAL_WORKER=process).',
+      `While the ${requests} requests ran (${(load.wallMs / 1000).toFixed(1)} s), this process used ${(cpuMs / 1000).toFixed(1)} s of CPU (${((cpuMs / load.wallMs) * 100).toFixed(0)} % of one core), ${(cpuMs / requests).toFixed(1)} ms a request, the worker's calls to the engines included. Sent at once, they queue for the one event loop that serves them all, so the latency ratios below mostly measure that queue: the last of them cannot answer before about ${(cpuMs / 1000).toFixed(1)} s of that work is done.`,
     );
     const rows: BenchRow[] = [];
     for (const step of STEPS) {

@@ -3,8 +3,9 @@
  * runtime: what `npm start` does by default (LOCAL_WORKER=process). Extraction, chunking, the index's commits and its
  * BM25 refresh then run beside the process that serves requests instead of on its event loop. The worker finds the
  * engines through DATA_DIR/engines.json, takes the data folder's worker lock, and sends its metrics here over the IPC
- * channel so GET /dashboard/metrics shows them. A worker that exits by itself is started again (after 1 s, doubling to
- * 30 s while it keeps failing); its received messages come back after the queue's visibility timeout.
+ * channel so GET /dashboard/metrics shows them. A worker that dies (a signal, or an exit code other than 0) is started
+ * again (after 1 s, doubling to 30 s while it keeps failing); its received messages come back after the queue's
+ * visibility timeout.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { join, resolve } from 'node:path';
@@ -103,6 +104,8 @@ export async function startWorkerProcess(options: {
     running.once('exit', (code, signal) => {
       if (stopping) return;
       child = undefined;
+      // Exit code 0: it stopped as asked (Ctrl-C in a terminal reaches it too), so it is not started again.
+      if (code === 0) return;
       options.log(`The processing worker exited (${code ?? signal}); starting it again in ${restartDelay / 1000} s`);
       restartTimer = setTimeout(restart, restartDelay);
       restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
