@@ -111,6 +111,8 @@ export type ProcessingMessage =
 export interface ProcessingQueue {
   /** Queues a message; `delaySeconds` (at most 900) holds it back. */
   send(message: ProcessingMessage, options?: { delaySeconds?: number }): Promise<void>;
+  /** Queues every message (SQS: 10 a request), in no particular order among them. */
+  sendAll(messages: readonly ProcessingMessage[]): Promise<void>;
 }
 
 export interface Clock {

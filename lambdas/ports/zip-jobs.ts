@@ -59,6 +59,8 @@ export interface ZipJobStore {
   markRead(zipJobId: string, fileCount: number, warnings: readonly string[], updatedAt: string): Promise<void>;
   /** Writes the file entry at `index` (idempotent: the same index is overwritten). */
   putFile(zipJobId: string, index: number, file: ZipJobFile): Promise<void>;
+  /** `files` at `firstIndex`, `firstIndex + 1`, …, written together (in no particular order among them). */
+  putFiles(zipJobId: string, firstIndex: number, files: readonly ZipJobFile[]): Promise<void>;
   listFiles(zipJobId: string): Promise<ZipJobFile[]>;
   /** Jobs neither read through nor failed whose last change is before `updatedBefore`, oldest first, at most `limit`. */
   listPending(updatedBefore: string, limit: number): Promise<string[]>;

@@ -535,6 +535,10 @@ export class InMemoryZipJobStore implements ZipJobStore {
     files.set(index, copy(file));
   }
 
+  async putFiles(zipJobId: string, firstIndex: number, files: readonly ZipJobFile[]): Promise<void> {
+    for (const [i, file] of files.entries()) await this.putFile(zipJobId, firstIndex + i, file);
+  }
+
   async listFiles(zipJobId: string): Promise<ZipJobFile[]> {
     const files = this.files.get(zipJobId) ?? new Map<number, ZipJobFile>();
     return [...files.entries()].sort(([a], [b]) => a - b).map(([, file]) => copy(file));
@@ -778,6 +782,10 @@ export class RecordingQueue implements ProcessingQueue {
 
   async send(message: ProcessingMessage, options: { delaySeconds?: number } = {}): Promise<void> {
     this.sent.push({ message: copy(message), ...options });
+  }
+
+  async sendAll(messages: readonly ProcessingMessage[]): Promise<void> {
+    for (const message of messages) await this.send(message);
   }
 
   get messages(): ProcessingMessage[] {

@@ -104,6 +104,9 @@ async function harness(overrides: Partial<KnowledgeBaseDeletionDeps> = {}, pageS
         send: async (message, options) => {
           queued.push({ message, delaySeconds: options?.delaySeconds });
         },
+        sendAll: async (messages) => {
+          for (const message of messages) queued.push({ message });
+        },
       },
       clock: { now: () => h.now },
       knowledgeBaseDeletion: { pageSize, importWaitSeconds: 10 },

@@ -79,6 +79,9 @@ function depsWith(
       send: async (message) => {
         sent.push(message);
       },
+      sendAll: async (messages) => {
+        sent.push(...messages);
+      },
     },
     index,
     extractor: new DocumentTextExtractor(),
@@ -321,10 +324,15 @@ describe('a ZIP import cut off half-way', () => {
       metrics,
       blobs: inMemoryBlobStore(objects),
       queue: {
-        send: async (message: ProcessingMessage) => {
-          // The worker dies while queueing the processing of the file after `failAfter`.
-          if (sent.length >= failAfter) throw new Error('worker killed');
-          if (message.kind === 'process-document') sent.push(message.documentId);
+        send: async () => {
+          throw new Error('the import queues in batches');
+        },
+        sendAll: async (messages: readonly ProcessingMessage[]) => {
+          // The worker dies while queueing: the messages before the one after `failAfter` are queued.
+          for (const message of messages) {
+            if (sent.length >= failAfter) throw new Error('worker killed');
+            if (message.kind === 'process-document') sent.push(message.documentId);
+          }
         },
       },
     });

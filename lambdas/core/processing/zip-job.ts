@@ -19,6 +19,7 @@ import {
   type Clock,
   type DownloadedObject,
   ObjectTooLargeError,
+  type ProcessingMessage,
   type ProcessingQueue,
 } from '#ports/services';
 import type { DocumentStore } from '#ports/stores';
@@ -141,29 +142,35 @@ async function importArchive(
     const window = importWindow(plan.files, start);
     // Every file of the window settles before a failure is thrown: no store goes on behind the next attempt.
     const settled = await Promise.allSettled(
-      window.map((file): Promise<ZipJobFile> | ZipJobFile =>
+      window.map((file): Promise<Stored> | Stored =>
         'error' in file
           ? {
-              fileName: file.fileName,
-              documentId: null,
-              s3Key: null,
-              label1: null,
-              label2: null,
-              ...NO_CUSTOM_META,
-              error: file.error,
+              entry: {
+                fileName: file.fileName,
+                documentId: null,
+                s3Key: null,
+                label1: null,
+                label2: null,
+                ...NO_CUSTOM_META,
+                error: file.error,
+              },
             }
           : createDocument(deps, job, file, archive, now()),
       ),
     );
-    const entries = settled.map((outcome) => {
+    const stored = settled.map((outcome) => {
       if (outcome.status === 'rejected') throw outcome.reason;
       return outcome.value;
     });
-    // In archive order, once every document of the window is created and queued: a cut-off attempt leaves a prefix.
-    for (const [i, entry] of entries.entries()) {
-      await deps.zipJobs.putFile(job.zipJobId, start + i + 1, entry);
-      if (entry.error === null) imported++;
-    }
+    // The window's processing queued, then its files listed: a cut-off attempt leaves a prefix of the archive listed,
+    // each listed file's processing queued.
+    await deps.queue.sendAll(stored.flatMap(({ message }) => (message ? [message] : [])));
+    await deps.zipJobs.putFiles(
+      job.zipJobId,
+      start + 1,
+      stored.map(({ entry }) => entry),
+    );
+    imported += stored.filter(({ entry }) => entry.error === null).length;
     start += window.length;
   }
   // The archive is read; the job completes when every document has finished (see zipJobView).
@@ -194,13 +201,20 @@ function importWindow(files: readonly PlannedFile[], start: number): PlannedFile
   return window;
 }
 
+/** A file of the archive as stored: its entry in the job, and the processing message of its document, if it has one. */
+interface Stored {
+  readonly entry: ZipJobFile;
+  readonly message?: ProcessingMessage;
+}
+
+/** The file's document, created (or found, from an attempt cut off) with its object; not yet queued. */
 async function createDocument(
   deps: ZipImportDeps,
   job: ZipJobRecord,
   file: Extract<PlannedFile, { baseName: string }>,
   archive: OpenArchive,
   now: string,
-): Promise<ZipJobFile> {
+): Promise<Stored> {
   const documentId = file.customDocumentId ?? zipDocumentId(job.zipJobId, file.fileName);
   const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
   const s3Key = `${job.agentId}/${job.environment}/${job.knowledgeBaseId}/${documentId}/${file.baseName}`;
@@ -233,10 +247,12 @@ async function createDocument(
   const existing = reserved ? undefined : await deps.documents.get(ref, documentId);
   if (existing && existing.uploadId !== job.zipJobId) {
     return {
-      ...outcome,
-      documentId: null,
-      s3Key: null,
-      error: { code: 'DUPLICATE_CUSTOM_DOCUMENT_ID', message: `customDocumentId ${documentId} is already used` },
+      entry: {
+        ...outcome,
+        documentId: null,
+        s3Key: null,
+        error: { code: 'DUPLICATE_CUSTOM_DOCUMENT_ID', message: `customDocumentId ${documentId} is already used` },
+      },
     };
   }
   if (!existing || existing.status === 'reserved') {
@@ -256,8 +272,10 @@ async function createDocument(
       now,
     );
   }
-  await deps.queue.send({ kind: 'process-document', ...ref, documentId, uploadId: job.zipJobId });
-  return { ...outcome, error: null };
+  return {
+    entry: { ...outcome, error: null },
+    message: { kind: 'process-document', ...ref, documentId, uploadId: job.zipJobId },
+  };
 }
 
 /** GET /knowledge/zip-jobs/:zipJobId: the job with each file's live status. */

@@ -1,6 +1,6 @@
 /**
  * Reading DynamoDB the way every store does: every page of a Query, and an index a local data folder may lack; and
- * deleting many items by key.
+ * putting or deleting many items at once.
  */
 import {
   BatchWriteCommand,
@@ -13,16 +13,37 @@ import {
 /** Most items one BatchWriteItem takes. */
 const BATCH_WRITE_ITEMS = 25;
 
+type WriteRequests = NonNullable<BatchWriteCommandInput['RequestItems']>[string];
+
 /** Deletes the items of `keys`, 25 a request; what DynamoDB leaves unprocessed (throttling) is sent again. */
 export async function deleteKeys(
   client: DynamoDBDocumentClient,
   tableName: string,
   keys: readonly Record<string, unknown>[],
 ): Promise<void> {
-  for (let start = 0; start < keys.length; start += BATCH_WRITE_ITEMS) {
-    let requests: NonNullable<BatchWriteCommandInput['RequestItems']>[string] = keys
-      .slice(start, start + BATCH_WRITE_ITEMS)
-      .map((Key) => ({ DeleteRequest: { Key } }));
+  await batchWrite(
+    client,
+    tableName,
+    keys.map((Key) => ({ DeleteRequest: { Key } })),
+  );
+}
+
+/** Puts `items` (unconditionally), 25 a request; what DynamoDB leaves unprocessed (throttling) is sent again. */
+export async function putItems(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  items: readonly Record<string, unknown>[],
+): Promise<void> {
+  await batchWrite(
+    client,
+    tableName,
+    items.map((Item) => ({ PutRequest: { Item } })),
+  );
+}
+
+async function batchWrite(client: DynamoDBDocumentClient, tableName: string, all: WriteRequests): Promise<void> {
+  for (let start = 0; start < all.length; start += BATCH_WRITE_ITEMS) {
+    let requests: WriteRequests = all.slice(start, start + BATCH_WRITE_ITEMS);
     // The SDK's own retries space the attempts.
     while (requests.length > 0) {
       const { UnprocessedItems } = await client.send(

@@ -19,7 +19,7 @@ import {
   zipJobPosition,
 } from '#ports/zip-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
-import { collect, deleteKeys, queryAll, unlessIndexMissing } from './queries';
+import { collect, deleteKeys, putItems, queryAll, unlessIndexMissing } from './queries';
 
 const JOB_ITEM = 'job';
 /** The index of a dataset's jobs by `listKey` (lib/tables.ts). */
@@ -172,6 +172,14 @@ export class DynamoZipJobStore implements ZipJobStore {
   async putFile(zipJobId: string, index: number, file: ZipJobFile): Promise<void> {
     await this.client.send(
       new PutCommand({ TableName: this.tableName, Item: { ...file, zipJobId, itemKey: fileItemKey(index) } }),
+    );
+  }
+
+  async putFiles(zipJobId: string, firstIndex: number, files: readonly ZipJobFile[]): Promise<void> {
+    await putItems(
+      this.client,
+      this.tableName,
+      files.map((file, i) => ({ ...file, zipJobId, itemKey: fileItemKey(firstIndex + i) })),
     );
   }
 
