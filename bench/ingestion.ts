@@ -390,30 +390,37 @@ async function peakMemory(): Promise<{ small: MemoryReport; large: LargeFile[] }
     const smallFile = join(directory, 'small.txt');
     writeLargeDocument(smallFile, SMALL_BYTES);
     const small = await processInChild(smallFile, join(directory, 'index-small'));
+    const millions = (characters: number) => `${(characters / 1e6).toFixed(1)} million characters`;
+    /** Each kind of file: its name, and how to write it (what it holds, for the notes). */
+    const kinds: { kind: string; name: string; write(path: string): Promise<string> }[] = [
+      {
+        kind: 'text',
+        name: 'large.txt',
+        write: async (path) => {
+          writeLargeDocument(path, LARGE_BYTES);
+          return 'English-like text';
+        },
+      },
+      {
+        kind: 'PDF',
+        name: 'large.pdf',
+        write: async (path) =>
+          `${PDF_TEXT_PAGES} pages of text (${millions((await writeLargePdf(path, LARGE_BYTES)).textCharacters)}, the page cap) and one embedded image for the rest`,
+      },
+      {
+        kind: 'DOCX',
+        name: 'large.docx',
+        write: async (path) =>
+          `${DOCX_PARAGRAPHS} paragraphs (${millions((await writeLargeDocx(path, LARGE_BYTES)).textCharacters)}, under the 8 MiB XML cap) and one embedded image for the rest`,
+      },
+    ];
     const large: LargeFile[] = [];
-    const text = join(directory, 'large.txt');
-    writeLargeDocument(text, LARGE_BYTES);
-    large.push({
-      kind: 'text',
-      contents: 'English-like text',
-      run: await memoryRun(text, join(directory, 'index-text')),
-    });
-    rmSync(text);
-    const pdf = join(directory, 'large.pdf');
-    const pdfText = await writeLargePdf(pdf, LARGE_BYTES);
-    large.push({
-      kind: 'PDF',
-      contents: `${PDF_TEXT_PAGES} pages of text (${(pdfText.textCharacters / 1e6).toFixed(1)} million characters, the page cap) and one embedded image for the rest`,
-      run: await memoryRun(pdf, join(directory, 'index-pdf')),
-    });
-    rmSync(pdf);
-    const docx = join(directory, 'large.docx');
-    const docxText = await writeLargeDocx(docx, LARGE_BYTES);
-    large.push({
-      kind: 'DOCX',
-      contents: `${DOCX_PARAGRAPHS} paragraphs (${(docxText.textCharacters / 1e6).toFixed(1)} million characters, under the 8 MiB XML cap) and one embedded image for the rest`,
-      run: await memoryRun(docx, join(directory, 'index-docx')),
-    });
+    for (const { kind, name, write } of kinds) {
+      const path = join(directory, name);
+      const contents = await write(path);
+      large.push({ kind, contents, run: await memoryRun(path, join(directory, `index-${kind}`)) });
+      rmSync(path);
+    }
     return { small, large };
   } finally {
     rmSync(directory, { recursive: true, force: true });
