@@ -8,7 +8,7 @@
  * already holds, and the browser sends it nothing on its own.
  */
 
-import { type EnvironmentValues, handlerEnvironment } from './environment';
+import { type EnvironmentValues, handlerVariable } from './environment';
 
 export type CorsPolicy =
   /** No cross-origin reads: the default. */
@@ -94,8 +94,9 @@ export function parseCorsAllowedOrigins(raw: string | undefined, source = CORS_A
 let cached: { raw: string | undefined; policy: CorsPolicy } | undefined;
 
 /** The policy of this process's environment, parsed once per value. */
-export function corsPolicyFromEnv(env: EnvironmentValues = handlerEnvironment()): CorsPolicy {
-  const raw = env[CORS_ALLOWED_ORIGINS_VARIABLE];
+export function corsPolicyFromEnv(env?: EnvironmentValues): CorsPolicy {
+  // One variable, not the whole environment: this is read on every request.
+  const raw = env ? env[CORS_ALLOWED_ORIGINS_VARIABLE] : handlerVariable(CORS_ALLOWED_ORIGINS_VARIABLE);
   if (cached === undefined || cached.raw !== raw) cached = { raw, policy: parseCorsAllowedOrigins(raw) };
   return cached.policy;
 }
