@@ -17,7 +17,10 @@ export type SqsHandler = (event: SQSEvent, context: Context) => Promise<SQSBatch
 
 export interface QueueWorker {
   stop(): Promise<void>;
-  /** Resolves when a poll found the queue empty and no batch is running. */
+  /**
+   * Resolves when a poll found the queue empty and no batch is running (the processing worker's, of several pollers:
+   * when the queue holds no message at all, received ones included).
+   */
   idle(): Promise<void>;
 }
 

@@ -37,7 +37,7 @@ import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, startEngines } fr
 import { MetricsCollector } from './metrics-collector';
 import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
 import { answerClientError, createRouter } from './router';
-import { startWorkerProcess } from './worker-process';
+import { queueDrained, startWorkerProcess } from './worker-process';
 
 export interface LocalRuntimeOptions {
   readonly host?: string;
@@ -244,9 +244,8 @@ export async function startProcessing(engines: EngineEndpoints): Promise<QueueWo
   }, intervalSeconds * 1000);
   timer.unref();
   return {
-    idle: async () => {
-      await Promise.all(workers.map((worker) => worker.idle()));
-    },
+    // Each poller seeing the queue empty once is not enough: another's batch may queue more meanwhile.
+    idle: () => queueDrained(sqs, engines.processingQueueUrl),
     stop: async () => {
       clearInterval(timer);
       await Promise.all(workers.map((worker) => worker.stop()));
@@ -283,9 +282,8 @@ export async function startFlowRunner(engines: EngineEndpoints): Promise<QueueWo
     }),
   );
   return {
-    idle: async () => {
-      await Promise.all(workers.map((worker) => worker.idle()));
-    },
+    // Each poller seeing the queue empty once is not enough: another's batch may queue more meanwhile.
+    idle: () => queueDrained(sqs, engines.processingQueueUrl),
     stop: async () => {
       await Promise.all(workers.map((worker) => worker.stop()));
       await flowContainer.browser.close();

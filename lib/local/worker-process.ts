@@ -46,6 +46,24 @@ export function metricsToParent(): OperationalMetrics | undefined {
   };
 }
 
+/** Resolves once the queue holds no message: none visible, none received and not yet deleted, none delayed. */
+export async function queueDrained(sqs: SQSClient, queueUrl: string): Promise<void> {
+  for (;;) {
+    const { Attributes = {} } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
+    );
+    if (Object.values(Attributes).every((count) => Number(count) === 0)) return;
+    await new Promise((done) => setTimeout(done, IDLE_POLL_MS));
+  }
+}
+
 /** In the worker: tells the runtime that started it that it polls the queues. */
 export function reportReady(): void {
   process.send?.({ kind: 'ready' } satisfies WorkerMessage);
@@ -140,22 +158,7 @@ export async function startWorkerProcess(options: {
     credentials: { ...options.engines.credentials },
   });
   return {
-    async idle() {
-      for (;;) {
-        const { Attributes = {} } = await sqs.send(
-          new GetQueueAttributesCommand({
-            QueueUrl: options.engines.processingQueueUrl,
-            AttributeNames: [
-              'ApproximateNumberOfMessages',
-              'ApproximateNumberOfMessagesNotVisible',
-              'ApproximateNumberOfMessagesDelayed',
-            ],
-          }),
-        );
-        if (Object.values(Attributes).every((count) => Number(count) === 0)) return;
-        await new Promise((done) => setTimeout(done, IDLE_POLL_MS));
-      }
-    },
+    idle: () => queueDrained(sqs, options.engines.processingQueueUrl),
     async stop() {
       stopping = true;
       if (restartTimer) clearTimeout(restartTimer);
