@@ -153,3 +153,24 @@ function keepInvisible(
   timer.unref();
   return timer;
 }
+
+/** How often `queueDrained` asks the queue for its counts. */
+const DRAINED_POLL_MS = 100;
+
+/** Resolves once the queue holds no message: none visible, none received and not yet deleted, none delayed. */
+export async function queueDrained(sqs: SQSClient, queueUrl: string): Promise<void> {
+  for (;;) {
+    const { Attributes = {} } = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: queueUrl,
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
+      }),
+    );
+    if (Object.values(Attributes).every((count) => Number(count) === 0)) return;
+    await new Promise((done) => setTimeout(done, DRAINED_POLL_MS));
+  }
+}

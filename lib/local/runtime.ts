@@ -35,9 +35,9 @@ import { embedderFromEnv } from './embedder';
 import { LOCAL_REGION } from './engine-credentials';
 import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, startEngines } from './engines';
 import { MetricsCollector } from './metrics-collector';
-import { type QueueWorker, type SqsHandler, startQueueWorker } from './queue-worker';
+import { type QueueWorker, queueDrained, type SqsHandler, startQueueWorker } from './queue-worker';
 import { answerClientError, createRouter } from './router';
-import { queueDrained, startWorkerProcess } from './worker-process';
+import { startWorkerProcess } from './worker-process';
 
 export interface LocalRuntimeOptions {
   readonly host?: string;

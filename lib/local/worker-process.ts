@@ -9,17 +9,16 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import type { MetricDimensions, MetricName, OperationalMetrics } from '#ports/metrics';
 import { LOCAL_REGION } from './engine-credentials';
 import type { EngineEndpoints } from './engines';
-import type { QueueWorker } from './queue-worker';
+import { type QueueWorker, queueDrained } from './queue-worker';
 
 const ROOT = resolve(__dirname, '..', '..');
 const WORKER_SCRIPT = join(ROOT, 'bin', 'worker.ts');
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 10_000;
-const IDLE_POLL_MS = 100;
 const MAX_RESTART_DELAY_MS = 30_000;
 
 /** What the worker sends its parent over IPC. */
@@ -44,24 +43,6 @@ export function metricsToParent(): OperationalMetrics | undefined {
     count: (name, value = 1, dimensions) => post({ kind: 'metric', unit: 'count', name, value, dimensions }),
     milliseconds: (name, value, dimensions) => post({ kind: 'metric', unit: 'milliseconds', name, value, dimensions }),
   };
-}
-
-/** Resolves once the queue holds no message: none visible, none received and not yet deleted, none delayed. */
-export async function queueDrained(sqs: SQSClient, queueUrl: string): Promise<void> {
-  for (;;) {
-    const { Attributes = {} } = await sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: queueUrl,
-        AttributeNames: [
-          'ApproximateNumberOfMessages',
-          'ApproximateNumberOfMessagesNotVisible',
-          'ApproximateNumberOfMessagesDelayed',
-        ],
-      }),
-    );
-    if (Object.values(Attributes).every((count) => Number(count) === 0)) return;
-    await new Promise((done) => setTimeout(done, IDLE_POLL_MS));
-  }
 }
 
 /** In the worker: tells the runtime that started it that it polls the queues. */
@@ -124,10 +105,14 @@ export async function startWorkerProcess(options: {
       child = undefined;
       // Exit code 0: it stopped as asked (Ctrl-C in a terminal reaches it too), so it is not started again.
       if (code === 0) return;
-      options.log(`The processing worker exited (${code ?? signal}); starting it again in ${restartDelay / 1000} s`);
-      restartTimer = setTimeout(restart, restartDelay);
-      restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
+      restartLater(`The processing worker exited (${code ?? signal}); starting it again`);
     });
+  };
+  /** Logs `why`, then starts the worker again after the current delay, which doubles for the next time. */
+  const restartLater = (why: string) => {
+    options.log(`${why} in ${restartDelay / 1000} s`);
+    restartTimer = setTimeout(restart, restartDelay);
+    restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
   };
   const restart = () => {
     restartTimer = undefined;
@@ -142,10 +127,7 @@ export async function startWorkerProcess(options: {
         watch(started);
       },
       (error: Error) => {
-        if (stopping) return;
-        options.log(`${error.message.split('\n')[0]}; trying again in ${restartDelay / 1000} s`);
-        restartTimer = setTimeout(restart, restartDelay);
-        restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
+        if (!stopping) restartLater(`${error.message.split('\n')[0]}; trying again`);
       },
     );
   };
