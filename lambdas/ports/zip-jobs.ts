@@ -66,6 +66,11 @@ export interface ZipJobStore {
   listPending(updatedBefore: string, limit: number): Promise<string[]>;
   /** Counts a watchdog retry and restarts the job's clock, only while it is neither read through nor failed. */
   recordWatchdogRetry(zipJobId: string, retries: number, updatedAt: string): Promise<boolean>;
+  /**
+   * An import attempt listed files: the job's clock restarts and its watchdog retries are forgotten, only while it is
+   * neither read through nor failed. An import that keeps getting further is not stuck, however often it is cut off.
+   */
+  recordProgress(zipJobId: string, updatedAt: string): Promise<void>;
   /** `failed` with this error, only while the job is neither read through nor failed; false otherwise. */
   failUnread(zipJobId: string, error: NonNullable<ZipJobRecord['error']>, updatedAt: string): Promise<boolean>;
   /** Every job of a knowledge base, in all environments (the deletion of the knowledge base reads them). */

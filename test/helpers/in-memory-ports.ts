@@ -565,6 +565,13 @@ export class InMemoryZipJobStore implements ZipJobStore {
     return true;
   }
 
+  async recordProgress(zipJobId: string, updatedAt: string): Promise<void> {
+    const job = this.unread(zipJobId);
+    if (!job) return;
+    const { watchdogRetries: _forgotten, ...rest } = job;
+    this.jobs.set(zipJobId, { ...rest, updatedAt });
+  }
+
   async failUnread(zipJobId: string, error: NonNullable<ZipJobRecord['error']>, updatedAt: string) {
     const job = this.unread(zipJobId);
     if (!job) return false;

@@ -364,4 +364,56 @@ describe('a ZIP import cut off half-way', () => {
     expect(await importZip(deps(), message)).toBe('skipped');
     expect(metrics.sum('ZipFilesImported')).toBe(names.length);
   });
+
+  it('is not failed by the watchdog while each attempt gets further, however often it is cut off', async () => {
+    // The watchdog re-queued the import once; that attempt lists a window and dies. The job got further, so the
+    // watchdog's next look queues it again instead of failing it (a worker killed every few seconds, as in the
+    // fault-injection proof, cuts off most attempts of a large archive).
+    const window = ZIP_IMPORT_CONCURRENCY;
+    const names = Array.from({ length: window + 4 }, (_, i) => `part-${String(i).padStart(2, '0')}.txt`);
+    const job: ZipJobRecord = {
+      agentId: 'agent-1',
+      environment: 'production',
+      knowledgeBaseId: 'kb-3',
+      zipJobId: 'zip-progress',
+      organizationId: 'org-1',
+      uploadId: 'zip-progress-upload',
+      s3Key: 'agent-1/production/kb-3/_zip/zip-progress/batch.zip',
+      label1: null,
+      label2: null,
+      status: 'uploaded',
+      error: null,
+      fileCount: null,
+      createdAt: LONG_AGO,
+      updatedAt: LONG_AGO,
+    };
+    const objects = new Map([[job.s3Key, await zipOf(Object.fromEntries(names.map((n) => [n, `Text of ${n}.`])))]]);
+    await zipJobs.create(job);
+    expect(await zipJobs.recordWatchdogRetry(job.zipJobId, 1, LONG_AGO)).toBe(true);
+    let queued = 0;
+    const dyingAfterOneWindow = {
+      ...depsWith(),
+      archives: new ZipArchiveImporter(),
+      blobs: inMemoryBlobStore(objects),
+      queue: {
+        send: async () => undefined,
+        sendAll: async (messages: readonly ProcessingMessage[]) => {
+          queued += messages.length;
+          if (queued > window) throw new Error('worker killed');
+        },
+      },
+    };
+    await expect(importZip(dyingAfterOneWindow, { ...job })).rejects.toThrow('worker killed');
+    expect(await zipJobs.listFiles(job.zipJobId)).toHaveLength(window);
+    const after = await zipJobs.get(job.zipJobId);
+    expect(after?.watchdogRetries).toBeUndefined();
+
+    const later = depsWith({ clock: { now: () => new Date(Date.now() + 60_000) } });
+    expect(await runWatchdog(later, { timeoutSeconds: 1 })).toMatchObject({ importsRetried: 1, importsFailed: 0 });
+    // (The documents the attempt created and queued are re-queued too: they are `uploaded` as long ago.)
+    expect(later.sent.filter((m) => m.kind === 'process-zip')).toEqual([
+      expect.objectContaining({ zipJobId: job.zipJobId }),
+    ]);
+    expect(await zipJobs.get(job.zipJobId)).toMatchObject({ status: 'processing', watchdogRetries: 1, error: null });
+  });
 });

@@ -138,6 +138,7 @@ async function importArchive(
   const resumeAt = listed.every((entry, i) => entry.fileName === plan.files[i]?.fileName) ? listed.length : 0;
   // Files that became documents, those of the cut-off attempt included: counted once, when the archive is read.
   let imported = listed.slice(0, resumeAt).filter((entry) => entry.error === null).length;
+  let watchdogRetried = (job.watchdogRetries ?? 0) > 0;
   for (let start = resumeAt; start < plan.files.length; ) {
     const window = importWindow(plan.files, start);
     // Every file of the window settles before a failure is thrown: no store goes on behind the next attempt.
@@ -172,6 +173,12 @@ async function importArchive(
     );
     imported += stored.filter(({ entry }) => entry.error === null).length;
     start += window.length;
+    // The watchdog re-queued this job after an attempt was cut off: this one got further, so the job is not stuck,
+    // and its retries start over (one write per attempt, only after a retry).
+    if (watchdogRetried) {
+      await deps.zipJobs.recordProgress(job.zipJobId, now());
+      watchdogRetried = false;
+    }
   }
   // The archive is read; the job completes when every document has finished (see zipJobView).
   await deps.zipJobs.markRead(job.zipJobId, plan.files.length, plan.warnings, now());

@@ -165,6 +165,10 @@ export class DynamoZipJobStore implements ZipJobStore {
     return this.updateUnread(zipJobId, { watchdogRetries: retries, updatedAt });
   }
 
+  async recordProgress(zipJobId: string, updatedAt: string): Promise<void> {
+    await this.updateUnread(zipJobId, { updatedAt }, ['watchdogRetries']);
+  }
+
   failUnread(zipJobId: string, error: NonNullable<ZipJobRecord['error']>, updatedAt: string): Promise<boolean> {
     return this.updateUnread(zipJobId, { status: 'failed', error, updatedAt }, ['pendingKey']);
   }
