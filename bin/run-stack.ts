@@ -1,10 +1,12 @@
 /**
  * Runs the synthesized stack of a cloud assembly on this machine (lib/stack-check/stack-runner.ts) until stdin
  * closes: `tsx bin/run-stack.ts <cdk.out> [--template <file>]`. Prints one line `@@stack {"ready":{baseUrl,token}}`
- * when it serves (token and otherToken: two new organizations with every scope), and for each `report` line read on stdin one
+ * when it serves (token and otherToken: two new organizations with every scope; owner: a person who owns token's,
+ * signed in; people: the user pool), and for each `report` line read on stdin one
  * line `@@stack {"report":{...}}`: the calls checked, the calls refused, wiring errors and each function's output.
  * test/stack/run.test.ts drives it; jest itself cannot load the ES-module-only SQS engine.
  */
+import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -26,10 +28,15 @@ async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-stack-'));
   const stack = await runStack({ ...assembly, template }, { dataDir });
   // Two organizations, as the HTTP suites' TEST_TOKENS want them.
-  const token = await stack.createToken(SCOPES);
+  const organizationId = randomUUID();
+  const token = await stack.createToken(SCOPES, organizationId);
   const otherToken = await stack.createToken(SCOPES);
+  // The first organization's owner signed in: people are managed by people (docs/people.md).
+  const email = 'owner@stack-check.example.com';
+  const password = 'Stack-owner-1';
+  const owner = { ...(await stack.createOwner(email, password, organizationId)), email, password };
   const say = (value: unknown) => process.stdout.write(`@@stack ${JSON.stringify(value)}\n`);
-  say({ ready: { baseUrl: stack.baseUrl, token, otherToken } });
+  say({ ready: { baseUrl: stack.baseUrl, token, otherToken, owner, people: stack.people } });
 
   const stop = async () => {
     await stack.stop();

@@ -16,10 +16,17 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export type Access = 'read' | 'readWrite';
 /**
- * A table also: `readUpdate` = read plus UpdateItem (no PutItem, DeleteItem or batch writes); `update` = UpdateItem
- * alone (the rate limit counters).
+ * A table also: `readUpdate` = read plus UpdateItem (no PutItem, DeleteItem or batch writes); `readPut` = read plus
+ * PutItem; `readDelete` = read plus DeleteItem; `update` = UpdateItem alone (the rate limit counters).
  */
-export type TableAccess = Access | 'readUpdate' | 'update';
+export type TableAccess = Access | 'readUpdate' | 'readPut' | 'readDelete' | 'update';
+
+/** The one write each `read…` level adds to reading (`readWrite` adds them all). */
+export const SINGLE_WRITE_OF: Partial<Record<TableAccess, string>> = {
+  readUpdate: 'dynamodb:UpdateItem',
+  readPut: 'dynamodb:PutItem',
+  readDelete: 'dynamodb:DeleteItem',
+};
 
 export interface ResourceAccess {
   readonly tables?: Partial<Record<TableName, TableAccess>>;
@@ -42,10 +49,10 @@ export interface ResourceAccess {
   readonly browserTask?: 'invoke';
   /**
    * People's accounts in the user pool (docs/people.md): `verify` = its ID tokens' issuer and audience (no grant);
-   * `signUp` = the pool's public SignUp through the app client (no grant); `manage` = AdminCreateUser and
-   * AdminDeleteUser (invitations, removals).
+   * `signUp` = the pool's public SignUp through the app client (no grant); `manage` = AdminCreateUser (an account for
+   * an invited address); `signUpMode` = only whether sign-up is open (SIGNUP_MODE: new organizations), no pool.
    */
-  readonly people?: 'verify' | 'signUp' | 'manage';
+  readonly people?: 'verify' | 'signUp' | 'manage' | 'signUpMode';
 }
 
 export interface HttpRoute {
@@ -68,6 +75,11 @@ export interface HttpRoute {
   /** Largest JSON body the handler reads; default 1 MiB (MAX_JSON_BODY_BYTES, lambdas/shared/http.ts). */
   readonly maxBodyBytes?: number;
   /**
+   * A person's own route (core/dashboard/my-account.ts): a person signed in, in no organization; a token is refused
+   * (403). Its handler is a `personHandler` (lambdas/shared/http.ts).
+   */
+  readonly personal?: true;
+  /**
    * The route whose function also serves this one (a dashboard mirror, below): the stack adds this route's method to
    * that function instead of making a function of its own. Same handler file and access as that route.
    */
@@ -85,11 +97,14 @@ const DEFINITION = '/dashboard/agents/{agentId}/definition/{environment}';
 
 /**
  * What running a flow touches: the definition, the session, analytics, and retrieval (default retrieval and the
- * retrieval tools: agents, knowledge bases, the knowledge index) with the generate model.
+ * retrieval tools: agents, knowledge bases, the knowledge index) with the generate model; and the counters, where each
+ * node and browser second is counted against the organization's flow work budget (core/flows/work-budget.ts).
  */
 const flowRun: ResourceAccess = {
   tables: {
-    agents: 'read',
+    rateLimits: 'update',
+    // readUpdate: an agent without a callback secret gets one at its first callback (core/flows/callback-delivery.ts).
+    agents: 'readUpdate',
     knowledgeBases: 'read',
     agentDefinitions: 'read',
     sessions: 'readWrite',
@@ -110,6 +125,12 @@ export const FLOW_INPUT_MAX_BODY_BYTES = 5 * 1024 * 1024;
 
 /** A flow trigger route also stores the images attached to its user message, and reads them back for the model. */
 const flowInput: ResourceAccess = { ...flowRun, attachments: 'readWrite', flowRunQueue: 'send' };
+
+/** A person's own routes: their memberships, the invitations to them, and the organizations they found. */
+const PERSONAL: ResourceAccess = {
+  tables: { memberships: 'readWrite', invitations: 'readWrite', organizations: 'readWrite' },
+  people: 'signUpMode',
+};
 
 const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   {
@@ -306,6 +327,18 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     access: { tables: { agents: 'readUpdate' }, processingQueue: 'send' },
     successStatus: 202,
     summary: 'Delete an agent with its knowledge bases, definitions and sessions (a job: 202, then gone)',
+  },
+  {
+    id: 'RotateCallbackSecret',
+    method: 'POST',
+    path: '/dashboard/agents/{agentId}/callback-secret',
+    handler: http('dashboard/rotate-callback-secret'),
+    scope: 'dashboard',
+    // readUpdate: it reads the agent and sets its secrets with one conditional UpdateItem; it never puts or deletes.
+    access: { tables: { agents: 'readUpdate' } },
+    successStatus: 201,
+    summary:
+      "Make a new secret that signs the agent's AI-message callbacks, shown only in this answer (owners); the previous one signs too for 24 hours",
   },
   {
     id: 'CreateKnowledgeBase',
@@ -505,7 +538,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     handler: http('dashboard/signup'),
     // Public: the person has no account yet. Closed (403 SIGNUP_CLOSED) unless the deployment opens it.
     scope: null,
-    access: { tables: { members: 'readWrite', organizations: 'readWrite' }, people: 'signUp' },
+    access: { tables: { memberships: 'readWrite', organizations: 'readWrite' }, people: 'signUp' },
     maxBodyBytes: 4096,
     successStatus: 201,
     summary: 'Sign up: a person and a new organization they own',
@@ -525,9 +558,13 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: '/dashboard/members',
     handler: http('dashboard/invite-member'),
     scope: 'dashboard',
-    access: { tables: { members: 'readWrite' }, people: 'manage' },
+    // people: an account (and its temporary password) for an address the pool does not have yet.
+    access: {
+      tables: { memberships: 'read', invitations: 'readWrite', organizations: 'read' },
+      people: 'manage',
+    },
     successStatus: 201,
-    summary: 'Invite a person to the organization (owners)',
+    summary: 'Invite a person to the organization (owners signed in): an offer they accept',
   },
   {
     id: 'ListMembers',
@@ -535,8 +572,8 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: '/dashboard/members',
     handler: http('dashboard/list-members'),
     scope: 'dashboard',
-    access: { tables: { members: 'read' } },
-    summary: "List the organization's people",
+    access: { tables: { memberships: 'read', invitations: 'read' } },
+    summary: "List the organization's people and open invitations",
   },
   {
     id: 'RemoveMember',
@@ -544,10 +581,68 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: '/dashboard/members/{email}',
     handler: http('dashboard/remove-member'),
     scope: 'dashboard',
-    access: { tables: { members: 'readWrite' }, people: 'manage' },
-    summary: 'Remove a person from the organization (owners); they lose access at their next request',
+    // tokens: the tokens the person made there end with their membership.
+    access: { tables: { memberships: 'readWrite', invitations: 'readWrite', tokens: 'readWrite' } },
+    summary:
+      'Remove a person from the organization, with the tokens they made, or cancel an invitation (owners signed in)',
+  },
+  /**
+   * A person's own routes (core/dashboard/my-account.ts): no organization needed, no token taken. One function serves
+   * the four (`functionOf`), with the access they share.
+   */
+  {
+    id: 'GetMe',
+    personal: true,
+    method: 'GET',
+    path: '/dashboard/me',
+    handler: http('dashboard/me'),
+    scope: 'dashboard',
+    access: PERSONAL,
+    summary: 'The person signed in: their organizations and the invitations to their address',
+  },
+  {
+    id: 'AcceptInvitation',
+    personal: true,
+    method: 'POST',
+    path: '/dashboard/me/invitations/{organizationId}',
+    handler: http('dashboard/me'),
+    scope: 'dashboard',
+    access: PERSONAL,
+    functionOf: 'GetMe',
+    successStatus: 201,
+    summary: 'Accept an invitation to an organization: a membership of the person signed in',
+  },
+  {
+    id: 'DeclineInvitation',
+    personal: true,
+    method: 'DELETE',
+    path: '/dashboard/me/invitations/{organizationId}',
+    handler: http('dashboard/me'),
+    scope: 'dashboard',
+    access: PERSONAL,
+    functionOf: 'GetMe',
+    summary: 'Decline an invitation to an organization',
+  },
+  {
+    id: 'CreateOrganization',
+    personal: true,
+    method: 'POST',
+    path: '/dashboard/me/organizations',
+    handler: http('dashboard/me'),
+    scope: 'dashboard',
+    access: PERSONAL,
+    functionOf: 'GetMe',
+    successStatus: 201,
+    maxBodyBytes: 4096,
+    summary: 'Found an organization the person signed in owns (where sign-up is open)',
   },
 ];
+
+/**
+ * The routes that make an organization on a caller's own say: limited per client address (lib/local/client-limits.ts;
+ * the web ACL's sign-up rule in AWS, lib/constructs/api-firewall.ts).
+ */
+export const SIGN_UP_ROUTES: readonly string[] = ['SignUp', 'CreateOrganization'];
 
 /** A knowledge base in one environment, as the dashboard addresses it. */
 const DATASET = '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}';
@@ -605,9 +700,11 @@ export const ROUTES: readonly HttpRoute[] = [...TABLE_OF_ROUTES, ...MIRRORED].ma
 /** The Lambda authorizer (cached by API Gateway) that turns a bearer token into organization and scopes. */
 export const AUTHORIZER = {
   handler: 'lambdas/handlers/auth/authorizer.ts',
-  // readUpdate: it records each token's last use (once a minute); it never creates or deletes one. Members: the
-  // organization and role of a person signed in (docs/people.md).
-  access: { tables: { tokens: 'readUpdate', members: 'read' }, people: 'verify' },
+  // readUpdate: it records each token's last use (once a minute); it never creates or deletes one. Memberships: a
+  // person's organizations and roles, and whether the owner at a token's root still is one. readPut and readDelete:
+  // the one move of a row of the members table of before issue 33 to a membership, at its person's first sign-in
+  // (docs/people.md). Writing a membership gives it nothing it lacks: its answer alone decides who a caller is.
+  access: { tables: { tokens: 'readUpdate', memberships: 'readPut', members: 'readDelete' }, people: 'verify' },
 } as const;
 
 /** Functions that are not routes: the processing queue's consumer and the scheduled watchdog. */

@@ -121,12 +121,32 @@ export const TABLES: Record<TableName, TableSchema> = {
     ],
   },
   /**
-   * People of the organizations (docs/people.md): `email` (lower case, as Cognito's ID token carries it) →
-   * `organizationId`, `role` (`owner` | `member`); one organization per person. Index `byOrganization` lists an
-   * organization's people.
+   * The members table of before issue 33: `email` → `organizationId`, `role`, one organization per person. Nothing
+   * writes it now; each row becomes a membership at its person's next sign-in and is deleted (docs/people.md,
+   * "From the members table"). Kept, not dropped: a stack update must not orphan the rows of a deployment.
    */
   members: {
     partitionKey: 'email',
+    indexes: [{ indexName: 'byOrganization', partitionKey: { name: 'organizationId' }, sortKey: { name: 'email' } }],
+  },
+  /**
+   * People of the organizations (docs/people.md): one item per person (`sub`, Cognito's id of them) and
+   * organization, with `email` and `role` (`owner` | `member`). Index `byOrganization` lists an organization's people.
+   */
+  memberships: {
+    partitionKey: 'sub',
+    sortKey: 'organizationId',
+    indexes: [{ indexName: 'byOrganization', partitionKey: { name: 'organizationId' }, sortKey: { name: 'email' } }],
+  },
+  /**
+   * Invitations (offers of a membership): one item per invited `email` and `organizationId`, with `role`,
+   * `invitedBy`, `expiresAt`; TTL `expiresAtEpoch` removes them once expired. Index `byOrganization` lists an
+   * organization's.
+   */
+  invitations: {
+    partitionKey: 'email',
+    sortKey: 'organizationId',
+    timeToLiveAttribute: 'expiresAtEpoch',
     indexes: [{ indexName: 'byOrganization', partitionKey: { name: 'organizationId' }, sortKey: { name: 'email' } }],
   },
   /** Organizations made by a sign-up: `organizationId` → `name`, `createdAt` (docs/people.md). */

@@ -7,9 +7,10 @@
  *   npm run first-owner -- --outputs cdk-outputs.json --email you@example.com --organization "Acme Support"
  *
  * It runs the same use case as the API (core/dashboard/members.ts, createOwner) with the deploying credentials
- * (AdminCreateUser on the pool, PutItem and DeleteItem on the members and organizations tables), and honours the
- * SDK's AWS_ENDPOINT_URL_* variables, so it also runs against LocalStack or the local engines; there
- * `--print-temporary-password` prints the password instead of a mail that does not go out.
+ * (AdminCreateUser and AdminGetUser on the pool, PutItem and DeleteItem on the memberships and organizations tables),
+ * and honours the SDK's AWS_ENDPOINT_URL_* variables, so it also runs against LocalStack or the local engines; there
+ * `--print-temporary-password` prints the password instead of a mail that does not go out. A person who has an
+ * account already (an owner of another organization) keeps it, and owns the new organization too.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -19,7 +20,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import * as z from 'zod';
 import { CognitoPeopleDirectory } from '#adapters/auth/cognito-directory';
-import { DynamoMemberStore } from '#adapters/store/dynamodb/member-store';
+import { DynamoMembershipStore } from '#adapters/store/dynamodb/membership-store';
 import { DynamoOrganizationStore } from '#adapters/store/dynamodb/organization-store';
 import { createOwner } from '#core/dashboard/members';
 import { AppError } from '#core/errors';
@@ -34,7 +35,7 @@ const outputsSchema = z.record(
   z.object({
     UserPoolId: z.string().min(1),
     UserPoolClientId: z.string().min(1),
-    MembersTableName: z.string().min(1),
+    MembershipsTableName: z.string().min(1),
     OrganizationsTableName: z.string().min(1),
   }),
 );
@@ -70,7 +71,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     const answer = await createOwner(
       {
-        members: new DynamoMemberStore(dynamo, outputs.MembersTableName),
+        memberships: new DynamoMembershipStore(dynamo, outputs.MembershipsTableName),
         organizations: new DynamoOrganizationStore(dynamo, outputs.OrganizationsTableName),
         directory: new CognitoPeopleDirectory(cognito, {
           userPoolId: outputs.UserPoolId,

@@ -63,6 +63,11 @@ async function main(): Promise<number> {
           ...process.env,
           TEST_BASE_URL: stack.baseUrl,
           TEST_TOKENS: `${stack.token},${stack.otherToken}`,
+          // The people the access matrix needs: the user pool, and the owner of the first token's organization.
+          TEST_PEOPLE: JSON.stringify({
+            pool: stack.people,
+            owner: { email: stack.owner.email, password: stack.owner.password },
+          }),
           [`TEST_BASE_URL_UPLOAD_TTL_${SHORT_UPLOAD_TTL_SECONDS}`]: shortTtl.baseUrl,
           [`TEST_TOKENS_UPLOAD_TTL_${SHORT_UPLOAD_TTL_SECONDS}`]: `${shortTtl.token},${shortTtl.otherToken}`,
         },

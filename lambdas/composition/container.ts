@@ -10,7 +10,6 @@ import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
 import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
 import { DynamoRetrievalConfigStore } from '#adapters/store/dynamodb/retrieval-config-store';
-import { DynamoTokenStore } from '#adapters/store/dynamodb/token-store';
 import { DynamoUploadSessionStore } from '#adapters/store/dynamodb/upload-session-store';
 import { DynamoZipJobStore } from '#adapters/store/dynamodb/zip-job-store';
 import { withReadCache } from '#adapters/store/read-cache';
@@ -26,45 +25,47 @@ import { handlerVariable } from '#shared/environment';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { s3Client } from './clients/s3';
 import { sqsClient } from './clients/sqs';
+import { tokenStore } from './credential-stores';
 import { operationalMetrics } from './metrics';
 import { once } from './once';
 
 // The caller, agent and knowledge base checks of every request read these through a short cache (read-cache.ts).
-const tokens = once(() =>
-  withReadCache<TokenStore>(new DynamoTokenStore(dynamoDocumentClient(), config.tableName('tokens')), {
-    cached: ['getByHash'],
-    uncached: ['list', 'getById'],
-  }),
-);
-const rawAgents = once(() => new DynamoAgentStore(dynamoDocumentClient(), config.tableName('agents')));
-const agents = once(() =>
+// The stores a narrower root needs are exported one by one (flow-container.ts): importing `container` bundles them all.
+// `@__PURE__`: a bundle drops the stores its handler never reads, and the adapters behind them.
+const tokens = tokenStore;
+const rawAgents = /* @__PURE__ */ once(() => new DynamoAgentStore(dynamoDocumentClient(), config.tableName('agents')));
+export const agentsStore = /* @__PURE__ */ once(() =>
   withReadCache<AgentStore>(rawAgents(), { cached: ['get'], uncached: ['list', 'listDeleting'] }),
 );
-const rawKnowledgeBases = once(
+const rawKnowledgeBases = /* @__PURE__ */ once(
   () => new DynamoKnowledgeBaseStore(dynamoDocumentClient(), config.tableName('knowledgeBases')),
 );
-const knowledgeBases = once(() =>
+export const knowledgeBasesStore = /* @__PURE__ */ once(() =>
   withReadCache<KnowledgeBaseStore>(rawKnowledgeBases(), { cached: ['get'], uncached: ['list', 'listDeleting'] }),
 );
-const documents = once(() => new DynamoDocumentStore(dynamoDocumentClient(), config.tableName('documents')));
-const uploads = once(() => new DynamoUploadSessionStore(dynamoDocumentClient(), config.tableName('uploads')));
-const zipJobs = once(() => new DynamoZipJobStore(dynamoDocumentClient(), config.tableName('zipJobs')));
-const analytics = once(
+const documents = /* @__PURE__ */ once(
+  () => new DynamoDocumentStore(dynamoDocumentClient(), config.tableName('documents')),
+);
+const uploads = /* @__PURE__ */ once(
+  () => new DynamoUploadSessionStore(dynamoDocumentClient(), config.tableName('uploads')),
+);
+const zipJobs = /* @__PURE__ */ once(() => new DynamoZipJobStore(dynamoDocumentClient(), config.tableName('zipJobs')));
+export const analyticsStore = /* @__PURE__ */ once(
   () =>
     new DynamoAnalyticsStore(dynamoDocumentClient(), config.tableName('analytics'), {
       clock,
       retentionDays: retentionDaysFrom(handlerVariable('ANALYTICS_RETENTION_DAYS')),
     }),
 );
-const retrievalConfigs = once(
+export const retrievalConfigsStore = /* @__PURE__ */ once(
   () => new DynamoRetrievalConfigStore(dynamoDocumentClient(), config.tableName('retrievalConfigs')),
 );
-const blobs = once(() => new S3BlobStore(s3Client(), config.documentsBucket()));
-const queue = once(() => new SqsProcessingQueue(sqsClient(), config.processingQueueUrl()));
-const settings = once(() => config.uploads());
+export const blobsStore = /* @__PURE__ */ once(() => new S3BlobStore(s3Client(), config.documentsBucket()));
+const queue = /* @__PURE__ */ once(() => new SqsProcessingQueue(sqsClient(), config.processingQueueUrl()));
+const settings = /* @__PURE__ */ once(() => config.uploads());
 
-const clock: Clock = { now: () => new Date() };
-const ids: IdGenerator = { uuid: () => randomUUID() };
+export const clock: Clock = { now: () => new Date() };
+export const ids: IdGenerator = { uuid: () => randomUUID() };
 
 /**
  * The agent and knowledge base stores without the read cache: for the deletion jobs, which follow a record's own
@@ -85,10 +86,10 @@ export const container = {
     return tokens();
   },
   get agents(): AgentStore {
-    return agents();
+    return agentsStore();
   },
   get knowledgeBases(): KnowledgeBaseStore {
-    return knowledgeBases();
+    return knowledgeBasesStore();
   },
   get documents(): DocumentStore {
     return documents();
@@ -100,13 +101,13 @@ export const container = {
     return zipJobs();
   },
   get analytics(): AnalyticsStore {
-    return analytics();
+    return analyticsStore();
   },
   get retrievalConfigs(): RetrievalConfigStore {
-    return retrievalConfigs();
+    return retrievalConfigsStore();
   },
   get blobs(): BlobStore {
-    return blobs();
+    return blobsStore();
   },
   get queue(): ProcessingQueue {
     return queue();

@@ -8,7 +8,7 @@ import type { DefinitionDeps } from '#core/flows/definitions';
 import type { SessionStore } from '#ports/flows';
 import { config, positiveInteger } from '#shared/config';
 import { dynamoDocumentClient } from './clients/dynamodb';
-import { container } from './container';
+import { agentsStore, clock } from './container';
 import { once } from './once';
 
 export const definitionStore = once(
@@ -25,7 +25,7 @@ export const sessionStore = once(
 
 export const definitionContainer = {
   get agents() {
-    return container.agents;
+    return agentsStore();
   },
   get definitions() {
     return definitionStore();
@@ -33,5 +33,5 @@ export const definitionContainer = {
   get sessions(): SessionStore {
     return sessionStore();
   },
-  clock: container.clock,
+  clock: clock,
 } satisfies DefinitionDeps & { sessions: SessionStore };

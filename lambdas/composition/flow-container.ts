@@ -2,7 +2,8 @@
  * Composition root of the flow runtime (webhook, app events, the flow runner, the schedule tick) and the definition
  * endpoints: the DynamoDB stores, the model resolver, outbound HTTP and the browser behind their guards, analytics,
  * default retrieval and the retrieval tools through the retrieval container (with the generate endpoint's model), and
- * the flow runner's queue with the budget of a request's run (docs/flows.md, "Long runs").
+ * the flow runner's queue with the budget of a request's run (docs/flows.md, "Long runs"), and the organizations' flow
+ * work budget in the rate limits' counters (docs/rate-limits.md, "Flow work").
  */
 import { GuardedImageDownloader } from '#adapters/network/guarded-download';
 import { GuardedOutboundHttp } from '#adapters/network/outbound-http';
@@ -17,12 +18,13 @@ import { config } from '#shared/config';
 import { handlerEnvironment, handlerVariable } from '#shared/environment';
 import { logger } from '#shared/logger';
 import { sqsClient } from './clients/sqs';
-import { container } from './container';
+import { agentsStore, analyticsStore, blobsStore, clock, ids } from './container';
 import { definitionStore, sessionStore } from './definition-container';
 import { flowModelResolverFromEnv } from './flow-model';
 import { operationalMetrics } from './metrics';
 import { generateModelFromEnv } from './model';
 import { once } from './once';
+import { flowWorkBudget } from './rate-limiter';
 import { retrievalContainer } from './retrieval-container';
 
 const models = once(() => flowModelResolverFromEnv());
@@ -37,13 +39,13 @@ const http = once(() => new GuardedOutboundHttp({ allowPrivateNetwork: allowPriv
 // Built on first use: only an invocation with attached images (webhook, app events) needs the documents bucket.
 const attachments = once(
   (): AttachmentDeps => ({
-    blobs: container.blobs,
+    blobs: blobsStore(),
     downloads: new GuardedImageDownloader({ allowPrivateNetwork: allowPrivateNetworkFromEnv() }),
   }),
 );
 const recorder = once(
   () =>
-    new AnalyticsRecorder(container.analytics, container.ids, {
+    new AnalyticsRecorder(analyticsStore(), ids, {
       onBackgroundError: (error) => logger.warn('analytics write failed; it is retried', { error: error as Error }),
     }),
 );
@@ -100,8 +102,9 @@ const defaultRetrieval: DefaultRetrievalRunner = async (request) => {
 };
 
 export const flowContainer = {
+  // Through the read cache: a rotation through the same store empties it; another container's within 5 s.
   get agents() {
-    return container.agents;
+    return agentsStore();
   },
   get definitions() {
     return definitionStore();
@@ -133,6 +136,9 @@ export const flowContainer = {
   get runs() {
     return runQueue();
   },
+  get work() {
+    return flowWorkBudget();
+  },
   get leaseMs() {
     return flowRuns().leaseMs;
   },
@@ -140,8 +146,8 @@ export const flowContainer = {
   get syncBudgetMs() {
     return flowRuns().syncBudgetMs;
   },
-  clock: container.clock,
-  ids: container.ids,
+  clock: clock,
+  ids: ids,
   // The stack of a failed invocation is kept here, in the service log; analytics get only its code and message.
   onFailure: (failure, error) => logger.warn('flow invocation failed', { ...failure, error: error as Error }),
-} satisfies FlowRuntimeDeps & { agents: unknown; syncBudgetMs: number };
+} satisfies FlowRuntimeDeps & { syncBudgetMs: number };

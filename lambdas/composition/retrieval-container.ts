@@ -5,7 +5,7 @@
  */
 import type { DefaultRetrievalDeps } from '#core/retrieval/default-retrieval';
 import type { Embedder, KnowledgeIndex } from '#ports/processing';
-import { container } from './container';
+import { agentsStore, clock, knowledgeBasesStore, retrievalConfigsStore } from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';
 
@@ -13,14 +13,14 @@ let index: KnowledgeIndex | undefined;
 
 export const retrievalContainer: DefaultRetrievalDeps = {
   get retrievalConfigs() {
-    return container.retrievalConfigs;
+    return retrievalConfigsStore();
   },
-  clock: container.clock,
+  clock: clock,
   get agents() {
-    return container.agents;
+    return agentsStore();
   },
   get knowledgeBases() {
-    return container.knowledgeBases;
+    return knowledgeBasesStore();
   },
   get index(): KnowledgeIndex {
     index ??=

@@ -259,6 +259,11 @@ export interface OutboundRequest {
   readonly headers?: Readonly<Record<string, string>>;
   /** Sent as JSON. */
   readonly body?: unknown;
+  /**
+   * A JSON text sent byte for byte instead of `body`: what a signature was computed over (a signed AI-message
+   * callback, core/flows/callback-delivery.ts), so no second serialization may differ from it.
+   */
+  readonly serializedBody?: string;
   readonly timeoutMs?: number;
 }
 
@@ -366,6 +371,13 @@ export interface FlowRunMessage {
   readonly invocationId: string;
 }
 
+/** The longest a message can wait before it is delivered: SQS's DelaySeconds allows 0 to 900. */
+export const MAX_RUN_DELAY_SECONDS = 900;
+
 export interface FlowRunQueue {
-  send(message: FlowRunMessage): Promise<void>;
+  /**
+   * `delaySeconds` (at most MAX_RUN_DELAY_SECONDS): no runner receives the message before; a run the flow work budget
+   * stopped waits for its window to end (core/flows/work-budget.ts).
+   */
+  send(message: FlowRunMessage, options?: { readonly delaySeconds?: number }): Promise<void>;
 }

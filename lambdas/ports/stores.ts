@@ -22,7 +22,21 @@ export interface TokenRecord {
   readonly expiresAt?: string | null;
   /** When it last authenticated a request, to the minute (TOKEN_USE_RESOLUTION_MS); absent: never. */
   readonly lastUsedAt?: string;
+  /** Who made it (core/auth/grants.ts); absent on tokens made before lineage was kept. */
+  readonly issuer?: TokenIssuer;
+  /**
+   * The hashes of the tokens it descends from, oldest first, its issuer last (empty or absent: made by a person or
+   * by no one). It authenticates only while each of them does.
+   */
+  readonly lineage?: readonly string[];
+  /** The person at the root of its lineage (their `sub`): it authenticates only while they own the organization. */
+  readonly rootSub?: string;
 }
+
+/** Who made a token: an owner signed in, or another token of the organization. */
+export type TokenIssuer =
+  | { readonly kind: 'person'; readonly sub: string; readonly email: string }
+  | { readonly kind: 'token'; readonly tokenId: string };
 
 export interface TokenStore {
   put(token: TokenRecord): Promise<void>;
@@ -37,23 +51,75 @@ export interface TokenStore {
   recordUse(tokenHash: string, at: string, since: string): Promise<void>;
 }
 
-/** A person of an organization (docs/people.md). */
+/**
+ * A row of the members table of before people were their `sub` (issue 33): e-mail → one organization. Read only to
+ * move it to a membership at the person's next sign-in (core/auth/people.ts, `adoptLegacyMembership`).
+ */
 export interface MemberRecord {
-  /** Lower case: the person's sign-in name, as their ID token carries it. */
+  /** Lower case. */
   readonly email: string;
   readonly organizationId: string;
-  /** `owner`: everything; `member`: everything in the dashboard but tokens and members. */
   readonly role: 'owner' | 'member';
   readonly createdAt: string;
 }
 
 export interface MemberStore {
   get(email: string): Promise<MemberRecord | undefined>;
-  /** Stores the member unless the person is a member already (of any organization); false then. */
-  create(member: MemberRecord): Promise<boolean>;
+  /** Removes the row if it is still of this organization; false when it is not. */
+  delete(email: string, organizationId: string): Promise<boolean>;
+}
+
+export type Role = 'owner' | 'member';
+
+/**
+ * A person's membership of an organization (docs/people.md): made when they sign up, accept an invitation, or create
+ * an organization. A person is their Cognito `sub`, never their e-mail, which they could change.
+ */
+export interface MembershipRecord {
+  readonly sub: string;
+  readonly organizationId: string;
+  /** Lower case; the address the person had when they joined (lists show it). */
+  readonly email: string;
+  /** `owner`: manages people and tokens; `member`: uses the dashboard, manages neither. */
+  readonly role: Role;
+  readonly createdAt: string;
+}
+
+export interface MembershipStore {
+  /** The person's memberships (read consistently: a removal counts at once). */
+  listByPerson(sub: string): Promise<MembershipRecord[]>;
+  get(sub: string, organizationId: string): Promise<MembershipRecord | undefined>;
   /** The organization's people, by e-mail. */
-  list(organizationId: string): Promise<MemberRecord[]>;
-  /** Removes the person if they are a member of this organization; false when they are not. */
+  listByOrganization(organizationId: string): Promise<MembershipRecord[]>;
+  /** Stores the membership unless the person is a member of that organization already; false then. */
+  create(membership: MembershipRecord): Promise<boolean>;
+  /** Removes it; false when there was none. */
+  delete(sub: string, organizationId: string): Promise<boolean>;
+}
+
+/** An offer of a membership to an e-mail address, pending until that person accepts, declines or it expires. */
+export interface InvitationRecord {
+  /** Lower case. */
+  readonly email: string;
+  readonly organizationId: string;
+  readonly role: Role;
+  /** The `sub` of the owner who invited, and their address (the invited person sees who asked). */
+  readonly invitedBy: string;
+  readonly invitedByEmail: string;
+  readonly createdAt: string;
+  /** From this instant on it is as if it did not exist (the table's TTL removes it later). */
+  readonly expiresAt: string;
+}
+
+export interface InvitationStore {
+  /** Stores it, replacing a pending invitation of the same address to the same organization. */
+  put(invitation: InvitationRecord): Promise<void>;
+  get(email: string, organizationId: string): Promise<InvitationRecord | undefined>;
+  /** The invitations of one address, to any organization (expired ones included). */
+  listByEmail(email: string): Promise<InvitationRecord[]>;
+  /** The invitations of one organization (expired ones included). */
+  listByOrganization(organizationId: string): Promise<InvitationRecord[]>;
+  /** Removes it; false when there was none. */
   delete(email: string, organizationId: string): Promise<boolean>;
 }
 
@@ -81,6 +147,18 @@ export interface AgentRecord {
   readonly deletion?: { readonly startedAt: string; readonly page: number };
   /** While `deleting`: the last progress of the deletion job (the watchdog reads it). */
   readonly updatedAt?: string;
+  /**
+   * What signs its AI-message callbacks (core/flows/callback-signing.ts); absent on agents made before callbacks were
+   * signed, until their first callback or rotation. Never answered but once, by the call that made the secret.
+   */
+  readonly callbackSecrets?: CallbackSecrets;
+}
+
+/** An agent's callback secrets: `whsec_` and the base64 of 32 random bytes each (Standard Webhooks). */
+export interface CallbackSecrets {
+  readonly current: { readonly secret: string; readonly createdAt: string };
+  /** The secret the last rotation replaced: it signs beside the current one until `validUntil`. */
+  readonly previous?: { readonly secret: string; readonly validUntil: string };
 }
 
 export interface AgentStore {
@@ -91,6 +169,16 @@ export interface AgentStore {
   list(organizationId: string): Promise<AgentRecord[]>;
   /** Renames the agent if it exists and is in use; the stored agent after the change, or undefined. */
   rename(organizationId: string, agentId: string, displayName: string): Promise<AgentRecord | undefined>;
+  /**
+   * Stores `secrets` if the agent is in use and its current secret is still `expected` (null: it has none), so a
+   * rotation and a first callback never overwrite each other's secret; false otherwise.
+   */
+  replaceCallbackSecrets(
+    organizationId: string,
+    agentId: string,
+    secrets: CallbackSecrets,
+    expected: string | null,
+  ): Promise<boolean>;
   /** In use → `deleting` with a job at page 0; undefined when it is gone or already being deleted. */
   markDeleting(organizationId: string, agentId: string, startedAt: string): Promise<AgentRecord | undefined>;
   /** Moves the job from `page` to `page + 1`; false when it is not at `page` (another copy moved it) or is gone. */

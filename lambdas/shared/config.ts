@@ -4,6 +4,7 @@
  */
 
 import { DEFAULT_RATE_LIMIT, type RateLimitSettings } from '#core/auth/rate-limit';
+import { DEFAULT_FLOW_WORK, type FlowWorkSettings } from '#core/flows/work-budget';
 import { corsPolicyFromEnv } from './cors';
 import { handlerVariable } from './environment';
 import { RESOURCE_ENV, type TableName } from './resources';
@@ -73,6 +74,21 @@ export const config = {
       throw new Error('Invalid configuration: RATE_LIMIT_BURST must be at least RATE_LIMIT_PER_SECOND');
     }
     return limit;
+  },
+  /**
+   * The flow work budget of every organization (core/flows/work-budget.ts): FLOW_WORK_PER_SECOND (sustained),
+   * FLOW_WORK_BURST (one window) and BROWSER_SECOND_UNITS (a browser task's cost per started second).
+   */
+  flowWork: (): FlowWorkSettings => {
+    const work = {
+      perSecond: positiveInteger('FLOW_WORK_PER_SECOND', DEFAULT_FLOW_WORK.perSecond),
+      burst: positiveInteger('FLOW_WORK_BURST', DEFAULT_FLOW_WORK.burst),
+      browserSecondUnits: positiveInteger('BROWSER_SECOND_UNITS', DEFAULT_FLOW_WORK.browserSecondUnits),
+    };
+    if (work.burst < work.perSecond) {
+      throw new Error('Invalid configuration: FLOW_WORK_BURST must be at least FLOW_WORK_PER_SECOND');
+    }
+    return work;
   },
   uploads: () => ({
     uploadUrlTtlSeconds: positiveInteger('UPLOAD_URL_TTL_SECONDS', DEFAULT_UPLOAD_URL_TTL_SECONDS),

@@ -20,8 +20,11 @@ export type CorsPolicy =
 
 export const CORS_ALLOWED_ORIGINS_VARIABLE = 'CORS_ALLOWED_ORIGINS';
 
-/** What a request may carry beyond the CORS-safelisted headers. */
-export const CORS_ALLOW_HEADERS: readonly string[] = ['Authorization', 'Content-Type'];
+/**
+ * What a request may carry beyond the CORS-safelisted headers: a person names the organization of a request with
+ * X-Organization-Id (core/auth/people.ts).
+ */
+export const CORS_ALLOW_HEADERS: readonly string[] = ['Authorization', 'Content-Type', 'X-Organization-Id'];
 
 /**
  * Headers a client needs to read that are not CORS-safelisted: how long to wait after 429 and 503, and the rate

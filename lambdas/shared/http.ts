@@ -7,14 +7,20 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { isThrottledByAws } from '#adapters/errors/aws-throttling';
 import { rateLimit } from '#composition/rate-limiter';
-import { isPerson } from '#core/auth/people';
+import { callerOfPerson, isPerson, ORGANIZATION_HEADER, type Person, personFromContext } from '#core/auth/people';
 import { RateLimitedError, type RateLimitVerdict } from '#core/auth/rate-limit';
 import { callerFromContext, requireScope } from '#core/auth/tokens';
-import { AppError, SERVICE_BUSY_RETRY_AFTER_SECONDS, ServiceBusyError, UnauthorizedError } from '#core/errors';
+import {
+  AppError,
+  ForbiddenError,
+  SERVICE_BUSY_RETRY_AFTER_SECONDS,
+  ServiceBusyError,
+  UnauthorizedError,
+} from '#core/errors';
 import type { Caller } from '#core/tenancy/tenancy';
 import { parseInput } from '#core/validation';
 import { dashboardMirrorsOf, type HttpRoute, routeById } from '../../lib/routes';
@@ -47,12 +53,11 @@ export function errorResponse(error: AppError): APIGatewayProxyResult {
   if (error instanceof ServiceBusyError) {
     return { ...response, headers: { ...response.headers, 'retry-after': String(error.retryAfterSeconds) } };
   }
+  // The request's own limit sets it too (rateLimitHeaders); a limit met later, the flow work budget's, only here.
+  if (error instanceof RateLimitedError) {
+    return { ...response, headers: { ...response.headers, 'retry-after': String(error.verdict.resetSeconds) } };
+  }
   return response;
-}
-
-/** What the authorizer put in the request context (core/auth/tokens.ts, callerContext). */
-export function callerFromEvent(event: APIGatewayProxyEvent): Caller | undefined {
-  return callerFromContext(event.requestContext?.authorizer);
 }
 
 function header(event: APIGatewayProxyEvent, name: string): string | undefined {
@@ -236,41 +241,68 @@ const requestLog = (routes: readonly HttpRoute[]): middy.MiddlewareObj<APIGatewa
 };
 
 /**
- * A handler for the route `routeId` of lib/routes.ts (or for each of several routes that share it, such as a list
- * both the customer API and the dashboard offer). `schema` validates the merged request fields; `run` gets the
- * parsed input and the authenticated caller and returns the success body (wrapped as `{ success: true, ...body }`).
+ * Who a request of `route` comes from: the caller (a token, or a person in the organization their X-Organization-Id
+ * header names: core/auth/people.ts), or, for a person's own routes (HttpRoute.personal), the person. Refusals are errors:
+ * no valid credential 401, a person outside the dashboard 401, a token on a person's route 403, the scope 403.
  */
-export function httpHandler<S extends z.ZodType>(
+function whoCalls(
+  route: HttpRoute,
+  event: APIGatewayProxyEvent,
+): { caller?: Caller; person?: Person; counted: Pick<Caller, 'tokenId'> & { organizationId?: string } } | undefined {
+  if (route.scope === null) return undefined;
+  const context = event.requestContext?.authorizer;
+  const person = personFromContext(context);
+  const token = person ? undefined : callerFromContext(context);
+  if (!person && !token) throw new UnauthorizedError();
+  // A person's ID token opens the dashboard only (the authorizer's policy says so too; this holds wherever the
+  // policy is not applied, as in the local router).
+  if ((person || (token && isPerson(token))) && !route.path.startsWith('/dashboard')) throw new UnauthorizedError();
+  if (route.personal) {
+    if (!person) {
+      throw new ForbiddenError('This route is a person’s own: sign in to the dashboard', [
+        { field: '', rule: 'person.required', message: 'a token is no person; use a person’s ID token' },
+      ]);
+    }
+    return { person, counted: { tokenId: `person:${person.sub}` } };
+  }
+  const caller = person ? callerOfPerson(person, header(event, ORGANIZATION_HEADER)) : (token as Caller);
+  requireScope(caller, route.scope);
+  return { caller, counted: caller };
+}
+
+function handlerFor<S extends z.ZodType, W>(
   routeId: string | readonly string[],
   schema: S,
-  run: (input: z.output<S>, caller: Caller) => Promise<HttpResult>,
+  personal: boolean,
+  run: (input: z.output<S>, who: W) => Promise<HttpResult>,
 ) {
   // The routes named, and the dashboard's routes to the same handler (lib/routes.ts, DASHBOARD_MIRRORS).
   const routes = (typeof routeId === 'string' ? [routeId] : routeId).flatMap((id) => {
     const route = routeById(id);
     return [route, ...dashboardMirrorsOf(id).map((mirror) => routeById(mirror.id))];
   });
+  for (const route of routes) {
+    if (Boolean(route.personal) !== personal) {
+      throw new Error(
+        `${route.id}: a ${route.personal ? 'personal' : 'caller'} route needs a ${route.personal ? 'personHandler' : 'httpHandler'}`,
+      );
+    }
+  }
   const base = async (event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> => {
     const route = routeOf(routes, event);
-    const caller = callerFromEvent(event);
-    if (route.scope !== null) {
-      if (!caller) throw new UnauthorizedError();
-      // A person's ID token opens the dashboard only (the authorizer's policy says so too; this holds wherever the
-      // policy is not applied, as in the local router).
-      if (isPerson(caller) && !route.path.startsWith('/dashboard')) throw new UnauthorizedError();
-      requireScope(caller, route.scope);
-    }
+    const who = whoCalls(route, event);
     // The organization as soon as it is known, so a refused request's log line names it too.
-    if (caller?.organizationId) logger.appendKeys({ organizationId: caller.organizationId });
-    if (route.scope !== null && caller) {
+    if (who?.caller?.organizationId) logger.appendKeys({ organizationId: who.caller.organizationId });
+    if (who) {
       // Before anything of the request is read or done: a refused request changes nothing.
-      const verdict = await rateLimit(caller);
+      const verdict = await rateLimit(who.counted);
       rateLimits.set(event, verdict);
       if (!verdict.allowed) throw new RateLimitedError(verdict);
     }
     const input = parseInput(schema, requestInput(route, event));
     annotateRequest(input);
-    const result = await run(input, caller ?? { organizationId: '', tokenId: '', scopes: [] });
+    const caller = who?.person ?? who?.caller ?? { organizationId: '', tokenId: '', scopes: [] };
+    const result = await run(input, caller as W);
     return jsonResponse(result.status ?? 200, result.raw ? result.body : { success: true, ...result.body });
   };
   // The anchor's order: metrics flushed last (after the error middleware has made its answer), then the log context.
@@ -282,4 +314,41 @@ export function httpHandler<S extends z.ZodType>(
     .use(httpCors())
     .use(rateLimitHeaders())
     .use(httpErrors());
+}
+
+/**
+ * A handler for the route `routeId` of lib/routes.ts (or for each of several routes that share it, such as a list
+ * both the customer API and the dashboard offer). `schema` validates the merged request fields; `run` gets the
+ * parsed input and the authenticated caller and returns the success body (wrapped as `{ success: true, ...body }`).
+ */
+export function httpHandler<S extends z.ZodType>(
+  routeId: string | readonly string[],
+  schema: S,
+  run: (input: z.output<S>, caller: Caller) => Promise<HttpResult>,
+) {
+  return handlerFor(routeId, schema, false, run);
+}
+
+/** A handler for a person's own route (core/dashboard/my-account.ts): `run` gets the person, in no organization. */
+export function personHandler<S extends z.ZodType>(
+  routeId: string | readonly string[],
+  schema: S,
+  run: (input: z.output<S>, person: Person) => Promise<HttpResult>,
+) {
+  return handlerFor(routeId, schema, true, run);
+}
+
+type EventHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+
+/**
+ * One function for several routes of lib/routes.ts (`functionOf`), each with its own handler: the request goes to the
+ * handler of the route whose path template and method it came by (`event.resource`, as API Gateway and the local
+ * router give it).
+ */
+export function handlerPerRoute(handlers: Readonly<Record<string, EventHandler>>): EventHandler {
+  const routes = Object.keys(handlers).map(routeById);
+  return async (event, context) => {
+    const route = routeOf(routes, event);
+    return (handlers[route.id] as EventHandler)(event, context);
+  };
 }

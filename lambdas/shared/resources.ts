@@ -17,6 +17,8 @@ export type TableName =
   | 'sessions'
   | 'rateLimits'
   | 'members'
+  | 'memberships'
+  | 'invitations'
   | 'organizations';
 
 /** Environment variable that carries each stateful resource's physical name into a function. */
@@ -34,6 +36,8 @@ export const RESOURCE_ENV = {
     sessions: 'SESSIONS_TABLE',
     rateLimits: 'RATE_LIMITS_TABLE',
     members: 'MEMBERS_TABLE',
+    memberships: 'MEMBERSHIPS_TABLE',
+    invitations: 'INVITATIONS_TABLE',
     organizations: 'ORGANIZATIONS_TABLE',
   },
   documentsBucket: 'DOCUMENTS_BUCKET',

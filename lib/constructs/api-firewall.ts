@@ -1,6 +1,6 @@
 /**
- * The API's edge in AWS: a WAF web ACL on the API Gateway stage with a per-source-IP rate rule, AWS's managed common
- * rule set and its known-bad-inputs set. Per-organization limits are not the firewall's: it sees addresses, not
+ * The API's edge in AWS: a WAF web ACL on the API Gateway stage with a per-source-IP rate rule, a per-source-IP rule of
+ * sign-ups, AWS's managed common rule set and its known-bad-inputs set. Per-organization limits are not the firewall's: it sees addresses, not
  * tokens.
  */
 
@@ -10,10 +10,17 @@ import { Metric } from 'aws-cdk-lib/aws-cloudwatch';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import { CORS_EXPOSE_HEADERS, type CorsPolicy, edgeAllowOrigin } from '#shared/cors';
+import { routeById, SIGN_UP_ROUTES } from '../routes';
 import { gatewayCorsHeaders } from './platform-api';
 
 /** Requests one source address may send in five minutes (WAF's window) before it is answered 429. */
 export const DEFAULT_RATE_LIMIT_PER_5_MINUTES = 2000;
+
+/**
+ * Sign-ups (and organizations founded: SIGN_UP_ROUTES) one source address may make in five minutes: WAF's smallest
+ * rate limit, 10. The local runtime counts the same (lib/local/client-limits.ts).
+ */
+export const DEFAULT_SIGNUP_LIMIT_PER_5_MINUTES = 10;
 
 /**
  * Retry-After of the rate rule's 429. WAF re-counts the last five minutes every few seconds and lifts a block within
@@ -38,6 +45,7 @@ export interface ApiFirewallProps {
 /** Metric names of the web ACL and of its rate rule: WAF's CloudWatch dimensions `WebACL` and `Rule`. */
 const WEB_ACL_METRIC = 'AgentPlatformApi';
 const RATE_RULE_METRIC = 'RateLimitPerSourceIp';
+const SIGNUP_RULE_METRIC = 'SignUpLimitPerSourceIp';
 
 export class ApiFirewall extends Construct {
   public readonly webAcl: CfnWebACL;
@@ -95,6 +103,13 @@ export class ApiFirewall extends Construct {
             `More than ${limit} requests from this address in five minutes; retry in a minute or more`,
           ),
         },
+        signUpLimited: {
+          contentType: 'APPLICATION_JSON',
+          content: errorBody(
+            'RATE_LIMITED',
+            `More than ${DEFAULT_SIGNUP_LIMIT_PER_5_MINUTES} sign-ups from this address in five minutes; retry later`,
+          ),
+        },
       },
       rules: [
         {
@@ -113,10 +128,33 @@ export class ApiFirewall extends Construct {
           statement: { rateBasedStatement: { limit, aggregateKeyType: 'IP', evaluationWindowSec: 300 } },
           visibilityConfig: visibility(RATE_RULE_METRIC),
         },
+        {
+          // No token pays for a sign-up: each makes an organization with a rate budget of its own.
+          name: SIGNUP_RULE_METRIC,
+          priority: 1,
+          action: {
+            block: {
+              customResponse: {
+                responseCode: 429,
+                customResponseBodyKey: 'signUpLimited',
+                responseHeaders: rateLimitedHeaders(props.cors ?? { kind: 'same-origin' }),
+              },
+            },
+          },
+          statement: {
+            rateBasedStatement: {
+              limit: DEFAULT_SIGNUP_LIMIT_PER_5_MINUTES,
+              aggregateKeyType: 'IP',
+              evaluationWindowSec: 300,
+              scopeDownStatement: signUpPaths(),
+            },
+          },
+          visibilityConfig: visibility(SIGNUP_RULE_METRIC),
+        },
         // SizeRestrictions_BODY blocks bodies over 8 KB, and flow definitions and document metadata are larger:
         // it only counts, the handlers bound bodies themselves (1 MiB, 413 PAYLOAD_TOO_LARGE).
-        managed(1, 'AWSManagedRulesCommonRuleSet', [{ name: 'SizeRestrictions_BODY', actionToUse: { count: {} } }]),
-        managed(2, 'AWSManagedRulesKnownBadInputsRuleSet'),
+        managed(2, 'AWSManagedRulesCommonRuleSet', [{ name: 'SizeRestrictions_BODY', actionToUse: { count: {} } }]),
+        managed(3, 'AWSManagedRulesKnownBadInputsRuleSet'),
       ],
     });
 
@@ -135,6 +173,31 @@ export class ApiFirewall extends Construct {
       },
     });
   }
+}
+
+/**
+ * The requests of SIGN_UP_ROUTES: a POST whose path ends in one of their paths (WAF sees the stage in front of it, and
+ * CloudFront's origin path). Their paths have no parameters.
+ */
+function signUpPaths(): CfnWebACL.StatementProperty {
+  const paths = SIGN_UP_ROUTES.map((id) => routeById(id).path);
+  const endsWith = (path: string): CfnWebACL.StatementProperty => ({
+    byteMatchStatement: {
+      fieldToMatch: { uriPath: {} },
+      positionalConstraint: 'ENDS_WITH',
+      searchString: path,
+      textTransformations: [{ priority: 0, type: 'LOWERCASE' }],
+    },
+  });
+  const post: CfnWebACL.StatementProperty = {
+    byteMatchStatement: {
+      fieldToMatch: { method: {} },
+      positionalConstraint: 'EXACTLY',
+      searchString: 'POST',
+      textTransformations: [{ priority: 0, type: 'NONE' }],
+    },
+  };
+  return { andStatement: { statements: [post, { orStatement: { statements: paths.map(endsWith) } }] } };
 }
 
 function rateLimitedHeaders(cors: CorsPolicy): CfnWebACL.CustomHTTPHeaderProperty[] {

@@ -1,8 +1,9 @@
 /**
  * The web console in AWS (docs/console.md, "In AWS"): its built files in a private bucket behind CloudFront with
  * origin access control; the API on the same origin (`/api/*`, `/dashboard/*` and `/health` go to the REST API,
- * uncached, every viewer header but Host forwarded), so the console needs no CORS; a response headers policy (a CSP
- * that lets the page reach only its own origin, Cognito and the documents bucket, HSTS, frame-ancestors none); SPA
+ * uncached, every viewer header but Host forwarded), so the console needs no CORS; a response headers policy built from
+ * the console's security headers, the local runtime's too (lib/console-security-headers.ts: a CSP that lets the page
+ * reach only its own origin, Cognito and the documents bucket, frame-ancestors none, nosniff; here HSTS as well); SPA
  * routing by a CloudFront function (a path without a file extension is the console's index.html); and
  * `/config.json` written at deploy time from the stack's own user pool.
  */
@@ -23,6 +24,7 @@ import {
   HttpVersion,
   OriginRequestPolicy,
   ResponseHeadersPolicy,
+  type ResponseSecurityHeadersBehavior,
   ViewerProtocolPolicy,
 } from 'aws-cdk-lib/aws-cloudfront';
 import { RestApiOrigin, S3BucketOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
@@ -31,6 +33,7 @@ import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, ObjectOwners
 import { BucketDeployment, Source } from 'aws-cdk-lib/aws-s3-deployment';
 import { Construct } from 'constructs';
 import type { ConsoleConfig } from '../../web/src/config';
+import { type ConsoleSecurityHeaders, consoleSecurityHeaders } from '../console-security-headers';
 import type { SignUpMode } from './people';
 
 const ROOT = resolve(__dirname, '../..');
@@ -83,32 +86,15 @@ export class ConsoleSite extends Construct {
       serverAccessLogsPrefix: 'console-bucket/',
     });
 
-    const csp = [
-      "default-src 'self'",
-      "script-src 'self'",
-      // Mantine and React Flow set style attributes; no script runs from them.
-      "style-src 'self' 'unsafe-inline'",
-      "img-src 'self' data: blob:",
-      `connect-src 'self' https://cognito-idp.${region}.amazonaws.com https://${props.documentsBucket.bucketRegionalDomainName}`,
-      "font-src 'self'",
-      "object-src 'none'",
-      "base-uri 'self'",
-      "form-action 'self'",
-      "frame-ancestors 'none'",
-    ].join('; ');
+    // The console's headers, the local runtime's too (lib/console-security-headers.ts); HSTS: CloudFront is HTTPS.
+    const security = consoleSecurityHeaders({
+      cognito: [`https://cognito-idp.${region}.amazonaws.com`],
+      documents: [`https://${props.documentsBucket.bucketRegionalDomainName}`],
+      https: true,
+    });
     const headers = new ResponseHeadersPolicy(this, 'Headers', {
       comment: 'Agent Platform console: CSP (own origin, Cognito, documents bucket), HSTS, no framing',
-      securityHeadersBehavior: {
-        contentSecurityPolicy: { contentSecurityPolicy: csp, override: true },
-        strictTransportSecurity: {
-          accessControlMaxAge: Duration.days(365),
-          includeSubdomains: true,
-          override: true,
-        },
-        frameOptions: { frameOption: HeadersFrameOption.DENY, override: true },
-        contentTypeOptions: { override: true },
-        referrerPolicy: { referrerPolicy: HeadersReferrerPolicy.STRICT_ORIGIN_WHEN_CROSS_ORIGIN, override: true },
-      },
+      securityHeadersBehavior: cloudFrontSecurityHeaders(security),
     });
     const spaRouting = new EdgeFunction(this, 'SpaRouting', {
       code: FunctionCode.fromInline(SPA_ROUTING_CODE),
@@ -221,6 +207,37 @@ export class ConsoleSite extends Construct {
       },
     );
   }
+}
+
+/**
+ * The shared headers as CloudFront's security headers behaviour, each overriding what an origin sends (the API's
+ * answers included). A value CloudFront's enums do not have is an error, not a header left out.
+ */
+export function cloudFrontSecurityHeaders(headers: ConsoleSecurityHeaders): ResponseSecurityHeadersBehavior {
+  const frameOption = Object.values(HeadersFrameOption).find((option) => option === headers.frameOptions);
+  const referrerPolicy = Object.values(HeadersReferrerPolicy).find((policy) => policy === headers.referrerPolicy);
+  if (!frameOption || !referrerPolicy) {
+    throw new Error(
+      `CloudFront has no ${headers.frameOptions} frame option or ${headers.referrerPolicy} referrer policy`,
+    );
+  }
+  const hsts = headers.strictTransportSecurity;
+  return {
+    contentSecurityPolicy: { contentSecurityPolicy: headers.contentSecurityPolicy, override: true },
+    ...(hsts
+      ? {
+          strictTransportSecurity: {
+            accessControlMaxAge: Duration.seconds(hsts.maxAgeSeconds),
+            includeSubdomains: hsts.includeSubdomains,
+            override: true,
+          },
+        }
+      : {}),
+    frameOptions: { frameOption, override: true },
+    // CloudFront's only value: nosniff.
+    contentTypeOptions: { override: true },
+    referrerPolicy: { referrerPolicy, override: true },
+  };
 }
 
 /** CDK's local bundling of the console: `vite build` into the asset's output folder. */

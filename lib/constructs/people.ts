@@ -7,6 +7,7 @@
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import {
   AccountRecovery,
+  ClientAttributes,
   FeaturePlan,
   Mfa,
   UserPool,
@@ -68,6 +69,9 @@ export class PeopleAccounts extends Construct {
       refreshTokenValidity: Duration.days(30),
       // "Incorrect user name or password" for an unknown person as for a wrong password.
       preventUserExistenceErrors: true,
+      // A person may not change their own address (UpdateUserAttributes): invitations are made to addresses, so the
+      // address a person signs in with stays the one the pool verified. Their name alone is theirs to change.
+      writeAttributes: new ClientAttributes().withStandardAttributes({ fullname: true }),
       enableTokenRevocation: true,
     });
     Validations.of(this.userPool).acknowledge(

@@ -236,8 +236,11 @@ export class PlatformApi extends Construct {
   private addRoute(route: HttpRoute, fn: ServiceFunction): Method {
     const resource = this.api.root.resourceForPath(route.path);
     if (this.corsPreflight && !resource.node.tryFindChild('OPTIONS')) resource.addCorsPreflight(this.corsPreflight);
-    // No test-invoke permission: one resource-policy statement per route is enough.
-    const integration = new LambdaIntegration(fn, { allowTestInvoke: false });
+    // One resource-policy statement per function, for this API (and no test-invoke one), not one per method: a
+    // function that serves several routes (a dashboard mirror, a person's own routes) needs no more, and the stack
+    // stays under CloudFormation's 500 resources with CORS (test/infra/cors.test.ts). Only this API's integrations
+    // invoke it, each of a route of its own.
+    const integration = new LambdaIntegration(fn, { scopePermissionToMethod: false });
     if (route.scope === null) {
       const method = resource.addMethod(route.method, integration, { authorizationType: AuthorizationType.NONE });
       Validations.of(method).acknowledge(

@@ -10,7 +10,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { ATTACHMENTS_PREFIX } from '#core/flows/attachments';
-import { RESOURCE_ENV, type ResourceAccess, type TableAccess, type TableName } from '../routes';
+import { RESOURCE_ENV, type ResourceAccess, SINGLE_WRITE_OF, type TableAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
 import type { KnowledgeIndexBackend } from './knowledge-index';
 import type { PeopleAccounts } from './people';
@@ -47,10 +47,12 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   if (access.model && resources.generateModelId) environment.BEDROCK_GENERATE_MODEL_ID = resources.generateModelId;
   if (access.people) {
     const people = requirePeople(resources);
-    environment.COGNITO_CLIENT_ID = people.client.userPoolClientId;
-    if (access.people === 'verify') environment.COGNITO_ISSUER = people.issuer;
-    else environment.COGNITO_USER_POOL_ID = people.userPool.userPoolId;
-    if (access.people === 'signUp') environment.SIGNUP_MODE = people.signUpMode;
+    if (access.people !== 'signUpMode') {
+      environment.COGNITO_CLIENT_ID = people.client.userPoolClientId;
+      if (access.people === 'verify') environment.COGNITO_ISSUER = people.issuer;
+      else environment.COGNITO_USER_POOL_ID = people.userPool.userPoolId;
+    }
+    if (access.people === 'signUp' || access.people === 'signUpMode') environment.SIGNUP_MODE = people.signUpMode;
   }
   if (access.browserTask) {
     environment.BROWSER_DRIVER = 'lambda';
@@ -66,7 +68,8 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
     if (level === 'readWrite') table.grantReadWriteData(fn);
     else if (level === 'update') table.grant(fn, 'dynamodb:UpdateItem');
     else table.grantReadData(fn);
-    if (level === 'readUpdate') table.grant(fn, 'dynamodb:UpdateItem');
+    const write = SINGLE_WRITE_OF[level];
+    if (write) table.grant(fn, write);
     if (TABLES[name].indexes?.length) {
       const tableArn = `<${Stack.of(fn).getLogicalId(table.node.defaultChild as CfnElement)}.Arn>`;
       Validations.of(fn).acknowledge({
@@ -110,8 +113,8 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
     );
   }
   if (access.people === 'manage') {
-    // Exactly the calls of the people directory (adapters/auth/cognito-directory.ts) besides the public SignUp.
-    requirePeople(resources).userPool.grant(fn, 'cognito-idp:AdminCreateUser', 'cognito-idp:AdminDeleteUser');
+    // The invitation's call of the people directory (adapters/auth/cognito-directory.ts); no account is ever deleted.
+    requirePeople(resources).userPool.grant(fn, 'cognito-idp:AdminCreateUser');
   }
   if (access.knowledgeIndex === 'retrieve') requireIndex(resources).grantRetrieve(fn);
   if (access.model === 'invoke' && resources.generateModelId) {

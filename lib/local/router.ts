@@ -15,6 +15,7 @@ import type {
   APIGatewayRequestAuthorizerEvent,
   Context,
 } from 'aws-lambda';
+import { personFromContext } from '#core/auth/people';
 import { callerFromContext, requireScope } from '#core/auth/tokens';
 import { AppError, type ErrorDetail, ValidationError } from '#core/errors';
 import { METRIC } from '#ports/metrics';
@@ -26,11 +27,14 @@ import {
   corsResponseHeaders,
 } from '#shared/cors';
 import { errorResponse, jsonResponse } from '#shared/http';
-import { AUTHORIZER, type HttpRoute, ROUTES } from '../routes';
+import { AUTHORIZER, type HttpRoute, ROUTES, SIGN_UP_ROUTES } from '../routes';
+import { type ClientLimitSettings, clientLimits, DEFAULT_CLIENT_LIMITS } from './client-limits';
 import type { MetricsCollector } from './metrics-collector';
 
 /** API Gateway's own limit on a request payload. */
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+/** What a route that takes no credential reads at most, unless it names its own limit (maxBodyBytes). */
+const MAX_PUBLIC_REQUEST_BYTES = 16 * 1024;
 
 type LambdaHandler<E, R> = (event: E, context: Context) => Promise<R>;
 
@@ -108,15 +112,15 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
  * request left half-read would leave its remaining bytes on a keep-alive connection, where they would be parsed as
  * the next request's and stall it until the server's header timeout.
  */
-async function readBody(request: IncomingMessage): Promise<Buffer | 'too-large'> {
+async function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large'> {
   let chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size > MAX_REQUEST_BYTES) chunks = [];
+    if (size > maxBytes) chunks = [];
     else chunks.push(chunk as Buffer);
   }
-  return size > MAX_REQUEST_BYTES ? 'too-large' : Buffer.concat(chunks);
+  return size > maxBytes ? 'too-large' : Buffer.concat(chunks);
 }
 
 /**
@@ -158,6 +162,8 @@ export interface RouterOptions {
   readonly cors?: CorsPolicy;
   /** Serves GET /dashboard/metrics from this collector (the local runtime's; not a route of the stack). */
   readonly metrics?: { readonly namespace: string; readonly collector: MetricsCollector };
+  /** Per-client limits of sign-ups and of requests without a valid credential (default DEFAULT_CLIENT_LIMITS). */
+  readonly clientLimits?: ClientLimitSettings;
 }
 
 /** Local only: the operational metrics the runtime collected (README, "Operating it"). */
@@ -188,6 +194,17 @@ export function createRouter(
 ): Router {
   const compiled = routes.map(compile);
   const cors = options.cors ?? corsPolicyFromEnv();
+  const limits = clientLimits(options.clientLimits ?? DEFAULT_CLIENT_LIMITS);
+  /** A refusal of a client over one of its limits: 429 with Retry-After, before anything of the request is read. */
+  const overLimit = (request: IncomingMessage, retryAfter: number, what: string): APIGatewayProxyResult => {
+    const result = ownError(
+      request,
+      429,
+      'RATE_LIMITED',
+      `Too many ${what} from this address; retry in ${retryAfter} s`,
+    );
+    return { ...result, headers: { ...result.headers, 'retry-after': String(retryAfter) } };
+  };
   const allowMethods = corsAllowMethods(routes);
   /** The router's own answers, in the handlers' error shape and with their CORS headers. */
   const ownError = (request: IncomingMessage, statusCode: number, code: string, message: string) => {
@@ -241,7 +258,9 @@ export function createRouter(
       return ownError(request, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use GET`);
     }
     const result = await authorize({ method: 'GET', path: LOCAL_METRICS_PATH }, headersOf(request).headers);
-    const caller = callerFromContext(result?.context);
+    // A person signed in (any organization: the metrics are the runtime's), or a token with `dashboard`.
+    const person = personFromContext(result?.context);
+    const caller = person ? { scopes: ['dashboard'] } : callerFromContext(result?.context);
     if (!caller) return ownError(request, 401, 'UNAUTHORIZED', 'A valid bearer token is required');
     const name = url.searchParams.get('name') ?? undefined;
     const unknown = [...url.searchParams.keys()].filter((key) => key !== 'name');
@@ -294,23 +313,36 @@ export function createRouter(
       return ownError(request, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed}`);
     }
     const { route, parameterNames } = match.c;
+    const client = request.socket.remoteAddress ?? 'unknown';
+    const { headers, multiValueHeaders } = headersOf(request);
 
-    const body = await readBody(request);
+    // Who calls is known before any body is read: a request without a valid credential costs its headers only.
+    let authorizer: Record<string, unknown> | null = null;
+    if (route.scope !== null) {
+      const blocked = limits.failedAuth.blockedFor(client);
+      if (blocked > 0) return overLimit(request, blocked, 'requests without a valid credential');
+      const result = await authorize(route, headers);
+      if (!result) {
+        limits.failedAuth.hit(client);
+        return ownError(request, 401, 'UNAUTHORIZED', 'A valid bearer token is required');
+      }
+      authorizer = { ...(result.context ?? {}), principalId: result.principalId };
+    }
+    if (SIGN_UP_ROUTES.includes(route.id)) {
+      const blocked = limits.signUps.blockedFor(client);
+      if (blocked > 0) return overLimit(request, blocked, 'sign-ups');
+      limits.signUps.hit(client);
+    }
+
+    const maxBytes = route.scope === null ? (route.maxBodyBytes ?? MAX_PUBLIC_REQUEST_BYTES) : MAX_REQUEST_BYTES;
+    const body = await readBody(request, maxBytes);
     if (body === 'too-large') return ownError(request, 413, 'PAYLOAD_TOO_LARGE', 'The request body is too large');
 
-    const { headers, multiValueHeaders } = headersOf(request);
     const { single: query, multi: multiQuery } = valueMaps(url.searchParams);
     const pathParameters: Record<string, string> = {};
     parameterNames.forEach((name, index) => {
       pathParameters[name] = safeDecode(match.m[index + 1]);
     });
-
-    let authorizer: Record<string, unknown> | null = null;
-    if (route.scope !== null) {
-      const result = await authorize(route, headers);
-      if (!result) return ownError(request, 401, 'UNAUTHORIZED', 'A valid bearer token is required');
-      authorizer = { ...(result.context ?? {}), principalId: result.principalId };
-    }
 
     const event: APIGatewayProxyEvent = {
       resource: route.path,
@@ -353,7 +385,13 @@ export function createRouter(
         result = ownError(request, 500, 'INTERNAL_ERROR', 'Internal error');
       }
       const body = result.isBase64Encoded ? Buffer.from(result.body, 'base64') : Buffer.from(result.body ?? '', 'utf8');
-      response.writeHead(result.statusCode, { ...(result.headers ?? {}), 'content-length': body.length });
+      // Answered before its body was read (refused at the door): the connection closes rather than read what is left.
+      const unread = !request.complete;
+      response.writeHead(result.statusCode, {
+        ...(result.headers ?? {}),
+        'content-length': body.length,
+        ...(unread ? { connection: 'close' } : {}),
+      });
       response.end(body);
     },
   };

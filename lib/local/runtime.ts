@@ -12,17 +12,18 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { container } from '#composition/container';
 import { useKnowledgeIndex } from '#composition/knowledge-index';
-import { printInvitationsWith } from '#composition/members';
+import { membersContainer, printInvitationsWith } from '#composition/members';
 import { reportMetricsAlsoTo } from '#composition/metrics';
-import { peopleContainer } from '#composition/people';
 import { bearerToken, generateToken, hashToken, issueToken } from '#core/auth/tokens';
 import { runScheduleTick, type TickOutcome } from '#core/flows/scheduler';
 import { positiveInteger } from '#shared/config';
+import { corsPolicyFromEnv } from '#shared/cors';
 import { configureHandlerEnvironment, handlerVariable } from '#shared/environment';
 import { logger } from '#shared/logger';
 import { LOCAL_METRICS_NAMESPACE } from '#shared/metrics';
 import { RESOURCE_ENV, ROUTES, SCOPES, type TableName } from '../routes';
-import { ensureDevUser, type LocalCognito, startCognito } from './cognito';
+import { clientLimitsFromEnv } from './client-limits';
+import { consoleOrigins, ensureDevUser, type LocalCognito, startCognito } from './cognito';
 import { consoleHandler } from './console';
 import {
   acquireWorkerLock,
@@ -389,12 +390,26 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   });
   let releaseWorkerLock: (() => void) | undefined;
   let cognito: LocalCognito | undefined;
+  // The pages that may call cognito-local's guard: the console's, at this runtime's address once it listens (below).
+  let cognitoOrigins: readonly string[] = [];
   try {
     if (options.cognito) {
-      cognito = await startCognito({ dataDir, host, ...(options.cognitoPort ? { port: options.cognitoPort } : {}) });
+      cognito = await startCognito({
+        dataDir,
+        host,
+        ...(options.cognitoPort ? { port: options.cognitoPort } : {}),
+        allowedOrigins: () => cognitoOrigins,
+        // In AWS Cognito e-mails the code; here it is printed on this console.
+        onPasswordResetCode: (email, code) => log(`Password reset code for ${email}: ${code}`),
+      });
       // In AWS Cognito e-mails an invitation; here the person's temporary password is printed on this console.
-      printInvitationsWith(({ email, temporaryPassword }) =>
-        log(`Invitation for ${email}: temporary password ${temporaryPassword} (a new one is chosen at first sign-in)`),
+      printInvitationsWith(
+        ({ email, temporaryPassword }) =>
+          log(
+            `Invitation for ${email}: temporary password ${temporaryPassword} (a new one is chosen at first sign-in)`,
+          ),
+        ({ email, organizationName, organizationId, role }) =>
+          log(`Invitation for ${email} to ${organizationName ?? organizationId} as ${role}: accepted after sign-in`),
       );
     } else if (options.devUser) {
       throw new Error('DEV_USER needs cognito-local: unset COGNITO=off');
@@ -402,18 +417,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     configureHandlers(engines, cognito);
     const organizationId = await bootstrapOrganizations(dataDir, options.devTokens, log);
     if (cognito && options.devUser) {
-      const email = await ensureDevUser(cognito, options.devUser);
-      // The first organization's owner, unless the person is a member already (of it or of another).
-      const created = await peopleContainer.members.create({
-        email: email.toLowerCase(),
-        organizationId,
-        role: 'owner',
-        createdAt: new Date().toISOString(),
-      });
-      const member = created ? undefined : await peopleContainer.members.get(email.toLowerCase());
-      log(
-        `DEV_USER ${email} can sign in: ${member ? member.role : 'owner'} of ${member?.organizationId ?? organizationId}`,
-      );
+      const userName = await ensureDevUser(cognito, options.devUser);
+      const email = userName.toLowerCase();
+      // An owner of the first organization, unless the person is in it already (as whatever they are there).
+      // cognito-local compares user names as they are written (the stack's pool does not).
+      const sub = await membersContainer.directory.lookup(userName);
+      if (!sub) throw new Error(`DEV_USER ${email} is not in the user pool after it was made`);
+      const membership = { sub, organizationId, email, role: 'owner' as const, createdAt: new Date().toISOString() };
+      const created = await membersContainer.memberships.create(membership);
+      const role = created ? 'owner' : (await membersContainer.memberships.get(sub, organizationId))?.role;
+      log(`DEV_USER ${userName} can sign in: ${role} of ${organizationId}`);
     }
     // The embedded index serves retrieval in this process and processing wherever the worker runs.
     const index = await LanceKnowledgeIndex.open(join(dataDir, 'index'), { embedder: embedder ?? undefined });
@@ -429,15 +442,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     reportMetricsAlsoTo(collector);
     const router = createRouter(ROOT, ROUTES, {
       metrics: { namespace: handlerVariable('POWERTOOLS_METRICS_NAMESPACE') ?? LOCAL_METRICS_NAMESPACE, collector },
+      clientLimits: clientLimitsFromEnv(),
     });
     // The web console at `/` (web/dist, when built) and its /config.json: this runtime's Cognito, open to sign-up.
-    const web = consoleHandler({
-      apiUrl: '',
-      cognito: cognito
-        ? { region: 'local', endpoint: cognito.endpoint, userPoolId: cognito.userPoolId, clientId: cognito.clientId }
-        : null,
-      signUp: cognito ? 'open' : 'invite',
-    });
+    // Its CSP lets the page reach cognito-local and the S3 endpoint its upload URLs point at.
+    const web = consoleHandler(
+      {
+        apiUrl: '',
+        cognito: cognito
+          ? { region: 'local', endpoint: cognito.endpoint, userPoolId: cognito.userPoolId, clientId: cognito.clientId }
+          : null,
+        signUp: cognito ? 'open' : 'invite',
+      },
+      { uploads: engines.s3Endpoint },
+    );
     const server = createServer((request, response) => {
       if (web(request, response)) return;
       router.handle(request, response).catch((error: unknown) => {
@@ -456,6 +474,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       server.listen(options.port ?? 4000, host, () => resolveListen());
     });
     const { port } = server.address() as AddressInfo;
+    const cors = corsPolicyFromEnv();
+    cognitoOrigins = consoleOrigins(host, port, cors.kind === 'listed' ? cors.origins : []);
     writeEnginesFile(dataDir, engines);
     if (options.worker === 'process') {
       worker = await startWorkerProcess({ dataDir, engines, metrics: collector, log }).catch(async (error: unknown) => {

@@ -16,13 +16,12 @@
 import {
   Agent,
   type ClientRequest,
-  createServer,
   request as httpRequest,
   type IncomingMessage,
   type OutgoingHttpHeaders,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type GuardServer, listenGuard } from './guard-server';
 import { answerPreflight, INTERNAL_ERROR, keyRefusal, STATUS, sendError, setCorsHeaders } from './s3-answers';
 import { asUpstream, forwardHeaders, HOP_BY_HOP, isPartUpload, type S3Upstream, upstreamTarget } from './s3-upstream';
 import { verifySigV4 } from './sigv4-verifier';
@@ -48,11 +47,7 @@ export interface S3SignatureProxyOptions {
 /** S3's own limit of one PUT: 5 GiB. The local runtime passes the service's limits instead (engines.ts). */
 export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
 
-export interface S3SignatureProxy {
-  url: string;
-  port: number;
-  close(): Promise<void>;
-}
+export type S3SignatureProxy = GuardServer;
 
 /** Runs `work` after every earlier `work` of the same key has ended. */
 async function exclusively(locks: Map<string, Promise<void>>, key: string, work: () => Promise<void>): Promise<void> {
@@ -286,29 +281,5 @@ export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise
     void forward(req, res, url);
   };
 
-  const server = createServer(handle);
-  server.on('clientError', (_error, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    else socket.destroy();
-  });
-
-  const host = options.host ?? '127.0.0.1';
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      const { port } = server.address() as AddressInfo;
-      const urlHost = host.includes(':') ? `[${host}]` : host;
-      resolve({
-        url: `http://${urlHost}:${port}`,
-        port,
-        close: () =>
-          new Promise<void>((done, failed) => {
-            server.close((error) => (error ? failed(error) : done()));
-            server.closeAllConnections();
-            agent.destroy();
-          }),
-      });
-    });
-  });
+  return listenGuard(handle, { host: options.host, port: options.port, agent });
 }

@@ -13,9 +13,20 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, type CreateTableCommandInput, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  AdminConfirmSignUpCommand,
+  AdminGetUserCommand,
+  InitiateAuthCommand,
+  SignUpCommand,
+} from '@aws-sdk/client-cognito-identity-provider';
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DynamoDBClient,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { startCognito } from '../local/cognito';
+import { cognitoClient, type LocalCognito, markAddressVerified, startCognito } from '../local/cognito';
 import { LOCAL_REGION } from '../local/engine-credentials';
 import {
   DOCUMENTS_BUCKET,
@@ -55,9 +66,28 @@ export interface RunningStack {
   denials(): AccessDeniedError[];
   /** How many AWS calls were checked against a role, allowed or not. */
   callsChecked(): number;
-  /** Writes a token of a new organization with every scope into the template's tokens table (only its hash). */
-  createToken(scopes: string[]): Promise<string>;
+  /** Writes a token with these scopes of an organization (a new one by default) into the tokens table (its hash). */
+  createToken(scopes: string[], organizationId?: string): Promise<string>;
+  /**
+   * A person (in the stack's user pool, cognito-local here) who owns a new organization (a row of the template's
+   * memberships table), signed in: their ID token. What `npm run first-owner` makes, without its e-mail.
+   */
+  createOwner(
+    email: string,
+    password: string,
+    organizationId?: string,
+  ): Promise<{ idToken: string; organizationId: string }>;
+  /** The user pool the stack's people sign in to (cognito-local here), and the credentials of its admin calls. */
+  readonly people: PeoplePool | undefined;
   stop(): Promise<void>;
+}
+
+/** A user pool as a test signs in to it: its endpoint, ids, and the credentials of its admin calls. */
+export interface PeoplePool {
+  readonly endpoint: string;
+  readonly userPoolId: string;
+  readonly clientId: string;
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
 }
 
 function propsOf(resources: Resources, id: string): Props {
@@ -244,9 +274,11 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
     const [pool] = ofType(resources, 'AWS::Cognito::UserPool');
     const [poolClient] = ofType(resources, 'AWS::Cognito::UserPoolClient');
     let cognitoEndpoint: string | undefined;
+    let cognito: LocalCognito | undefined;
     if (pool && poolClient) {
-      const cognito = await startCognito({ dataDir: options.dataDir, host: '127.0.0.1' });
-      stops.push(() => cognito.stop());
+      cognito = await startCognito({ dataDir: options.dataDir, host: '127.0.0.1' });
+      const started = cognito;
+      stops.push(() => started.stop());
       overrides[pool[0]] = cognito.userPoolId;
       overrides[`${pool[0]}.ProviderURL`] = cognito.issuer;
       overrides[poolClient[0]] = cognito.clientId;
@@ -373,9 +405,10 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
     );
     stops.push(() => new Promise((resolve) => server.close(resolve)));
 
-    const tokensTable = ofType(resources, 'AWS::DynamoDB::Table').find(([, p]) =>
-      JSON.stringify(p.KeySchema).includes('"tokenHash"'),
-    )?.[0];
+    const tableKeyedBy = (key: string) =>
+      ofType(resources, 'AWS::DynamoDB::Table').find(([, p]) => JSON.stringify(p.KeySchema).includes(`"${key}"`))?.[0];
+    const tokensTable = tableKeyedBy('tokenHash');
+    const membershipsTable = tableKeyedBy('sub');
     return {
       baseUrl: `http://127.0.0.1:${address.port}`,
       names,
@@ -383,7 +416,15 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
       wiringErrors,
       denials: () => [...hosts.values()].flatMap((h) => h.denials),
       callsChecked: () => [...hosts.values()].reduce((n, h) => n + h.permissions.calls.length, 0),
-      async createToken(scopes) {
+      people: cognito
+        ? {
+            endpoint: cognito.endpoint,
+            userPoolId: cognito.userPoolId,
+            clientId: cognito.clientId,
+            credentials: cognito.credentials,
+          }
+        : undefined,
+      async createToken(scopes, organizationId = randomUUID()) {
         if (!tokensTable) throw new Error('no table keyed by tokenHash in the template');
         const token = `aps_stack_${randomUUID().replace(/-/g, '')}`;
         await dynamodb.send(
@@ -392,7 +433,7 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
             Item: {
               tokenHash: { S: createHash('sha256').update(token).digest('hex') },
               tokenId: { S: randomUUID() },
-              organizationId: { S: randomUUID() },
+              organizationId: { S: organizationId },
               name: { S: 'stack-check' },
               scopes: { L: scopes.map((s) => ({ S: s })) },
               createdAt: { S: new Date().toISOString() },
@@ -400,6 +441,40 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
           }),
         );
         return token;
+      },
+      async createOwner(email, password, organizationId = randomUUID()) {
+        if (!cognito || !membershipsTable) throw new Error('no user pool, or no table keyed by sub, in the template');
+        const { userPoolId, clientId } = cognito;
+        const people = cognitoClient(cognito.endpoint, cognito.credentials);
+        try {
+          await people.send(new SignUpCommand({ ClientId: clientId, Username: email, Password: password }));
+          await people.send(new AdminConfirmSignUpCommand({ UserPoolId: userPoolId, Username: email }));
+          await markAddressVerified(people, userPoolId, email);
+          const user = await people.send(new AdminGetUserCommand({ UserPoolId: userPoolId, Username: email }));
+          const sub = user.UserAttributes?.find((a) => a.Name === 'sub')?.Value as string;
+          await dynamodb.send(
+            new PutItemCommand({
+              TableName: names.physicalName(membershipsTable),
+              Item: {
+                sub: { S: sub },
+                organizationId: { S: organizationId },
+                email: { S: email },
+                role: { S: 'owner' },
+                createdAt: { S: new Date().toISOString() },
+              },
+            }),
+          );
+          const signedIn = await people.send(
+            new InitiateAuthCommand({
+              ClientId: clientId,
+              AuthFlow: 'USER_PASSWORD_AUTH',
+              AuthParameters: { USERNAME: email, PASSWORD: password },
+            }),
+          );
+          return { idToken: signedIn.AuthenticationResult?.IdToken as string, organizationId };
+        } finally {
+          people.destroy();
+        }
       },
       async stop() {
         for (const stop of stops.reverse()) await stop().catch(() => undefined);

@@ -213,6 +213,8 @@ it("lists the organization's tokens without their secrets, records their use, an
     createdAt: created.body.createdAt,
     expiresAt: created.body.expiresAt,
     lastUsedAt: null,
+    // Made by the organization's DEV_TOKEN: its id, never its secret or hash.
+    createdBy: { kind: 'token', tokenId: expect.stringMatching(/^[0-9a-f-]{36}$/) },
     status: 'active',
   });
   // Newest first.

@@ -10,6 +10,7 @@ import type { UploadCompletion, UploadSession } from '#core/knowledge/upload-ses
 import type { RetrievalConfigRecord } from '#core/retrieval/retrieval-config';
 import type { Caller } from '#core/tenancy/tenancy';
 import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexHit, IndexQuery, KnowledgeIndex } from '#ports/processing';
+import type { RateLimitCounters } from '#ports/rate-limits';
 import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type {
   BlobStore,
@@ -25,17 +26,22 @@ import type {
 import {
   type AgentRecord,
   type AgentStore,
+  type CallbackSecrets,
   type ContentFields,
   DOCUMENT_LIST_SCAN,
   type DocumentCounts,
   type DocumentListQuery,
   type DocumentStore,
   documentPosition,
+  type InvitationRecord,
+  type InvitationStore,
   type KnowledgeBaseDeletion,
   type KnowledgeBaseRecord,
   type KnowledgeBaseStore,
   type MemberRecord,
   type MemberStore,
+  type MembershipRecord,
+  type MembershipStore,
   type OrganizationRecord,
   type OrganizationStore,
   type TokenRecord,
@@ -77,6 +83,19 @@ export class InMemoryAgentStore implements AgentStore {
     if (!agent || agent.status === 'deleting') return undefined;
     this.records.set(`${organizationId}#${agentId}`, { ...agent, displayName });
     return copy({ ...agent, displayName });
+  }
+
+  async replaceCallbackSecrets(
+    organizationId: string,
+    agentId: string,
+    secrets: CallbackSecrets,
+    expected: string | null,
+  ): Promise<boolean> {
+    const agent = this.records.get(`${organizationId}#${agentId}`);
+    if (!agent || agent.status === 'deleting') return false;
+    if ((agent.callbackSecrets?.current.secret ?? null) !== expected) return false;
+    this.records.set(`${organizationId}#${agentId}`, { ...agent, callbackSecrets: copy(secrets) });
+    return true;
   }
 
   async markDeleting(organizationId: string, agentId: string, startedAt: string) {
@@ -124,7 +143,7 @@ export class InMemoryAgentStore implements AgentStore {
   }
 }
 
-/** MemberStore with the DynamoDB adapter's rule: one organization per person. */
+/** The members table of before issue 33 (e-mail → one organization), read and emptied by sign-ins. */
 export class InMemoryMemberStore implements MemberStore {
   readonly records = new Map<string, MemberRecord>();
 
@@ -133,22 +152,75 @@ export class InMemoryMemberStore implements MemberStore {
     return member && copy(member);
   }
 
-  async create(member: MemberRecord): Promise<boolean> {
-    if (this.records.has(member.email)) return false;
-    this.records.set(member.email, copy(member));
-    return true;
+  async delete(email: string, organizationId: string): Promise<boolean> {
+    if (this.records.get(email)?.organizationId !== organizationId) return false;
+    return this.records.delete(email);
+  }
+}
+
+/** MembershipStore as the DynamoDB adapter keeps it: one per person (`sub`) and organization. */
+export class InMemoryMembershipStore implements MembershipStore {
+  readonly records = new Map<string, MembershipRecord>();
+
+  private key(sub: string, organizationId: string): string {
+    return `${sub}\u0000${organizationId}`;
   }
 
-  async list(organizationId: string): Promise<MemberRecord[]> {
+  async listByPerson(sub: string): Promise<MembershipRecord[]> {
+    return [...this.records.values()].filter((m) => m.sub === sub).map(copy);
+  }
+
+  async get(sub: string, organizationId: string): Promise<MembershipRecord | undefined> {
+    const membership = this.records.get(this.key(sub, organizationId));
+    return membership && copy(membership);
+  }
+
+  async listByOrganization(organizationId: string): Promise<MembershipRecord[]> {
     return [...this.records.values()]
-      .filter((member) => member.organizationId === organizationId)
+      .filter((m) => m.organizationId === organizationId)
       .sort((a, b) => a.email.localeCompare(b.email))
       .map(copy);
   }
 
+  async create(membership: MembershipRecord): Promise<boolean> {
+    const key = this.key(membership.sub, membership.organizationId);
+    if (this.records.has(key)) return false;
+    this.records.set(key, copy(membership));
+    return true;
+  }
+
+  async delete(sub: string, organizationId: string): Promise<boolean> {
+    return this.records.delete(this.key(sub, organizationId));
+  }
+}
+
+/** InvitationStore as the DynamoDB adapter keeps it: one per address and organization, expired ones until removed. */
+export class InMemoryInvitationStore implements InvitationStore {
+  readonly records = new Map<string, InvitationRecord>();
+
+  private key(email: string, organizationId: string): string {
+    return `${email}\u0000${organizationId}`;
+  }
+
+  async put(invitation: InvitationRecord): Promise<void> {
+    this.records.set(this.key(invitation.email, invitation.organizationId), copy(invitation));
+  }
+
+  async get(email: string, organizationId: string): Promise<InvitationRecord | undefined> {
+    const invitation = this.records.get(this.key(email, organizationId));
+    return invitation && copy(invitation);
+  }
+
+  async listByEmail(email: string): Promise<InvitationRecord[]> {
+    return [...this.records.values()].filter((i) => i.email === email).map(copy);
+  }
+
+  async listByOrganization(organizationId: string): Promise<InvitationRecord[]> {
+    return [...this.records.values()].filter((i) => i.organizationId === organizationId).map(copy);
+  }
+
   async delete(email: string, organizationId: string): Promise<boolean> {
-    if (this.records.get(email)?.organizationId !== organizationId) return false;
-    return this.records.delete(email);
+    return this.records.delete(this.key(email, organizationId));
   }
 }
 
@@ -823,6 +895,25 @@ export class SequentialIds implements IdGenerator {
   uuid(): string {
     this.next += 1;
     return `00000000-0000-4000-8000-${String(this.next).padStart(12, '0')}`;
+  }
+}
+
+/** RateLimitCounters as the DynamoDB adapter keeps them: one window per key, a later window starts it anew. */
+export class InMemoryRateLimitCounters implements RateLimitCounters {
+  readonly windows = new Map<string, { window: number; count: number }>();
+
+  async hit(key: string, window: number, _expiresAtEpoch: number, amount = 1): Promise<number> {
+    const current = this.windows.get(key);
+    // The item holds a later window than this clock: let the count through uncounted.
+    if (current && current.window > window) return 0;
+    const count = (current?.window === window ? current.count : 0) + amount;
+    this.windows.set(key, { window, count });
+    return count;
+  }
+
+  /** What `key` has counted in its latest window (0 when it never counted). */
+  counted(key: string): number {
+    return this.windows.get(key)?.count ?? 0;
   }
 }
 

@@ -3,11 +3,13 @@
  * its data in a temporary folder; with TEST_BASE_URL and TEST_TOKENS set, an already running deployment
  * (LocalStack through `npm run test:localstack`, or a local runtime started by hand).
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { LocalCredentials } from '../../lib/local/engine-credentials';
+import type { PeoplePool } from '../../lib/stack-check/stack-runner';
 
 export interface TestService {
   readonly baseUrl: string;
@@ -18,6 +20,11 @@ export interface TestService {
   readonly dynamodbEndpoint: string | null;
   /** The credentials the local runtime's engines check (its DATA_DIR/engines.json); null for a deployment. */
   readonly engineCredentials: LocalCredentials | null;
+  /**
+   * A deployment's people (TEST_PEOPLE: the user pool, and a person who owns `tokens[0]`'s organization); null where
+   * there is none, and for the local runtime, which prints its pool (test/helpers/people.ts).
+   */
+  readonly people: { pool: PeoplePool; owner: { email: string; password: string } } | null;
   /** The runtime's process id (its memory can be read from /proc); null for a deployment. */
   readonly pid: number | null;
   /** Everything the process printed so far. */
@@ -52,6 +59,7 @@ export async function startService(
       dataDir: null,
       dynamodbEndpoint: null,
       engineCredentials: null,
+      people: process.env.TEST_PEOPLE ? (JSON.parse(process.env.TEST_PEOPLE) as TestService['people']) : null,
       pid: null,
       output: () => '',
       stop: async () => undefined,
@@ -74,6 +82,13 @@ export async function startService(
       // (test/api/rate-limits.test.ts tests the limits, the defaults included).
       RATE_LIMIT_PER_SECOND: '1000000',
       RATE_LIMIT_BURST: '1000000',
+      // The flow work budget likewise (nodes and browser seconds: docs/rate-limits.md, "Flow work"), unless a suite
+      // sets its own (test/integration/flow-work.test.ts).
+      FLOW_WORK_PER_SECOND: '1000000',
+      FLOW_WORK_BURST: '1000000',
+      // The same for the per-client limits (test/integration/client-limits.test.ts tests them).
+      SIGNUP_LIMIT_PER_5_MINUTES: '1000000',
+      FAILED_AUTH_LIMIT_PER_MINUTE: '1000000',
       // No people's accounts unless a suite asks (COGNITO=on): cognito-local is a process of its own, ~100 MB.
       COGNITO: 'off',
       // The console is built by the suites that open it (test/web), not by every runtime that starts.
@@ -103,6 +118,7 @@ export async function startService(
     tokens: DEFAULT_TOKENS,
     dataDir,
     dynamodbEndpoint: /DynamoDB at (http:\/\/[^\s,]+)/.exec(output)?.[1] ?? null,
+    people: null,
     // Written by the runtime before it says it listens.
     engineCredentials: (
       JSON.parse(readFileSync(join(dataDir, 'engines.json'), 'utf8')) as { credentials: LocalCredentials }

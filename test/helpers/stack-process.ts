@@ -1,6 +1,7 @@
 /** The synthesized stack run by bin/run-stack.ts in a process of its own, for test/stack. */
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
+import type { PeoplePool } from '../../lib/stack-check/stack-runner';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -22,6 +23,15 @@ export interface StackProcess {
   readonly token: string;
   /** The same for a second organization. */
   readonly otherToken: string;
+  /** A person signed in who owns `token`'s organization. */
+  readonly owner: {
+    readonly idToken: string;
+    readonly organizationId: string;
+    readonly email: string;
+    readonly password: string;
+  };
+  /** The user pool its people sign in to. */
+  readonly people: PeoplePool;
   report(): Promise<StackReport>;
   stop(): Promise<void>;
 }
@@ -56,11 +66,16 @@ export function startStackProcess(cloudAssembly: string, templateFile?: string):
   return new Promise((resolveStart, reject) => {
     child.once('exit', (code) => reject(new Error(`bin/run-stack.ts exited (${code}): ${stderr.slice(-3000)}`)));
     next().then((message) => {
-      const { baseUrl, token, otherToken } = message.ready as { baseUrl: string; token: string; otherToken: string };
+      const { baseUrl, token, otherToken, owner, people } = message.ready as Pick<
+        StackProcess,
+        'baseUrl' | 'token' | 'otherToken' | 'owner' | 'people'
+      >;
       resolveStart({
         baseUrl,
         token,
         otherToken,
+        owner,
+        people,
         async report() {
           const answer = next();
           child.stdin.write('report\n');

@@ -81,12 +81,55 @@ describe('by default', () => {
           Action: { Block: { CustomResponse: { ResponseCode: 429, CustomResponseBodyKey: 'rateLimited' } } },
         }),
       ]),
-      CustomResponseBodies: {
+      CustomResponseBodies: Match.objectLike({
         rateLimited: {
           ContentType: 'APPLICATION_JSON',
           Content: Match.stringLikeRegexp('"success":false,"error":\\{"code":"RATE_LIMITED"'),
         },
-      },
+      }),
+    });
+  });
+
+  it('limits each source IP to 10 sign-ups (and organizations founded) in five minutes, answering 429', () => {
+    on.template.hasResourceProperties('AWS::WAFv2::WebACL', {
+      Rules: Match.arrayWith([
+        Match.objectLike({
+          Name: 'SignUpLimitPerSourceIp',
+          Priority: 1,
+          Statement: {
+            RateBasedStatement: {
+              Limit: 10,
+              AggregateKeyType: 'IP',
+              EvaluationWindowSec: 300,
+              ScopeDownStatement: {
+                AndStatement: {
+                  Statements: [
+                    Match.objectLike({ ByteMatchStatement: Match.objectLike({ SearchString: 'POST' }) }),
+                    {
+                      OrStatement: {
+                        Statements: ['/dashboard/signup', '/dashboard/me/organizations'].map((path) => ({
+                          ByteMatchStatement: Match.objectLike({
+                            FieldToMatch: { UriPath: {} },
+                            PositionalConstraint: 'ENDS_WITH',
+                            SearchString: path,
+                          }),
+                        })),
+                      },
+                    },
+                  ],
+                },
+              },
+            },
+          },
+          Action: { Block: { CustomResponse: { ResponseCode: 429, CustomResponseBodyKey: 'signUpLimited' } } },
+        }),
+      ]),
+      CustomResponseBodies: Match.objectLike({
+        signUpLimited: {
+          ContentType: 'APPLICATION_JSON',
+          Content: Match.stringLikeRegexp('"code":"RATE_LIMITED".*sign-ups'),
+        },
+      }),
     });
   });
 

@@ -1,10 +1,12 @@
 /**
  * The console in AWS (lib/constructs/console-site.ts, docs/console.md "In AWS"), read from the synthesized template:
  * a private bucket read only through origin access control; the API's paths routed to the REST API uncached with
- * the viewer's headers; SPA routing by a CloudFront function (run here on sample paths); the security headers; and
- * /config.json written from the stack's own user pool. `-c console=off` leaves it all out.
+ * the viewer's headers; SPA routing by a CloudFront function (run here on sample paths); the security headers (the
+ * shared function's, lib/console-security-headers.ts); and /config.json written from the stack's own user pool.
+ * `-c console=off` leaves it all out.
  */
 import { runInNewContext } from 'node:vm';
+import { consoleSecurityHeaders } from '../../lib/console-security-headers';
 import { API_PATH_PATTERNS, SPA_ROUTING_CODE } from '../../lib/constructs/console-site';
 import { type Synthesized, synthesizeUnbundled } from '../helpers/synth';
 
@@ -114,13 +116,23 @@ it('sends a CSP that lets the page reach only its origin, Cognito and the docume
     /connect-src 'self' https:\/\/cognito-idp\.[\s\S]*amazonaws\.com https:\/\/[\s\S]*RegionalDomainName/,
   );
   expect(csp).not.toMatch(/script-src[^;]*unsafe/);
+  // Exactly the shared function's policy (the local runtime's too), given this stack's region and bucket.
+  const shared = consoleSecurityHeaders({
+    cognito: [`https://cognito-idp.${synth.stack.region}.amazonaws.com`],
+    documents: [`https://${synth.stack.storage.bucket.bucketRegionalDomainName}`],
+    https: true,
+  });
+  expect((security.ContentSecurityPolicy as Json).ContentSecurityPolicy).toEqual(
+    synth.stack.resolve(shared.contentSecurityPolicy),
+  );
   expect(security.StrictTransportSecurity).toMatchObject({
     AccessControlMaxAgeSec: 31_536_000,
     IncludeSubdomains: true,
     Override: true,
   });
-  expect(security.FrameOptions).toMatchObject({ FrameOption: 'DENY' });
+  expect(security.FrameOptions).toMatchObject({ FrameOption: 'DENY', Override: true });
   expect(security.ContentTypeOptions).toMatchObject({ Override: true });
+  expect(security.ReferrerPolicy).toEqual({ ReferrerPolicy: 'strict-origin-when-cross-origin', Override: true });
   // Every behaviour, the API's included, carries it.
   const policyId = (distribution().DefaultCacheBehavior as Json).ResponseHeadersPolicyId;
   for (const behavior of distribution().CacheBehaviors as Json[]) {

@@ -13,7 +13,16 @@ import type { IConstruct } from 'constructs';
 import { createApp } from '../../bin/app';
 import type { AgentPlatformStack } from '../../lib/agent-platform-stack';
 import { GATEWAY_ERROR_TEMPLATES } from '../../lib/constructs/platform-api';
-import { type Access, RESOURCE_ENV, ROUTES, routeById, type TableName, WORKERS } from '../../lib/routes';
+import {
+  type Access,
+  RESOURCE_ENV,
+  ROUTES,
+  routeById,
+  SINGLE_WRITE_OF,
+  type TableAccess,
+  type TableName,
+  WORKERS,
+} from '../../lib/routes';
 import { TABLES } from '../../lib/tables';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string }>;
@@ -176,8 +185,10 @@ describe('functions', () => {
       ...(route.access.flowRunQueue ? [RESOURCE_ENV.flowRunQueue] : []),
       ...(route.access.knowledgeIndex ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
       ...(route.access.browserTask ? ['BROWSER_DRIVER', RESOURCE_ENV.browserTask] : []),
-      ...(route.access.people ? ['COGNITO_CLIENT_ID', 'COGNITO_USER_POOL_ID'] : []),
-      ...(route.access.people === 'signUp' ? ['SIGNUP_MODE'] : []),
+      ...(route.access.people && route.access.people !== 'signUpMode'
+        ? ['COGNITO_CLIENT_ID', 'COGNITO_USER_POOL_ID']
+        : []),
+      ...(route.access.people === 'signUp' || route.access.people === 'signUpMode' ? ['SIGNUP_MODE'] : []),
     ].sort();
     const settings = {
       NODE_OPTIONS: '--enable-source-maps',
@@ -202,7 +213,8 @@ describe("people's accounts", () => {
   test.each(ROUTES.map((r) => [r.id]))('%s may call exactly the user pool actions its route names', (id) => {
     const actions = actionsOn(statementsOf(id), poolId()).sort();
     if (routeById(id).access.people === 'manage') {
-      expect(actions).toEqual(['cognito-idp:AdminCreateUser', 'cognito-idp:AdminDeleteUser']);
+      // An account for an invited address; no function deletes anyone's account.
+      expect(actions).toEqual(['cognito-idp:AdminCreateUser']);
     } else expect(actions).toEqual([]);
   });
 
@@ -238,8 +250,11 @@ describe("people's accounts", () => {
     const client = resources[logicalId(stack.people.client)].Properties as {
       GenerateSecret: boolean;
       ExplicitAuthFlows: string[];
+      WriteAttributes: string[];
     };
     expect(client.GenerateSecret).toBe(false);
+    // People cannot change their own address: only their name is theirs to write.
+    expect(client.WriteAttributes).toEqual(['name']);
     expect([...client.ExplicitAuthFlows].sort()).toEqual([
       'ALLOW_REFRESH_TOKEN_AUTH',
       'ALLOW_USER_PASSWORD_AUTH',
@@ -267,8 +282,8 @@ describe('least privilege', () => {
         continue;
       } else expect(actions).toContain('dynamodb:Query');
       for (const write of DYNAMODB_WRITES) {
-        const updateOnly = (access[table] as string) === 'readUpdate' && write === 'dynamodb:UpdateItem';
-        if (access[table] === 'readWrite' || updateOnly) expect(actions).toContain(write);
+        const single = SINGLE_WRITE_OF[access[table] as TableAccess] === write;
+        if (access[table] === 'readWrite' || single) expect(actions).toContain(write);
         else expect(actions).not.toContain(write);
       }
     }
@@ -292,19 +307,20 @@ describe('least privilege', () => {
     if (!route.access.processingQueue) expect(queueActions).toEqual([]);
   });
 
-  test('the authorizer reads the tokens table and updates it (last use), reads the members table, and nothing else', () => {
+  test('the authorizer updates tokens (last use), puts memberships and deletes members rows (their move), and nothing else', () => {
     const statements = statementsOf('Authorizer');
+    const onlyWrite: Partial<Record<TableName, string>> = {
+      tokens: 'dynamodb:UpdateItem',
+      memberships: 'dynamodb:PutItem',
+      members: 'dynamodb:DeleteItem',
+    };
     for (const table of TABLE_NAMES) {
       const actions = actionsOn(statements, logicalId(stack.data.tables[table]));
-      if (table === 'tokens') {
+      const write = onlyWrite[table];
+      if (write) {
         expect(actions).toContain('dynamodb:GetItem');
-        expect(actions).toContain('dynamodb:UpdateItem');
-        for (const write of DYNAMODB_WRITES.filter((action) => action !== 'dynamodb:UpdateItem')) {
-          expect(actions).not.toContain(write);
-        }
-      } else if (table === 'members') {
-        expect(actions).toContain('dynamodb:GetItem');
-        for (const write of DYNAMODB_WRITES) expect(actions).not.toContain(write);
+        expect(actions).toContain(write);
+        for (const other of DYNAMODB_WRITES.filter((action) => action !== write)) expect(actions).not.toContain(other);
       } else {
         expect(actions).toEqual([]);
       }

@@ -11,15 +11,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   AdminConfirmSignUpCommand,
+  AdminCreateUserCommand,
+  AdminGetUserCommand,
   type CognitoIdentityProviderClient,
   CreateUserPoolClientCommand,
   InitiateAuthCommand,
   SignUpCommand,
 } from '@aws-sdk/client-cognito-identity-provider';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { CognitoIdTokenVerifier } from '#adapters/auth/cognito-jwt';
-import { cognitoClient, ensureDevUser, type LocalCognito, startCognito } from '../../lib/local/cognito';
+import {
+  cognitoClient,
+  ensureDevUser,
+  type LocalCognito,
+  markAddressVerified,
+  startCognito,
+} from '../../lib/local/cognito';
 import { engineReader } from '../helpers/knowledge-base-remains';
 import { client as apiClient, startService } from '../helpers/service';
 
@@ -32,7 +40,7 @@ let client: CognitoIdentityProviderClient;
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'aps-cognito-'));
   cognito = await startCognito({ dataDir, host: '127.0.0.1' });
-  client = cognitoClient(cognito.endpoint);
+  client = cognitoClient(cognito.endpoint, cognito.credentials);
 });
 afterAll(async () => {
   client?.destroy();
@@ -56,12 +64,18 @@ it('signs DEV_USER up confirmed, and a sign-in gives an ID token the verifier ac
   const { AuthenticationResult } = await signIn();
   const verifier = new CognitoIdTokenVerifier({ issuer: cognito.issuer, clientId: cognito.clientId });
   const person = await verifier.verify(AuthenticationResult?.IdToken as string);
-  expect(person).toEqual({ sub: expect.any(String), email: 'dev@example.com', expiresAt: expect.any(Date) });
+  expect(person).toEqual({
+    sub: expect.any(String),
+    email: 'dev@example.com',
+    emailVerified: true,
+    expiresAt: expect.any(Date),
+  });
   // Cognito's default is an hour; cognito-local's a day.
   expect((person?.expiresAt.getTime() ?? 0) - Date.now()).toBeGreaterThan(30 * 60 * 1000);
-  // Cognito answers NotAuthorizedException; cognito-local InvalidPasswordException (../shared/engines.md).
+  // Cognito answers NotAuthorizedException; so does the guard in front of cognito-local (which says
+  // InvalidPasswordException): test/integration/cognito-guard.test.ts.
   const refused = await signIn('wrong-password-1').catch((error: Error) => error.name);
-  expect(['NotAuthorizedException', 'InvalidPasswordException']).toContain(refused);
+  expect(refused).toBe('NotAuthorizedException');
   await expect(ensureDevUser(cognito, 'no-password')).rejects.toThrow('DEV_USER must be email:password');
 });
 
@@ -101,16 +115,64 @@ it('refuses an access token, another client’s, a forged, an altered and an exp
   expect(await verifier.verify('not a token')).toBeUndefined();
 });
 
-it('keeps the pool, the client and the people across a restart of the engine', async () => {
+it('keeps the pool, the client and the people across a restart of the engine, their addresses verified', async () => {
   const before = { userPoolId: cognito.userPoolId, clientId: cognito.clientId };
+  // Confirmed as a data folder of before issue 33 holds people: its address never marked verified.
+  await client.send(new SignUpCommand({ ClientId: cognito.clientId, Username: 'old@example.com', Password: PASSWORD }));
+  await client.send(new AdminConfirmSignUpCommand({ UserPoolId: cognito.userPoolId, Username: 'old@example.com' }));
+  // Signed up but never confirmed: left as it is.
+  await client.send(
+    new SignUpCommand({ ClientId: cognito.clientId, Username: 'never@example.com', Password: PASSWORD }),
+  );
+  const verified = async (username: string) =>
+    (
+      await client.send(new AdminGetUserCommand({ UserPoolId: cognito.userPoolId, Username: username }))
+    ).UserAttributes?.find((attribute) => attribute.Name === 'email_verified')?.Value;
+  expect(await verified('old@example.com')).not.toBe('true');
   client.destroy();
   await cognito.stop();
   cognito = await startCognito({ dataDir, host: '127.0.0.1' });
-  client = cognitoClient(cognito.endpoint);
+  client = cognitoClient(cognito.endpoint, cognito.credentials);
   expect({ userPoolId: cognito.userPoolId, clientId: cognito.clientId }).toEqual(before);
   const { AuthenticationResult } = await signIn();
   const verifier = new CognitoIdTokenVerifier({ issuer: cognito.issuer, clientId: cognito.clientId });
   expect(await verifier.verify(AuthenticationResult?.IdToken as string)).toMatchObject({ email: 'dev@example.com' });
+  expect(await verified('old@example.com')).toBe('true');
+  expect(await verified('never@example.com')).not.toBe('true');
+});
+
+it('sends an invitation again (AdminCreateUser RESEND) to a person who never signed in, as Cognito does', async () => {
+  await client.send(
+    new AdminCreateUserCommand({
+      UserPoolId: cognito.userPoolId,
+      Username: 'resent@example.com',
+      TemporaryPassword: 'First-temp-1',
+      MessageAction: 'SUPPRESS',
+    }),
+  );
+  await client.send(
+    new AdminCreateUserCommand({
+      UserPoolId: cognito.userPoolId,
+      Username: 'resent@example.com',
+      MessageAction: 'RESEND',
+    }),
+  );
+  // A new temporary password went out: the first no longer opens the first-password challenge.
+  const first = await client
+    .send(
+      new InitiateAuthCommand({
+        ClientId: cognito.clientId,
+        AuthFlow: 'USER_PASSWORD_AUTH',
+        AuthParameters: { USERNAME: 'resent@example.com', PASSWORD: 'First-temp-1' },
+      }),
+    )
+    .catch((error: Error) => error.name);
+  expect(first).toBe('NotAuthorizedException');
+  // Someone who has signed in keeps their password: Cognito's refusal.
+  const confirmed = await client
+    .send(new AdminCreateUserCommand({ UserPoolId: cognito.userPoolId, Username: EMAIL, MessageAction: 'RESEND' }))
+    .catch((error: Error) => error.name);
+  expect(confirmed).toBe('UnsupportedUserStateException');
 });
 
 it('is started by the local runtime (npm start), which prints where, and makes DEV_USER', async () => {
@@ -120,7 +182,7 @@ it('is started by the local runtime (npm start), which prints where, and makes D
     expect(printed).not.toBeNull();
     const [, endpoint, userPoolId, clientId] = printed as RegExpExecArray;
     expect(service.output()).toContain('DEV_USER Runtime@Example.com can sign in');
-    const runtimeClient = cognitoClient(endpoint);
+    const runtimeClient = cognitoClient(endpoint, service.engineCredentials ?? undefined);
     try {
       const { AuthenticationResult } = await runtimeClient.send(
         new InitiateAuthCommand({
@@ -146,7 +208,7 @@ it('lets a person in to the dashboard of their organization with their ID token,
   const engines = service.dataDir ? engineReader(service.dataDir) : undefined;
   const printed = /Cognito \(people's sign-in\) at (\S+): user pool (\S+), app client (\S+)/.exec(service.output());
   const [, endpoint, userPoolId, clientId] = printed as RegExpExecArray;
-  const people = cognitoClient(endpoint);
+  const people = cognitoClient(endpoint, service.engineCredentials ?? undefined);
   const idTokenOf = async (email: string, password: string) =>
     (
       await people.send(
@@ -157,9 +219,10 @@ it('lets a person in to the dashboard of their organization with their ID token,
         }),
       )
     ).AuthenticationResult?.IdToken as string;
-  const signUp = async (email: string, password: string) => {
+  const signUp = async (email: string, password: string, verified = true) => {
     await people.send(new SignUpCommand({ ClientId: clientId, Username: email, Password: password }));
     await people.send(new AdminConfirmSignUpCommand({ UserPoolId: userPoolId, Username: email }));
+    if (verified) await markAddressVerified(people, userPoolId, email);
   };
   try {
     // DEV_USER owns the first DEV_TOKEN organization (org A): they see what its token made.
@@ -181,7 +244,8 @@ it('lets a person in to the dashboard of their organization with their ID token,
     expect(customer.status).toBe(401);
     expect(customer.body).toMatchObject({ success: false, error: { code: 'UNAUTHORIZED' } });
 
-    // A member (not an owner) uses the dashboard but manages no tokens.
+    // A member (not an owner) uses the dashboard but manages no tokens. Made as the members table of before issue 33
+    // held people (e-mail → organization): their first sign-in moves the row to a membership of their sub.
     await signUp('member@example.com', 'Member-pass-9');
     const orgAId = /DEV_USER owner@example\.com can sign in: owner of (\S+)/.exec(service.output())?.[1];
     await engines?.dynamo.send(
@@ -202,10 +266,21 @@ it('lets a person in to the dashboard of their organization with their ID token,
     expect(refused.body).toMatchObject({ error: { code: 'FORBIDDEN', details: [{ rule: 'member.owner' }] } });
     expect((await member('GET', '/dashboard/tokens')).status).toBe(403);
 
-    // A person of no organization, and a token that only looks like one, get 401.
+    const moved = await engines?.dynamo.send(
+      new GetCommand({ TableName: 'members', Key: { email: 'member@example.com' } }),
+    );
+    expect(moved?.Item).toBeUndefined();
+
+    // A person of no organization is a person (their own routes), with nothing of any organization: 403.
     await signUp('stranger@example.com', 'Stranger-pass-9');
     const stranger = apiClient(service, await idTokenOf('stranger@example.com', 'Stranger-pass-9'));
-    expect((await stranger('GET', '/dashboard/agents')).status).toBe(401);
+    const nowhere = await stranger('GET', '/dashboard/agents');
+    expect(nowhere.status).toBe(403);
+    expect(nowhere.body).toMatchObject({ error: { code: 'NO_ORGANIZATION' } });
+    // An address the pool has not verified proves nothing, and a token that only looks like one is none: 401.
+    await signUp('unverified@example.com', 'Unverified-pass-9', false);
+    const unverified = apiClient(service, await idTokenOf('unverified@example.com', 'Unverified-pass-9'));
+    expect((await unverified('GET', '/dashboard/me')).status).toBe(401);
     const forged = apiClient(service, 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl');
     expect((await forged('GET', '/dashboard/agents')).status).toBe(401);
   } finally {

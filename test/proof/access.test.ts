@@ -16,6 +16,7 @@
 import { type HttpRoute, ROUTES, routeById, SCOPES, type Scope } from '../../lib/routes';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument } from '../helpers/fixtures';
 import { helloAndTicketDefinition as definition } from '../helpers/flow-definitions';
+import { cognitoOf, confirmAddress, signIn as signInWith } from '../helpers/people';
 import { pollUntil } from '../helpers/poll';
 import { type ApiResponse, client, startService, type TestService } from '../helpers/service';
 import { tokenTable } from '../helpers/token-table';
@@ -62,6 +63,12 @@ type Row =
       readonly check?: (body: Body, f: Fixtures) => Promise<void> | void;
       /** What a token restricted to one agent gets; by default (otherOrg 404) as described at Restricted. */
       readonly restricted?: Restricted;
+      /**
+       * Only a person signed in may (issue 33): the right caller is org A's owner signed in (ID token), the other
+       * organization's is another organization's owner, and a token of org A with every scope is the wrong credential
+       * (the `wrong scope` cell: 403).
+       */
+      readonly person?: true;
     };
 
 /**
@@ -137,6 +144,23 @@ const onlyOrgBAgents: OtherOrg = {
     expect(ids(body)).not.toContain(fx.a.agentId);
   },
 };
+
+/** Org A's owner signed in (DEV_USER of the runtime), and another organization's owner (a sign-up). */
+/** Org A's owner: the local runtime's DEV_USER, or the deployment's (TEST_PEOPLE). */
+let ANN = { email: 'ann.matrix@example.com', password: 'Matrix-pass-1' };
+/** The password of the people the matrix signs up. */
+const PASSWORD = 'Matrix-pass-1';
+let annToken: string;
+let orgAId: string;
+let beaToken: string;
+/** Organizations that invited Ann, for the AcceptInvitation and DeclineInvitation cells. */
+let invitedBy: { accept: string; decline: string };
+
+/** The headers of a person's request: the organization it acts in. */
+function personHeaders(token: string | null): Record<string, string> | undefined {
+  if (token === annToken) return { 'x-organization-id': orgAId };
+  return undefined;
+}
 
 /** An e-mail no cell has used. */
 let people = 0;
@@ -275,6 +299,19 @@ const ROWS: Record<string, Row> = {
         agentId: f.a.agentId,
         displayName: 'Matrix agent (renamed)',
         createdAt: expect.any(String),
+      }),
+  },
+  RotateCallbackSecret: {
+    // Every cell rotates again: the answer is a new secret each time, the one it replaced valid for 24 hours.
+    request: (f) => ({ params: agentPath(f), body: {} }),
+    success: 201,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) =>
+      expect(body).toEqual({
+        success: true,
+        secret: expect.stringMatching(/^whsec_/),
+        createdAt: expect.any(String),
+        previousSecretValidUntil: expect.any(String),
       }),
   },
   ListKnowledgeBases: {
@@ -427,7 +464,18 @@ const ROWS: Record<string, Row> = {
       expect(data.length).toBeGreaterThan(0);
       for (const token of data) {
         expect(Object.keys(token).sort()).toEqual(
-          ['agentIds', 'createdAt', 'expiresAt', 'lastUsedAt', 'name', 'prefix', 'scopes', 'status', 'tokenId'].sort(),
+          [
+            'agentIds',
+            'createdAt',
+            'createdBy',
+            'expiresAt',
+            'lastUsedAt',
+            'name',
+            'prefix',
+            'scopes',
+            'status',
+            'tokenId',
+          ].sort(),
         );
       }
     },
@@ -459,17 +507,18 @@ const ROWS: Record<string, Row> = {
     },
   },
   InviteMember: {
+    person: true,
     request: () => ({ body: { email: newEmail('invited'), role: 'member' } }),
     success: 201,
     otherOrg: {
       status: 201,
-      // Invited into org B: org A's people do not include them.
+      // Invited into another organization: org A's people do not include them.
       check: async (body) => {
         const listA = await orgA<Body>('GET', '/dashboard/members');
         expect(ids(listA.body, 'email')).not.toContain(body.email);
       },
     },
-    check: (body) => expect(body).toMatchObject({ role: 'member', invitation: 'sent' }),
+    check: (body) => expect(body).toMatchObject({ role: 'member', status: 'invited', expiresAt: expect.any(String) }),
     restricted: { addresses: 'organization', status: 403 },
   },
   ListMembers: {
@@ -485,15 +534,54 @@ const ROWS: Record<string, Row> = {
     },
     check: (body) => {
       for (const member of body.data as Body[])
-        expect(Object.keys(member).sort()).toEqual(['createdAt', 'email', 'role']);
+        expect(Object.keys(member).sort()).toEqual(['createdAt', 'email', 'expiresAt', 'role', 'status']);
     },
     restricted: { addresses: 'organization', status: 403 },
   },
   RemoveMember: {
+    person: true,
     request: (f) => ({ params: { email: f.memberToRemove } }),
     success: 200,
     otherOrg: notFound('MEMBER_NOT_FOUND'),
-    check: (body, f) => expect(body).toMatchObject({ email: f.memberToRemove, removedAt: expect.any(String) }),
+    check: (body, f) =>
+      expect(body).toMatchObject({
+        email: f.memberToRemove,
+        status: 'invitationCancelled',
+        removedAt: expect.any(String),
+      }),
+    restricted: { addresses: 'organization', status: 403 },
+  },
+  GetMe: {
+    person: true,
+    request: () => ({}),
+    success: 200,
+    otherOrg: { status: 200, check: (body) => expect(body.email).not.toBe(ANN.email) },
+    check: (body) =>
+      expect(body.organizations).toContainEqual(expect.objectContaining({ organizationId: orgAId, role: 'owner' })),
+    restricted: { addresses: 'organization', status: 403 },
+  },
+  AcceptInvitation: {
+    person: true,
+    request: () => ({ params: { organizationId: invitedBy.accept } }),
+    success: 201,
+    otherOrg: notFound('INVITATION_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ organizationId: invitedBy.accept, role: 'member' }),
+    restricted: { addresses: 'organization', status: 403 },
+  },
+  DeclineInvitation: {
+    person: true,
+    request: () => ({ params: { organizationId: invitedBy.decline } }),
+    success: 200,
+    otherOrg: notFound('INVITATION_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ organizationId: invitedBy.decline }),
+    restricted: { addresses: 'organization', status: 403 },
+  },
+  CreateOrganization: {
+    person: true,
+    request: () => ({ body: { name: 'Matrix founded' } }),
+    success: 201,
+    otherOrg: { status: 201, check: (body) => expect(body).toMatchObject({ role: 'owner', name: 'Matrix founded' }) },
+    check: (body) => expect(body).toMatchObject({ role: 'owner', name: 'Matrix founded' }),
     restricted: { addresses: 'organization', status: 403 },
   },
 };
@@ -518,6 +606,13 @@ function pathOf(route: HttpRoute, params: Record<string, string> = {}): string {
 }
 
 function tokenFor(route: HttpRoute, cell: Case): string | null {
+  const row = ROWS[route.id];
+  if (!row.public && row.person) {
+    if (cell === 'right') return annToken;
+    if (cell === 'other organization') return beaToken;
+    // A token of org A, with every scope: the wrong kind of credential for a person's route.
+    if (cell === 'wrong scope') return service.tokens[0];
+  }
   switch (cell) {
     case 'no token':
       return null;
@@ -557,8 +652,13 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
   const tokenToRevoke = (
     await call<{ tokenId: string }>('POST', '/dashboard/tokens', { body: { scopes: ['analytics'], name: 'to revoke' } })
   ).body.tokenId;
+  // Invited by org A's owner signed in (a token manages no people); the RemoveMember cell cancels the invitation.
   const memberToRemove = (
-    await call<{ email: string }>('POST', '/dashboard/members', { body: { email: newEmail('member'), role: 'member' } })
+    await call<{ email: string }>('POST', '/dashboard/members', {
+      token: annToken,
+      headers: personHeaders(annToken),
+      body: { email: newEmail('member'), role: 'member' },
+    })
   ).body.email;
   const dashboardToDelete = (await uploadDocument(call, a, { fileName: 'delete-me-too.txt' }, 'Short lived too.')).link
     .s3Key;
@@ -642,13 +742,39 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
 }
 
 beforeAll(async () => {
-  // People's accounts (cognito-local) for the sign-up and members rows.
+  // People's accounts (cognito-local) for the sign-up, members and person rows; DEV_USER owns org A.
   [service, shortTtl] = await Promise.all([
-    startService({ env: { COGNITO: 'on' } }),
+    startService({ env: { COGNITO: 'on', DEV_USER: `${ANN.email}:${ANN.password}` } }),
     startService({ env: { UPLOAD_URL_TTL_SECONDS: '1' } }),
   ]);
   orgA = client(service, service.tokens[0]);
   orgB = client(service, service.tokens[1]);
+  const cognito = cognitoOf(service);
+  const signIn = (email: string, password: string) => signInWith(cognito, email, password);
+  const signUp = async (email: string) => {
+    const made = await orgA<{ organizationId: string; confirmed: boolean }>('POST', '/dashboard/signup', {
+      token: null,
+      body: { email, password: PASSWORD, organizationName: `Org of ${email}` },
+    });
+    expect(made.status).toBe(201);
+    // A deployment e-mails a code; the matrix confirms the address as that code would, with the pool's admin calls.
+    if (!made.body.confirmed) await confirmAddress(cognito, email);
+    return { organizationId: made.body.organizationId, token: await signIn(email, PASSWORD) };
+  };
+  ANN = service.people?.owner ?? ANN;
+  annToken = await signIn(ANN.email, ANN.password);
+  orgAId = (await orgA<{ organizationId: string }>('GET', '/dashboard/organization')).body.organizationId;
+  beaToken = (await signUp(newEmail('bea'))).token;
+  const inviters = await Promise.all([signUp(newEmail('cyd')), signUp(newEmail('dee'))]);
+  for (const inviter of inviters) {
+    const invited = await orgA('POST', '/dashboard/members', {
+      token: inviter.token,
+      body: { email: ANN.email, role: 'member' },
+    });
+    expect(invited.status).toBe(201);
+  }
+  invitedBy = { accept: inviters[0].organizationId, decline: inviters[1].organizationId };
+  cognito.client.destroy();
 
   // The short-TTL runtime's link first: its second runs out while the rest is made.
   const shortA = client(shortTtl, shortTtl.tokens[0]);
@@ -722,6 +848,7 @@ describe('access matrix', () => {
       const request = row.request(fx);
       response = await orgA<Body>(route.method, pathOf(route, request.params), {
         token,
+        headers: personHeaders(token),
         query: request.query,
         body: request.body,
       });

@@ -166,26 +166,36 @@ describe('the synthesized stack, run from its assets', () => {
     expect(report.denials).toEqual([]);
   });
 
-  test("people: sign-up is closed (by invitation), an owner's invitation and removal reach the user pool, every call allowed", async () => {
-    const call = api(stack, stack.token);
+  test("people: sign-up is closed (by invitation), an owner's invitation reaches the user pool, a token manages nobody, every call allowed", async () => {
     const signUp = await api(stack, null)('POST', '/dashboard/signup', {
       email: 'someone@example.com',
       password: 'Some-pass-1',
       organizationName: 'Theirs',
     });
     expect(signUp).toMatchObject({ status: 403, body: { error: { code: 'SIGNUP_CLOSED' } } });
-    const invited = await call('POST', '/dashboard/members', { email: 'Invited@Example.com', role: 'member' });
-    expect(invited).toMatchObject({ status: 201, body: { email: 'invited@example.com', invitation: 'sent' } });
-    expect((await call('GET', '/dashboard/members')).body).toMatchObject({
-      data: [{ email: 'invited@example.com', role: 'member' }],
+    const owner = api(stack, stack.owner.idToken);
+    const me = await owner('GET', '/dashboard/me');
+    expect(me).toMatchObject({
+      status: 200,
+      body: { organizations: [{ organizationId: stack.owner.organizationId, role: 'owner' }] },
     });
-    // Removed from the pool: a second invitation is sent anew (the pool does not have them any more).
-    expect((await call('DELETE', '/dashboard/members/invited@example.com')).status).toBe(200);
-    const again = await call('POST', '/dashboard/members', { email: 'invited@example.com' });
-    expect(again).toMatchObject({ status: 201, body: { invitation: 'sent' } });
+    const invited = await owner('POST', '/dashboard/members', { email: 'Invited@Example.com', role: 'member' });
+    expect(invited).toMatchObject({ status: 201, body: { email: 'invited@example.com', status: 'invited' } });
+    expect((await owner('GET', '/dashboard/members')).body).toMatchObject({
+      data: [
+        { email: 'owner@stack-check.example.com', role: 'owner', status: 'active' },
+        { email: 'invited@example.com', role: 'member', status: 'invited' },
+      ],
+    });
+    expect((await owner('DELETE', '/dashboard/members/invited@example.com')).body).toMatchObject({
+      status: 'invitationCancelled',
+    });
+    // A token of an organization invites nobody.
+    const byToken = await api(stack, stack.token)('POST', '/dashboard/members', { email: 'x@example.com' });
+    expect(byToken).toMatchObject({ status: 403, body: { error: { details: [{ rule: 'members.person' }] } } });
     const report = await stack.report();
     expect(report.denials).toEqual([]);
-    for (const route of ['SignUp', 'InviteMember', 'ListMembers', 'RemoveMember']) {
+    for (const route of ['SignUp', 'InviteMember', 'ListMembers', 'RemoveMember', 'GetMe']) {
       expect(Object.keys(report.invocations).some((id) => id.startsWith(`PlatformApi${route}Function`))).toBe(true);
     }
   });

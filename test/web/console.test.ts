@@ -1,10 +1,12 @@
 /**
  * The web console (issue 19) in real Chromium (the Chromium of @sparticuz/chromium, driven by playwright-core) against
  * `npm start` with cognito-local: a person signs up and owns a new organization; creates, renames and deletes an agent;
- * sees an API error with its code and field; creates a token (its secret shown once, usable) and revokes it (refused
- * from then on); invites a member, who signs in with the printed temporary password, chooses their own and sees what
- * a member sees; signs out. axe checks every screen (no serious or critical violation), and the first screen's
- * JavaScript and CSS are weighed against the 300 KB (gzip) budget.
+ * sees an API error with its code and field; creates a token (its secret shown once, usable) and revokes it with the
+ * token it made (refused from then on); invites a person, who signs in with the printed temporary password, chooses
+ * their own, finds the invitation on the screen of a person of no organization, accepts it and sees what a member sees;
+ * cancels an invitation; creates a second organization from the switcher and switches between the two, each screen
+ * showing its own organization's data; signs out. axe checks every screen (no serious or critical violation), and
+ * the first screen's JavaScript and CSS are weighed against the 300 KB (gzip) budget.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -14,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import AxeBuilder from '@axe-core/playwright';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page, type Request } from 'playwright-core';
 import { CHROMIUM_FLAGS, packagedChromium } from '#adapters/browser/playwright-driver';
 import { zipOf } from '../helpers/fixtures';
 import { refundFlow } from '../helpers/flow-definitions';
@@ -62,8 +64,8 @@ afterAll(async () => {
 });
 
 /** No serious or critical accessibility violation on the page as it is now. */
-async function expectAccessible(screen: string) {
-  const { violations } = await new AxeBuilder({ page }).analyze();
+async function expectAccessible(screen: string, on: Page = page) {
+  const { violations } = await new AxeBuilder({ page: on }).analyze();
   const serious = violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map(
@@ -81,21 +83,49 @@ const SCREENSHOTS = process.env.SCREENSHOTS_DIR
   ? resolve(ROOT, process.env.SCREENSHOTS_DIR)
   : join(tmpdir(), 'agent-platform-console-screenshots');
 
-async function screenshot(name: string) {
+async function screenshot(name: string, on: Page = page) {
   mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
+  await on.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
 }
 
 /** The signed-in person's ID token, from the console's session. */
-async function personToken(): Promise<string> {
-  const session = await page.evaluate(() => sessionStorage.getItem('agent-platform.session'));
+async function personToken(on: Page = page): Promise<string> {
+  const session = await on.evaluate(() => sessionStorage.getItem('agent-platform.session'));
   return (JSON.parse(session ?? '{}') as { idToken: string }).idToken;
+}
+
+/** Through the header's switcher: from the organization `from` to the one named `to`. */
+async function switchOrganization(from: string, to: RegExp, on: Page = page) {
+  await on.getByRole('button', { name: `Organization: ${from}` }).click();
+  await on
+    .getByRole('dialog', { name: `Organization: ${from}` })
+    .getByRole('button', { name: to })
+    .click();
+}
+
+/** A page of its own (another person's browser), signed in with `password`; the first password chosen when asked. */
+async function signedInPage(email: string, password: string, path = '/agents', newPassword?: string): Promise<Page> {
+  const other = await (await browser.newContext({ reducedMotion: 'reduce' })).newPage();
+  await other.goto(`${service.baseUrl}${path}`);
+  await other.getByLabel('E-mail').fill(email);
+  await other.getByLabel(/^Password/).fill(password);
+  await other.getByRole('button', { name: 'Sign in', exact: true }).click();
+  if (newPassword) {
+    await other.getByRole('heading', { name: 'Choose your password' }).waitFor();
+    await other.getByLabel(/^New password/).fill(newPassword);
+    await other.getByRole('button', { name: 'Save password' }).click();
+  }
+  await other.getByRole('button', { name: 'Sign out' }).waitFor();
+  return other;
 }
 
 const ROUTER_TEXT = 'Reset the router by holding the reset button for ten seconds.';
 const BILLING_TEXT = 'Reset your billing cycle from the account page.';
 
 const OWNER = { email: 'owner@console.example.com', password: 'Console-pass-1', organization: 'Console Co' };
+const MEMBER = { email: 'member@console.example.com', password: 'Member-pass-2' };
+/** The owner's second organization, made from the switcher. */
+const SECOND = 'Ledger Co';
 
 it('weighs the first screen within its budget', () => {
   const manifest = JSON.parse(readFileSync(join(DIST, '.vite/manifest.json'), 'utf8')) as Record<
@@ -187,26 +217,65 @@ it('creates a token whose secret is shown once and works, and revokes it', async
 
   const call = apiClient(service, token);
   expect((await call('GET', '/dashboard/agents')).status).toBe(200);
+  expect(await row.textContent()).toContain(OWNER.email); // created by
+  // A token made by this token (through the API): listed as made by it, and revoked with it.
+  const child = await call<{ token: string; tokenId: string }>('POST', '/dashboard/tokens', {
+    body: { name: 'ci child', scopes: ['dashboard'] },
+  });
+  expect(child.status).toBe(201);
+  const parentId = (
+    await call<{ data: { tokenId: string; name: string }[] }>('GET', '/dashboard/tokens')
+  ).body.data.find((listed) => listed.name === 'ci pipeline')?.tokenId;
+  await page.reload();
+  const childRow = page.getByRole('row', { name: /ci child/ });
+  await childRow.waitFor();
+  expect(await childRow.textContent()).toContain(`token ${parentId?.slice(0, 8)}`);
   await row.getByRole('button', { name: 'Revoke' }).click();
   await page.getByRole('dialog', { name: 'Revoke ci pipeline?' }).getByRole('button', { name: 'Revoke token' }).click();
   await row.waitFor({ state: 'detached' });
+  await childRow.waitFor({ state: 'detached' });
+  await page.getByRole('status').getByText('ci pipeline is revoked, and so is the 1 token made from it.').waitFor();
   expect((await call('GET', '/dashboard/agents')).status).toBe(401);
+  expect((await apiClient(service, child.body.token)('GET', '/dashboard/agents')).status).toBe(401);
 });
 
-it('invites a member, who signs in with the printed password, chooses their own and sees what a member sees', async () => {
+it('invites a person, who accepts after signing in and sees what a member sees; an owner cancels an invitation', async () => {
   await page.getByRole('link', { name: 'Members' }).click();
-  await page.getByLabel('E-mail').fill('member@console.example.com');
+  const members = page.getByRole('table', { name: 'Members' });
+  await members.getByRole('cell', { name: OWNER.email }).waitFor();
+  await page.getByLabel('E-mail').fill(MEMBER.email);
   await page.getByRole('button', { name: 'Invite' }).click();
-  await page
-    .getByRole('status')
-    .getByText(/member@console\.example\.com is invited/)
-    .waitFor();
-  await page
-    .getByRole('table', { name: 'Members' })
-    .getByRole('cell', { name: 'member@console.example.com' })
-    .waitFor();
+  // An offer: sent, accepted after signing in; the words never say whether the address has an account.
+  const sent = page.getByRole('status');
+  await sent.getByText(/member@console\.example\.com is invited as a member until/).waitFor();
+  expect(await sent.textContent()).toMatch(/an invitation was sent, and they accept it after signing in/);
+  expect(await sent.textContent()).not.toMatch(/account/);
+  const invited = members.getByRole('row', { name: /member@console\.example\.com/ });
+  expect(await invited.textContent()).toMatch(/member[\s\S]*Invited[\s\S]*expires \S+/);
+  expect(await members.getByRole('row', { name: new RegExp(OWNER.email) }).textContent()).toMatch(/owner[\s\S]*Active/);
+
+  // A second invitation, cancelled: asked first, then gone from the table and from the API's list.
+  await page.getByLabel('E-mail').fill('later@console.example.com');
+  await page.getByRole('button', { name: 'Invite' }).click();
+  const later = members.getByRole('row', { name: /later@console\.example\.com/ });
+  await later.waitFor();
   await expectAccessible('members (owner)');
   await screenshot('members');
+  await later.getByRole('button', { name: 'Cancel invitation' }).click();
+  const cancel = page.getByRole('dialog', { name: 'Cancel the invitation of later@console.example.com?' });
+  await expectAccessible('cancel an invitation');
+  await cancel.getByRole('button', { name: 'Cancel invitation', exact: true }).click();
+  await later.waitFor({ state: 'detached' });
+  await page.getByRole('status').getByText('The invitation of later@console.example.com is cancelled.').waitFor();
+  const listed = await apiClient(service, await personToken())<{ data: { email: string; status: string }[] }>(
+    'GET',
+    '/dashboard/members',
+  );
+  expect(listed.body.data.map(({ email, status }) => `${email} ${status}`)).toEqual([
+    `${OWNER.email} active`,
+    `${MEMBER.email} invited`,
+  ]);
+
   const printed = await pollUntil(
     async () => /Invitation for member@console\.example\.com: temporary password (\S+)/.exec(service.output())?.[1],
     (value) => value !== undefined,
@@ -214,21 +283,33 @@ it('invites a member, who signs in with the printed password, chooses their own 
   );
   if (!printed) throw new Error('no invitation was printed');
 
-  const memberPage = await (await browser.newContext({ reducedMotion: 'reduce' })).newPage();
-  await memberPage.goto(`${service.baseUrl}/members`);
-  await memberPage.getByLabel('E-mail').fill('member@console.example.com');
-  await memberPage.getByLabel(/^Password/).fill(printed);
-  await memberPage.getByRole('button', { name: 'Sign in' }).click();
-  await memberPage.getByRole('heading', { name: 'Choose your password' }).waitFor();
-  await memberPage.getByLabel(/^New password/).fill('Member-pass-2');
-  await memberPage.getByRole('button', { name: 'Save password' }).click();
+  // The invited person: their own password, then no organization yet, and the invitation to accept.
+  const memberPage = await signedInPage(MEMBER.email, printed, '/members', MEMBER.password);
+  await memberPage.getByRole('heading', { name: 'You belong to no organization yet' }).waitFor();
+  const offer = memberPage.getByRole('table', { name: 'Invitations' }).getByRole('row', { name: /Console Co/ });
+  expect(await offer.textContent()).toMatch(/Console Co[\s\S]*member[\s\S]*owner@console\.example\.com/);
+  expect(await memberPage.getByRole('navigation', { name: 'Sections' }).count()).toBe(0);
+  await expectAccessible('no organization', memberPage);
+  await screenshot('no-organization', memberPage);
+  await offer.getByRole('button', { name: 'Accept' }).click();
   await memberPage.getByRole('heading', { name: 'Members' }).waitFor();
   expect(await memberPage.getByRole('banner').textContent()).toContain('member@console.example.com (member)');
+  expect(await memberPage.getByRole('banner').textContent()).toContain(OWNER.organization);
   // A member reads the people and manages none of them, and has no tokens screen.
   await memberPage.getByRole('cell', { name: OWNER.email }).waitFor();
   expect(await memberPage.getByRole('button', { name: 'Invite' }).count()).toBe(0);
+  expect(await memberPage.getByRole('button', { name: /Remove|Cancel invitation/ }).count()).toBe(0);
   expect(await memberPage.getByRole('link', { name: 'Tokens' }).count()).toBe(0);
+  await expectAccessible('members (member)', memberPage);
   await memberPage.close();
+
+  // The owner's table: both people active now.
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await page.getByRole('link', { name: 'Members' }).click();
+  await members
+    .getByRole('row', { name: /member@console\.example\.com/ })
+    .getByText('Active')
+    .waitFor();
 });
 
 it("manages an agent's knowledge bases and queries one in the playground, with a label filter and explain", async () => {
@@ -683,6 +764,126 @@ it('renders a table of 10,000 documents with a few dozen rows in the page, and s
   );
   await page.unroute(/\/knowledge\/production\/kb\/[^/]+\/documents(\?|$)/);
 });
+
+it('switches organizations: a second one made from the switcher, each screen showing its own, and an invitation accepted from the header', async () => {
+  // Every request names the organization it acts in, but the person's own (`/dashboard/me…`).
+  const sent: { path: string; organization: string | null }[] = [];
+  const record = (request: Request) => {
+    const path = new URL(request.url()).pathname;
+    if (path.startsWith('/dashboard/'))
+      sent.push({ path, organization: request.headers()['x-organization-id'] ?? null });
+  };
+  page.on('request', record);
+  const stored = () =>
+    page.evaluate((email) => localStorage.getItem(`agent-platform.organization:${email}`), OWNER.email);
+  const agents = page.getByRole('table', { name: 'Agents' });
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await agents.getByRole('cell', { name: 'Docs bot' }).waitFor();
+
+  await page.getByRole('button', { name: `Organization: ${OWNER.organization}` }).click();
+  const switcher = page.getByRole('dialog', { name: `Organization: ${OWNER.organization}` });
+  expect(await switcher.getByRole('button', { name: /Console Co/ }).getAttribute('aria-current')).toBe('true');
+  expect(await switcher.textContent()).toMatch(/Your organizations[\s\S]*Console Co\s*owner/);
+  await expectAccessible('organization switcher');
+  await screenshot('organizations');
+  await switcher.getByRole('button', { name: 'Create organization' }).click();
+  const create = page.getByRole('dialog', { name: 'Create an organization' });
+  await create.getByLabel('Organization name').fill(SECOND);
+  await expectAccessible('create an organization');
+  await create.getByRole('button', { name: 'Create organization' }).click();
+  await page.getByRole('button', { name: `Organization: ${SECOND}` }).waitFor();
+  // The new organization's screens: none of the first one's agents or people.
+  await page.getByText('No agents yet.').waitFor();
+  expect(await page.getByRole('banner').textContent()).toContain(`${OWNER.email} (owner)`);
+  const second = await stored();
+  await page.getByLabel("New agent's name").fill('Ledger bot');
+  await page.getByRole('button', { name: 'Create agent' }).click();
+  await agents.getByRole('cell', { name: 'Ledger bot' }).waitFor();
+  expect(await agents.getByRole('cell', { name: 'Docs bot' }).count()).toBe(0);
+  await page.getByRole('link', { name: 'Members' }).click();
+  const members = page.getByRole('table', { name: 'Members' });
+  await members.getByRole('cell', { name: OWNER.email }).waitFor();
+  expect(await members.getByRole('cell', { name: MEMBER.email }).count()).toBe(0);
+
+  // Back to the first: its agents and people again.
+  await switchOrganization(SECOND, /Console Co/);
+  await page.getByRole('button', { name: `Organization: ${OWNER.organization}` }).waitFor();
+  await members.getByRole('cell', { name: MEMBER.email }).waitFor();
+  const first = await stored();
+  expect(first).not.toBe(second);
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await agents.getByRole('cell', { name: 'Docs bot' }).waitFor();
+  expect(await agents.getByRole('cell', { name: 'Ledger bot' }).count()).toBe(0);
+
+  // The choice outlives a reload.
+  await switchOrganization(OWNER.organization, new RegExp(SECOND));
+  await agents.getByRole('cell', { name: 'Ledger bot' }).waitFor();
+  await page.reload();
+  await page.getByRole('button', { name: `Organization: ${SECOND}` }).waitFor();
+  await agents.getByRole('cell', { name: 'Ledger bot' }).waitFor();
+
+  page.off('request', record);
+  const personal = sent.filter(({ path }) => path === '/dashboard/me' || path.startsWith('/dashboard/me/'));
+  const acting = sent.filter((request) => !personal.includes(request));
+  expect(personal.length).toBeGreaterThan(0);
+  expect(personal.every(({ organization }) => organization === null)).toBe(true);
+  expect(acting.length).toBeGreaterThan(0);
+  expect(acting.filter(({ organization }) => organization !== first && organization !== second)).toEqual([]);
+  // Through the API: a person of two organizations names one (the console always does).
+  const owner = apiClient(service, await personToken());
+  expect((await owner('GET', '/dashboard/agents')).body).toMatchObject({ error: { code: 'ORGANIZATION_REQUIRED' } });
+  const listed = await owner<{ data: { displayName: string }[] }>('GET', '/dashboard/agents', {
+    headers: { 'X-Organization-Id': second ?? '' },
+  });
+  expect(listed.body.data.map((agent) => agent.displayName)).toEqual(['Ledger bot']);
+
+  // The member of the first is invited to the second: the header shows the invitation; accepted there, they switch.
+  await page.getByRole('link', { name: 'Members' }).click();
+  await page.getByLabel('E-mail').fill(MEMBER.email);
+  await page.getByRole('button', { name: 'Invite' }).click();
+  await members
+    .getByRole('row', { name: new RegExp(MEMBER.email) })
+    .getByText('Invited')
+    .waitFor();
+  const memberPage = await signedInPage(MEMBER.email, MEMBER.password);
+  await memberPage.getByRole('button', { name: `Organization: ${OWNER.organization}` }).waitFor();
+  await memberPage.getByRole('button', { name: /^Invitations\s*1$/ }).click();
+  const invitations = memberPage.getByRole('dialog', { name: 'Invitations' });
+  const offer = invitations.getByRole('row', { name: new RegExp(SECOND) });
+  expect(await offer.textContent()).toMatch(/member[\s\S]*owner@console\.example\.com/);
+  await expectAccessible('invitations', memberPage);
+  await offer.getByRole('button', { name: 'Accept' }).click();
+  await memberPage.getByRole('button', { name: `Organization: ${SECOND}` }).waitFor();
+  await memberPage.getByRole('table', { name: 'Agents' }).getByRole('cell', { name: 'Ledger bot' }).waitFor();
+  expect(await memberPage.getByRole('button', { name: /^Invitations/ }).count()).toBe(0);
+  await memberPage.getByRole('button', { name: `Organization: ${SECOND}` }).click();
+  expect(await memberPage.getByRole('dialog', { name: `Organization: ${SECOND}` }).textContent()).toMatch(
+    /Console Co\s*member[\s\S]*Ledger Co\s*member/,
+  );
+  await memberPage.close();
+
+  // Removed from the second: asked first, naming their tokens; the first organization keeps them.
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await page.getByRole('link', { name: 'Members' }).click();
+  const row = members.getByRole('row', { name: new RegExp(MEMBER.email) });
+  await row.getByText('Active').waitFor();
+  await row.getByRole('button', { name: 'Remove' }).click();
+  const removal = page.getByRole('dialog', { name: `Remove ${MEMBER.email}?` });
+  expect(await removal.textContent()).toMatch(
+    /access to this organization ends[\s\S]*tokens they made here are revoked/,
+  );
+  await removal.getByRole('button', { name: 'Remove', exact: true }).click();
+  await row.waitFor({ state: 'detached' });
+  await page
+    .getByRole('status')
+    .getByText(`${MEMBER.email} is removed from the organization; 0 tokens they made were revoked.`)
+    .waitFor();
+
+  // And back to the first organization for the next step.
+  await switchOrganization(SECOND, /Console Co/);
+  await page.getByRole('button', { name: `Organization: ${OWNER.organization}` }).waitFor();
+  await members.getByRole('cell', { name: MEMBER.email }).waitFor();
+}, 120_000);
 
 it('signs out to the sign-in screen', async () => {
   await page.getByRole('button', { name: 'Sign out' }).click();

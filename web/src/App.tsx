@@ -1,12 +1,26 @@
-/** The console's frame: sign-in until a person is signed in, then the navigation and the screen of the path. */
-import { AppShell, Button, Group, Loader, NavLink, Text, Title } from '@mantine/core';
-import { useQuery } from '@tanstack/react-query';
-import { lazy, Suspense, useMemo } from 'react';
+/**
+ * The console's frame: sign-in until a person is signed in; then their organizations (`GET /dashboard/me`), the
+ * organization chosen (the header's switcher), the navigation and the screen of the path. Every screen acts in the
+ * chosen organization: its API client names it (`X-Organization-Id`) and its queries live in a cache of that
+ * organization's own, so switching shows nothing of the one before. A person of no organization gets their
+ * invitations instead.
+ */
+import { AppShell, Badge, Button, Group, Loader, NavLink, Text, Title } from '@mantine/core';
+import { QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query';
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
 import { createApi, unwrap } from './api';
 import { useAuth } from './auth';
 import { ErrorAlert } from './components';
 import type { ConsoleConfig } from './config';
+import {
+  currentOrganization,
+  type Me,
+  newQueryClient,
+  OrganizationSwitcher,
+  rememberOrganization,
+  storedOrganization,
+} from './organizations';
 import { Agents } from './screens/Agents';
 import { Members } from './screens/Members';
 import { SignIn } from './screens/SignIn';
@@ -20,39 +34,108 @@ const Flows = lazy(() => import('./screens/Flows'));
 const FlowPlayground = lazy(() => import('./screens/FlowPlayground'));
 const Analytics = lazy(() => import('./screens/Analytics'));
 const RetrievalSettings = lazy(() => import('./screens/RetrievalSettings'));
-
-interface Organization {
-  readonly organizationId: string;
-  readonly name: string | null;
-  readonly caller: { kind: 'person' | 'token'; email: string | null; role: 'owner' | 'member' };
-}
+const NoOrganization = lazy(() => import('./screens/Invitations').then((m) => ({ default: m.NoOrganization })));
+const InvitationsDialog = lazy(() => import('./screens/Invitations').then((m) => ({ default: m.InvitationsDialog })));
+const CreateOrganizationDialog = lazy(() =>
+  import('./screens/Invitations').then((m) => ({ default: m.CreateOrganizationDialog })),
+);
 
 export function App({ config }: { config: ConsoleConfig }) {
   const auth = useAuth();
-  const api = useMemo(() => createApi(config.apiUrl, () => auth.idToken()), [auth, config.apiUrl]);
-  const [location] = useLocation();
-  const organization = useQuery({
-    queryKey: ['organization', auth.session?.email],
-    queryFn: () => unwrap<Organization>(api.GET('/dashboard/organization')),
-    enabled: auth.session !== null,
+  const email = auth.session?.email ?? null;
+  const queries = useQueryClient();
+  const [location, navigate] = useLocation();
+  // The person's own routes and sign-up: no organization named.
+  const personal = useMemo(() => createApi(config.apiUrl, () => auth.idToken()), [auth, config.apiUrl]);
+  const me = useQuery({
+    queryKey: ['me', email],
+    queryFn: () => unwrap<Me>(personal.GET('/dashboard/me')),
+    enabled: email !== null,
   });
 
-  if (!auth.session) return <SignIn api={api} config={config} />;
-  const owner = organization.data?.caller.role === 'owner';
+  // The organization chosen in this tab, else the one stored for this person, else their first.
+  const [choice, setChoice] = useState<{ email: string; organizationId: string } | null>(null);
+  const wanted = email && choice?.email === email ? choice.organizationId : email ? storedOrganization(email) : null;
+  const organizations = me.data?.organizations ?? [];
+  const current = currentOrganization(organizations, wanted);
+  const organizationId = current?.organizationId ?? null;
+
+  useEffect(() => {
+    // A stored organization the person no longer belongs to is forgotten.
+    if (!email || !me.data || me.isFetching) return;
+    const stored = storedOrganization(email);
+    if (stored && !me.data.organizations.some((o) => o.organizationId === stored)) rememberOrganization(email, null);
+  }, [email, me.data, me.isFetching]);
+
+  const api = useMemo(
+    () => createApi(config.apiUrl, () => auth.idToken(), organizationId),
+    [auth, config.apiUrl, organizationId],
+  );
+  const refreshMe = useCallback(() => queries.invalidateQueries({ queryKey: ['me', email] }), [queries, email]);
+  // A fresh cache for each organization chosen (and each person): nothing of another is ever shown.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new cache exactly when the person or organization changes
+  const organizationQueries = useMemo(() => newQueryClient(() => void refreshMe()), [email, organizationId]);
+
+  const [dialog, setDialog] = useState<'invitations' | 'create' | null>(null);
+
+  const switchTo = (next: string) => {
+    if (!email) return;
+    rememberOrganization(email, next);
+    setChoice({ email, organizationId: next });
+    // An agent's screens belong to one organization: the other one opens on its agents.
+    if (location.startsWith('/agents/')) navigate('/agents');
+  };
+  const joined = async (next: string) => {
+    // A new ID token: in AWS the authorizer's answer for the old one still lists the organizations of before.
+    await auth.renew();
+    await refreshMe();
+    switchTo(next);
+  };
+  const actions = { personal, onJoined: joined, onChanged: refreshMe };
+
+  if (!auth.session) return <SignIn api={personal} config={config} />;
+  const owner = current?.role === 'owner';
+  const canCreate = config.signUp === 'open';
+  const invitations = me.data?.invitations ?? [];
   const links = [
     { href: '/agents', label: 'Agents' },
     { href: '/members', label: 'Members' },
     ...(owner ? [{ href: '/tokens', label: 'Tokens' }] : []),
   ];
   return (
-    <AppShell header={{ height: 56 }} navbar={{ width: 200, breakpoint: 'sm' }} padding="md">
+    <AppShell header={{ height: 56 }} navbar={current ? { width: 200, breakpoint: 'sm' } : undefined} padding="md">
       <AppShell.Header>
-        <Group h="100%" px="md" justify="space-between">
-          <Text fw={700}>Agent Platform{organization.data?.name ? ` · ${organization.data.name}` : ''}</Text>
-          <Group>
+        <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+          <Group gap="sm" wrap="nowrap">
+            <Text fw={700}>Agent Platform</Text>
+            {current && (
+              <OrganizationSwitcher
+                organizations={organizations}
+                current={current}
+                canCreate={canCreate}
+                onSwitch={switchTo}
+                onCreate={() => setDialog('create')}
+              />
+            )}
+          </Group>
+          <Group wrap="nowrap">
+            {current && invitations.length > 0 && (
+              <Button
+                size="xs"
+                variant="light"
+                onClick={() => setDialog('invitations')}
+                rightSection={
+                  <Badge size="sm" color="red.9" circle>
+                    {invitations.length}
+                  </Badge>
+                }
+              >
+                Invitations
+              </Button>
+            )}
             <Text size="sm">
               {auth.session.email}
-              {organization.data ? ` (${organization.data.caller.role})` : ''}
+              {current ? ` (${current.role})` : ''}
             </Text>
             <Button size="xs" variant="default" onClick={() => auth.signOut()}>
               Sign out
@@ -60,55 +143,78 @@ export function App({ config }: { config: ConsoleConfig }) {
           </Group>
         </Group>
       </AppShell.Header>
-      <AppShell.Navbar p="xs" component="nav" aria-label="Sections">
-        {links.map((link) => (
-          <NavLink
-            key={link.href}
-            component={Link}
-            href={link.href}
-            label={link.label}
-            active={location === link.href}
-          />
-        ))}
-      </AppShell.Navbar>
+      {current && (
+        <AppShell.Navbar p="xs" component="nav" aria-label="Sections">
+          {links.map((link) => (
+            <NavLink
+              key={link.href}
+              component={Link}
+              href={link.href}
+              label={link.label}
+              active={location === link.href}
+            />
+          ))}
+        </AppShell.Navbar>
+      )}
       <AppShell.Main>
-        {organization.isPending && <Loader aria-label="Loading" />}
-        <ErrorAlert error={organization.error} />
-        {organization.data && (
+        {me.isPending && <Loader aria-label="Loading" />}
+        <ErrorAlert error={me.error} />
+        {me.data && !current && (
           <Suspense fallback={<Loader aria-label="Loading" />}>
-            <Switch>
-              <Route path="/agents">
-                <Agents api={api} />
-              </Route>
-              <Route path="/agents/:agentId/knowledge">
-                {(params) => <KnowledgeBases api={api} agentId={params.agentId} />}
-              </Route>
-              <Route path="/agents/:agentId/knowledge/:knowledgeBaseId">
-                {(params) => <Documents api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />}
-              </Route>
-              <Route path="/agents/:agentId/knowledge/:knowledgeBaseId/playground">
-                {(params) => <Playground api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />}
-              </Route>
-              <Route path="/agents/:agentId/flows">{(params) => <Flows api={api} agentId={params.agentId} />}</Route>
-              <Route path="/agents/:agentId/flows/playground">
-                {(params) => <FlowPlayground api={api} agentId={params.agentId} />}
-              </Route>
-              <Route path="/agents/:agentId/retrieval">
-                {(params) => <RetrievalSettings api={api} agentId={params.agentId} />}
-              </Route>
-              <Route path="/agents/:agentId/analytics">
-                {(params) => <Analytics api={api} agentId={params.agentId} />}
-              </Route>
-              <Route path="/members">
-                <Members api={api} canManage={owner} />
-              </Route>
-              <Route path="/tokens">
-                {owner ? <Tokens api={api} /> : <Title order={1}>Only owners manage tokens</Title>}
-              </Route>
-              <Route>
-                <Redirect to="/agents" />
-              </Route>
-            </Switch>
+            <NoOrganization {...actions} me={me.data} canCreate={canCreate} checking={me.isFetching} />
+          </Suspense>
+        )}
+        {current && (
+          <QueryClientProvider client={organizationQueries} key={current.organizationId}>
+            <Suspense fallback={<Loader aria-label="Loading" />}>
+              <Switch>
+                <Route path="/agents">
+                  <Agents api={api} canManage={owner} />
+                </Route>
+                <Route path="/agents/:agentId/knowledge">
+                  {(params) => <KnowledgeBases api={api} agentId={params.agentId} />}
+                </Route>
+                <Route path="/agents/:agentId/knowledge/:knowledgeBaseId">
+                  {(params) => (
+                    <Documents api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />
+                  )}
+                </Route>
+                <Route path="/agents/:agentId/knowledge/:knowledgeBaseId/playground">
+                  {(params) => (
+                    <Playground api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />
+                  )}
+                </Route>
+                <Route path="/agents/:agentId/flows">{(params) => <Flows api={api} agentId={params.agentId} />}</Route>
+                <Route path="/agents/:agentId/flows/playground">
+                  {(params) => <FlowPlayground api={api} agentId={params.agentId} />}
+                </Route>
+                <Route path="/agents/:agentId/retrieval">
+                  {(params) => <RetrievalSettings api={api} agentId={params.agentId} />}
+                </Route>
+                <Route path="/agents/:agentId/analytics">
+                  {(params) => <Analytics api={api} agentId={params.agentId} />}
+                </Route>
+                <Route path="/members">
+                  <Members api={api} canManage={owner} />
+                </Route>
+                <Route path="/tokens">
+                  {owner ? <Tokens api={api} /> : <Title order={1}>Only owners manage tokens</Title>}
+                </Route>
+                <Route>
+                  <Redirect to="/agents" />
+                </Route>
+              </Switch>
+            </Suspense>
+          </QueryClientProvider>
+        )}
+        {dialog === 'invitations' && (
+          <Suspense fallback={null}>
+            <InvitationsDialog {...actions} invitations={invitations} opened onClose={() => setDialog(null)} />
+          </Suspense>
+        )}
+        {dialog === 'create' && (
+          <Suspense fallback={null}>
+            <CreateOrganizationDialog {...actions} opened onClose={() => setDialog(null)} />
           </Suspense>
         )}
       </AppShell.Main>

@@ -1,6 +1,6 @@
 /**
  * Pieces every screen uses: an error as the API gave it (code and each field with its rule), a confirmation, an inline
- * rename, the environment tabs.
+ * rename, the environment tabs, an organization's name.
  */
 import { Alert, Button, Group, List, Modal, Stack, Tabs, Text, TextInput } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
@@ -138,4 +138,9 @@ export function EnvironmentTabs(props: { value: Environment; onChange: (environm
       </Tabs.List>
     </Tabs>
   );
+}
+
+/** An organization's name as the console shows it: its own, or its id's start for one made without a name. */
+export function organizationLabel(organization: { organizationId: string; name: string | null }): string {
+  return organization.name ?? `Organization ${organization.organizationId.slice(0, 8)}`;
 }

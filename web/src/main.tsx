@@ -1,11 +1,12 @@
 import '@mantine/core/styles.css';
 import { type CSSVariablesResolver, createTheme, MantineProvider } from '@mantine/core';
-import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { QueryClientProvider } from '@tanstack/react-query';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { App } from './App';
 import { AuthProvider } from './auth';
 import { loadConfig } from './config';
+import { newQueryClient } from './organizations';
 
 /**
  * Mantine's defaults with text dark enough for WCAG AA (4.5:1, axe's color-contrast): the primary colour at shade 8
@@ -18,7 +19,8 @@ const contrast: CSSVariablesResolver = (resolved) => ({
   dark: {},
 });
 
-const queries = new QueryClient({ defaultOptions: { queries: { retry: false, refetchOnWindowFocus: false } } });
+// The person's own queries (their organizations); each organization's screens get a cache of their own (App.tsx).
+const queries = newQueryClient();
 const root = createRoot(document.getElementById('root') as HTMLElement);
 
 loadConfig().then(

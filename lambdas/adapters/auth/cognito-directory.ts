@@ -1,14 +1,17 @@
 /**
  * PeopleDirectory on an Amazon Cognito user pool whose user names are e-mails (the stack's, or cognito-local's:
  * lib/local/cognito.ts). Sign-up is the pool's public SignUp through the platform's app client; invitations and
- * removals are the administrator calls the function's role is granted.
+ * look-ups are the administrator calls the function's role is granted. Nobody's account is ever deleted by the
+ * platform: a person may belong to several organizations, and leaving one ends only that membership.
  */
 
 import { randomBytes } from 'node:crypto';
 import {
   AdminConfirmSignUpCommand,
   AdminCreateUserCommand,
-  AdminDeleteUserCommand,
+  AdminGetUserCommand,
+  AdminSetUserPasswordCommand,
+  AdminUpdateUserAttributesCommand,
   type CognitoIdentityProviderClient,
   SignUpCommand,
 } from '@aws-sdk/client-cognito-identity-provider';
@@ -17,7 +20,7 @@ import type { PeopleDirectory, SignUpOutcome } from '#ports/people';
 export interface CognitoDirectoryOptions {
   readonly userPoolId: string;
   readonly clientId: string;
-  /** Confirm each sign-up at once (the local runtime): no confirmation code by e-mail. */
+  /** Confirm each sign-up, and its address, at once (the local runtime): no confirmation code by e-mail. */
   readonly autoConfirm: boolean;
   /**
    * Where invitations go when the pool sends none (the local runtime prints them): the adapter chooses the
@@ -46,6 +49,7 @@ export class CognitoPeopleDirectory implements PeopleDirectory {
 
   async signUp(email: string, password: string): Promise<SignUpOutcome> {
     let confirmed: boolean;
+    let sub: string;
     try {
       const answer = await this.client.send(
         new SignUpCommand({
@@ -56,6 +60,7 @@ export class CognitoPeopleDirectory implements PeopleDirectory {
         }),
       );
       confirmed = answer.UserConfirmed === true;
+      sub = answer.UserSub as string;
     } catch (error) {
       if (named(error, 'UsernameExistsException')) return { kind: 'exists' };
       if (named(error, 'InvalidPasswordException')) {
@@ -69,9 +74,21 @@ export class CognitoPeopleDirectory implements PeopleDirectory {
     }
     if (!confirmed && this.options.autoConfirm) {
       await this.client.send(new AdminConfirmSignUpCommand({ UserPoolId: this.options.userPoolId, Username: email }));
+      // What the code Cognito e-mails in AWS proves, taken as proven where no e-mail goes out: the address is theirs.
+      await this.client.send(
+        new AdminUpdateUserAttributesCommand({
+          UserPoolId: this.options.userPoolId,
+          Username: email,
+          // cognito-local verifies an address only given with it (Cognito takes either).
+          UserAttributes: [
+            { Name: 'email', Value: email },
+            { Name: 'email_verified', Value: 'true' },
+          ],
+        }),
+      );
       confirmed = true;
     }
-    return { kind: 'created', confirmed };
+    return { kind: 'created', sub, confirmed };
   }
 
   async invite(email: string): Promise<'invited' | 'exists'> {
@@ -94,16 +111,53 @@ export class CognitoPeopleDirectory implements PeopleDirectory {
       deliver?.({ email, temporaryPassword: password });
       return 'invited';
     } catch (error) {
-      if (named(error, 'UsernameExistsException')) return 'exists';
-      throw error;
+      if (!named(error, 'UsernameExistsException')) throw error;
     }
+    return this.inviteAgain(email, password);
   }
 
-  async remove(email: string): Promise<void> {
+  /**
+   * An address the pool has: a person who never signed in (their temporary password unused, perhaps expired after 7
+   * days) gets a new one, as at their first invitation; anyone else keeps theirs and gets nothing (`exists`).
+   */
+  private async inviteAgain(email: string, password: string): Promise<'invited' | 'exists'> {
+    const { deliver, userPoolId } = this.options;
+    if (!deliver) {
+      try {
+        // Cognito sends the invitation again with a new temporary password, for a person who never signed in only.
+        await this.client.send(
+          new AdminCreateUserCommand({ UserPoolId: userPoolId, Username: email, MessageAction: 'RESEND' }),
+        );
+        return 'invited';
+      } catch (error) {
+        if (named(error, 'UnsupportedUserStateException')) return 'exists';
+        throw error;
+      }
+    }
+    // Where invitations are printed (cognito-local, which has no RESEND): the same, by hand.
+    const { UserStatus } = await this.client.send(new AdminGetUserCommand({ UserPoolId: userPoolId, Username: email }));
+    if (UserStatus !== 'FORCE_CHANGE_PASSWORD') return 'exists';
+    await this.client.send(
+      new AdminSetUserPasswordCommand({
+        UserPoolId: userPoolId,
+        Username: email,
+        Password: password,
+        Permanent: false,
+      }),
+    );
+    deliver({ email, temporaryPassword: password });
+    return 'invited';
+  }
+
+  async lookup(email: string): Promise<string | undefined> {
     try {
-      await this.client.send(new AdminDeleteUserCommand({ UserPoolId: this.options.userPoolId, Username: email }));
+      const { UserAttributes } = await this.client.send(
+        new AdminGetUserCommand({ UserPoolId: this.options.userPoolId, Username: email }),
+      );
+      return UserAttributes?.find((attribute) => attribute.Name === 'sub')?.Value;
     } catch (error) {
-      if (!named(error, 'UserNotFoundException')) throw error;
+      if (named(error, 'UserNotFoundException')) return undefined;
+      throw error;
     }
   }
 }

@@ -39,7 +39,13 @@ export class CognitoIdTokenVerifier implements PersonVerifier {
       if (payload.token_use !== 'id' || typeof payload.sub !== 'string' || typeof payload.email !== 'string') {
         return undefined;
       }
-      return { sub: payload.sub, email: payload.email.toLowerCase(), expiresAt: new Date((payload.exp ?? 0) * 1000) };
+      return {
+        sub: payload.sub,
+        email: payload.email.toLowerCase(),
+        // Cognito writes a boolean; a string `true` is taken too (some pools' attribute mappings carry strings).
+        emailVerified: payload.email_verified === true || payload.email_verified === 'true',
+        expiresAt: new Date((payload.exp ?? 0) * 1000),
+      };
     } catch (error) {
       // The key set could not be read: not the token's fault.
       if (error instanceof errors.JWKSTimeout) throw error;

@@ -43,7 +43,7 @@ export class GuardedOutboundHttp implements OutboundHttp {
     const exchange = async (): Promise<OutboundResponse> => {
       let url = request.url;
       let method: string = request.method;
-      let body = request.body === undefined ? undefined : JSON.stringify(request.body);
+      let body = request.serializedBody ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
       let headers = requestHeaders(request.headers, body);
       for (let redirects = 0; ; redirects++) {
         const target = await checkTarget(url, this.options);

@@ -37,34 +37,46 @@ export interface RateLimitVerdict {
 }
 
 export class RateLimitedError extends AppError {
-  constructor(readonly verdict: RateLimitVerdict) {
-    super(
-      429,
-      'RATE_LIMITED',
-      `Too many requests: at most ${verdict.limit} every ${verdict.windowSeconds} s for this token and for its organization; retry in ${verdict.resetSeconds} s`,
-    );
+  constructor(
+    readonly verdict: RateLimitVerdict,
+    /** Which limit refused (the flow work budget's: core/flows/work-budget.ts); by default the requests'. */
+    message = `Too many requests: at most ${verdict.limit} every ${verdict.windowSeconds} s for this token and for its organization; retry in ${verdict.resetSeconds} s`,
+  ) {
+    super(429, 'RATE_LIMITED', message);
   }
+}
+
+/**
+ * The fixed window of `settings` that `nowMs` falls in: its number, when its counters may expire, and the verdict of
+ * what was counted in it. Shared by the requests' limits and the flow work budget (core/flows/work-budget.ts).
+ */
+export function fixedWindow(settings: RateLimitSettings, nowMs: number) {
+  const windowMs = Math.round((settings.burst / settings.perSecond) * 1000);
+  const window = Math.floor(nowMs / windowMs);
+  const endsAt = (window + 1) * windowMs;
+  return {
+    window,
+    expiresAtEpoch: Math.ceil(endsAt / 1000) + COUNTER_TTL_SECONDS,
+    verdict: (used: number): RateLimitVerdict => ({
+      allowed: used <= settings.burst,
+      limit: settings.burst,
+      remaining: Math.max(0, settings.burst - used),
+      resetSeconds: Math.max(1, Math.ceil((endsAt - nowMs) / 1000)),
+      windowSeconds: windowMs / 1000,
+    }),
+  };
 }
 
 export async function checkRateLimit(
   counters: RateLimitCounters,
   settings: RateLimitSettings,
-  caller: Pick<Caller, 'organizationId' | 'tokenId'>,
+  /** A person acting in no organization (their own routes: core/dashboard/my-account.ts) is counted by token only. */
+  caller: Pick<Caller, 'tokenId'> & { readonly organizationId?: string },
   nowMs: number,
 ): Promise<RateLimitVerdict> {
-  const windowMs = Math.round((settings.burst / settings.perSecond) * 1000);
-  const window = Math.floor(nowMs / windowMs);
-  const endsAt = (window + 1) * windowMs;
-  const expiresAtEpoch = Math.ceil(endsAt / 1000) + COUNTER_TTL_SECONDS;
-  const verdict = (used: number): RateLimitVerdict => ({
-    allowed: used <= settings.burst,
-    limit: settings.burst,
-    remaining: Math.max(0, settings.burst - used),
-    resetSeconds: Math.max(1, Math.ceil((endsAt - nowMs) / 1000)),
-    windowSeconds: windowMs / 1000,
-  });
+  const { window, expiresAtEpoch, verdict } = fixedWindow(settings, nowMs);
   const byToken = await counters.hit(`token#${caller.tokenId}`, window, expiresAtEpoch);
-  if (byToken > settings.burst) return verdict(byToken);
+  if (byToken > settings.burst || caller.organizationId === undefined) return verdict(byToken);
   const byOrganization = await counters.hit(`organization#${caller.organizationId}`, window, expiresAtEpoch);
   return verdict(Math.max(byToken, byOrganization));
 }

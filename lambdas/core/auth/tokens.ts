@@ -5,7 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ForbiddenError, UnauthorizedError } from '#core/errors';
 import type { Caller } from '#core/tenancy/tenancy';
-import type { TokenRecord, TokenStore } from '#ports/stores';
+import type { MembershipStore, TokenIssuer, TokenRecord, TokenStore } from '#ports/stores';
 import type { Scope } from './scopes';
 
 const TOKEN_PREFIX = 'aps_';
@@ -34,31 +34,54 @@ export function isExpired(record: Pick<TokenRecord, 'expiresAt'>, now: Date): bo
   return typeof record.expiresAt === 'string' && record.expiresAt <= now.toISOString();
 }
 
+export interface TokenAuthDeps {
+  readonly tokens: TokenStore;
+  /** The owners at the root of tokens' lineages (core/auth/grants.ts). */
+  readonly memberships: Pick<MembershipStore, 'get'>;
+}
+
 /**
- * The caller a header authenticates, or UnauthorizedError (no token, an unknown or revoked one, an expired one). The
- * token's use is recorded (`lastUsedAt`, once a minute); a failure to record it does not refuse the request, it is
- * handed to `onUseNotRecorded`.
+ * The caller a header authenticates, or UnauthorizedError (no token, an unknown or revoked one, an expired one, one
+ * whose lineage no longer holds). The token's use is recorded (`lastUsedAt`, once a minute); a failure to record it
+ * does not refuse the request, it is handed to `onUseNotRecorded`.
  */
 export async function authenticate(
-  tokens: TokenStore,
+  deps: TokenAuthDeps,
   authorizationHeader: string | undefined,
   now: Date,
   onUseNotRecorded: (error: unknown) => void = () => {},
 ): Promise<Caller> {
   const token = bearerToken(authorizationHeader);
   if (!token) throw new UnauthorizedError();
-  const record = await tokens.getByHash(hashToken(token));
-  if (!record || isExpired(record, now)) throw new UnauthorizedError();
+  const record = await deps.tokens.getByHash(hashToken(token));
+  if (!record || isExpired(record, now) || !(await lineageHolds(deps, record, now))) throw new UnauthorizedError();
   const since = new Date(now.getTime() - TOKEN_USE_RESOLUTION_MS).toISOString();
   if (record.lastUsedAt === undefined || record.lastUsedAt < since) {
-    await tokens.recordUse(record.tokenHash, now.toISOString(), since).catch(onUseNotRecorded);
+    await deps.tokens.recordUse(record.tokenHash, now.toISOString(), since).catch(onUseNotRecorded);
   }
   return {
     organizationId: record.organizationId,
     tokenId: record.tokenId,
     scopes: record.scopes,
     ...(record.agentIds ? { agentIds: record.agentIds } : {}),
+    tokenHash: record.tokenHash,
   };
+}
+
+/**
+ * A token made by another holds while each token above it does (none revoked, none expired) and while the person at
+ * its root is still an owner of the organization: revoking a token, or removing the person, ends what they made at
+ * once, whatever the clean-up that deletes those records has reached (core/dashboard/dashboard.ts, members.ts).
+ */
+async function lineageHolds(deps: TokenAuthDeps, record: TokenRecord, now: Date): Promise<boolean> {
+  const ancestors = await Promise.all((record.lineage ?? []).map((hash) => deps.tokens.getByHash(hash)));
+  const tokensHold = ancestors.every(
+    (ancestor) =>
+      ancestor !== undefined && ancestor.organizationId === record.organizationId && !isExpired(ancestor, now),
+  );
+  if (!tokensHold || !record.rootSub) return tokensHold;
+  const root = await deps.memberships.get(record.rootSub, record.organizationId);
+  return root?.role === 'owner';
 }
 
 /**
@@ -74,8 +97,11 @@ export function callerContext(caller: Caller): Record<string, string> {
     ...(caller.agentIds ? { agentIds: caller.agentIds.join(',') } : {}),
     ...(caller.role ? { role: caller.role } : {}),
     ...(caller.email ? { email: caller.email } : {}),
+    ...(caller.tokenHash ? { tokenHash: caller.tokenHash } : {}),
   };
 }
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** The inverse of callerContext; undefined when the request was not authorized. */
 export function callerFromContext(context: Record<string, unknown> | null | undefined): Caller | undefined {
@@ -92,43 +118,15 @@ export function callerFromContext(context: Record<string, unknown> | null | unde
       ? { role: context.role === 'owner' ? ('owner' as const) : ('member' as const) }
       : {}),
     ...(typeof context.email === 'string' && context.email ? { email: context.email } : {}),
+    ...(typeof context.tokenHash === 'string' && SHA256_HEX.test(context.tokenHash)
+      ? { tokenHash: context.tokenHash }
+      : {}),
   };
 }
 
-export function requireScope(caller: Caller, scope: Scope): void {
+export function requireScope(caller: Pick<Caller, 'scopes'>, scope: Scope): void {
   if (!caller.scopes.includes(scope)) {
     throw new ForbiddenError(`This route needs a token with scope ${scope}`);
-  }
-}
-
-/**
- * What a token may hand on to a token it creates: none of the scopes it lacks, and, when it is restricted to agents,
- * a restriction to some of its own agents. Agents outside its restriction are the 404 of requireAgent, as for any
- * agent it cannot see; this checks what is refused even for agents it can see.
- */
-export function requireGrantable(caller: Caller, request: { scopes: readonly Scope[]; agentIds?: readonly string[] }) {
-  const notHeld = [...new Set(request.scopes)].filter((scope) => !caller.scopes.includes(scope));
-  if (notHeld.length > 0) {
-    throw new ForbiddenError(
-      `A token cannot create a token with a scope it does not hold: ${notHeld.join(', ')}`,
-      notHeld.map((scope) => ({
-        field: 'scopes',
-        rule: 'scopes.notHeld',
-        message: `this token does not hold scope ${scope}`,
-      })),
-    );
-  }
-  if (caller.agentIds !== undefined && request.agentIds === undefined) {
-    throw new ForbiddenError(
-      'A token restricted to agents can only create tokens restricted to some of its agents: give agentIds',
-      [
-        {
-          field: 'agentIds',
-          rule: 'agentIds.notHeld',
-          message: 'this token cannot grant every agent of the organization',
-        },
-      ],
-    );
   }
 }
 
@@ -148,15 +146,20 @@ export async function issueToken(
     name: string | null;
     createdAt: string;
     expiresAt?: string | null;
+    /** Who made it and what it descends from (core/auth/grants.ts); absent for the local runtime's own tokens. */
+    issuer?: TokenIssuer;
+    lineage?: readonly string[];
+    rootSub?: string;
   },
   token: string = generateToken(),
 ): Promise<IssuedToken> {
-  const { agentIds, ...rest } = fields;
+  const { agentIds, lineage, ...rest } = fields;
   const record: TokenRecord = {
     ...rest,
     prefix: token.slice(0, TOKEN_PREFIX_LENGTH),
     scopes: [...new Set(fields.scopes)],
     ...(agentIds ? { agentIds: [...new Set(agentIds)] } : {}),
+    ...(lineage && lineage.length > 0 ? { lineage } : {}),
     tokenHash: hashToken(token),
   };
   await tokens.put(record);

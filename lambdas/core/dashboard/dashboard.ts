@@ -1,9 +1,11 @@
 /** Use cases of the dashboard endpoints: agents, knowledge bases and tokens of the caller's organization. */
 
-import { requireOwner } from '#core/auth/people';
+import { earlierEnd, excessOver, issuerOf, MAX_LINEAGE, requireRevocable } from '#core/auth/grants';
+import { isPerson, requireOwner } from '#core/auth/people';
 import type { Scope } from '#core/auth/scopes';
-import { isExpired, issueToken, requireGrantable } from '#core/auth/tokens';
-import { NotFoundError } from '#core/errors';
+import { isExpired, issueToken } from '#core/auth/tokens';
+import { ForbiddenError, NotFoundError, UnauthorizedError } from '#core/errors';
+import { rotatedSecrets } from '#core/flows/callback-signing';
 import { type DeletionJobView, startKnowledgeBaseDeletion } from '#core/processing/knowledge-base-deletion';
 import {
   type Caller,
@@ -40,14 +42,19 @@ export async function createAgent(
   displayName: string,
 ) {
   requireWholeOrganization(caller, 'create an agent');
-  const agent = {
+  const now = deps.clock.now();
+  // Born with the secret that signs its callbacks (docs/flows.md, "Signed callbacks"), shown in this answer only, and
+  // only to whoever may rotate it: a member (core/auth/people.ts, requireOwner) gets null.
+  const callbackSecrets = rotatedSecrets(undefined, now);
+  const agent: AgentRecord = {
     organizationId: caller.organizationId,
     agentId: deps.ids.uuid(),
     displayName,
-    createdAt: deps.clock.now().toISOString(),
+    createdAt: now.toISOString(),
+    callbackSecrets,
   };
   await deps.agents.put(agent);
-  return agentView(agent);
+  return { ...agentView(agent), callbackSecret: caller.role === 'member' ? null : callbackSecrets.current.secret };
 }
 
 /** An agent as the API answers it. */
@@ -156,8 +163,10 @@ export async function deleteKnowledgeBase(
 }
 
 /**
- * A new token of the caller's organization, never wider than the caller's: its scopes among the caller's, its agents
- * (when restricted) among those the caller may use. Every check runs before anything is stored.
+ * A new token of the caller's organization, never worth more than the caller (core/auth/grants.ts): its scopes among
+ * the caller's, its agents (when restricted) among those the caller may use, its end no later than the caller's (an
+ * end asked past it, or none asked, is the caller's end). It records who made it and the lineage it continues, so it
+ * works only while they do. Every check runs before anything is stored.
  */
 export async function createToken(
   deps: Pick<DashboardDeps, 'agents' | 'tokens' | 'clock' | 'ids'>,
@@ -165,10 +174,30 @@ export async function createToken(
   request: { scopes: readonly Scope[]; agentIds?: readonly string[]; name?: string; expiresInDays?: number },
 ) {
   requireOwner(caller, 'manage tokens');
-  // An owner signed in manages the organization's tokens, whatever the scopes; a token hands on only its own.
-  if (caller.role !== 'owner') requireGrantable(caller, request);
   const now = deps.clock.now();
+  const { worth, issuer, lineage, rootSub } = issuerOf(caller, await callerToken(deps, caller));
+  if (lineage.length > MAX_LINEAGE) {
+    throw new ForbiddenError(`A token can only be made ${MAX_LINEAGE} tokens deep`, [
+      { field: '', rule: 'lineage.depth', message: `this token is ${lineage.length - 1} tokens below its root` },
+    ]);
+  }
   const agentIds = request.agentIds ? [...new Set(request.agentIds)] : undefined;
+  const asked =
+    request.expiresInDays === undefined ? null : new Date(now.getTime() + request.expiresInDays * DAY_MS).toISOString();
+  const expiresAt = earlierEnd(asked, worth.expiresAt);
+  // Scopes and whole-organization only: a later end is clamped above, an agent it cannot use is the 404 below.
+  const excess = excessOver({ scopes: request.scopes, ...(agentIds ? { agentIds } : {}), expiresAt }, worth).filter(
+    (detail) => detail.rule !== 'agentIds.notHeld' || agentIds === undefined,
+  );
+  if (excess.length > 0) {
+    const notHeld = [...new Set(request.scopes)].filter((scope) => !worth.scopes.includes(scope));
+    throw new ForbiddenError(
+      notHeld.length > 0
+        ? `A token cannot create a token with a scope it does not hold: ${notHeld.join(', ')}`
+        : 'A token restricted to agents can only create tokens restricted to some of its agents: give agentIds',
+      excess,
+    );
+  }
   if (agentIds) {
     // In parallel, but the first unknown agent in request order is the one reported, whatever answers first.
     const checks = await Promise.allSettled(agentIds.map((agentId) => requireAgent(deps, caller, agentId)));
@@ -182,13 +211,26 @@ export async function createToken(
     ...(agentIds ? { agentIds } : {}),
     name: request.name ?? null,
     createdAt: now.toISOString(),
-    expiresAt:
-      request.expiresInDays === undefined
-        ? null
-        : new Date(now.getTime() + request.expiresInDays * DAY_MS).toISOString(),
+    expiresAt,
+    issuer,
+    lineage,
+    ...(rootSub ? { rootSub } : {}),
   });
   const { status: _status, lastUsedAt: _lastUsedAt, ...view } = tokenView(record, now);
   return { token, ...view };
+}
+
+/**
+ * The record of the token that is the caller (undefined for a person), by its hash (a consistent read; by its id, through
+ * an index, for an authorizer answer cached before the hash was carried); 401 when it is gone meanwhile.
+ */
+async function callerToken(deps: Pick<DashboardDeps, 'tokens'>, caller: Caller): Promise<TokenRecord | undefined> {
+  if (isPerson(caller)) return undefined;
+  const record = caller.tokenHash
+    ? await deps.tokens.getByHash(caller.tokenHash)
+    : await deps.tokens.getById(caller.organizationId, caller.tokenId);
+  if (!record || record.tokenId !== caller.tokenId) throw new UnauthorizedError();
+  return record;
 }
 
 /**
@@ -205,8 +247,18 @@ export function tokenView(record: TokenRecord, now: Date) {
     createdAt: record.createdAt,
     expiresAt: record.expiresAt ?? null,
     lastUsedAt: record.lastUsedAt ?? null,
+    createdBy: createdBy(record),
     status: isExpired(record, now) ? ('expired' as const) : ('active' as const),
   };
+}
+
+/** Who made a token, as a list shows it: the person's e-mail or the token's id; null when no one is recorded. */
+function createdBy(record: TokenRecord) {
+  const { issuer } = record;
+  if (!issuer) return null;
+  return issuer.kind === 'person'
+    ? { kind: 'person' as const, email: issuer.email }
+    : { kind: 'token' as const, tokenId: issuer.tokenId };
 }
 
 /** The organization's tokens, newest first. Managing tokens is the whole organization's: a restricted token gets 403. */
@@ -221,14 +273,32 @@ export async function listTokens(deps: Pick<DashboardDeps, 'tokens' | 'clock'>, 
 }
 
 /**
- * Revokes one of the organization's tokens (it may be the caller's own): it authenticates nothing from then on (in
- * AWS once the authorizer's cache of it ends, at most 60 s). 404 TOKEN_NOT_FOUND for an id the organization has not.
+ * Revokes one of the organization's tokens (it may be the caller's own) and every token made from it: none of them
+ * authenticates from then on (in AWS once the authorizer's cache of them ends, at most 60 s; their lineage is checked
+ * at each authentication, so one this clean-up misses is refused all the same). An owner signed in revokes any token;
+ * a token itself and the tokens no wider than itself (core/auth/grants.ts). 404 TOKEN_NOT_FOUND for an id the
+ * organization has not.
  */
 export async function revokeToken(deps: Pick<DashboardDeps, 'tokens' | 'clock'>, caller: Caller, tokenId: string) {
   requireWholeOrganization(caller, 'revoke tokens');
   requireOwner(caller, 'manage tokens');
   const token = await deps.tokens.getById(caller.organizationId, tokenId);
   if (!token) throw new NotFoundError('TOKEN_NOT_FOUND', `Token ${tokenId} was not found`);
+  requireRevocable(caller, await callerToken(deps, caller), token);
   await deps.tokens.delete(token.tokenHash);
-  return { tokenId, revokedAt: deps.clock.now().toISOString() };
+  const descendants = await revokeTokensWhere(deps, caller.organizationId, (t) =>
+    (t.lineage ?? []).includes(token.tokenHash),
+  );
+  return { tokenId, revokedAt: deps.clock.now().toISOString(), descendantsRevoked: descendants };
+}
+
+/** Deletes the organization's tokens that `matches` picks; how many. */
+export async function revokeTokensWhere(
+  deps: Pick<DashboardDeps, 'tokens'>,
+  organizationId: string,
+  matches: (token: TokenRecord) => boolean,
+): Promise<number> {
+  const doomed = (await deps.tokens.list(organizationId)).filter(matches);
+  await Promise.all(doomed.map((t) => deps.tokens.delete(t.tokenHash)));
+  return doomed.length;
 }

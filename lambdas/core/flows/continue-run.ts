@@ -113,6 +113,9 @@ async function runTaken(
     deadline: options.deadline,
     runner: run.runner,
     lease: new SessionLease(deps, session),
+    // Every node of a runner is paid for as it starts (a refused one hands the run over again, delayed).
+    prepaidNodes: 0,
+    workWaitSeconds: 0,
   };
   let settled = false;
   try {

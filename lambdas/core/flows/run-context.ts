@@ -29,6 +29,7 @@ import type {
 import { METRIC, NO_METRICS, type OperationalMetrics } from '#ports/metrics';
 import type { ModelImage, ModelProvider } from '#ports/model';
 import type { Clock, IdGenerator } from '#ports/services';
+import type { AgentStore } from '#ports/stores';
 import type { AttachmentDeps, AttachmentInput } from './attachments';
 import type { AgentDefinition, FlowDefinition, FlowNode, TriggerNode } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';
@@ -42,6 +43,7 @@ import {
   type RunStep,
   type SessionMessage,
 } from './session';
+import type { FlowWorkBudget } from './work-budget';
 
 /** The spec's event names, for agent code and handlers. */
 export const AgentEvents = {
@@ -105,6 +107,8 @@ export interface FlowRuntimeDeps {
   readonly models: FlowModelResolver;
   readonly browser: BrowserDriver;
   readonly http: OutboundHttp;
+  /** The agents' callback secrets, which sign AI-message callbacks (one is made at an agent's first if it has none). */
+  readonly agents: Pick<AgentStore, 'get' | 'replaceCallbackSecrets'>;
   readonly recorder: AnalyticsRecorder;
   readonly defaultRetrieval: DefaultRetrievalRunner;
   /** What the built-in retrieval tools read: the knowledge index and the stores of agents and knowledge bases. */
@@ -119,6 +123,8 @@ export interface FlowRuntimeDeps {
   readonly onFailure?: (failure: InvocationFailure, error: unknown) => void;
   /** The flow runner's queue, where a run that outlives its request's budget goes on; absent: runs never hand over. */
   readonly runs?: FlowRunQueue;
+  /** The organizations' flow work budget (work-budget.ts): each node and browser second is counted; absent: none. */
+  readonly work?: FlowWorkBudget;
   /** Runs, NodeFailures, ModelCalls, ToolCalls, BrowserSteps (ports/metrics.ts); none collected when absent. */
   readonly metrics?: OperationalMetrics;
   /** The session lease's length (default SESSION_LEASE_MS). */
@@ -191,6 +197,10 @@ export interface RunContext {
   /** In the flow runner, the runner's id: the session is then stored after every node (a checkpoint). */
   readonly runner: string | null;
   readonly lease: SessionLease;
+  /** Nodes already paid for from the flow work budget: the invocation's admission pays its first (work-budget.ts). */
+  prepaidNodes: number;
+  /** Set when the flow work budget refused the next node: the seconds until it has room, which the hand-over waits. */
+  workWaitSeconds: number;
 }
 
 /**
@@ -218,8 +228,9 @@ export class SessionLease {
     return this.deps.leaseMs ?? SESSION_LEASE_MS;
   }
 
-  until(): string {
-    return new Date(this.deps.clock.now().getTime() + this.ms).toISOString();
+  /** A lease from now; `waitMs` more for a run that is handed over to wait (the flow work budget). */
+  until(waitMs = 0): string {
+    return new Date(this.deps.clock.now().getTime() + waitMs + this.ms).toISOString();
   }
 
   start(): void {

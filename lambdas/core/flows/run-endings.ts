@@ -6,7 +6,7 @@
 
 import { ConflictError } from '#core/errors';
 import type { FlowRunMessage } from '#ports/flows';
-import { SessionTooLargeError } from '#ports/flows';
+import { MAX_RUN_DELAY_SECONDS, SessionTooLargeError } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
 import { FlowError, fail, metricsOf, now, type RunContext } from './run-context';
 import type { RunPosition, SessionRun } from './session';
@@ -65,9 +65,12 @@ export class RunLostError extends ConflictError {
  * Past the deadline: the session is stored with where the run goes on (`run.next`, no runner holding it, the lease
  * kept so no other invocation starts meanwhile), then a `continue-run` message goes to the flow runner's queue.
  * Stored first: a runner that gets the message finds the run. A state too large ends the run `failed` here.
+ * Stopped by the flow work budget (context.workWaitSeconds): the message is delayed until the budget's window ends
+ * (at most SQS's 15 minutes), and the lease lasts that much longer, so no other message on the session starts over.
  */
 export async function handOver(context: RunContext, next: RunPosition): Promise<void> {
   const { deps, session, invocation } = context;
+  const delaySeconds = Math.min(context.workWaitSeconds, MAX_RUN_DELAY_SECONDS);
   if (!deps.runs) throw new Error('a run was handed over, but this flow runtime has no flow run queue');
   metricsOf(context).count(METRIC.runs, 1, { status: 'handedOver' });
   session.run = {
@@ -80,7 +83,7 @@ export async function handOver(context: RunContext, next: RunPosition): Promise<
   };
   let saved: boolean;
   try {
-    saved = await context.lease.save(session, context.lease.until());
+    saved = await context.lease.save(session, context.lease.until(delaySeconds * 1000));
   } catch (error) {
     if (!(error instanceof SessionTooLargeError)) throw error;
     session.run = { ...session.run, next: null };
@@ -96,7 +99,7 @@ export async function handOver(context: RunContext, next: RunPosition): Promise<
     invocationId: invocation.invocationId,
   };
   try {
-    await deps.runs.send(message);
+    await deps.runs.send(message, delaySeconds > 0 ? { delaySeconds } : undefined);
   } catch (error) {
     // In a runner, its own message is not deleted and comes back: the next runner takes the run at once.
     if (context.runner) throw error;
@@ -134,12 +137,15 @@ export async function checkpoint(context: RunContext, next: RunPosition): Promis
 }
 
 /**
- * A checkpoint could not be written (the session store or analytics failing): the runner gives the message back
- * instead of failing the run, and the runner that takes it over once the lease ran out goes on from the last
- * checkpoint (the node that was not stored runs again).
+ * A checkpoint could not be written (the session store or analytics failing), or the flow work budget not counted
+ * before a node: the runner gives the message back instead of failing the run, and the runner that takes it over once
+ * the lease ran out goes on from the last checkpoint (the node that was not stored runs again).
  */
 export class CheckpointError extends Error {
-  constructor(override readonly cause: unknown) {
-    super('a checkpoint of the run could not be written');
+  constructor(
+    override readonly cause: unknown,
+    message = 'a checkpoint of the run could not be written',
+  ) {
+    super(message);
   }
 }

@@ -7,6 +7,8 @@
 import { boundedValue, recordBuiltInEvent, truncatedText } from '#core/analytics/track';
 import type { FlowModel } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
+import { postSignedCallback } from './callback-delivery';
+import { callbackMessageId } from './callback-signing';
 import type { BrowserTaskNode, PromptNode } from './definition';
 import { renderText } from './placeholders';
 import {
@@ -30,6 +32,7 @@ import {
 import { runTool } from './run-tool';
 import { respondWithTools, type StoredCall } from './scoped-tools';
 import type { AiMessage } from './session';
+import { browserTaskUnits, spendFlowWork } from './work-budget';
 
 /** Runs one node; `pause` stops the invocation, `{ jumpTo }` continues at another node (of any flow). */
 export async function runNode(context: RunContext, { node }: Located): Promise<'next' | 'pause' | { jumpTo: string }> {
@@ -63,7 +66,8 @@ export async function runNode(context: RunContext, { node }: Located): Promise<'
  * A browser task: the driver opens the page and the node's model operates it, one action per step
  * (core/flows/browser-task.ts), wherever the browser runs. Each step is recorded as `browser_step`; the output is
  * `{ answer, url, status, title, text, steps }`. A task that stopped before `done` (BROWSER_STEP_LIMIT, a model that
- * failed) fails the node with that code, its output and its steps kept.
+ * failed) fails the node with that code, its output and its steps kept. Its seconds are charged to the flow work
+ * budget when it ends, however it ended (work-budget.ts).
  */
 async function runBrowserTaskNode(context: RunContext, node: BrowserTaskNode): Promise<void> {
   const scope = placeholderScope(context, node.name);
@@ -71,16 +75,24 @@ async function runBrowserTaskNode(context: RunContext, node: BrowserTaskNode): P
   const url = node.url === undefined ? undefined : renderText(node.url, scope);
   recordNode(context, node, { prompt, ...(url === undefined ? {} : { url }), model: node.model ?? null });
   const { system, messages } = modelContext(context);
-  const result = await context.deps.browser.run({
-    prompt,
-    url,
-    model: node.model,
-    // The conversation's text only: its images would not fit the BrowserTask function's request (6 MB).
-    context: {
-      ...(system === undefined ? {} : { system }),
-      messages: messages.map(({ role, content }) => ({ role, content })),
-    },
-  });
+  const startedMs = context.deps.clock.now().getTime();
+  const result = await context.deps.browser
+    .run({
+      prompt,
+      url,
+      model: node.model,
+      // The conversation's text only: its images would not fit the BrowserTask function's request (6 MB).
+      context: {
+        ...(system === undefined ? {} : { system }),
+        messages: messages.map(({ role, content }) => ({ role, content })),
+      },
+    })
+    .catch(async (error: unknown) => {
+      // The seconds were used all the same; the node fails with the task's own error.
+      await chargeBrowserTime(context, startedMs);
+      throw error;
+    });
+  await chargeBrowserTime(context, startedMs);
   metricsOf(context).count(METRIC.browserSteps, result.steps.length);
   result.steps.forEach((step, index) => {
     recordBuiltInEvent(
@@ -115,6 +127,20 @@ async function runBrowserTaskNode(context: RunContext, node: BrowserTaskNode): P
     BROWSER_TASK_OUTPUT_MAX_BYTES,
   );
   if (result.failure) throw new FlowError(result.failure.code, result.failure.message);
+}
+
+/**
+ * A browser task's run time, charged when it ended: never refused (what ran, ran), it may leave the budget over its
+ * window, and then the next node is refused. A charge the counters cannot take is lost rather than failing (or, in a
+ * runner, running again) a task that has already run; the next node's payment meets the same counters.
+ */
+async function chargeBrowserTime(context: RunContext, startedMs: number): Promise<void> {
+  const { deps } = context;
+  if (!deps.work) return;
+  const nowMs = deps.clock.now().getTime();
+  const units = browserTaskUnits(deps.work.settings, nowMs - startedMs);
+  if (units === 0) return;
+  await spendFlowWork(deps.work, context.session.organizationId, units, nowMs).catch(() => undefined);
 }
 
 async function runPrompt(context: RunContext, node: PromptNode): Promise<'next' | 'pause'> {
@@ -152,7 +178,8 @@ async function runPrompt(context: RunContext, node: PromptNode): Promise<'next' 
 
 /**
  * AgentEvents.AI_MESSAGE: the message is stored on the session (and answered to the caller) and, when the agent
- * has a callback URL, POSTed there. A callback that fails does not fail the flow; the session records it.
+ * has a callback URL, POSTed there signed with the agent's secrets (callback-delivery.ts). A callback that fails does
+ * not fail the flow; the session records it.
  */
 async function emitAiMessage(context: RunContext, node: PromptNode, content: string, model: FlowModel, at: string) {
   const { session, deps, definition, invocation } = context;
@@ -167,10 +194,12 @@ async function emitAiMessage(context: RunContext, node: PromptNode, content: str
   let delivered: AiMessage = message;
   if (definition.callbackUrl) {
     try {
-      const response = await deps.http.request({
+      const response = await postSignedCallback(deps, {
+        organizationId: context.record.organizationId,
+        agentId: session.agentId,
         url: definition.callbackUrl,
-        method: 'POST',
-        body: {
+        messageId: callbackMessageId(invocation.invocationId, node.name, context.step),
+        payload: {
           event: AgentEvents.AI_MESSAGE,
           agentId: session.agentId,
           environment: session.environment,

@@ -14,6 +14,10 @@
  * A run that outlives its request's budget is handed over (docs/flows.md, "Long runs"): no node starts in the request
  * after the budget, the session is stored with where the run goes on (`run`), a `continue-run` message goes to the
  * flow runner's queue, and `continueRun` takes the session over there and stores it after every node it completes.
+ *
+ * Every node is paid for from the organization's flow work budget (work-budget.ts): the invocation pays its first
+ * before anything is written (refused: 429), each further node before it starts. A node the budget refuses is handed
+ * over too, the queue message delayed until the budget's window ends; without a run queue the run fails.
  */
 
 import { boundedValue, recordBuiltInEvent } from '#core/analytics/track';
@@ -35,10 +39,11 @@ import {
   SessionLease,
   type TriggerSelector,
 } from './run-context';
-import { checkpoint, finish, handOver } from './run-endings';
+import { CheckpointError, checkpoint, finish, handOver } from './run-endings';
 import { runNode } from './run-nodes';
 import type { AiMessage, FlowSession, RunPosition } from './session';
 import { type Claim, claimSession, loadImages, storeInputImages } from './session-claim';
+import { FlowWorkExhaustedError, spendFlowWork, workBudgetText } from './work-budget';
 
 /** How one request runs its invocation. */
 export interface InvocationOptions {
@@ -78,6 +83,7 @@ export async function invoke(
     );
   }
   const trigger = findTrigger(record.definition, invocation.trigger);
+  const prepaidNodes = await admit(deps, record.organizationId);
   // Attached images are checked (a 400 before anything is written) and stored first: the claim writes the user's
   // message with their references. One that no session came to reference is deleted again.
   const stored = await storeInputImages(deps, invocation);
@@ -115,6 +121,8 @@ export async function invoke(
     runner: null,
     // The stored claim is `running` at its version (claim.session keeps the status it had, for the resume below).
     lease: new SessionLease(deps, { ...claim.session, status: 'running', version: claim.version }),
+    prepaidNodes,
+    workWaitSeconds: 0,
   };
   let settled = false;
   try {
@@ -127,6 +135,49 @@ export async function invoke(
     if (settled) await deps.recorder.flush();
     else await deps.recorder.flush().catch(() => undefined);
   }
+}
+
+/**
+ * An invocation pays for its first node before anything of it is written, so an organization whose flow work budget
+ * is used up is refused (429 with Retry-After) leaving nothing behind. The nodes it paid for: 1, or 0 unmetered.
+ */
+async function admit(deps: FlowRuntimeDeps, organizationId: string): Promise<number> {
+  if (!deps.work) return 0;
+  const verdict = await spendFlowWork(deps.work, organizationId, 1, deps.clock.now().getTime());
+  if (!verdict.allowed) throw new FlowWorkExhaustedError(verdict, deps.work.settings);
+  return 1;
+}
+
+/**
+ * Pays for the node about to run. False when the flow work budget has no room: the run stops before it and is handed
+ * over, to go on once the window has room (context.workWaitSeconds). Where the run cannot be handed over (no run
+ * queue, or a schedule tick, which runs to its end) it fails with WORK_BUDGET_EXCEEDED.
+ */
+async function payForNode(context: RunContext, node: string): Promise<boolean> {
+  const { deps, session } = context;
+  if (context.prepaidNodes > 0) {
+    context.prepaidNodes -= 1;
+    return true;
+  }
+  if (!deps.work) return true;
+  let verdict: Awaited<ReturnType<typeof spendFlowWork>>;
+  try {
+    verdict = await spendFlowWork(deps.work, session.organizationId, 1, deps.clock.now().getTime());
+  } catch (error) {
+    // In a runner the counters unreachable are no fault of the flow: the message comes back, the node not yet run.
+    if (context.runner) throw new CheckpointError(error, 'the flow work budget could not be counted');
+    throw error;
+  }
+  if (verdict.allowed) return true;
+  // Only a run with a deadline hands over: a request given a budget and a run queue, or a runner.
+  if (context.deadline === null || !deps.runs) {
+    throw new FlowError(
+      'WORK_BUDGET_EXCEEDED',
+      `${workBudgetText(verdict, deps.work.settings)}; the run stopped before node ${node}`,
+    );
+  }
+  context.workWaitSeconds = verdict.resetSeconds;
+  return false;
 }
 
 /**
@@ -244,13 +295,14 @@ export async function execute(context: RunContext, start: RunPosition): Promise<
     session.flowName = located.flow.name;
     session.currentNode = located.node.name;
     if (position.phase === 'run') {
-      context.step += 1;
-      if (context.step > MAX_STEPS_PER_INVOCATION) {
+      if (context.step + 1 > MAX_STEPS_PER_INVOCATION) {
         throw new FlowError(
           'STEP_LIMIT_EXCEEDED',
           `The invocation ran ${MAX_STEPS_PER_INVOCATION} nodes without ending or pausing`,
         );
       }
+      if (!(await payForNode(context, located.node.name))) return position;
+      context.step += 1;
       const outcome = await runNode(context, located);
       context.steps.push({ step: context.step, node: located.node.name, at: now(context) });
       if (outcome === 'pause') {

@@ -3,13 +3,19 @@
  * definitions that hold schedule triggers and runs each trigger whose cron fired, in its time zone, since the last
  * tick. Each fire gets a session id derived from (agent, environment, trigger, fire time), created only if absent,
  * so overlapping or repeated ticks run a fire once. Fires older than the definition's version are not run.
+ *
+ * A fire pays for its first node from its organization's flow work budget (work-budget.ts) as any invocation does. One
+ * refused is skipped: nothing is written but an `invocation_error` event (RATE_LIMITED) and the log line; as no session
+ * holds it, the next ticks of the lookback try it again, so it runs late once the budget has room, or not at all.
  */
 import { createHash } from 'node:crypto';
+import { type AnalyticsScope, recordBuiltInEvent } from '#core/analytics/track';
 import type { TriggerNode } from './definition';
 import { nodesOf } from './definition';
 import type { FlowRuntimeDeps } from './run-context';
 import { invoke } from './runtime';
 import { firesBetween } from './schedule';
+import { FlowWorkExhaustedError } from './work-budget';
 
 /** How far back a tick looks: a late or missed tick is caught up within this window. */
 export const SCHEDULE_LOOKBACK_MS = 5 * 60_000;
@@ -19,6 +25,8 @@ export interface TickOutcome {
   /** Fires another tick already ran. */
   readonly duplicates: number;
   readonly failed: number;
+  /** Fires skipped because their organization's flow work budget was used up (tried again by the next ticks). */
+  readonly limited: number;
   readonly sessions: readonly { sessionId: string; agentId: string; trigger: string; status: string }[];
 }
 
@@ -37,6 +45,7 @@ export async function runScheduleTick(
   let fired = 0;
   let duplicates = 0;
   let failed = 0;
+  let limited = 0;
   const sessions: { sessionId: string; agentId: string; trigger: string; status: string }[] = [];
   for (const record of await deps.definitions.listScheduled()) {
     const from = new Date(Math.max(now.getTime() - SCHEDULE_LOOKBACK_MS, Date.parse(record.updatedAt)));
@@ -47,7 +56,13 @@ export async function runScheduleTick(
       if (!trigger.cronExpression) continue;
       for (const at of firesBetween(trigger.cronExpression, trigger.timezone ?? 'UTC', from, now)) {
         const sessionId = fireSessionId(record.agentId, record.environment, trigger.name, at);
+        const invocationId = `schedule:${sessionId}`;
         try {
+          // A fire an earlier tick ran is looked up before the invocation pays for its first node: it costs nothing.
+          if (await deps.sessions.get(record.agentId, record.environment, sessionId)) {
+            duplicates += 1;
+            continue;
+          }
           const result = await invoke(deps, {
             agentId: record.agentId,
             environment: record.environment,
@@ -55,7 +70,7 @@ export async function runScheduleTick(
             trigger: { type: 'schedule', name: trigger.name },
             sessionId,
             body: { scheduledAt: at.toISOString() },
-            invocationId: `schedule:${sessionId}`,
+            invocationId,
             createOnly: true,
           });
           if (result.duplicate) duplicates += 1;
@@ -64,11 +79,45 @@ export async function runScheduleTick(
             sessions.push({ sessionId, agentId: record.agentId, trigger: trigger.name, status: result.status });
           }
         } catch (error) {
-          failed += 1;
+          if (error instanceof FlowWorkExhaustedError) {
+            limited += 1;
+            await recordSkipped(deps, { agentId: record.agentId, environment: record.environment, sessionId }, error, {
+              invocationId,
+              triggerName: trigger.name,
+              scheduledAt: at.toISOString(),
+            }).catch(onError);
+          } else failed += 1;
           onError(error);
         }
       }
     }
   }
-  return { fired, duplicates, failed, sessions };
+  return { fired, duplicates, failed, limited, sessions };
+}
+
+/**
+ * The analytics event of a fire the flow work budget refused, on the session it would have had: once per fire however
+ * many ticks it is refused in (the key derives from the fire), apart from the invocation_error of its run if it runs.
+ */
+async function recordSkipped(
+  deps: FlowRuntimeDeps,
+  scope: AnalyticsScope,
+  error: FlowWorkExhaustedError,
+  fire: { invocationId: string; triggerName: string; scheduledAt: string },
+): Promise<void> {
+  recordBuiltInEvent(
+    deps.recorder,
+    scope,
+    'invocation_error',
+    {
+      code: error.code,
+      message: error.message,
+      nodeName: null,
+      triggerName: fire.triggerName,
+      scheduledAt: fire.scheduledAt,
+      retryAfterSeconds: error.verdict.resetSeconds,
+    },
+    { invocationId: fire.invocationId, step: 'work-budget' },
+  );
+  await deps.recorder.flush();
 }

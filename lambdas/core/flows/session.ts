@@ -86,7 +86,10 @@ export interface SessionRun {
   readonly handedOverAt: string;
   /** The flow runner that holds the session (a random id per take-over); null: handed over, not taken yet. */
   readonly runner: string | null;
-  /** How many times a runner took the run: 1, more after a runner that died or reached its own deadline. */
+  /**
+   * How many times a runner took the run: 1, more after a runner that died or reached its own deadline, or that took
+   * it before the flow work budget had room (core/flows/work-budget.ts).
+   */
   readonly takeovers: number;
 }
 

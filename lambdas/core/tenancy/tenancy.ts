@@ -17,6 +17,11 @@ export interface Caller {
   readonly role?: 'owner' | 'member';
   /** A person's e-mail (lower case); absent for a token. */
   readonly email?: string;
+  /**
+   * A token's own SHA-256, as the authorizer found it: a use case reads the caller's record by it, consistently
+   * (core/dashboard/dashboard.ts). Absent for a person, and in an authorizer answer cached before it was carried.
+   */
+  readonly tokenHash?: string;
 }
 
 export interface TenancyDeps {

@@ -1,6 +1,6 @@
 /**
  * API Gateway REQUEST authorizer: `Authorization: Bearer <token>` → the token's organization, scopes and agent
- * restriction, passed to handlers in the request context. API Gateway caches the answer per header value (60 s, so
+ * restriction, or a person's memberships (core/auth/people.ts), passed to handlers in the request context. API Gateway caches the answer per header value (60 s, so
  * a deleted token works at most that long), so the policy allows every route of the API and each handler checks its
  * own route's scope (403 there, not here) and the core its agents (404).
  * Locally the router calls this same function on every request, with no cache.
@@ -12,10 +12,9 @@ import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } fro
 import { container } from '#composition/container';
 import { operationalMetrics } from '#composition/metrics';
 import { peopleContainer } from '#composition/people';
-import { authenticatePerson, idTokenOf } from '#core/auth/people';
+import { authenticatePerson, idTokenOf, personContext } from '#core/auth/people';
 import { authenticate, callerContext } from '#core/auth/tokens';
 import { UnauthorizedError } from '#core/errors';
-import type { Caller } from '#core/tenancy/tenancy';
 import { METRIC } from '#ports/metrics';
 import { logger } from '#shared/logger';
 import { metrics } from '#shared/metrics';
@@ -51,7 +50,8 @@ async function authorize(event: APIGatewayRequestAuthorizerEvent): Promise<APIGa
   try {
     const header = authorizationHeader(event);
     const idToken = idTokenOf(header);
-    let caller: Caller;
+    let principalId: string;
+    let context: Record<string, string>;
     let resource = wholeApiArn(event.methodArn);
     if (idToken) {
       // A person's ID token opens the dashboard and nothing else: the customer API stays organization tokens'. The
@@ -59,20 +59,27 @@ async function authorize(event: APIGatewayRequestAuthorizerEvent): Promise<APIGa
       if (!pathOf(event.methodArn).startsWith('/dashboard/') && pathOf(event.methodArn) !== '/dashboard') {
         throw new UnauthorizedError();
       }
-      caller = await authenticatePerson(peopleContainer, idToken, container.clock.now());
+      const person = await authenticatePerson(peopleContainer, idToken, container.clock.now());
+      context = personContext(person);
+      principalId = context.tokenId;
       resource = dashboardArn(event.methodArn);
     } else {
-      caller = await authenticate(container.tokens, header, container.clock.now(), (error) =>
-        logger.warn('the token use was not recorded', { error: error as Error }),
+      const caller = await authenticate(
+        { tokens: container.tokens, memberships: peopleContainer.memberships },
+        header,
+        container.clock.now(),
+        (error) => logger.warn('the token use was not recorded', { error: error as Error }),
       );
+      principalId = caller.tokenId;
+      context = callerContext(caller);
     }
     return {
-      principalId: caller.tokenId,
+      principalId,
       policyDocument: {
         Version: '2012-10-17',
         Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: resource }],
       },
-      context: callerContext(caller),
+      context,
     };
   } catch (error) {
     if (error instanceof UnauthorizedError) operationalMetrics().count(METRIC.authorizerDenied);

@@ -30,6 +30,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   GetAgent: dashboard.agentPathSchema,
   RenameAgent: dashboard.renameAgentSchema,
   DeleteAgent: dashboard.agentPathSchema,
+  RotateCallbackSecret: dashboard.agentPathSchema,
   AgentsList: dashboard.noInputSchema,
   QueryEvents: queryEventsSchema,
   GetZipJob: knowledge.zipJobPathSchema,
@@ -52,6 +53,10 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   InviteMember: dashboard.inviteMemberSchema,
   ListMembers: dashboard.noInputSchema,
   RemoveMember: dashboard.memberPathSchema,
+  GetMe: dashboard.noInputSchema,
+  AcceptInvitation: dashboard.invitationPathSchema,
+  DeclineInvitation: dashboard.invitationPathSchema,
+  CreateOrganization: dashboard.createOrganizationSchema,
   // The handlers take the definition as it comes and report all its problems at once; the document shows its shape.
   PutAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
   ValidateAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
@@ -95,6 +100,16 @@ const ERROR_BODY: JsonSchema = {
   },
 };
 
+/** A person signed in names the organization a dashboard request acts in (core/auth/people.ts); a token never needs it. */
+const ORGANIZATION_PARAMETER = {
+  name: 'X-Organization-Id',
+  in: 'header',
+  required: false,
+  description:
+    'With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token.',
+  schema: { type: 'string', format: 'uuid' },
+};
+
 function pathParameterNames(path: string): string[] {
   return [...path.matchAll(/\{([^{}]+)\}/g)].map((m) => m[1]);
 }
@@ -113,6 +128,7 @@ export function buildOpenApiDocument() {
       required: true,
       schema: { type: 'string' },
     }));
+    if (route.scope && route.path.startsWith('/dashboard') && !route.personal) parameters.push(ORGANIZATION_PARAMETER);
     let requestBody: unknown;
     if (route.method === 'GET' || route.method === 'DELETE') {
       for (const [name, property] of Object.entries(properties)) {
@@ -144,7 +160,13 @@ export function buildOpenApiDocument() {
     openapi: '3.1.0',
     info: { title: 'Agent Platform Service', version: '1.0.0' },
     components: {
-      securitySchemes: { bearerToken: { type: 'http', scheme: 'bearer', description: 'Organization token' } },
+      securitySchemes: {
+        bearerToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An organization token; on /dashboard also a person’s Cognito ID token',
+        },
+      },
     },
     security: [{ bearerToken: [] }],
     paths,

@@ -53,3 +53,21 @@ describe('positiveInteger', () => {
     expect(positiveInteger(name, 60)).toBe(15);
   });
 });
+
+describe('flowWork', () => {
+  const names = ['FLOW_WORK_PER_SECOND', 'FLOW_WORK_BURST', 'BROWSER_SECOND_UNITS'];
+  afterEach(() => {
+    for (const name of names) delete process.env[name];
+  });
+
+  it('takes the defaults unset: 500 units a second, 1,000 a window, 10 a browser second', () => {
+    expect(config.flowWork()).toEqual({ perSecond: 500, burst: 1_000, browserSecondUnits: 10 });
+  });
+
+  it('takes the values set, and refuses a burst below the rate a second', () => {
+    Object.assign(process.env, { FLOW_WORK_PER_SECOND: '4', FLOW_WORK_BURST: '20', BROWSER_SECOND_UNITS: '3' });
+    expect(config.flowWork()).toEqual({ perSecond: 4, burst: 20, browserSecondUnits: 3 });
+    process.env.FLOW_WORK_BURST = '2';
+    expect(() => config.flowWork()).toThrow('FLOW_WORK_BURST must be at least FLOW_WORK_PER_SECOND');
+  });
+});

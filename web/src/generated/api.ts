@@ -277,6 +277,23 @@ export interface paths {
         patch: operations["RenameAgent"];
         trace?: never;
     };
+    "/dashboard/agents/{agentId}/callback-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a new secret that signs the agent's AI-message callbacks, shown only in this answer (owners); the previous one signs too for 24 hours */
+        post: operations["RotateCallbackSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dashboard/agents/{agentId}/knowledge/bases": {
         parameters: {
             query?: never;
@@ -562,10 +579,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the organization's people */
+        /** List the organization's people and open invitations */
         get: operations["ListMembers"];
         put?: never;
-        /** Invite a person to the organization (owners) */
+        /** Invite a person to the organization (owners signed in): an offer they accept */
         post: operations["InviteMember"];
         delete?: never;
         options?: never;
@@ -583,8 +600,60 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a person from the organization (owners); they lose access at their next request */
+        /** Remove a person from the organization, with the tokens they made, or cancel an invitation (owners signed in) */
         delete: operations["RemoveMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The person signed in: their organizations and the invitations to their address */
+        get: operations["GetMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/me/invitations/{organizationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept an invitation to an organization: a membership of the person signed in */
+        post: operations["AcceptInvitation"];
+        /** Decline an invitation to an organization */
+        delete: operations["DeclineInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/me/organizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Found an organization the person signed in owns (where sign-up is open) */
+        post: operations["CreateOrganization"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2340,7 +2409,10 @@ export interface operations {
     ListAgents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2442,7 +2514,10 @@ export interface operations {
     CreateAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2550,7 +2625,10 @@ export interface operations {
     GetAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
             };
@@ -2654,7 +2732,10 @@ export interface operations {
     DeleteAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
             };
@@ -2758,7 +2839,10 @@ export interface operations {
     RenameAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
             };
@@ -2865,10 +2949,120 @@ export interface operations {
             };
         };
     };
+    RotateCallbackSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
     ListKnowledgeBases: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
             };
@@ -2972,7 +3166,10 @@ export interface operations {
     CreateKnowledgeBase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
             };
@@ -3083,7 +3280,10 @@ export interface operations {
     GetKnowledgeBase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 knowledgeBaseId: string;
@@ -3188,7 +3388,10 @@ export interface operations {
     DeleteKnowledgeBase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 knowledgeBaseId: string;
@@ -3293,7 +3496,10 @@ export interface operations {
     UpdateKnowledgeBase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 knowledgeBaseId: string;
@@ -3405,7 +3611,10 @@ export interface operations {
     QueryKnowledgeBase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -3529,7 +3738,10 @@ export interface operations {
     GenerateFromKnowledgeBase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -3653,7 +3865,10 @@ export interface operations {
     GetRetrievalConfig: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -3758,7 +3973,10 @@ export interface operations {
     PutRetrievalConfig: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -3883,7 +4101,10 @@ export interface operations {
     PreviewDefaultRetrieval: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -3997,7 +4218,10 @@ export interface operations {
     GetAgentDefinition: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -4102,7 +4326,10 @@ export interface operations {
     PutAgentDefinition: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -4322,7 +4549,10 @@ export interface operations {
     ValidateAgentDefinition: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -4546,7 +4776,10 @@ export interface operations {
                 limit?: string;
                 nextToken?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -4651,7 +4884,10 @@ export interface operations {
     GetSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -5018,7 +5254,10 @@ export interface operations {
     ListTokens: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5120,7 +5359,10 @@ export interface operations {
     CreateToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5233,7 +5475,10 @@ export interface operations {
     RevokeToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 tokenId: string;
             };
@@ -5386,7 +5631,10 @@ export interface operations {
     GetOrganization: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5488,7 +5736,10 @@ export interface operations {
     ListMembers: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5590,7 +5841,10 @@ export interface operations {
     InviteMember: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5705,7 +5959,10 @@ export interface operations {
     RemoveMember: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 email: string;
             };
@@ -5715,6 +5972,424 @@ export interface operations {
         responses: {
             /** @description Success */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    GetMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    AcceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                organizationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    DeclineInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                organizationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    CreateOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5816,7 +6491,10 @@ export interface operations {
                 limit?: string;
                 nextToken?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -5925,7 +6603,10 @@ export interface operations {
                 s3Key?: string;
                 customDocumentId?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -6034,7 +6715,10 @@ export interface operations {
                 s3Key?: string;
                 customDocumentId?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -6147,7 +6831,10 @@ export interface operations {
     DashboardPatchMetadata: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -6266,7 +6953,10 @@ export interface operations {
     DashboardRetryDocument: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -6379,7 +7069,10 @@ export interface operations {
     DashboardUploadLink: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -6499,7 +7192,10 @@ export interface operations {
     DashboardUploadComplete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6611,7 +7307,10 @@ export interface operations {
                 limit?: string;
                 nextToken?: string;
             };
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;
@@ -6717,7 +7416,10 @@ export interface operations {
     DashboardGetZipJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 zipJobId: string;
             };
@@ -6821,7 +7523,10 @@ export interface operations {
     DashboardQueryEvents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
             };
@@ -6953,7 +7658,10 @@ export interface operations {
     DashboardInvokeWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
             path: {
                 agentId: string;
                 environment: string;

@@ -1,5 +1,8 @@
-/** The organization's agents: list, create, rename, delete (the confirmation names what goes with it). */
-import { Button, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+/**
+ * The organization's agents: list, create, rename, delete (the confirmation names what goes with it); owners rotate
+ * an agent's callback secret, shown once with a copy button as a new token is (docs/flows.md, "Signed callbacks").
+ */
+import { Button, Code, CopyButton, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
@@ -12,7 +15,15 @@ interface Agent {
   readonly createdAt: string;
 }
 
-export function Agents({ api }: { api: Api }) {
+/** A callback secret just made (by a creation or a rotation): shown once, never listed. */
+interface NewSecret {
+  readonly displayName: string;
+  readonly secret: string;
+  readonly previousSecretValidUntil: string | null;
+}
+
+/** `canManage`: the person is an owner, who may see and rotate callback secrets (a member gets 403). */
+export function Agents({ api, canManage = false }: { api: Api; canManage?: boolean }) {
   const queries = useQueryClient();
   const agents = useQuery({
     queryKey: ['agents'],
@@ -20,12 +31,20 @@ export function Agents({ api }: { api: Api }) {
   });
   const [name, setName] = useState('');
   const [renaming, setRenaming] = useState<{ agentId: string; displayName: string } | null>(null);
+  const [secret, setSecret] = useState<NewSecret | null>(null);
   const refresh = () => queries.invalidateQueries({ queryKey: ['agents'] });
 
   const create = useMutation({
-    mutationFn: (displayName: string) => unwrap<Agent>(api.POST('/dashboard/agents', { body: { displayName } })),
-    onSuccess: () => {
+    mutationFn: (displayName: string) =>
+      unwrap<Agent & { callbackSecret: string | null }>(api.POST('/dashboard/agents', { body: { displayName } })),
+    onSuccess: (made) => {
       setName('');
+      // Null to a member: only owners see callback secrets.
+      setSecret(
+        made.callbackSecret
+          ? { displayName: made.displayName, secret: made.callbackSecret, previousSecretValidUntil: null }
+          : null,
+      );
       return refresh();
     },
   });
@@ -47,6 +66,12 @@ export function Agents({ api }: { api: Api }) {
       unwrap<unknown>(api.DELETE('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
     refresh,
   );
+  const rotation = useConfirmedAction(async ({ agentId, displayName }: Agent) => {
+    const made = await unwrap<{ secret: string; previousSecretValidUntil: string | null }>(
+      api.POST('/dashboard/agents/{agentId}/callback-secret', { params: { path: { agentId } } }),
+    );
+    setSecret({ displayName, secret: made.secret, previousSecretValidUntil: made.previousSecretValidUntil });
+  }, refresh);
 
   function submit(event: FormEvent) {
     event.preventDefault();
@@ -65,6 +90,30 @@ export function Agents({ api }: { api: Api }) {
         </Group>
       </form>
       <ErrorAlert error={create.error ?? agents.error ?? rename.error} />
+      {secret && (
+        <Stack gap="xs" role="status" aria-label="New callback secret">
+          <Text>
+            The callback secret of {secret.displayName}, shown only now. Copy it to the receiver of its callbacks before
+            you leave this page:
+          </Text>
+          <Group>
+            <Code data-testid="new-callback-secret">{secret.secret}</Code>
+            <CopyButton value={secret.secret}>
+              {({ copied, copy }) => (
+                <Button size="xs" variant="light" onClick={copy}>
+                  {copied ? 'Copied' : 'Copy'}
+                </Button>
+              )}
+            </CopyButton>
+          </Group>
+          {secret.previousSecretValidUntil && (
+            <Text size="sm">
+              The previous secret signs its callbacks too until{' '}
+              {new Date(secret.previousSecretValidUntil).toLocaleString()}.
+            </Text>
+          )}
+        </Stack>
+      )}
       {agents.data && agents.data.count === 0 && <Text c="dimmed">No agents yet.</Text>}
       {agents.data && agents.data.count > 0 && (
         <Table striped aria-label="Agents">
@@ -116,6 +165,11 @@ export function Agents({ api }: { api: Api }) {
                     >
                       Rename
                     </Button>
+                    {canManage && (
+                      <Button size="xs" variant="default" onClick={() => rotation.ask(agent)}>
+                        Rotate callback secret
+                      </Button>
+                    )}
                     <Button size="xs" color="red" variant="light" onClick={() => removal.ask(agent)}>
                       Delete
                     </Button>
@@ -131,6 +185,17 @@ export function Agents({ api }: { api: Api }) {
           This deletes the agent {removal.target?.displayName} with its knowledge bases (their documents and chunks in
           every environment), its flow definitions, sessions and default retrieval settings. Its analytics events stay
           until their retention ends.
+        </Text>
+      </Confirm>
+      <Confirm
+        action={rotation}
+        title={`Rotate the callback secret of ${rotation.target?.displayName ?? ''}?`}
+        confirmLabel="Rotate secret"
+      >
+        <Text size="sm">
+          A new secret signs the AI-message callbacks of {rotation.target?.displayName} from now on; it is shown once.
+          The current secret keeps working for 24 hours: until then each callback carries both signatures, so the
+          receiver can switch to the new one without losing a message.
         </Text>
       </Confirm>
     </Stack>

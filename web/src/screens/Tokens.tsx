@@ -1,4 +1,7 @@
-/** The organization's tokens (owners): create with scopes, the secret shown once with a copy button, list, revoke. */
+/**
+ * The organization's tokens (owners): create with scopes, the secret shown once with a copy button, list (who made
+ * each), revoke (with the tokens made from it).
+ */
 import { Badge, Button, Checkbox, Code, CopyButton, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
@@ -16,8 +19,13 @@ interface TokenView {
   readonly createdAt: string;
   readonly expiresAt: string | null;
   readonly lastUsedAt: string | null;
+  /** A person's e-mail, or the token that made it through the API; null when no one was recorded. */
+  readonly createdBy: { kind: 'person'; email: string } | { kind: 'token'; tokenId: string } | null;
   readonly status: 'active' | 'expired';
 }
+
+const madeBy = (createdBy: TokenView['createdBy']) =>
+  createdBy === null ? '—' : createdBy.kind === 'person' ? createdBy.email : `token ${createdBy.tokenId.slice(0, 8)}`;
 
 const when = (value: string | null) => (value ? new Date(value).toLocaleString() : '—');
 
@@ -30,6 +38,7 @@ export function Tokens({ api }: { api: Api }) {
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<Scope[]>(['knowledge-management']);
   const [secret, setSecret] = useState<{ name: string; token: string } | null>(null);
+  const [revoked, setRevoked] = useState<string | null>(null);
   const refresh = () => queries.invalidateQueries({ queryKey: ['tokens'] });
 
   const create = useMutation({
@@ -41,14 +50,20 @@ export function Tokens({ api }: { api: Api }) {
       return refresh();
     },
   });
-  const revocation = useConfirmedAction(
-    ({ tokenId }: TokenView) =>
-      unwrap<unknown>(api.DELETE('/dashboard/tokens/{tokenId}', { params: { path: { tokenId } } })),
-    refresh,
-  );
+  const revocation = useConfirmedAction(async ({ tokenId, name }: TokenView) => {
+    const done = await unwrap<{ descendantsRevoked: number }>(
+      api.DELETE('/dashboard/tokens/{tokenId}', { params: { path: { tokenId } } }),
+    );
+    const count = done.descendantsRevoked;
+    setRevoked(
+      `${name ?? 'The token'} is revoked` +
+        (count > 0 ? `, and so ${count === 1 ? 'is the 1 token' : `are the ${count} tokens`} made from it.` : '.'),
+    );
+  }, refresh);
 
   function submit(event: FormEvent) {
     event.preventDefault();
+    setRevoked(null);
     create.mutate();
   }
 
@@ -65,6 +80,10 @@ export function Tokens({ api }: { api: Api }) {
               ))}
             </Group>
           </Checkbox.Group>
+          <Text size="sm" c="dimmed">
+            The tokens you make here are revoked when you are removed from the organization. A token that a token makes
+            (through the API) never outlives it: its end is no later, and it is revoked with it.
+          </Text>
           <Group>
             <Button type="submit" loading={create.isPending}>
               Create token
@@ -73,6 +92,11 @@ export function Tokens({ api }: { api: Api }) {
         </Stack>
       </form>
       <ErrorAlert error={create.error ?? tokens.error} />
+      {revoked && (
+        <Text c="teal.9" role="status">
+          {revoked}
+        </Text>
+      )}
       {secret && (
         <Stack gap="xs" role="status" aria-label="New token">
           <Text>The token {secret.name}, shown only now. Copy it before you leave this page:</Text>
@@ -96,6 +120,8 @@ export function Tokens({ api }: { api: Api }) {
               <Table.Th>Starts with</Table.Th>
               <Table.Th>Scopes</Table.Th>
               <Table.Th>Created</Table.Th>
+              <Table.Th>Created by</Table.Th>
+              <Table.Th>Expires</Table.Th>
               <Table.Th>Last used</Table.Th>
               <Table.Th>Status</Table.Th>
               <Table.Th>Actions</Table.Th>
@@ -110,9 +136,13 @@ export function Tokens({ api }: { api: Api }) {
                 </Table.Td>
                 <Table.Td>{token.scopes.join(', ')}</Table.Td>
                 <Table.Td>{when(token.createdAt)}</Table.Td>
+                <Table.Td>{madeBy(token.createdBy)}</Table.Td>
+                <Table.Td>{token.expiresAt ? when(token.expiresAt) : 'never'}</Table.Td>
                 <Table.Td>{when(token.lastUsedAt)}</Table.Td>
                 <Table.Td>
-                  <Badge color={token.status === 'active' ? 'teal.9' : 'gray'}>{token.status}</Badge>
+                  <Badge color={token.status === 'active' ? 'teal.9' : 'gray'} miw="max-content">
+                    {token.status}
+                  </Badge>
                 </Table.Td>
                 <Table.Td>
                   <Button size="xs" color="red" variant="light" onClick={() => revocation.ask(token)}>
@@ -129,7 +159,9 @@ export function Tokens({ api }: { api: Api }) {
         title={`Revoke ${revocation.target?.name ?? 'this token'}?`}
         confirmLabel="Revoke token"
       >
-        <Text size="sm">Every request with it is refused from now on (in AWS within a minute).</Text>
+        <Text size="sm">
+          Every request with it, or with a token made from it, is refused from now on (in AWS within a minute).
+        </Text>
       </Confirm>
     </Stack>
   );

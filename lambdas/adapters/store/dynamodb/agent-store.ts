@@ -1,9 +1,10 @@
 /**
  * AgentStore on DynamoDB: agents by organization (lib/tables.ts), and a sparse index of those being deleted (their
- * `pendingKey` and the job's last progress in `updatedAt`) for the watchdog.
+ * `pendingKey` and the job's last progress in `updatedAt`) for the watchdog. Each agent's callback secrets sit on its item
+ * (DynamoDB encrypts them at rest): they must stay usable for an HMAC, so they cannot be hashed as tokens are.
  */
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { AgentRecord, AgentStore } from '#ports/stores';
+import type { AgentRecord, AgentStore, CallbackSecrets } from '#ports/stores';
 import { DELETING, DeletionJobRows } from './deletion-jobs';
 import { unlessConditionFails } from './expressions';
 import { collect, queryAll } from './queries';
@@ -51,6 +52,36 @@ export class DynamoAgentStore implements AgentStore {
       );
       return agentOf(Attributes) as AgentRecord;
     });
+  }
+
+  async replaceCallbackSecrets(
+    organizationId: string,
+    agentId: string,
+    secrets: CallbackSecrets,
+    expected: string | null,
+  ): Promise<boolean> {
+    const stored = await unlessConditionFails(async () => {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { organizationId, agentId },
+          UpdateExpression: 'SET #secrets = :secrets',
+          // Only an agent in use, and only over the secret the caller read: a rotation and a first callback that
+          // race keep one winner, and the other reads again.
+          ConditionExpression: `attribute_exists(agentId) AND attribute_not_exists(#status) AND ${
+            expected === null ? 'attribute_not_exists(#secrets)' : '#secrets.#current.#secret = :expected'
+          }`,
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#secrets': 'callbackSecrets',
+            ...(expected === null ? {} : { '#current': 'current', '#secret': 'secret' }),
+          },
+          ExpressionAttributeValues: { ':secrets': secrets, ...(expected === null ? {} : { ':expected': expected }) },
+        }),
+      );
+      return true;
+    });
+    return stored === true;
   }
 
   async markDeleting(organizationId: string, agentId: string, startedAt: string): Promise<AgentRecord | undefined> {

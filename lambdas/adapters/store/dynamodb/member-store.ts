@@ -1,8 +1,10 @@
-/** MemberStore on DynamoDB: one item per person, by e-mail; an organization's through `byOrganization` (lib/tables.ts). */
-import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+/**
+ * The members table of before issue 33 on DynamoDB (e-mail → one organization): only read and emptied, one row at a
+ * time, as people sign in and their row becomes a membership (core/auth/people.ts, adoptLegacyMembership).
+ */
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { MemberRecord, MemberStore } from '#ports/stores';
 import { unlessConditionFails } from './expressions';
-import { collect, queryAll } from './queries';
 
 export class DynamoMemberStore implements MemberStore {
   constructor(
@@ -15,30 +17,6 @@ export class DynamoMemberStore implements MemberStore {
       new GetCommand({ TableName: this.tableName, Key: { email }, ConsistentRead: true }),
     );
     return Item as MemberRecord | undefined;
-  }
-
-  async create(member: MemberRecord): Promise<boolean> {
-    const written = await unlessConditionFails(() =>
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: member,
-          ConditionExpression: 'attribute_not_exists(email)',
-        }),
-      ),
-    );
-    return written !== undefined;
-  }
-
-  async list(organizationId: string): Promise<MemberRecord[]> {
-    return collect(
-      queryAll<MemberRecord>(this.client, {
-        TableName: this.tableName,
-        IndexName: 'byOrganization',
-        KeyConditionExpression: 'organizationId = :organizationId',
-        ExpressionAttributeValues: { ':organizationId': organizationId },
-      }),
-    );
   }
 
   async delete(email: string, organizationId: string): Promise<boolean> {

@@ -108,3 +108,5 @@ export const inviteMemberSchema = z.strictObject({
   role: z.enum(ROLES).default('member').meta({ description: 'Default `member`.' }),
 });
 export const memberPathSchema = z.strictObject({ email });
+export const invitationPathSchema = z.strictObject({ organizationId: uuid });
+export const createOrganizationSchema = z.strictObject({ name: trimmed(100) });

@@ -42,6 +42,13 @@ function answer(request: IncomingMessage, text: string, response: ServerResponse
         authorization: request.headers.authorization ?? null,
         body: text === '' ? null : JSON.parse(text),
       });
+    case '/raw':
+      return json(response, 200, {
+        text,
+        contentType: request.headers['content-type'] ?? null,
+        contentLength: request.headers['content-length'] ?? null,
+        webhookId: request.headers['webhook-id'] ?? null,
+      });
     case '/text':
       return response.writeHead(200, { 'content-type': 'text/plain' }).end('plain answer');
     case '/missing':
@@ -119,6 +126,32 @@ describe('GuardedOutboundHttp', () => {
         body: { question: 'status?', n: 1 },
       },
     });
+  });
+
+  it('sends a serialized body byte for byte (what a signature covers), as JSON with its extra headers', async () => {
+    const serializedBody = '{"content":"Grüße 🚀",  "spaced":true}';
+    const answer = await privateAllowed.request({
+      url: `${base}/raw`,
+      method: 'POST',
+      headers: { 'webhook-id': 'msg_1' },
+      serializedBody,
+    });
+    expect(answer.body).toEqual({
+      text: serializedBody,
+      contentType: 'application/json',
+      contentLength: String(Buffer.byteLength(serializedBody)),
+      webhookId: 'msg_1',
+    });
+  });
+
+  it('refuses a loopback target for a serialized body as for any other', async () => {
+    const error = await failure(new GuardedOutboundHttp({ allowPrivateNetwork: false }), {
+      url: `${base}/raw`,
+      method: 'POST',
+      serializedBody: '{}',
+    });
+    expect(error.code).toBe('TARGET_REFUSED');
+    expect(recorded).toEqual([]);
   });
 
   it('sends no content-type without a body', async () => {

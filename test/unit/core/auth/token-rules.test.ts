@@ -7,7 +7,8 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoAgentStore } from '#adapters/store/dynamodb/agent-store';
 import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
 import { DynamoTokenStore } from '#adapters/store/dynamodb/token-store';
-import { authenticate, callerContext, callerFromContext, requireGrantable } from '#core/auth/tokens';
+import { excessOver } from '#core/auth/grants';
+import { authenticate, callerContext, callerFromContext, hashToken, issueToken } from '#core/auth/tokens';
 import { createAgent, createToken, listAgents } from '#core/dashboard/dashboard';
 import { AppError } from '#core/errors';
 import {
@@ -50,6 +51,19 @@ async function tokenCount(): Promise<number> {
   return page.Count ?? 0;
 }
 
+/** A caller that is a token stored in the table (createToken reads its record: its end and lineage). */
+async function minted(scopes: readonly Scope[], agentIds?: readonly string[]): Promise<Caller> {
+  const { record } = await issueToken(deps.tokens, {
+    organizationId: ORG,
+    tokenId: randomUUID(),
+    scopes,
+    ...(agentIds ? { agentIds } : {}),
+    name: 'issuer',
+    createdAt: '2026-03-01T09:00:00.000Z',
+  });
+  return { organizationId: ORG, tokenId: record.tokenId, scopes, ...(agentIds ? { agentIds } : {}) };
+}
+
 /** The AppError a promise rejects with, as `{ status, code, details }`. */
 async function failure(promise: Promise<unknown>) {
   const error = await promise.then(
@@ -88,52 +102,55 @@ beforeAll(async () => {
 });
 afterAll(() => dynamo?.stop());
 
+const auth = {
+  get tokens() {
+    return deps.tokens;
+  },
+  memberships: { get: async () => undefined },
+};
+
 /** Every non-empty subset of SCOPES. */
 const scopeSets: Scope[][] = Array.from({ length: 2 ** SCOPES.length - 1 }, (_, i) =>
   SCOPES.filter((_, bit) => (i + 1) & (1 << bit)),
 );
 
-describe('requireGrantable: a token never grants a scope it lacks', () => {
+describe('excessOver: a token never grants a scope it lacks', () => {
   const pairs = scopeSets.flatMap((held) => scopeSets.map((asked) => [held, asked] as const));
 
   it.each(pairs.map(([held, asked]) => [held.join('+'), asked.join('+'), held, asked]))(
     'held %s, asked %s',
     (_h, _a, held, asked) => {
       const notHeld = asked.filter((scope) => !held.includes(scope));
-      const run = () => requireGrantable(caller(held), { scopes: asked });
-      if (notHeld.length === 0) {
-        expect(run).not.toThrow();
-        return;
-      }
-      let thrown: unknown;
-      try {
-        run();
-      } catch (error) {
-        thrown = error;
-      }
-      expect(thrown).toBeInstanceOf(AppError);
-      const error = thrown as AppError;
-      expect({ status: error.status, code: error.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
-      expect(error.message).toBe(`A token cannot create a token with a scope it does not hold: ${notHeld.join(', ')}`);
-      expect(error.details).toEqual(
+      const excess = excessOver({ scopes: asked, expiresAt: null }, { scopes: held, expiresAt: null });
+      expect(excess).toEqual(
         notHeld.map((scope) => ({ field: 'scopes', rule: 'scopes.notHeld', message: expect.stringContaining(scope) })),
       );
     },
   );
 
   it('counts a repeated scope once', () => {
-    expect(() => requireGrantable(caller(['dashboard']), { scopes: ['webhook', 'webhook'] })).toThrow(
-      'A token cannot create a token with a scope it does not hold: webhook',
-    );
+    expect(
+      excessOver({ scopes: ['webhook', 'webhook'], expiresAt: null }, { scopes: ['dashboard'], expiresAt: null }),
+    ).toHaveLength(1);
   });
 
-  it('refuses an unrestricted token to a restricted caller, whatever its scopes', () => {
-    expect(() => requireGrantable(caller(SCOPES, [agentA]), { scopes: ['analytics'] })).toThrow(
-      expect.objectContaining({ status: 403, details: [expect.objectContaining({ rule: 'agentIds.notHeld' })] }),
-    );
-    expect(() =>
-      requireGrantable(caller(SCOPES, [agentA]), { scopes: ['analytics'], agentIds: [agentA] }),
-    ).not.toThrow();
+  it('refuses an unrestricted token to a restricted issuer, whatever its scopes', () => {
+    const issuer = { scopes: SCOPES, agentIds: [agentA], expiresAt: null };
+    expect(excessOver({ scopes: ['analytics'], expiresAt: null }, issuer)).toEqual([
+      expect.objectContaining({ field: 'agentIds', rule: 'agentIds.notHeld' }),
+    ]);
+    expect(excessOver({ scopes: ['analytics'], agentIds: [agentA], expiresAt: null }, issuer)).toEqual([]);
+  });
+
+  it('refuses a later end, or none, to an issuer that ends', () => {
+    const issuer = { scopes: SCOPES, expiresAt: '2026-03-02T10:00:00.000Z' };
+    const lifetime = (expiresAt: string | null) => excessOver({ scopes: ['analytics'], expiresAt }, issuer);
+    expect(lifetime(null)).toEqual([
+      expect.objectContaining({ field: 'expiresInDays', rule: 'expiresAt.beyondIssuer' }),
+    ]);
+    expect(lifetime('2026-03-02T10:00:00.001Z')).toHaveLength(1);
+    expect(lifetime('2026-03-02T10:00:00.000Z')).toEqual([]);
+    expect(excessOver({ scopes: ['analytics'], expiresAt: null }, { scopes: SCOPES, expiresAt: null })).toEqual([]);
   });
 });
 
@@ -219,72 +236,77 @@ describe('the caller through the authorizer context', () => {
 
 describe('createToken', () => {
   it('stores the restriction and authenticates with it', async () => {
-    const created = await createToken(deps, caller(SCOPES), { scopes: ['analytics'], agentIds: [agentB, agentA] });
+    const created = await createToken(deps, await minted(SCOPES), {
+      scopes: ['analytics'],
+      agentIds: [agentB, agentA],
+    });
     expect(created).toMatchObject({ scopes: ['analytics'], agentIds: [agentB, agentA], name: null });
-    const back = await authenticate(deps.tokens, `Bearer ${created.token}`, new Date());
+    const back = await authenticate(auth, `Bearer ${created.token}`, new Date());
     expect(back).toEqual({
       organizationId: ORG,
       tokenId: created.tokenId,
       scopes: ['analytics'],
       agentIds: [agentB, agentA],
+      tokenHash: hashToken(created.token),
     });
-    const whole = await createToken(deps, caller(SCOPES), { scopes: ['dashboard'] });
+    const whole = await createToken(deps, await minted(SCOPES), { scopes: ['dashboard'] });
     expect(whole.agentIds).toBeNull();
-    expect(await authenticate(deps.tokens, `Bearer ${whole.token}`, new Date())).not.toHaveProperty('agentIds');
+    expect(await authenticate(auth, `Bearer ${whole.token}`, new Date())).not.toHaveProperty('agentIds');
   });
 
   it.each([
     [
       'a scope the caller lacks',
-      caller(['dashboard']),
+      () => minted(['dashboard']),
       { scopes: ['dashboard', 'webhook'] as Scope[] },
       403,
       'FORBIDDEN',
     ],
     [
       'an unrestricted child of a restricted caller',
-      caller(SCOPES, [agentA]),
+      () => minted(SCOPES, [agentA]),
       { scopes: ['dashboard'] as Scope[] },
       403,
       'FORBIDDEN',
     ],
     [
       "an agent outside the caller's restriction",
-      caller(SCOPES, [agentA]),
+      () => minted(SCOPES, [agentA]),
       { scopes: ['dashboard'] as Scope[], agentIds: [agentA, agentB] },
       404,
       'AGENT_NOT_FOUND',
     ],
     [
       'an agent of another organization',
-      caller(SCOPES),
+      () => minted(SCOPES),
       { scopes: ['dashboard'] as Scope[], agentIds: [agentA, agentOfOtherOrg] },
       404,
       'AGENT_NOT_FOUND',
     ],
     [
       'an agent that does not exist',
-      caller(SCOPES),
+      () => minted(SCOPES),
       { scopes: ['dashboard'] as Scope[], agentIds: [randomUUID()] },
       404,
       'AGENT_NOT_FOUND',
     ],
   ])('refuses %s and stores nothing', async (_name, who, request, status, code) => {
+    const issuer = await who();
     const before = await tokenCount();
-    expect(await failure(createToken(deps, who, request))).toMatchObject({ status, code });
+    expect(await failure(createToken(deps, issuer, request))).toMatchObject({ status, code });
     expect(await tokenCount()).toBe(before);
   });
 
   it('reports the first unknown agent in request order', async () => {
     const [first, second] = [randomUUID(), randomUUID()];
     const refused = await failure(
-      createToken(deps, caller(SCOPES), { scopes: ['dashboard'], agentIds: [agentA, first, second] }),
+      createToken(deps, await minted(SCOPES), { scopes: ['dashboard'], agentIds: [agentA, first, second] }),
     );
     expect(refused.message).toBe(`Agent ${first} was not found`);
   });
 
   it('lets a restricted caller create a token restricted to some of its agents', async () => {
-    const parent = caller(['dashboard', 'analytics'], [agentA, agentB]);
+    const parent = await minted(['dashboard', 'analytics'], [agentA, agentB]);
     const child = await createToken(deps, parent, { scopes: ['analytics'], agentIds: [agentB] });
     expect(child).toMatchObject({ scopes: ['analytics'], agentIds: [agentB] });
   });

@@ -15,14 +15,19 @@ describe('dashboard agents', () => {
   it('creates an agent of the caller organization and lists it', async () => {
     const knowledge = inMemoryKnowledgeDeps();
 
-    const agent = await createAgent(knowledge.allDeps, CALLER, 'Support');
+    const { callbackSecret, ...agent } = await createAgent(knowledge.allDeps, CALLER, 'Support');
 
     expect(agent).toEqual({
       agentId: '00000000-0000-4000-8000-000000000001',
       displayName: 'Support',
       createdAt: '2026-01-01T00:00:00.000Z',
     });
-    expect(await knowledge.agents.get('org-a', agent.agentId)).toMatchObject({ displayName: 'Support' });
+    // Its callback secret is in the creation's answer only: lists and reads never show it.
+    expect(callbackSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(await knowledge.agents.get('org-a', agent.agentId)).toMatchObject({
+      displayName: 'Support',
+      callbackSecrets: { current: { secret: callbackSecret, createdAt: '2026-01-01T00:00:00.000Z' } },
+    });
     expect(await listAgents(knowledge.allDeps, CALLER)).toEqual([agent]);
     expect(await listAgents(knowledge.allDeps, { ...CALLER, organizationId: 'org-b' })).toEqual([]);
   });

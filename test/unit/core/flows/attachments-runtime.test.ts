@@ -21,6 +21,7 @@ import { TABLES } from '../../../../lib/tables';
 import { inMemoryBlobStore } from '../../../helpers/blobs';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
 import { GIF, PNG } from '../../../helpers/images';
+import { InMemoryAgentStore } from '../../../helpers/in-memory-ports';
 
 let dynamo: LocalDynamo;
 let sessions: DynamoSessionStore;
@@ -64,6 +65,8 @@ function runtime() {
     sessions,
     models: () => model,
     http: new GuardedOutboundHttp({ allowPrivateNetwork: false }),
+    // No definition of this file has a callbackUrl: the agents' callback secrets are never read.
+    agents: new InMemoryAgentStore(),
     browser: {} as BrowserDriver,
     recorder: new AnalyticsRecorder(analytics, { uuid: randomUUID }, { maxDelayMs: 600_000 }),
     defaultRetrieval: async () => null,

@@ -29,6 +29,7 @@ import type { FlowRunMessage } from '#ports/flows';
 import { NO_METRICS } from '#ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
+import { InMemoryAgentStore } from '../../../helpers/in-memory-ports';
 
 let dynamo: LocalDynamo;
 let toolServer: Server;
@@ -97,6 +98,8 @@ function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
     sessions,
     models: () => new OfflineFlowModel(),
     http: new GuardedOutboundHttp({ allowPrivateNetwork: true }),
+    // No definition of this file has a callbackUrl: the agents' callback secrets are never read.
+    agents: new InMemoryAgentStore(),
     browser: new PlaywrightBrowserDriver({ allowPrivateNetwork: false }),
     recorder: new AnalyticsRecorder(analytics, { uuid: randomUUID }, { maxDelayMs: 600_000 }),
     defaultRetrieval: async () => null,

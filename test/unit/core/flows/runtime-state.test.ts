@@ -32,6 +32,7 @@ import type { FlowSession } from '#core/flows/session';
 import { NO_METRICS } from '#ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
+import { InMemoryAgentStore } from '../../../helpers/in-memory-ports';
 import { recordingMetrics } from '../../../helpers/metrics';
 
 const ONE_MB_TOOL_ANSWER = { status: 'large', blob: 'x'.repeat(1_000_000) };
@@ -81,6 +82,8 @@ function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
     models: () => new OfflineFlowModel(),
     // Loopback tool server: private targets allowed for HTTP tools; the browser keeps the guard's default.
     http: new GuardedOutboundHttp({ allowPrivateNetwork: true }),
+    // No definition of this file has a callbackUrl: the agents' callback secrets are never read.
+    agents: new InMemoryAgentStore(),
     browser: new PlaywrightBrowserDriver({ allowPrivateNetwork: false }),
     recorder: new AnalyticsRecorder(analytics, { uuid: randomUUID }, { maxDelayMs: 600_000 }),
     defaultRetrieval: async () => null,
