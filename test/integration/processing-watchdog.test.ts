@@ -17,7 +17,7 @@ import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
 import { DynamoZipJobStore } from '#adapters/store/dynamodb/zip-job-store';
 import { type DocumentRecord, reservationRecord } from '#core/knowledge/document';
-import { type ProcessingDeps, processDocument } from '#core/processing/process-document';
+import { buildChunks, type ProcessingDeps, processDocument } from '#core/processing/process-document';
 import { runWatchdog } from '#core/processing/watchdog';
 import { importZip, ZIP_IMPORT_CONCURRENCY } from '#core/processing/zip-job';
 import { NO_METRICS } from '#ports/metrics';
@@ -180,6 +180,29 @@ it('a document the watchdog fails while a worker indexes it ends failed without 
   await worker;
 
   expect(report).toMatchObject({ retried: 0, failed: 1 });
+  expect(await outcome(doc)).toEqual({ status: 'failed', code: 'INDEXING_FAILED', chunks: 0 });
+});
+
+it('a watchdog killed between the failed status and the removal of chunks leaves a message that removes them', async () => {
+  const doc = await stuckDocument();
+  // A worker killed mid-indexing left the document's chunks, and the document `uploaded`.
+  const record = (await store.get(doc, doc.documentId)) as DocumentRecord;
+  await index.replaceDocument(doc, await buildChunks(depsWith(), record));
+  expect(await index.countDocumentChunks(doc)).toBeGreaterThan(0);
+  // The watchdog process dies as it starts removing them, after the status is written.
+  const dying: KnowledgeIndex = Object.assign(Object.create(index) as LanceKnowledgeIndex, {
+    deleteDocument: async () => {
+      throw new Error('watchdog killed');
+    },
+  });
+  const deps = depsWith({ index: dying });
+  await expect(runWatchdog(deps, { timeoutSeconds: 1 })).rejects.toThrow('watchdog killed');
+  expect(await outcome(doc)).toMatchObject({ status: 'failed', code: 'INDEXING_FAILED' });
+  expect(await index.countDocumentChunks(doc)).toBeGreaterThan(0);
+  // The message it queued before failing the document is processed: it finds the document failed and cleans up.
+  const queued = deps.sent.filter((m) => m.kind === 'process-document' && m.documentId === doc.documentId);
+  expect(queued).toHaveLength(1);
+  expect(await processDocument(depsWith(), doc, doc.uploadId)).toBe('skipped');
   expect(await outcome(doc)).toEqual({ status: 'failed', code: 'INDEXING_FAILED', chunks: 0 });
 });
 

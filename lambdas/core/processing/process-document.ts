@@ -78,7 +78,7 @@ async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId:
 /**
  * A failed document has no chunks. Whoever fails it removes them after the status is written; a worker that was
  * indexing the same upload at that moment (its `ready` is then refused), or a message of that upload coming again
- * after a crash between the two writes, removes them too.
+ * after a crash between the two writes, removes them too (the watchdog queues one before it fails a document).
  */
 async function removeChunksOfFailed(deps: ProcessingDeps, ref: DocumentRef): Promise<void> {
   await deps.index.deleteDocument(ref);

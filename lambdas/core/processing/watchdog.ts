@@ -57,6 +57,10 @@ export async function runWatchdog(
       }
       continue;
     }
+    // A message first, then the failure: the watchdog runs in a worker that may die between the `failed` status and
+    // the removal of the chunks a worker killed mid-indexing left, and that message, finding the document failed,
+    // removes them (process-document.ts). Should it find the document still waiting, it simply processes it.
+    await deps.queue.send({ kind: 'process-document', ...ref, uploadId: doc.uploadId });
     if (await failStuck(deps, doc, `Processing did not finish within ${minutes} minutes (retried ${retries} times)`)) {
       failed += 1;
     }
