@@ -12,7 +12,7 @@ import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-bas
 import { DynamoRetrievalConfigStore } from '#adapters/store/dynamodb/retrieval-config-store';
 import { DynamoUploadSessionStore } from '#adapters/store/dynamodb/upload-session-store';
 import { DynamoZipJobStore } from '#adapters/store/dynamodb/zip-job-store';
-import { withReadCache } from '#adapters/store/read-cache';
+import { readCache } from '#adapters/store/read-cache';
 import { retentionDaysFrom } from '#core/analytics/retention';
 import type { KnowledgeDeps } from '#core/knowledge/knowledge-deps';
 import type { AnalyticsStore } from '#ports/analytics';
@@ -29,20 +29,30 @@ import { tokenStore } from './credential-stores';
 import { operationalMetrics } from './metrics';
 import { once } from './once';
 
-// The caller, agent and knowledge base checks of every request read these through a short cache (read-cache.ts).
+// The caller, agent and knowledge base checks of the customer API's reads go through a short cache (read-cache.ts);
+// every write, and every dashboard read, reads agents and knowledge bases as they are (docs/ARCHITECTURE.md, "Caches":
+// a knowledge base deleted by one function accepts no document from another, whatever that one's cache holds).
 // The stores a narrower root needs are exported one by one (flow-container.ts): importing `container` bundles them all.
 // `@__PURE__`: a bundle drops the stores its handler never reads, and the adapters behind them.
 const tokens = tokenStore;
 const rawAgents = /* @__PURE__ */ once(() => new DynamoAgentStore(dynamoDocumentClient(), config.tableName('agents')));
-export const agentsStore = /* @__PURE__ */ once(() =>
-  withReadCache<AgentStore>(rawAgents(), { cached: ['get'], uncached: ['list', 'listDeleting'] }),
+const agentReads = /* @__PURE__ */ once(() =>
+  readCache<AgentStore>(rawAgents(), { cached: ['get'], uncached: ['list', 'listDeleting'] }),
 );
+/** Agents read as they are; what is read is kept for the cached view of the same container. */
+export const agentsStore = /* @__PURE__ */ once(() => agentReads().fresh);
+/** Agents read through the container's 5 s cache: for the customer API's reads and the flow runtime. */
+export const cachedAgentsStore = /* @__PURE__ */ once(() => agentReads().cached);
 const rawKnowledgeBases = /* @__PURE__ */ once(
   () => new DynamoKnowledgeBaseStore(dynamoDocumentClient(), config.tableName('knowledgeBases')),
 );
-export const knowledgeBasesStore = /* @__PURE__ */ once(() =>
-  withReadCache<KnowledgeBaseStore>(rawKnowledgeBases(), { cached: ['get'], uncached: ['list', 'listDeleting'] }),
+const knowledgeBaseReads = /* @__PURE__ */ once(() =>
+  readCache<KnowledgeBaseStore>(rawKnowledgeBases(), { cached: ['get'], uncached: ['list', 'listDeleting'] }),
 );
+/** Knowledge bases read as they are; what is read is kept for the cached view of the same container. */
+export const knowledgeBasesStore = /* @__PURE__ */ once(() => knowledgeBaseReads().fresh);
+/** Knowledge bases read through the container's 5 s cache: for the customer API's reads and retrieval. */
+export const cachedKnowledgeBasesStore = /* @__PURE__ */ once(() => knowledgeBaseReads().cached);
 const documents = /* @__PURE__ */ once(
   () => new DynamoDocumentStore(dynamoDocumentClient(), config.tableName('documents')),
 );
@@ -121,3 +131,12 @@ export const container = {
     return operationalMetrics();
   },
 } satisfies KnowledgeDeps & { tokens: TokenStore; analytics: AnalyticsStore; retrievalConfigs: RetrievalConfigStore };
+
+/**
+ * The same dependencies, with agents and knowledge bases read through the container's 5 s cache: for the customer
+ * API's reads (a document, a list, a ZIP job), which may see a change made by another function up to 5 s late.
+ */
+export const readContainer: typeof container = /* @__PURE__ */ Object.create(container, {
+  agents: { get: () => cachedAgentsStore() },
+  knowledgeBases: { get: () => cachedKnowledgeBasesStore() },
+});

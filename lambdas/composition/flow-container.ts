@@ -18,7 +18,7 @@ import { config } from '#shared/config';
 import { handlerEnvironment, handlerVariable } from '#shared/environment';
 import { logger } from '#shared/logger';
 import { sqsClient } from './clients/sqs';
-import { agentsStore, analyticsStore, blobsStore, clock, ids } from './container';
+import { analyticsStore, blobsStore, cachedAgentsStore, clock, ids } from './container';
 import { definitionStore, sessionStore } from './definition-container';
 import { flowModelResolverFromEnv } from './flow-model';
 import { operationalMetrics } from './metrics';
@@ -104,7 +104,7 @@ const defaultRetrieval: DefaultRetrievalRunner = async (request) => {
 export const flowContainer = {
   // Through the read cache: a rotation through the same store empties it; another container's within 5 s.
   get agents() {
-    return agentsStore();
+    return cachedAgentsStore();
   },
   get definitions() {
     return definitionStore();

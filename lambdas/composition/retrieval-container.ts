@@ -5,22 +5,30 @@
  */
 import type { DefaultRetrievalDeps } from '#core/retrieval/default-retrieval';
 import type { Embedder, KnowledgeIndex } from '#ports/processing';
-import { agentsStore, clock, knowledgeBasesStore, retrievalConfigsStore } from './container';
+import {
+  agentsStore,
+  cachedAgentsStore,
+  cachedKnowledgeBasesStore,
+  clock,
+  knowledgeBasesStore,
+  retrievalConfigsStore,
+} from './container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';
 
 let index: KnowledgeIndex | undefined;
 
+/** Retrieval reads agents and knowledge bases through the container's 5 s cache (docs/ARCHITECTURE.md, "Caches"). */
 export const retrievalContainer: DefaultRetrievalDeps = {
   get retrievalConfigs() {
     return retrievalConfigsStore();
   },
   clock: clock,
   get agents() {
-    return agentsStore();
+    return cachedAgentsStore();
   },
   get knowledgeBases() {
-    return knowledgeBasesStore();
+    return cachedKnowledgeBasesStore();
   },
   get index(): KnowledgeIndex {
     index ??=
@@ -39,3 +47,9 @@ export const retrievalContainer: DefaultRetrievalDeps = {
     return operationalMetrics();
   },
 };
+
+/** For the write of a default retrieval configuration: the agent and the knowledge bases it names, read as they are. */
+export const retrievalConfigContainer: DefaultRetrievalDeps = /* @__PURE__ */ Object.create(retrievalContainer, {
+  agents: { get: () => agentsStore() },
+  knowledgeBases: { get: () => knowledgeBasesStore() },
+});

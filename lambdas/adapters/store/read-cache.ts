@@ -30,6 +30,15 @@ export interface ReadCacheOptions<T> {
 
 /** `store`, with the `cached` reads kept for a short time; see the module's note. */
 export function withReadCache<T extends object>(store: T, options: ReadCacheOptions<T>): T {
+  return readCache(store, options).cached;
+}
+
+/**
+ * Two views of `store` that share one cache: `cached` answers the `cached` reads from it; `fresh` reads the store
+ * every time (a decision that writes, or a record shown right after a change made elsewhere, reads it as it is now)
+ * and keeps what it read for the cached view. Writes through either empty the cache.
+ */
+export function readCache<T extends object>(store: T, options: ReadCacheOptions<T>): { cached: T; fresh: T } {
   const ttlMs = options.ttlMs ?? READ_CACHE_TTL_MS;
   const now = options.now ?? Date.now;
   const entries = new Map<string, { value: unknown; until: number }>();
@@ -37,8 +46,14 @@ export function withReadCache<T extends object>(store: T, options: ReadCacheOpti
   let generation = 0;
   const cached = new Set<PropertyKey>(options.cached);
   const uncached = new Set<PropertyKey>(options.uncached);
-  const wrappers = new Map<PropertyKey, unknown>();
 
+  const keep = (key: string, value: unknown, started: number) => {
+    if (started !== generation) return;
+    entries.delete(key);
+    if (value === undefined) return;
+    if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
+    entries.set(key, { value, until: now() + ttlMs });
+  };
   const read = (name: string, method: (...args: unknown[]) => Promise<unknown>) =>
     async function cachedRead(...args: unknown[]): Promise<unknown> {
       const key = JSON.stringify([name, ...args]);
@@ -47,10 +62,15 @@ export function withReadCache<T extends object>(store: T, options: ReadCacheOpti
       entries.delete(key);
       const started = generation;
       const value = await method.apply(store, args);
-      if (value !== undefined && started === generation) {
-        if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
-        entries.set(key, { value, until: now() + ttlMs });
-      }
+      keep(key, value, started);
+      return value;
+    };
+  const freshRead = (name: string, method: (...args: unknown[]) => Promise<unknown>) =>
+    async function freshRead(...args: unknown[]): Promise<unknown> {
+      const key = JSON.stringify([name, ...args]);
+      const started = generation;
+      const value = await method.apply(store, args);
+      keep(key, value, started);
       return value;
     };
   const write = (method: (...args: unknown[]) => Promise<unknown>) =>
@@ -65,17 +85,21 @@ export function withReadCache<T extends object>(store: T, options: ReadCacheOpti
       }
     };
 
-  return new Proxy(store, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function' || uncached.has(property)) return value;
-      let wrapper = wrappers.get(property);
-      if (!wrapper) {
-        const method = value as (...args: unknown[]) => Promise<unknown>;
-        wrapper = cached.has(property) ? read(String(property), method) : write(method);
-        wrappers.set(property, wrapper);
-      }
-      return wrapper;
-    },
-  });
+  const view = (readOf: typeof read): T => {
+    const wrappers = new Map<PropertyKey, unknown>();
+    return new Proxy(store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function' || uncached.has(property)) return value;
+        let wrapper = wrappers.get(property);
+        if (!wrapper) {
+          const method = value as (...args: unknown[]) => Promise<unknown>;
+          wrapper = cached.has(property) ? readOf(String(property), method) : write(method);
+          wrappers.set(property, wrapper);
+        }
+        return wrapper;
+      },
+    });
+  };
+  return { cached: view(read), fresh: view(freshRead) };
 }

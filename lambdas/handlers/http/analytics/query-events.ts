@@ -1,9 +1,9 @@
-import { container } from '#composition/container';
+import { readContainer } from '#composition/container';
 import { queryEvents } from '#core/analytics/query';
 import { httpHandler } from '#shared/http';
 import { queryEventsSchema } from './schemas';
 
 /** POST /api/v1/events/agent: `{ success, data, count, limit, offset, nextToken }`, newest first. */
 export const handler = httpHandler('QueryEvents', queryEventsSchema, async (input, caller) => ({
-  body: { ...(await queryEvents(container, caller, input)) },
+  body: { ...(await queryEvents(readContainer, caller, input)) },
 }));

@@ -1,8 +1,8 @@
-import { container } from '#composition/container';
+import { readContainer } from '#composition/container';
 import { getDocument } from '#core/knowledge/get-document';
 import { httpHandler } from '#shared/http';
 import { documentQuerySchema } from './schemas';
 
 export const handler = httpHandler('GetDocument', documentQuerySchema, async (input, caller) => ({
-  body: { ...(await getDocument(container, caller, input)) },
+  body: { ...(await getDocument(readContainer, caller, input)) },
 }));

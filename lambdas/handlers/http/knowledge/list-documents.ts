@@ -1,9 +1,9 @@
-import { container } from '#composition/container';
+import { readContainer } from '#composition/container';
 import { listDocuments } from '#core/knowledge/list-documents';
 import { httpHandler } from '#shared/http';
 import { listDocumentsSchema } from './schemas';
 
 /** GET /api/v1/knowledge/documents/list */
 export const handler = httpHandler('ListDocuments', listDocumentsSchema, async (input, caller) => ({
-  body: await listDocuments(container, caller, input),
+  body: await listDocuments(readContainer, caller, input),
 }));

@@ -1,4 +1,4 @@
-import { READ_CACHE_TTL_MS, withReadCache } from '#adapters/store/read-cache';
+import { READ_CACHE_TTL_MS, readCache, withReadCache } from '#adapters/store/read-cache';
 
 interface Row {
   readonly organizationId: string;
@@ -88,4 +88,43 @@ test('a read under way across a write does not store what it read before the wri
   expect(await slow).toMatchObject({ name: 'old' });
   store.hold = false;
   expect(await cached.get('org-1', 'a')).toMatchObject({ name: 'new' });
+});
+
+describe('the fresh view (writes and dashboard reads)', () => {
+  function views() {
+    const store = new CountingStore();
+    const { cached, fresh } = readCache(store, { cached: ['get'], uncached: ['list'], now: () => 0 });
+    return { store, cached, fresh };
+  }
+
+  test('reads the store every time, whatever the cache holds, and keeps what it read for the cached view', async () => {
+    const { store, cached, fresh } = views();
+    await store.rename('org-1', 'a', 'before');
+    expect(await cached.get('org-1', 'a')).toMatchObject({ name: 'before' });
+    await store.rename('org-1', 'a', 'renamed by another container');
+    expect(await cached.get('org-1', 'a')).toMatchObject({ name: 'before' });
+    expect(await fresh.get('org-1', 'a')).toMatchObject({ name: 'renamed by another container' });
+    expect(await fresh.get('org-1', 'a')).toMatchObject({ name: 'renamed by another container' });
+    expect(store.reads).toBe(3);
+    // The cached view now answers what the fresh read found, without a read of its own.
+    expect(await cached.get('org-1', 'a')).toMatchObject({ name: 'renamed by another container' });
+    expect(store.reads).toBe(3);
+  });
+
+  test('a record the fresh view finds gone is gone from the cached view too', async () => {
+    const { store, cached, fresh } = views();
+    await store.rename('org-1', 'a', 'kept');
+    await cached.get('org-1', 'a');
+    store.rows.clear(); // deleted by another container
+    expect(await fresh.get('org-1', 'a')).toBeUndefined();
+    expect(await cached.get('org-1', 'a')).toBeUndefined();
+  });
+
+  test('a write through the fresh view empties the cache the cached view reads', async () => {
+    const { cached, fresh } = views();
+    await fresh.rename('org-1', 'a', 'first');
+    expect(await cached.get('org-1', 'a')).toMatchObject({ name: 'first' });
+    await fresh.rename('org-1', 'a', 'second');
+    expect(await cached.get('org-1', 'a')).toMatchObject({ name: 'second' });
+  });
 });
