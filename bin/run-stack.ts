@@ -3,7 +3,10 @@
  * closes: `tsx bin/run-stack.ts <cdk.out> [--template <file>]`. Prints one line `@@stack {"ready":{baseUrl,token}}`
  * when it serves (token and otherToken: two new organizations with every scope; owner: a person who owns token's,
  * signed in; people: the user pool), and for each `report` line read on stdin one
- * line `@@stack {"report":{...}}`: the calls checked, the calls refused, wiring errors and each function's output.
+ * line `@@stack {"report":{...}}`: the calls checked, the calls refused, wiring errors and each function's output;
+ * for each `replay <template file>` line one `@@stack {"replay":[...]}`: the calls made so far that the roles of
+ * that template (a mutation of this one) would refuse; for each `fire` line one `@@stack {"fired":[...]}`: every
+ * scheduled rule and schedule invoked now.
  * test/stack/run.test.ts drives it; jest itself cannot load the ES-module-only SQS engine.
  */
 import { randomUUID } from 'node:crypto';
@@ -46,6 +49,23 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop());
   const lines = readline.createInterface({ input: process.stdin });
   lines.on('line', (line) => {
+    const replay = /^replay (.+)$/.exec(line.trim());
+    if (replay) {
+      const mutated = JSON.parse(fs.readFileSync(replay[1], 'utf8')) as CfnTemplate;
+      stack.replay(mutated).then(
+        (refused) =>
+          say({ replay: refused.map((e) => ({ functionId: e.functionId, action: e.action, resource: e.resource })) }),
+        (error: unknown) => say({ replay: { error: String(error) } }),
+      );
+      return;
+    }
+    if (line.trim() === 'fire') {
+      stack.fireSchedules().then(
+        (fired) => say({ fired }),
+        (error: unknown) => say({ fired: { error: String(error) } }),
+      );
+      return;
+    }
     if (line.trim() !== 'report') return;
     const hosts = [...stack.hosts.values()];
     say({

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Deploys the stack to a running LocalStack with cdklocal and runs the HTTP suites against it.
-# Needs: LocalStack 4.x (started with LOCALSTACK_AUTH_TOKEN) on http://localhost:4566 and the aws CLI; cdklocal is
-# fetched with npx. Bedrock is not emulated there, so the stack is deployed with its DynamoDB chunk table as the
+# Needs: LocalStack 4.x started with LOCALSTACK_AUTH_TOKEN and ENFORCE_IAM=1 (checked below) on http://localhost:4566,
+# and the aws CLI; cdklocal comes from the lockfile. Bedrock is not emulated there, so the stack is deployed with its DynamoDB chunk table as the
 # knowledge index (-c knowledgeIndex=dynamodb), and open to sign-up (-c signUp=open: the access matrix signs people
 # up; LocalStack must emulate Cognito user pools). See README, "Against LocalStack".
 set -euo pipefail
@@ -12,7 +12,19 @@ export AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-us-east-1} AWS_REGION=${AWS_REGI
 ENDPOINT=${LOCALSTACK_ENDPOINT:-http://localhost:4566}
 curl -sf "$ENDPOINT/_localstack/health" >/dev/null || { echo "LocalStack is not running at $ENDPOINT"; exit 1; }
 
-CDKLOCAL="npx --yes aws-cdk-local@3.0.4"
+# IAM as AWS enforces it, or the run proves nothing about the stack's grants: a user with no policy must be refused.
+probe_user="aps-iam-probe-$$"
+aws --endpoint-url "$ENDPOINT" iam create-user --user-name "$probe_user" >/dev/null
+probe_keys=$(aws --endpoint-url "$ENDPOINT" iam create-access-key --user-name "$probe_user" \
+  --query 'AccessKey.[AccessKeyId,SecretAccessKey]' --output text)
+if AWS_ACCESS_KEY_ID=$(cut -f1 <<<"$probe_keys") AWS_SECRET_ACCESS_KEY=$(cut -f2 <<<"$probe_keys") \
+  aws --endpoint-url "$ENDPOINT" s3api list-buckets >/dev/null 2>&1; then
+  echo "LocalStack does not enforce IAM: start it with ENFORCE_IAM=1"
+  exit 1
+fi
+
+# cdklocal from the lockfile (aws-cdk-local, a devDependency), over the aws-cdk of the lockfile.
+CDKLOCAL="npx --no-install cdklocal"
 $CDKLOCAL bootstrap >/dev/null
 $CDKLOCAL deploy -c knowledgeIndex=dynamodb -c signUp=open --require-approval never --outputs-file cdk.out/localstack-outputs.json
 
@@ -34,12 +46,7 @@ for org in a b; do
   tokens+=("$token")
 done
 
-# upload-expiry needs second-long upload TTLs, which only the local runtime can be started with; flows needs the
-# local scheduler's clock file and tool servers on the test's loopback, which Lambda containers cannot reach; faults
-# and load kill and time a local worker process; hostile reads the local worker's memory, upload-sizes sets the
-# limits and upload TTLs of the runtime it starts, local-engines tests the local engines themselves, and
-# token-scopes counts the rows of the local tokens table; knowledge-base-delete stops, kills and starts a local
-# worker and reads the runtime's data folder.
-TEST_BASE_URL="$api_url" TEST_TOKENS="${tokens[0]},${tokens[1]}" npx jest test/integration test/api test/proof \
-  --runInBand --testPathIgnorePatterns upload-expiry flows faults load hostile upload-sizes local-engines token-scopes cors \
-  'knowledge-base-delete\.test'
+# The suites that hold against any deployment: the same list the stack-check runs (test/stack-suites.json).
+# upload-expiry, which needs upload URLs of one second, runs only there (a second stack) and on the local runtime.
+mapfile -t suites < <(node -e "for (const s of require('./test/stack-suites.json').suites) console.log(s)")
+TEST_BASE_URL="$api_url" TEST_TOKENS="${tokens[0]},${tokens[1]}" npx jest "${suites[@]}" --runInBand

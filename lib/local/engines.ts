@@ -68,6 +68,24 @@ export interface EngineOptions {
   readonly maxUploadBytes?: number;
   /** The same for the flow runner's queue (default 60 s): what a runner killed mid-run costs before another goes on. */
   readonly flowRunVisibilityTimeoutSeconds?: number;
+  /**
+   * The object-created notification's key filter (S3's `prefix` and `suffix` rules): only keys that match are
+   * forwarded, as S3 does. None by default (the local runtime's bucket notifies every key, as the stack's does).
+   */
+  readonly notificationFilter?: NotificationFilter;
+  /** Told of each object-created event the filter kept from the queue (the stack check reports it). */
+  readonly onNotificationFiltered?: (key: string) => void;
+}
+
+/** S3 notification filter rules: a key matches when it starts with `prefix` and ends with `suffix` (either absent). */
+export interface NotificationFilter {
+  readonly prefix?: string;
+  readonly suffix?: string;
+}
+
+/** Whether S3 would notify for `key` under `filter`. */
+export function notificationMatches(filter: NotificationFilter | undefined, key: string): boolean {
+  return key.startsWith(filter?.prefix ?? '') && key.endsWith(filter?.suffix ?? '');
 }
 
 /**
@@ -271,8 +289,13 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
     s3rver.httpServer = await s3rver.listen(socketPath);
     stops.push(() => s3.close());
     // S3 → SQS notification: the same JSON body S3 sends for ObjectCreated events.
-    s3.on('event', (event: { Records: { eventName: string }[] }) => {
-      const created = event.Records.filter((record) => record.eventName.startsWith('ObjectCreated:'));
+    s3.on('event', (event: { Records: { eventName: string; s3: { object: { key: string } } }[] }) => {
+      const created = event.Records.filter((record) => {
+        if (!record.eventName.startsWith('ObjectCreated:')) return false;
+        if (notificationMatches(options.notificationFilter, record.s3.object.key)) return true;
+        options.onNotificationFiltered?.(record.s3.object.key);
+        return false;
+      });
       if (created.length === 0) return;
       sqs
         .send(

@@ -104,11 +104,15 @@ function s3Calls(request) {
     }
     return [{ action: `s3:${method}Bucket?`, resource: `arn:aws:s3:::${bucket}` }];
   }
+  // Sub-resources name their own actions (the S3 API reference's "Permissions" of each operation).
+  for (const [subresource, actions] of Object.entries(S3_OBJECT_SUBRESOURCES)) {
+    if (subresource in query && actions[method]) return [{ action: actions[method], resource: object }];
+  }
   if (method === 'GET' || method === 'HEAD') return [{ action: 's3:GetObject', resource: object }];
   if (method === 'DELETE')
     return [{ action: 'uploadId' in query ? 's3:AbortMultipartUpload' : 's3:DeleteObject', resource: object }];
   if (method === 'PUT' || method === 'POST') {
-    const calls = [{ action: 's3:PutObject', resource: object }];
+    const calls = [{ action: 's3:PutObject', resource: object }, ...headerImplied(request, object)];
     const source = header(request, 'x-amz-copy-source');
     if (source)
       calls.push({
@@ -118,6 +122,41 @@ function s3Calls(request) {
     return calls;
   }
   return [{ action: `s3:${method}?`, resource: object }];
+}
+
+/** Object sub-resources: the action each method on them needs. */
+const S3_OBJECT_SUBRESOURCES = {
+  tagging: { GET: 's3:GetObjectTagging', PUT: 's3:PutObjectTagging', DELETE: 's3:DeleteObjectTagging' },
+  acl: { GET: 's3:GetObjectAcl', PUT: 's3:PutObjectAcl' },
+  retention: { GET: 's3:GetObjectRetention', PUT: 's3:PutObjectRetention' },
+  'legal-hold': { GET: 's3:GetObjectLegalHold', PUT: 's3:PutObjectLegalHold' },
+  attributes: { GET: 's3:GetObjectAttributes' },
+  restore: { POST: 's3:RestoreObject' },
+};
+
+/**
+ * Actions a write needs besides s3:PutObject because of its headers: tags (`x-amz-tagging`) need
+ * s3:PutObjectTagging, a canned ACL or grants s3:PutObjectAcl, object lock settings s3:PutObjectRetention and
+ * s3:PutObjectLegalHold (S3 API reference, PutObject and CopyObject, "Permissions").
+ */
+function headerImplied(request, object) {
+  const implied = [];
+  const copy = header(request, 'x-amz-copy-source');
+  const taggingDirective = String(header(request, 'x-amz-tagging-directive') ?? 'COPY').toUpperCase();
+  if (header(request, 'x-amz-tagging') !== undefined && (!copy || taggingDirective === 'REPLACE')) {
+    implied.push({ action: 's3:PutObjectTagging', resource: object });
+  }
+  const grants = Object.keys(request.headers ?? {}).some((h) => /^x-amz-grant-/i.test(h));
+  if (header(request, 'x-amz-acl') !== undefined || grants) {
+    implied.push({ action: 's3:PutObjectAcl', resource: object });
+  }
+  if (header(request, 'x-amz-object-lock-mode') !== undefined) {
+    implied.push({ action: 's3:PutObjectRetention', resource: object });
+  }
+  if (header(request, 'x-amz-object-lock-legal-hold') !== undefined) {
+    implied.push({ action: 's3:PutObjectLegalHold', resource: object });
+  }
+  return implied;
 }
 
 /** The request body as text when the SDK built it in memory (JSON and XML protocols); '' for a stream. */
@@ -185,11 +224,17 @@ Module._load = function loadChecked(request, parent, isMain) {
     getSignedUrl(client, command, options) {
       const operation = command.constructor.name.replace(/Command$/, '');
       const { Bucket, Key } = command.input;
-      const call = {
-        action: `s3:${operation === 'HeadObject' ? 'GetObject' : operation}`,
-        resource: `arn:aws:s3:::${Bucket}/${Key}`,
-      };
-      return guard([call], () => loaded.getSignedUrl(client, command, options));
+      const object = `arn:aws:s3:::${Bucket}/${Key}`;
+      const calls = [{ action: `s3:${operation === 'HeadObject' ? 'GetObject' : operation}`, resource: object }];
+      // What the signed request's headers will ask for is checked against the signer's role too (headerImplied).
+      if (operation === 'PutObject') {
+        const { Tagging, ACL, GrantRead, GrantFullControl, GrantReadACP, GrantWriteACP } = command.input;
+        if (Tagging !== undefined) calls.push({ action: 's3:PutObjectTagging', resource: object });
+        if ([ACL, GrantRead, GrantFullControl, GrantReadACP, GrantWriteACP].some((v) => v !== undefined)) {
+          calls.push({ action: 's3:PutObjectAcl', resource: object });
+        }
+      }
+      return guard(calls, () => loaded.getSignedUrl(client, command, options));
     },
   };
 };

@@ -34,6 +34,7 @@ import {
   FLOW_RUN_DLQ,
   FLOW_RUN_MAX_RECEIVES,
   FLOW_RUN_QUEUE,
+  type NotificationFilter,
   PROCESSING_DLQ,
   PROCESSING_QUEUE,
   startEngines,
@@ -50,7 +51,8 @@ import {
   SYNTHETIC_REGION,
 } from './cloud-assembly';
 import { FunctionHost } from './function-host';
-import { type AccessDeniedError, FunctionPermissions } from './iam';
+import { AccessDeniedError, FunctionPermissions } from './iam';
+import { type ScheduledTrigger, scheduledTriggers, serveLambdaInvoke } from './triggers';
 
 type Resources = CloudAssembly['template']['Resources'];
 type Props = Record<string, Json>;
@@ -66,6 +68,13 @@ export interface RunningStack {
   denials(): AccessDeniedError[];
   /** How many AWS calls were checked against a role, allowed or not. */
   callsChecked(): number;
+  /**
+   * The calls the functions made so far, evaluated again against another template's roles (a mutation of this one):
+   * those its policies would refuse. The same names as this run, so a call names the same ARNs.
+   */
+  replay(template: CloudAssembly['template']): Promise<AccessDeniedError[]>;
+  /** Fires every scheduled rule and schedule now, as their rate would: each trigger's id, and its error if it failed. */
+  fireSchedules(): Promise<{ id: string; functionId: string; error?: string }[]>;
   /** Writes a token with these scopes of an organization (a new one by default) into the tokens table (its hash). */
   createToken(scopes: string[], organizationId?: string): Promise<string>;
   /**
@@ -124,11 +133,15 @@ function ofType(resources: Resources, type: string): [string, Props][] {
     .map(([id, r]) => [id, (r.Properties ?? {}) as Props]);
 }
 
-/** The documents bucket and the queues, named as the local engines name theirs, found from the template's wiring. */
-function engineNames(resources: Resources): {
+/**
+ * The documents bucket and the queues, named as the local engines name theirs, found from the template's wiring;
+ * throws on wiring the engines could not reproduce (no bucket notification, a queue without its dead-letter queue).
+ */
+export function engineNames(resources: Resources): {
   overrides: Record<string, string>;
   processingQueue: string;
   flowRunQueue: string;
+  notificationFilter: NotificationFilter;
 } {
   const notifications = ofType(resources, 'Custom::S3BucketNotifications');
   if (notifications.length !== 1) throw new Error(`expected one bucket notification, found ${notifications.length}`);
@@ -140,6 +153,12 @@ function engineNames(resources: Resources): {
     throw new Error('the documents bucket must send s3:ObjectCreated:* to one queue, as the local engines forward it');
   }
   const processingQueue = getAttTarget(queueConfigs[0].QueueArn);
+  // S3 notifies only keys that pass the configuration's filter; the engines forward the same ones.
+  const rules =
+    (queueConfigs[0].Filter as { Key?: { FilterRules?: { Name: string; Value: string }[] } } | undefined)?.Key
+      ?.FilterRules ?? [];
+  const rule = (name: string) => rules.find((r) => r.Name.toLowerCase() === name)?.Value;
+  const notificationFilter = { prefix: rule('prefix'), suffix: rule('suffix') };
   if (!bucket || !processingQueue) throw new Error('the bucket notification names no bucket or queue of the stack');
   const deadLetterOf = (queue: string) => {
     const redrive = propsOf(resources, queue).RedrivePolicy as { deadLetterTargetArn: Json; maxReceiveCount: number };
@@ -172,6 +191,7 @@ function engineNames(resources: Resources): {
     },
     processingQueue,
     flowRunQueue,
+    notificationFilter,
   };
 }
 
@@ -251,12 +271,20 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
   const resources = assembly.template.Resources;
   const wiring = engineNames(resources);
   const visibility = (queue: string) => Number(propsOf(resources, queue).VisibilityTimeout ?? 30);
+  const wiringErrors: string[] = [];
   const engines: Engines = await startEngines({
     dataDir: options.dataDir,
     host: '127.0.0.1',
     s3Port: 0,
     visibilityTimeoutSeconds: visibility(wiring.processingQueue),
     flowRunVisibilityTimeoutSeconds: visibility(wiring.flowRunQueue),
+    notificationFilter: wiring.notificationFilter,
+    // Every object the stack writes is one the processing needs to hear of (an upload, a ZIP): none may be filtered.
+    onNotificationFiltered: (key) =>
+      wiringErrors.push(
+        `the bucket notification's filter (${JSON.stringify(wiring.notificationFilter)}) keeps S3 from notifying ` +
+          `the processing queue of ${key}`,
+      ),
   });
   const stops: (() => Promise<unknown>)[] = [() => engines.stop()];
   try {
@@ -295,6 +323,14 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
 
     const nodePath = runtimeNodePath();
     const hosts = new Map<string, FunctionHost>();
+    // Lambda's Invoke API for the functions' own calls (BrowserTask from the flow functions).
+    const lambdaServer = serveLambdaInvoke((name) =>
+      [...hosts.values()].find((h) => names.physicalName(h.fn.logicalId) === name),
+    );
+    const lambdaAddress = await new Promise<AddressInfo>((resolve) =>
+      lambdaServer.listen(0, '127.0.0.1', () => resolve(lambdaServer.address() as AddressInfo)),
+    );
+    stops.push(() => new Promise((resolve) => lambdaServer.close(resolve)));
     for (const fn of nodeFunctions(assembly)) {
       const environment = {
         ...resolvedEnvironment(fn, names),
@@ -304,6 +340,7 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
         AWS_ENDPOINT_URL_DYNAMODB: engines.dynamodbEndpoint,
         AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
         AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
+        AWS_ENDPOINT_URL_LAMBDA: `http://127.0.0.1:${lambdaAddress.port}`,
         ...(cognitoEndpoint ? { AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER: cognitoEndpoint } : {}),
       };
       const host = new FunctionHost(fn, environment, new FunctionPermissions(assembly.template, fn, names), nodePath);
@@ -320,7 +357,6 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
     const sqs = new SQSClient({ endpoint: engines.sqsEndpoint, region: LOCAL_REGION, credentials });
     let polling = true;
     const pollers: Promise<void>[] = [];
-    const wiringErrors: string[] = [];
     for (const [id, p] of ofType(resources, 'AWS::Lambda::EventSourceMapping')) {
       const queue = getAttTarget(p.EventSourceArn);
       const functionId = functionNamedBy(resources, p.FunctionName);
@@ -399,6 +435,23 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
       sqs.destroy();
     });
 
+    // The scheduled rules and schedules, each at its rate, as EventBridge and Scheduler invoke them.
+    const scheduled = await scheduledTriggers(assembly.template, names);
+    wiringErrors.push(...scheduled.refused);
+    const fire = (trigger: ScheduledTrigger) =>
+      hostOf(trigger.functionId)
+        .invoke(trigger.event())
+        .then(
+          () => undefined,
+          (error: unknown) => String((error as Error).message),
+        );
+    const timers = scheduled.triggers.map((trigger) =>
+      setInterval(() => void fire(trigger), trigger.everySeconds * 1000),
+    );
+    stops.push(async () => {
+      for (const timer of timers) clearInterval(timer);
+    });
+
     const server = serveApi(resources, names, hostOf, wiringErrors);
     const address = await new Promise<AddressInfo>((resolve) =>
       server.listen(0, '127.0.0.1', () => resolve(server.address() as AddressInfo)),
@@ -416,6 +469,35 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
       wiringErrors,
       denials: () => [...hosts.values()].flatMap((h) => h.denials),
       callsChecked: () => [...hosts.values()].reduce((n, h) => n + h.permissions.calls.length, 0),
+      fireSchedules: () =>
+        Promise.all(
+          scheduled.triggers.map(async (trigger) => {
+            const error = await fire(trigger);
+            return { id: trigger.id, functionId: trigger.functionId, ...(error ? { error } : {}) };
+          }),
+        ),
+      async replay(template) {
+        const replayNames = new ResourceNames(template, overrides);
+        const byId = new Map(nodeFunctions({ ...assembly, template }).map((fn) => [fn.logicalId, fn]));
+        const refused: AccessDeniedError[] = [];
+        for (const host of hosts.values()) {
+          const fn = byId.get(host.fn.logicalId);
+          const calls = new Map(host.permissions.calls.map((c) => [`${c.action} ${c.resource}`, c]));
+          if (!fn) {
+            if (calls.size > 0)
+              wiringErrors.push(`${host.fn.logicalId} made calls and is not in the replayed template`);
+            continue;
+          }
+          const permissions = new FunctionPermissions(template, fn, replayNames);
+          for (const call of calls.values()) {
+            const decision = await permissions.decide(call.action, call.resource);
+            if (decision !== 'Allowed') {
+              refused.push(new AccessDeniedError(fn.logicalId, call.action, call.resource, decision));
+            }
+          }
+        }
+        return refused;
+      },
       people: cognito
         ? {
             endpoint: cognito.endpoint,

@@ -33,6 +33,10 @@ export interface StackProcess {
   /** The user pool its people sign in to. */
   readonly people: PeoplePool;
   report(): Promise<StackReport>;
+  /** The calls made so far that the roles of the template in `templateFile` would refuse (stack-runner's replay). */
+  replay(templateFile: string): Promise<StackReport['denials']>;
+  /** Invokes every scheduled rule and schedule now, as their rate would. */
+  fireSchedules(): Promise<{ id: string; functionId: string; error?: string }[]>;
   stop(): Promise<void>;
 }
 
@@ -80,6 +84,20 @@ export function startStackProcess(cloudAssembly: string, templateFile?: string):
           const answer = next();
           child.stdin.write('report\n');
           return (await answer).report as StackReport;
+        },
+        async fireSchedules() {
+          const answer = next();
+          child.stdin.write('fire\n');
+          const { fired } = await answer;
+          if (!Array.isArray(fired)) throw new Error(`firing the schedules failed: ${JSON.stringify(fired)}`);
+          return fired as { id: string; functionId: string; error?: string }[];
+        },
+        async replay(templateFile) {
+          const answer = next();
+          child.stdin.write(`replay ${templateFile}\n`);
+          const { replay } = await answer;
+          if (!Array.isArray(replay)) throw new Error(`replay failed: ${JSON.stringify(replay)}`);
+          return replay as StackReport['denials'];
         },
         async stop() {
           child.stdin.end();

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { runtimeNodePath } from '../../lib/stack-check/asset-checks';
+import { runtimeNodePath, unusedEnvironmentVariables } from '../../lib/stack-check/asset-checks';
 import {
   type CfnTemplate,
   type CloudAssembly,
@@ -19,6 +19,7 @@ import type { PolicyStatement } from '../../lib/stack-check/iam';
 import { pollUntil } from '../helpers/poll';
 import { assetChecks } from '../helpers/stack-assets';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
+import { MUTATIONS } from './mutations';
 
 let workdir: string;
 let assembly: CloudAssembly;
@@ -134,6 +135,9 @@ describe('the synthesized stack, run from its assets', () => {
       60_000,
     );
     expect(document.body.status).toBe('ready');
+    const listed = await call('GET', `/api/v1/knowledge/documents/list?${new URLSearchParams(d)}`);
+    expect(listed.status).toBe(200);
+    expect(JSON.stringify(listed.body)).toContain(String(link.body.s3Key));
 
     const found = await call(
       'POST',
@@ -198,6 +202,66 @@ describe('the synthesized stack, run from its assets', () => {
     for (const route of ['SignUp', 'InviteMember', 'ListMembers', 'RemoveMember', 'GetMe']) {
       expect(Object.keys(report.invocations).some((id) => id.startsWith(`PlatformApi${route}Function`))).toBe(true);
     }
+  });
+
+  test('the scheduled rule and schedule invoke the watchdog and the flow scheduler with the events AWS sends', async () => {
+    const fired = await stack.fireSchedules();
+    expect(fired.map((f) => f.functionId).sort()).toEqual([
+      expect.stringMatching(/^DocumentProcessingWatchdogFunction/),
+      expect.stringMatching(/^FlowSchedulerScheduleTickFunction/),
+    ]);
+    expect(fired.filter((f) => f.error)).toEqual([]);
+    const report = await stack.report();
+    expect(report.denials).toEqual([]);
+    expect(report.wiringErrors).toEqual([]);
+  });
+
+  test("a flow's browserTask node invokes the BrowserTask function through Lambda's Invoke API, with the caller's grant", async () => {
+    const call = api(stack, stack.token);
+    const { agentId } = await dataset(call);
+    const definition = {
+      instructions: 'You are a buyer.',
+      flows: [
+        {
+          name: 'order',
+          nodes: [
+            { name: 'Order', type: 'trigger', triggerType: 'webhook' },
+            { name: 'Browse', type: 'browserTask', prompt: 'Read the page', url: 'https://example.invalid/' },
+          ],
+          edges: [{ from: 'Order', to: 'Browse', type: 'stepForward' }],
+        },
+      ],
+    };
+    expect((await call('PUT', `/dashboard/agents/${agentId}/definition/production`, definition)).status).toBe(200);
+    const run = await call('POST', `/api/v1/webhooks/${agentId}/production/Order`, {});
+    expect([200, 202]).toContain(run.status);
+    const report = await pollUntil(
+      () => stack.report(),
+      (r) => Object.keys(r.invocations).some((id) => id.startsWith('BrowserTaskBrowserTaskFunction')),
+      60_000,
+    );
+    expect(Object.keys(report.invocations).some((id) => id.startsWith('BrowserTaskBrowserTaskFunction'))).toBe(true);
+    expect(report.denials).toEqual([]);
+  }, 90_000);
+
+  // Last of this stack's tests: it replays what they made the functions do.
+  test.each(MUTATIONS.filter((m) => m.caughtBy === 'IAM replay').map((m) => [m.id, m]))(
+    'mutation %s is caught: a call the functions made is refused by the mutated roles',
+    async (_id, mutation) => {
+      const copy = structuredClone(assembly.template);
+      mutation.apply(copy);
+      const file = path.join(workdir, `mutation-${mutation.id}.json`);
+      fs.writeFileSync(file, JSON.stringify(copy));
+      const refused = await stack.replay(file);
+      const lines = refused.map((d) => `${d.functionId} ${d.action} ${d.resource}`);
+      expect(lines.some((line) => mutation.expected.test(line))).toBe(true);
+    },
+  );
+
+  test('the same calls replayed against the template as synthesized are all allowed', async () => {
+    const unchanged = path.join(workdir, 'unchanged.json');
+    fs.writeFileSync(unchanged, JSON.stringify(assembly.template));
+    expect(await stack.replay(unchanged)).toEqual([]);
   });
 
   test('the gateway answers as the template declares: 401 without a token, 404 for a path it does not know', async () => {
@@ -275,3 +339,51 @@ test('an environment variable removed from the template fails the function that 
     await stack.stop();
   }
 }, 60_000);
+
+const mutation = (id: string) => {
+  const found = MUTATIONS.find((m) => m.id === id);
+  if (!found) throw new Error(`no mutation ${id}`);
+  return found;
+};
+
+test('mutation notification-filtered-to-an-unused-prefix is caught: the run reports the upload S3 would not notify', async () => {
+  const filtered = mutation('notification-filtered-to-an-unused-prefix');
+  const copy = structuredClone(assembly.template);
+  filtered.apply(copy);
+  const stack = await started(copy);
+  try {
+    const call = api(stack, stack.token);
+    const link = await call('POST', '/api/v1/knowledge/documents/upload-link', {
+      ...(await dataset(call)),
+      fileName: 'a.txt',
+    });
+    expect(link.status).toBe(200);
+    const put = await fetch(String(link.body.uploadUrl), {
+      method: 'PUT',
+      headers: link.body.requiredHeaders as Record<string, string>,
+      body: 'text',
+    });
+    expect(put.status).toBe(200);
+    const report = await pollUntil(
+      () => stack.report(),
+      (r) => r.wiringErrors.length > 0,
+      10_000,
+    );
+    expect(report.wiringErrors.some((e) => filtered.expected.test(e))).toBe(true);
+  } finally {
+    await stack.stop();
+  }
+}, 60_000);
+
+test('mutation environment-variable-misspelt is caught: the asset check names the variable no bundle reads', () => {
+  const misspelt = mutation('environment-variable-misspelt');
+  const copy = structuredClone(assembly.template);
+  misspelt.apply(copy);
+  const uploadLink = nodeFunctions({ ...assembly, template: copy }).find((f) =>
+    f.logicalId.startsWith('PlatformApiUploadLinkFunction'),
+  );
+  if (!uploadLink) throw new Error('no UploadLink function');
+  expect(unusedEnvironmentVariables(uploadLink).filter((name) => misspelt.expected.test(name))).toHaveLength(1);
+  const original = nodeFunctions(assembly).find((f) => f.logicalId === uploadLink.logicalId);
+  expect(original && unusedEnvironmentVariables(original)).toEqual([]);
+});
