@@ -100,9 +100,13 @@ export class FunctionHost {
       try {
         await this.permissions.check(call.action, call.resource);
       } catch (error) {
-        if (!(error instanceof AccessDeniedError)) throw error;
-        this.denials.push(error);
-        denied ??= error.message;
+        // Whatever went wrong, the child gets its answer: a refusal (an invocation left waiting would only time out).
+        const refusal =
+          error instanceof AccessDeniedError
+            ? error
+            : new AccessDeniedError(this.fn.logicalId, call.action, call.resource, `NotEvaluated (${String(error)})`);
+        this.denials.push(refusal);
+        denied ??= refusal.message;
       }
     }
     child.send({ type: 'decision', id: message.id, denied });

@@ -170,9 +170,14 @@ export class FunctionPermissions {
     return result.overallResult;
   }
 
-  /** Records the call and throws AccessDeniedError when AWS would refuse it. */
+  /**
+   * Records the call and throws AccessDeniedError when AWS would refuse it. A call the simulator cannot evaluate (an
+   * action IAM does not know: a service the request mapping does not read) is refused too, never let through.
+   */
   async check(action: string, resource: string): Promise<void> {
-    const decision = await this.decide(action, resource);
+    const decision = await this.decide(action, resource).catch(
+      (error: unknown) => `NotEvaluated (${String((error as Error).message).slice(0, 300)})`,
+    );
     const allowed = decision === 'Allowed';
     this.calls.push({ action, resource, allowed });
     if (!allowed) throw new AccessDeniedError(this.functionId, action, resource, decision);

@@ -103,6 +103,17 @@ describe('a call is checked against the role of the function that makes it', () 
     expect(permissions.calls.map((c) => c.allowed)).toEqual([true, true, false]);
   });
 
+  test('a call of a service the request mapping does not know is refused and recorded, not let through', async () => {
+    const permissions = new FunctionPermissions(
+      template(),
+      functionNamed(template(), 'PlatformApiUploadLink'),
+      names(),
+    );
+    // What lambda-child.cjs makes of a request it cannot read: the service and the path, on '*'.
+    await expect(permissions.check('unknown:/2015-03-31/something', '*')).rejects.toThrow(/NotEvaluated|Denied/);
+    expect(permissions.calls).toEqual([{ action: 'unknown:/2015-03-31/something', resource: '*', allowed: false }]);
+  });
+
   test('the authorizer may read tokens and update them (last use), and may not create or delete one', async () => {
     const permissions = new FunctionPermissions(
       template(),

@@ -19,7 +19,7 @@ import type { PolicyStatement } from '../../lib/stack-check/iam';
 import { pollUntil } from '../helpers/poll';
 import { assetChecks } from '../helpers/stack-assets';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
-import { MUTATIONS } from './mutations';
+import { MUTATIONS, only } from './mutations';
 
 let workdir: string;
 let assembly: CloudAssembly;
@@ -387,3 +387,49 @@ test('mutation environment-variable-misspelt is caught: the asset check names th
   const original = nodeFunctions(assembly).find((f) => f.logicalId === uploadLink.logicalId);
   expect(original && unusedEnvironmentVariables(original)).toEqual([]);
 });
+
+test('a run past its request budget is handed over: the flow runner takes it from its queue and completes it', async () => {
+  // FLOW_SYNC_BUDGET_MS=1 on the webhook function (20 s in the stack): the run is handed over before its first node.
+  const copy = structuredClone(assembly.template);
+  const [, webhook] = only(copy, 'PlatformApiInvokeWebhookFunction', 'AWS::Lambda::Function');
+  (webhook.Environment as { Variables: Record<string, Json> }).Variables.FLOW_SYNC_BUDGET_MS = '1';
+  const stack = await started(copy);
+  try {
+    const call = api(stack, stack.token);
+    const { agentId } = await dataset(call);
+    const definition = {
+      instructions: 'You greet people.',
+      flows: [
+        {
+          name: 'greet',
+          nodes: [
+            { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+            {
+              name: 'Greet',
+              type: 'promptNode',
+              displayName: 'Greet',
+              llmConfig: { name: 'ChatOffline' },
+              prompt: 'Say hello to {memory.name}',
+            },
+          ],
+          edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
+        },
+      ],
+    };
+    expect((await call('PUT', `/dashboard/agents/${agentId}/definition/production`, definition)).status).toBe(200);
+    const run = await call('POST', `/api/v1/webhooks/${agentId}/production/Start`, { name: 'Ada' });
+    expect(run).toMatchObject({ status: 202, body: { status: 'running' } });
+    const session = await pollUntil(
+      () => call('GET', `/dashboard/agents/${agentId}/sessions/production/${String(run.body.sessionId)}`),
+      (r) => r.body.status !== 'running',
+      60_000,
+    );
+    expect(session.body.status).toBe('completed');
+    const report = await stack.report();
+    expect(Object.keys(report.invocations).some((id) => id.startsWith('FlowRunnerFlowRunnerFunction'))).toBe(true);
+    expect(report.denials).toEqual([]);
+    expect(report.wiringErrors).toEqual([]);
+  } finally {
+    await stack.stop();
+  }
+}, 90_000);
