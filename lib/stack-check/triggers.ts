@@ -138,7 +138,20 @@ export function serveLambdaInvoke(functionNamed: (name: string) => FunctionHost 
         return;
       }
       const text = Buffer.concat(chunks).toString('utf8');
-      const event: unknown = text ? JSON.parse(text) : {};
+      let event: unknown;
+      try {
+        event = text ? JSON.parse(text) : {};
+      } catch {
+        // Lambda refuses a payload that is not JSON before the function sees it.
+        reply(
+          400,
+          { Type: 'User', message: 'Could not parse request body into json' },
+          {
+            'x-amzn-errortype': 'InvalidRequestContentException',
+          },
+        );
+        return;
+      }
       const invocation = host.invoke(event);
       if (request.headers['x-amz-invocation-type'] === 'Event') {
         invocation.catch(() => undefined);

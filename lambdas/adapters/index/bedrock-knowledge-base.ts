@@ -53,8 +53,12 @@ import { matches, toRetrievalFilter } from './bedrock-filters';
 /** The environment variable `bedrockIndexFromEnv` reads: JSON `{ "<environment>": { knowledgeBaseId, dataSourceId } }`. */
 export const BEDROCK_KNOWLEDGE_BASES_VARIABLE = 'BEDROCK_KNOWLEDGE_BASES';
 
-/** IngestKnowledgeBaseDocuments takes at most 25 documents a call. */
-export const MAX_INGEST_DOCUMENTS = 25;
+/**
+ * Documents an IngestKnowledgeBaseDocuments call sends. The API reference gives 1 to 10 items; the User Guide's direct
+ * ingestion page speaks of up to 25 (a service quota). 10 is accepted under both readings, and ingestion is priced by
+ * document, not by call (lib/stack-check/bedrock-constraints.ts; the stand-in found the 25 refused by the reference).
+ */
+export const MAX_INGEST_DOCUMENTS = 10;
 
 /** DeleteKnowledgeBaseDocuments and GetKnowledgeBaseDocuments take at most 10 document identifiers a call. */
 export const MAX_DELETE_DOCUMENTS = 10;
@@ -149,7 +153,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
   }
 
   /**
-   * Ingests every chunk (25 a call; re-ingesting an id overwrites it), deletes the document's ids that are not in the
+   * Ingests every chunk (10 a call; re-ingesting an id overwrites it), deletes the document's ids that are not in the
    * new set, then checks that the new ids exist and ingests again any that do not (an ingest Bedrock took for a
    * duplicate of an earlier request whose documents have since been deleted).
    */

@@ -79,7 +79,7 @@ export class BedrockConverseModel implements ModelProvider {
           modelId: this.modelId,
           system: system.length > 0 ? system : undefined,
           messages,
-          inferenceConfig: { maxTokens: request.maxTokens, temperature: request.temperature },
+          inferenceConfig: { maxTokens: request.maxTokens, temperature: bedrockTemperature(request.temperature) },
           toolConfig,
         }),
       );
@@ -173,4 +173,12 @@ function toolRoundMessages(round: ModelToolRound): Message[] {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Converse takes a temperature of 0 to 1 (InferenceConfiguration); a flow may set 0 to 2, the range of the
+ * OpenAI-compatible class. Above 1 is sent as 1, the most random Bedrock allows, rather than refused at run time.
+ */
+export function bedrockTemperature(temperature: number | undefined): number | undefined {
+  return temperature === undefined ? undefined : Math.min(1, temperature);
 }

@@ -290,11 +290,13 @@ describe('chunk → Bedrock custom document', () => {
 });
 
 describe('replaceDocument', () => {
-  test('ingests 60 chunks in batches of 25, 25 and 10, after listing the data source 1,000 at a time', async () => {
+  test('ingests 60 chunks in batches of 10, after listing the data source 1,000 at a time', async () => {
     const { agent, index } = setup();
     await index.replaceDocument(REF, chunks(60));
 
-    expect(agent.inputs(IngestKnowledgeBaseDocumentsCommand).map((i) => i.documents?.length)).toEqual([25, 25, 10]);
+    expect(agent.inputs(IngestKnowledgeBaseDocumentsCommand).map((i) => i.documents?.length)).toEqual([
+      10, 10, 10, 10, 10, 10,
+    ]);
     const list: ListKnowledgeBaseDocumentsCommandInput = {
       knowledgeBaseId: 'KBSTG00001',
       dataSourceId: 'DSSTG00001',
@@ -311,8 +313,8 @@ describe('replaceDocument', () => {
   test('clientTokens are deterministic: the same call from the same state sends the same tokens', async () => {
     const first = setup();
     const second = setup();
-    await first.index.replaceDocument(REF, chunks(60));
-    await second.index.replaceDocument(REF, chunks(60));
+    await first.index.replaceDocument(REF, chunks(30));
+    await second.index.replaceDocument(REF, chunks(30));
     const tokens = (agent: FakeBedrockAgent) =>
       agent.inputs(IngestKnowledgeBaseDocumentsCommand).map((i) => i.clientToken);
     expect(tokens(second.agent)).toEqual(tokens(first.agent));
@@ -321,13 +323,13 @@ describe('replaceDocument', () => {
 
   test('a retry after a throttled batch resends that batch with its token; an applied batch gets a new one', async () => {
     const clean = setup();
-    await clean.index.replaceDocument(REF, chunks(60));
+    await clean.index.replaceDocument(REF, chunks(30));
     const [t1, t2, t3] = clean.agent.inputs(IngestKnowledgeBaseDocumentsCommand).map((i) => i.clientToken);
 
     const { agent, index } = setup();
     agent.failNext = { command: 'IngestKnowledgeBaseDocumentsCommand', after: 1 };
-    await expect(index.replaceDocument(REF, chunks(60))).rejects.toThrow('Rate exceeded');
-    await index.replaceDocument(REF, chunks(60));
+    await expect(index.replaceDocument(REF, chunks(30))).rejects.toThrow('Rate exceeded');
+    await index.replaceDocument(REF, chunks(30));
 
     const sent = agent.inputs(IngestKnowledgeBaseDocumentsCommand).map((i) => i.clientToken);
     // Batch 1 was applied before the throttle: its documents changed, so resending it is a new request (it
