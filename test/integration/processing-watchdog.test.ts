@@ -388,6 +388,52 @@ describe('a ZIP import cut off half-way', () => {
     expect(metrics.sum('ZipFilesImported')).toBe(names.length);
   });
 
+  it('after an attempt cut off in its first window, the next goes one file at a time, each listed at once', async () => {
+    const names = Array.from({ length: ZIP_IMPORT_CONCURRENCY + 4 }, (_, i) => `one-${String(i).padStart(2, '0')}.txt`);
+    const job: ZipJobRecord = {
+      agentId: 'agent-1',
+      environment: 'production',
+      knowledgeBaseId: 'kb-4',
+      zipJobId: 'zip-one-by-one',
+      organizationId: 'org-1',
+      uploadId: 'zip-one-by-one-upload',
+      s3Key: 'agent-1/production/kb-4/_zip/zip-one-by-one/batch.zip',
+      label1: null,
+      label2: null,
+      status: 'uploaded',
+      error: null,
+      fileCount: null,
+      createdAt: LONG_AGO,
+      updatedAt: LONG_AGO,
+    };
+    const objects = new Map([[job.s3Key, await zipOf(Object.fromEntries(names.map((n) => [n, `Text of ${n}.`])))]]);
+    await zipJobs.create(job);
+    /** Deps whose queue dies once it has queued `budget` more messages. */
+    const dyingAfter = (budget: number) => {
+      let left = budget;
+      return {
+        ...depsWith(),
+        archives: new ZipArchiveImporter(),
+        blobs: inMemoryBlobStore(objects),
+        queue: {
+          send: async () => undefined,
+          sendAll: async (messages: readonly ProcessingMessage[]) => {
+            left -= messages.length;
+            if (left < 0) throw new Error('worker killed');
+          },
+        },
+      };
+    };
+    // The first attempt dies in its first window of 16: nothing is listed.
+    await expect(importZip(dyingAfter(3), { ...job })).rejects.toThrow('worker killed');
+    expect(await zipJobs.listFiles(job.zipJobId)).toHaveLength(0);
+    // The next found the job `processing`: it stores and lists one file at a time, and dies after three.
+    await expect(importZip(dyingAfter(3), { ...job })).rejects.toThrow('worker killed');
+    expect((await zipJobs.listFiles(job.zipJobId)).map((f) => f.fileName)).toEqual(names.slice(0, 3));
+    expect(await importZip(dyingAfter(Number.POSITIVE_INFINITY), { ...job })).toBe('ready');
+    expect((await zipJobs.listFiles(job.zipJobId)).map((f) => f.fileName)).toEqual(names);
+  });
+
   it('is not failed by the watchdog while each attempt gets further, however often it is cut off', async () => {
     // The watchdog re-queued the import once; that attempt lists a window and dies. The job got further, so the
     // watchdog's next look queues it again instead of failing it (a worker killed every few seconds, as in the

@@ -104,7 +104,7 @@ export async function importZip(
   if (!copy) return gone();
   const archive = deps.archives.open(copy.path);
   try {
-    return await importArchive(deps, job, archive, now, fail);
+    return await importArchive(deps, job, archive, now, fail, job.status === 'processing');
   } finally {
     archive.close();
     await copy.remove();
@@ -125,6 +125,8 @@ async function importArchive(
   archive: OpenArchive,
   now: () => string,
   fail: (error: { code: string; message: string }) => Promise<'failed'>,
+  /** An earlier attempt started and did not finish (the job was `processing` when this one read it). */
+  cutOff: boolean,
 ): Promise<ProcessingOutcome> {
   const plan = await archive.plan({ label1: job.label1, label2: job.label2, ...customMetaOf(job) });
   // A read that stopped early may not have reached the label CSV: importing part of the archive with possibly
@@ -139,8 +141,12 @@ async function importArchive(
   // Files that became documents, those of the cut-off attempt included: counted once, when the archive is read.
   let imported = listed.slice(0, resumeAt).filter((entry) => entry.error === null).length;
   let watchdogRetried = (job.watchdogRetries ?? 0) > 0;
+  // An attempt after one that was cut off (the job was already `processing`, or some of it is listed) goes on one file
+  // at a time: each file it stores is recorded at once, so attempts cut off again and again still each get further,
+  // where a window of 16 might never be finished by any of them.
+  const concurrency = cutOff || resumeAt > 0 ? 1 : ZIP_IMPORT_CONCURRENCY;
   for (let start = resumeAt; start < plan.files.length; ) {
-    const window = importWindow(plan.files, start);
+    const window = importWindow(plan.files, start, concurrency);
     // Every file of the window settles before a failure is thrown: no store goes on behind the next attempt.
     const settled = await Promise.allSettled(
       window.map((file): Promise<Stored> | Stored =>
@@ -196,10 +202,10 @@ export const ZIP_IMPORT_WINDOW_BYTES = 64 * 1024 * 1024;
  * The files from `start` stored together: up to ZIP_IMPORT_CONCURRENCY, and no more than ZIP_IMPORT_WINDOW_BYTES of
  * them (a larger file goes alone), so an import holds a bounded amount of content whatever the archive.
  */
-function importWindow(files: readonly PlannedFile[], start: number): PlannedFile[] {
+function importWindow(files: readonly PlannedFile[], start: number, concurrency: number): PlannedFile[] {
   const window: PlannedFile[] = [];
   let bytes = 0;
-  for (const file of files.slice(start, start + ZIP_IMPORT_CONCURRENCY)) {
+  for (const file of files.slice(start, start + concurrency)) {
     const size = 'error' in file ? 0 : file.size;
     if (window.length > 0 && bytes + size > ZIP_IMPORT_WINDOW_BYTES) break;
     window.push(file);
