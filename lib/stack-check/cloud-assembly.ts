@@ -201,6 +201,12 @@ const PSEUDO: Record<string, string> = {
   'AWS::StackName': STACK_NAME,
 };
 
+/** The logical id a `Ref` or `Fn::GetAtt` names; undefined for any other value. */
+export function logicalIdNamedBy(value: Json): string | undefined {
+  const v = value as { Ref?: string; 'Fn::GetAtt'?: [string, string] } | null;
+  return v?.Ref ?? v?.['Fn::GetAtt']?.[0];
+}
+
 /** Resolves Ref, Fn::GetAtt, Fn::Join, Fn::Sub, Fn::Select and Fn::Split; anything else is an error. */
 export function resolveIntrinsics(value: Json, names: ResourceNames): Json {
   if (Array.isArray(value)) return value.map((v) => resolveIntrinsics(v, names));

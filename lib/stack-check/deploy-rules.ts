@@ -5,7 +5,14 @@
  * lists them.
  */
 import { runSimulation } from '@cloud-copilot/iam-simulate';
-import { type CfnTemplate, type Json, ResourceNames, resolveIntrinsics, SYNTHETIC_ACCOUNT } from './cloud-assembly';
+import {
+  type CfnTemplate,
+  type Json,
+  logicalIdNamedBy,
+  ResourceNames,
+  resolveIntrinsics,
+  SYNTHETIC_ACCOUNT,
+} from './cloud-assembly';
 import { type PolicyDocument, type PolicyStatement, rolePolicies } from './iam';
 
 type Props = Record<string, Json>;
@@ -23,11 +30,6 @@ const ofType = (template: CfnTemplate, type: string): [string, Props][] =>
   Object.entries(template.Resources)
     .filter(([, r]) => r.Type === type)
     .map(([id, r]) => [id, (r.Properties ?? {}) as Props]);
-
-const target = (value: Json): string | undefined => {
-  const v = value as { Ref?: string; 'Fn::GetAtt'?: [string, string] } | null;
-  return v?.Ref ?? v?.['Fn::GetAtt']?.[0];
-};
 
 /** Lambda's and SQS's defaults where the template leaves a property out. */
 const functionTimeout = (template: CfnTemplate, id: string) => Number(template.Resources[id]?.Properties?.Timeout ?? 3);
@@ -71,7 +73,7 @@ function queuePolicies(template: CfnTemplate, names: ResourceNames): Map<string,
   const byQueue = new Map<string, PolicyDocument>();
   for (const [, p] of ofType(template, 'AWS::SQS::QueuePolicy')) {
     for (const queue of (p.Queues as Json[]) ?? []) {
-      const id = target(queue);
+      const id = logicalIdNamedBy(queue);
       if (id) byQueue.set(id, resolveIntrinsics(p.PolicyDocument, names) as unknown as PolicyDocument);
     }
   }
@@ -87,8 +89,8 @@ export const DEPLOY_RULES: readonly DeployRule[] = [
       'visibility timeout is less than the function timeout (InvalidParameterValueException)',
     check: (template) =>
       ofType(template, 'AWS::Lambda::EventSourceMapping').flatMap(([id, p]) => {
-        const queue = target(p.EventSourceArn);
-        const fn = target(p.FunctionName);
+        const queue = logicalIdNamedBy(p.EventSourceArn);
+        const fn = logicalIdNamedBy(p.FunctionName);
         if (!queue || !fn || template.Resources[queue]?.Type !== 'AWS::SQS::Queue') return [];
         const visibility = queueVisibility(template, queue);
         const timeout = functionTimeout(template, fn);
@@ -105,7 +107,7 @@ export const DEPLOY_RULES: readonly DeployRule[] = [
       'MaximumBatchingWindowInSeconds must be at least 1',
     check: (template) =>
       ofType(template, 'AWS::Lambda::EventSourceMapping').flatMap(([id, p]) => {
-        const queue = target(p.EventSourceArn);
+        const queue = logicalIdNamedBy(p.EventSourceArn);
         if (!queue || template.Resources[queue]?.Type !== 'AWS::SQS::Queue') return [];
         const batch = Number(p.BatchSize ?? 10);
         const window = Number(p.MaximumBatchingWindowInSeconds ?? 0);
@@ -125,10 +127,10 @@ export const DEPLOY_RULES: readonly DeployRule[] = [
       const policies = queuePolicies(template, names);
       const problems: string[] = [];
       for (const [id, p] of ofType(template, 'Custom::S3BucketNotifications')) {
-        const bucket = target(p.BucketName);
+        const bucket = logicalIdNamedBy(p.BucketName);
         const configuration = p.NotificationConfiguration as { QueueConfigurations?: Props[] } | undefined;
         for (const queueConfiguration of configuration?.QueueConfigurations ?? []) {
-          const queue = target(queueConfiguration.QueueArn);
+          const queue = logicalIdNamedBy(queueConfiguration.QueueArn);
           if (!bucket || !queue) continue;
           const allowed = await servicePrincipalAllowed(
             policies.get(queue),
@@ -151,11 +153,11 @@ export const DEPLOY_RULES: readonly DeployRule[] = [
       'source mapping; a bucket that notifies a queue nobody reads fills it until messages expire',
     check: (template) => {
       const consumed = new Set(
-        ofType(template, 'AWS::Lambda::EventSourceMapping').map(([, p]) => target(p.EventSourceArn)),
+        ofType(template, 'AWS::Lambda::EventSourceMapping').map(([, p]) => logicalIdNamedBy(p.EventSourceArn)),
       );
       return ofType(template, 'Custom::S3BucketNotifications').flatMap(([id, p]) =>
         ((p.NotificationConfiguration as { QueueConfigurations?: Props[] } | undefined)?.QueueConfigurations ?? [])
-          .map((c) => target(c.QueueArn))
+          .map((c) => logicalIdNamedBy(c.QueueArn))
           .filter((queue): queue is string => queue !== undefined && !consumed.has(queue))
           .map((queue) => `${id}: notifies ${queue}, which no event source mapping reads`),
       );
@@ -172,7 +174,7 @@ export const DEPLOY_RULES: readonly DeployRule[] = [
       const problems: string[] = [];
       for (const [ruleId, p] of ofType(template, 'AWS::Events::Rule')) {
         for (const t of (p.Targets as Props[] | undefined) ?? []) {
-          const fn = target(t.Arn);
+          const fn = logicalIdNamedBy(t.Arn);
           if (!fn || template.Resources[fn]?.Type !== 'AWS::Lambda::Function') continue;
           const allowed = await servicePrincipalAllowed(
             functionPolicy(template, fn, names),
@@ -198,8 +200,8 @@ export const DEPLOY_RULES: readonly DeployRule[] = [
       const problems: string[] = [];
       for (const [id, p] of ofType(template, 'AWS::Scheduler::Schedule')) {
         const t = p.Target as Props;
-        const role = target(t.RoleArn);
-        const destination = target(t.Arn);
+        const role = logicalIdNamedBy(t.RoleArn);
+        const destination = logicalIdNamedBy(t.Arn);
         if (!role || !destination) {
           problems.push(`${id}: its target or role is not a resource of the stack`);
           continue;
@@ -267,7 +269,7 @@ export const DEPLOY_RULES: readonly DeployRule[] = [
 /** The policy of a function: its AWS::Lambda::Permission resources as statements. */
 function functionPolicy(template: CfnTemplate, fn: string, names: ResourceNames): PolicyDocument {
   const statements = ofType(template, 'AWS::Lambda::Permission')
-    .filter(([, p]) => target(p.FunctionName) === fn)
+    .filter(([, p]) => logicalIdNamedBy(p.FunctionName) === fn)
     .map(([, p]): PolicyStatement => {
       const resolved = resolveIntrinsics(p as Json, names) as Props;
       const principal = String(resolved.Principal);

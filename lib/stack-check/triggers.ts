@@ -6,7 +6,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { type CfnTemplate, type Json, type ResourceNames, SYNTHETIC_ACCOUNT, SYNTHETIC_REGION } from './cloud-assembly';
+import {
+  type CfnTemplate,
+  type Json,
+  logicalIdNamedBy,
+  type ResourceNames,
+  SYNTHETIC_ACCOUNT,
+  SYNTHETIC_REGION,
+} from './cloud-assembly';
 import { DEPLOY_RULES } from './deploy-rules';
 import { type FunctionHost, InvocationError } from './function-host';
 
@@ -20,11 +27,6 @@ export interface ScheduledTrigger {
   /** The payload AWS sends the function. */
   event(): unknown;
 }
-
-const target = (value: Json): string | undefined => {
-  const v = value as { Ref?: string; 'Fn::GetAtt'?: [string, string] } | null;
-  return v?.Ref ?? v?.['Fn::GetAtt']?.[0];
-};
 
 /** `rate(5 minutes)` in seconds; cron expressions are not run here (none in the stack). */
 function rateSeconds(expression: string, id: string): number {
@@ -55,7 +57,7 @@ export async function scheduledTriggers(
     const p = (resource.Properties ?? {}) as Props;
     if (resource.Type === 'AWS::Events::Rule' && typeof p.ScheduleExpression === 'string' && p.State !== 'DISABLED') {
       for (const t of (p.Targets as Props[] | undefined) ?? []) {
-        const functionId = target(t.Arn);
+        const functionId = logicalIdNamedBy(t.Arn);
         if (!functionId || template.Resources[functionId]?.Type !== 'AWS::Lambda::Function' || blocked(id)) continue;
         // EventBridge's Scheduled Event (EventBridge User Guide, "Creating a rule that runs on a schedule").
         triggers.push({
@@ -78,7 +80,7 @@ export async function scheduledTriggers(
     }
     if (resource.Type === 'AWS::Scheduler::Schedule' && p.State !== 'DISABLED') {
       const t = p.Target as Props;
-      const functionId = target(t.Arn);
+      const functionId = logicalIdNamedBy(t.Arn);
       if (!functionId || template.Resources[functionId]?.Type !== 'AWS::Lambda::Function' || blocked(id)) continue;
       const input = typeof t.Input === 'string' ? t.Input : undefined;
       triggers.push({

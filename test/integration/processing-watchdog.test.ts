@@ -388,16 +388,16 @@ describe('a ZIP import cut off half-way', () => {
     expect(metrics.sum('ZipFilesImported')).toBe(names.length);
   });
 
-  it('after an attempt cut off in its first window, the next goes one file at a time, each listed at once', async () => {
-    const names = Array.from({ length: ZIP_IMPORT_CONCURRENCY + 4 }, (_, i) => `one-${String(i).padStart(2, '0')}.txt`);
+  /** A ZIP job of `names` (each file a line of text) waiting for its import, with the archive in `objects`. */
+  async function waitingImport(zipJobId: string, knowledgeBaseId: string, names: readonly string[]) {
     const job: ZipJobRecord = {
       agentId: 'agent-1',
       environment: 'production',
-      knowledgeBaseId: 'kb-4',
-      zipJobId: 'zip-one-by-one',
+      knowledgeBaseId,
+      zipJobId,
       organizationId: 'org-1',
-      uploadId: 'zip-one-by-one-upload',
-      s3Key: 'agent-1/production/kb-4/_zip/zip-one-by-one/batch.zip',
+      uploadId: `${zipJobId}-upload`,
+      s3Key: `agent-1/production/${knowledgeBaseId}/_zip/${zipJobId}/batch.zip`,
       label1: null,
       label2: null,
       status: 'uploaded',
@@ -408,29 +408,36 @@ describe('a ZIP import cut off half-way', () => {
     };
     const objects = new Map([[job.s3Key, await zipOf(Object.fromEntries(names.map((n) => [n, `Text of ${n}.`])))]]);
     await zipJobs.create(job);
-    /** Deps whose queue dies once it has queued `budget` more messages. */
-    const dyingAfter = (budget: number) => {
-      let left = budget;
-      return {
-        ...depsWith(),
-        archives: new ZipArchiveImporter(),
-        blobs: inMemoryBlobStore(objects),
-        queue: {
-          send: async () => undefined,
-          sendAll: async (messages: readonly ProcessingMessage[]) => {
-            left -= messages.length;
-            if (left < 0) throw new Error('worker killed');
-          },
+    return { job, objects };
+  }
+
+  /** Import deps whose queue dies (a worker killed) once it has queued more than `budget` messages. */
+  function dyingAfter(objects: Map<string, Buffer>, budget: number) {
+    let left = budget;
+    return {
+      ...depsWith(),
+      archives: new ZipArchiveImporter(),
+      blobs: inMemoryBlobStore(objects),
+      queue: {
+        send: async () => undefined,
+        sendAll: async (messages: readonly ProcessingMessage[]) => {
+          left -= messages.length;
+          if (left < 0) throw new Error('worker killed');
         },
-      };
+      },
     };
+  }
+
+  it('after an attempt cut off in its first window, the next goes one file at a time, each listed at once', async () => {
+    const names = Array.from({ length: ZIP_IMPORT_CONCURRENCY + 4 }, (_, i) => `one-${String(i).padStart(2, '0')}.txt`);
+    const { job, objects } = await waitingImport('zip-one-by-one', 'kb-4', names);
     // The first attempt dies in its first window of 16: nothing is listed.
-    await expect(importZip(dyingAfter(3), { ...job })).rejects.toThrow('worker killed');
+    await expect(importZip(dyingAfter(objects, 3), { ...job })).rejects.toThrow('worker killed');
     expect(await zipJobs.listFiles(job.zipJobId)).toHaveLength(0);
     // The next found the job `processing`: it stores and lists one file at a time, and dies after three.
-    await expect(importZip(dyingAfter(3), { ...job })).rejects.toThrow('worker killed');
+    await expect(importZip(dyingAfter(objects, 3), { ...job })).rejects.toThrow('worker killed');
     expect((await zipJobs.listFiles(job.zipJobId)).map((f) => f.fileName)).toEqual(names.slice(0, 3));
-    expect(await importZip(dyingAfter(Number.POSITIVE_INFINITY), { ...job })).toBe('ready');
+    expect(await importZip(dyingAfter(objects, Number.POSITIVE_INFINITY), { ...job })).toBe('ready');
     expect((await zipJobs.listFiles(job.zipJobId)).map((f) => f.fileName)).toEqual(names);
   });
 
@@ -440,39 +447,9 @@ describe('a ZIP import cut off half-way', () => {
     // fault-injection proof, cuts off most attempts of a large archive).
     const window = ZIP_IMPORT_CONCURRENCY;
     const names = Array.from({ length: window + 4 }, (_, i) => `part-${String(i).padStart(2, '0')}.txt`);
-    const job: ZipJobRecord = {
-      agentId: 'agent-1',
-      environment: 'production',
-      knowledgeBaseId: 'kb-3',
-      zipJobId: 'zip-progress',
-      organizationId: 'org-1',
-      uploadId: 'zip-progress-upload',
-      s3Key: 'agent-1/production/kb-3/_zip/zip-progress/batch.zip',
-      label1: null,
-      label2: null,
-      status: 'uploaded',
-      error: null,
-      fileCount: null,
-      createdAt: LONG_AGO,
-      updatedAt: LONG_AGO,
-    };
-    const objects = new Map([[job.s3Key, await zipOf(Object.fromEntries(names.map((n) => [n, `Text of ${n}.`])))]]);
-    await zipJobs.create(job);
+    const { job, objects } = await waitingImport('zip-progress', 'kb-3', names);
     expect(await zipJobs.recordWatchdogRetry(job.zipJobId, 1, LONG_AGO)).toBe(true);
-    let queued = 0;
-    const dyingAfterOneWindow = {
-      ...depsWith(),
-      archives: new ZipArchiveImporter(),
-      blobs: inMemoryBlobStore(objects),
-      queue: {
-        send: async () => undefined,
-        sendAll: async (messages: readonly ProcessingMessage[]) => {
-          queued += messages.length;
-          if (queued > window) throw new Error('worker killed');
-        },
-      },
-    };
-    await expect(importZip(dyingAfterOneWindow, { ...job })).rejects.toThrow('worker killed');
+    await expect(importZip(dyingAfter(objects, window), { ...job })).rejects.toThrow('worker killed');
     expect(await zipJobs.listFiles(job.zipJobId)).toHaveLength(window);
     const after = await zipJobs.get(job.zipJobId);
     expect(after?.watchdogRetries).toBeUndefined();

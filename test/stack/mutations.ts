@@ -53,6 +53,13 @@ function withoutAction(template: CfnTemplate, functionPrefix: string, action: st
   if (removed === 0) throw new Error(`${functionPrefix}'s role grants no ${action}`);
 }
 
+/** Points the function's grant of `action` at another resource; throws if its role does not grant the action. */
+function regranted(template: CfnTemplate, functionPrefix: string, action: string, resource: string): void {
+  const statement = statementsOf(template, functionPrefix).find((s) => asList(s.Action).includes(action));
+  if (!statement) throw new Error(`${functionPrefix}'s role grants no ${action}`);
+  (statement as { Resource: string }).Resource = resource;
+}
+
 export const MUTATIONS: readonly Mutation[] = [
   {
     id: 'upload-grant-without-put-object-tagging',
@@ -172,26 +179,26 @@ export const MUTATIONS: readonly Mutation[] = [
     id: 'user-pool-grant-on-a-wrong-pool',
     change: "invite-member's cognito-idp:AdminCreateUser granted on another pool's ARN",
     caughtBy: 'IAM replay',
-    apply: (t) => {
-      const statement = statementsOf(t, 'PlatformApiInviteMemberFunction').find((s) =>
-        asList(s.Action).includes('cognito-idp:AdminCreateUser'),
-      );
-      if (!statement) throw new Error('invite-member is not granted AdminCreateUser');
-      (statement as { Resource: string }).Resource = 'arn:aws:cognito-idp:us-east-1:000000000000:userpool/another';
-    },
+    apply: (t) =>
+      regranted(
+        t,
+        'PlatformApiInviteMemberFunction',
+        'cognito-idp:AdminCreateUser',
+        'arn:aws:cognito-idp:us-east-1:000000000000:userpool/another',
+      ),
     expected: /PlatformApiInviteMemberFunction.* cognito-idp:AdminCreateUser /,
   },
   {
     id: 'browser-invoke-grant-on-a-wrong-arn',
     change: "the webhook function's lambda:InvokeFunction on BrowserTask points at another function's ARN",
     caughtBy: 'IAM replay',
-    apply: (t) => {
-      const statement = statementsOf(t, 'PlatformApiInvokeWebhookFunction').find((s) =>
-        asList(s.Action).includes('lambda:InvokeFunction'),
-      );
-      if (!statement) throw new Error('the webhook function may not invoke any function');
-      (statement as { Resource: string }).Resource = 'arn:aws:lambda:us-east-1:000000000000:function:BrowserTaskOld';
-    },
+    apply: (t) =>
+      regranted(
+        t,
+        'PlatformApiInvokeWebhookFunction',
+        'lambda:InvokeFunction',
+        'arn:aws:lambda:us-east-1:000000000000:function:BrowserTaskOld',
+      ),
     expected: /PlatformApiInvokeWebhookFunction.* lambda:InvokeFunction .*BrowserTask/,
   },
   {
