@@ -79,6 +79,14 @@ async function main(): Promise<void> {
         callsChecked: stack.callsChecked(),
         denials: stack.denials().map((e) => ({ functionId: e.functionId, action: e.action, resource: e.resource })),
         wiringErrors: stack.wiringErrors,
+        bedrock: {
+          requests: stack.bedrock.requests.reduce<Record<string, number>>((counts, r) => {
+            const key = `${r.operation ?? `${r.method} ${r.path}`} ${r.status}`;
+            counts[key] = (counts[key] ?? 0) + 1;
+            return counts;
+          }, {}),
+          violations: stack.bedrock.violations,
+        },
         output: Object.fromEntries(hosts.filter((h) => h.output()).map((h) => [h.fn.logicalId, h.output()])),
       },
     });

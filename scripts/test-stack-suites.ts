@@ -1,5 +1,5 @@
 /**
- * The full part of `npm run test:stack`: the `-c knowledgeIndex=dynamodb` stack synthesized and run from its cloud
+ * The full part of `npm run test:stack`: each variant of the stack (VARIANTS) synthesized and run from its cloud
  * assembly (bin/run-stack.ts), then the HTTP suites that hold against any deployment pointed at it through
  * TEST_BASE_URL and TEST_TOKENS, as scripts/test-localstack.sh points them at LocalStack. Fails on a failing suite,
  * on any call a function's role refused, and on any wiring error. Figures are printed as `[stack-suites]` lines.
@@ -24,12 +24,36 @@ const SHORT_UPLOAD_TTL_SECONDS = 1;
 /** The API suites send bursts (many uploads at once): a limit they do not reach; the limit has its own suite. */
 const SUITE_RATE_LIMIT = { rateLimitPerSecond: '1000000', rateLimitBurst: '1000000' };
 
+/**
+ * The variants run: `dynamodb` (the chunk table index, as on LocalStack) and `bedrock`, the default a plain
+ * `cdk deploy` deploys, whose knowledge bases are the Bedrock stand-in's (bedrock-stand-in.ts), every request checked
+ * against the documented constraints and the calling function's role. STACK_VARIANTS (comma-separated) runs fewer.
+ */
+const VARIANTS: Record<string, Record<string, string>> = {
+  dynamodb: { knowledgeIndex: 'dynamodb' },
+  bedrock: {},
+};
+const RUN_VARIANTS = process.env.STACK_VARIANTS
+  ? process.env.STACK_VARIANTS.split(',').filter(Boolean)
+  : Object.keys(VARIANTS);
+
 async function main(): Promise<number> {
+  let status = 0;
+  for (const variant of RUN_VARIANTS) {
+    const context = VARIANTS[variant];
+    if (!context) throw new Error(`unknown variant ${variant}: expected ${Object.keys(VARIANTS).join(' or ')}`);
+    if ((await runVariant(variant, context)) !== 0) status = 1;
+  }
+  return status;
+}
+
+async function runVariant(variant: string, variantContext: Record<string, string>): Promise<number> {
   const started = Date.now();
   const workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-suites-'));
+  const say = (line: string) => console.log(`[stack-suites] ${variant}: ${line}`);
   try {
     const assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), {
-      knowledgeIndex: 'dynamodb',
+      ...variantContext,
       ...SUITE_RATE_LIMIT,
       // The access matrix signs people up, as the local runtime (open) lets it.
       signUp: 'open',
@@ -74,16 +98,26 @@ async function main(): Promise<number> {
       const invocations = sum((r) => Object.values(r.invocations).reduce((n, i) => n + i, 0));
       const denials = reports.flatMap((r) => r.denials);
       const wiringErrors = reports.flatMap((r) => r.wiringErrors);
-      console.log(
-        `[stack-suites] ${SUITES.length} suites ${jest.status === 0 ? 'passed' : 'FAILED'} through the synthesized ` +
+      say(
+        `${SUITES.length} suites ${jest.status === 0 ? 'passed' : 'FAILED'} through the synthesized ` +
           `stack: ${reports[0].functionsRun} of ${reports[0].functions} functions run (${invocations} invocations, ` +
           `the short-TTL stack's included), ${sum((r) => r.callsChecked)} AWS calls checked against their roles, ` +
           `${denials.length} refused, ${wiringErrors.length} wiring errors, ${Math.round((Date.now() - started) / 1000)} s`,
       );
-      console.log(`[stack-suites] not run: ${reports[0].notRun.join(', ') || 'none'}`);
-      for (const denial of denials) console.log(`[stack-suites] AccessDenied ${JSON.stringify(denial)}`);
-      for (const error of wiringErrors) console.log(`[stack-suites] wiring: ${error}`);
-      status = jest.status === 0 && denials.length === 0 && wiringErrors.length === 0 ? 0 : 1;
+      say(`not run: ${reports[0].notRun.join(', ') || 'none'}`);
+      for (const denial of denials) say(`AccessDenied ${JSON.stringify(denial)}`);
+      for (const error of wiringErrors) say(`wiring: ${error}`);
+      const bedrockRequests = reports.flatMap((r) => Object.entries(r.bedrock.requests));
+      const violations = reports.flatMap((r) => r.bedrock.violations);
+      if (bedrockRequests.length > 0) {
+        say(
+          `Bedrock stand-in: ${bedrockRequests.map(([request, n]) => `${request} ×${n}`).join(', ')}; ` +
+            `${violations.length} documented constraints broken`,
+        );
+      }
+      for (const violation of violations) say(`Bedrock constraint broken: ${JSON.stringify(violation)}`);
+      status =
+        jest.status === 0 && denials.length === 0 && wiringErrors.length === 0 && violations.length === 0 ? 0 : 1;
     } finally {
       await Promise.all([stack.stop(), shortTtl.stop()]);
     }

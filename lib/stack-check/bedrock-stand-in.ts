@@ -64,6 +64,20 @@ export interface BedrockStandInOptions {
   readonly onViolation?: 'refuse' | 'record';
   /** Request bodies above this many bytes are refused with 413 (default 10 MiB). */
   readonly maxBodyBytes?: number;
+  /**
+   * Asks whether a caller may make a request, before its constraints are checked (as AWS authorizes first): a
+   * request to `<endpoint>/caller/<name>/…` is the request `/…` of caller `name`; a reason answered refuses it with
+   * 403 AccessDeniedException. The stack-check gives each function its own endpoint prefix and checks its role here.
+   */
+  readonly authorize?: (request: BedrockCall) => Promise<string | undefined>;
+}
+
+/** A request as its authorizer sees it: who sent it (the `caller` path prefix), the operation and its input. */
+export interface BedrockCall {
+  readonly caller: string | undefined;
+  readonly operation: BedrockOperation;
+  /** The path labels and the JSON body as one object. */
+  readonly input: Readonly<Record<string, unknown>>;
 }
 
 export interface BedrockStandIn {
@@ -350,7 +364,10 @@ class StandInService {
 
   async handle(request: IncomingRequest, response: OutgoingResponse, http2: boolean): Promise<void> {
     const method = request.method ?? 'GET';
-    const path = new URL(request.url ?? '/', 'http://stand-in').pathname;
+    const url = new URL(request.url ?? '/', 'http://stand-in').pathname;
+    const prefixed = /^\/caller\/([^/]+)(\/.*)$/.exec(url);
+    const caller = prefixed ? decodeURIComponent(prefixed[1]) : undefined;
+    const path = prefixed ? prefixed[2] : url;
     const route = routeOf(method, path);
     const found: Violation[] = [];
     let input: Json | undefined;
@@ -358,6 +375,8 @@ class StandInService {
     try {
       if (!route) throw new ServiceError(404, 'UnknownOperationException', `No Bedrock operation at ${method} ${path}`);
       input = await this.inputOf(request, route, found);
+      const denied = await this.options.authorize?.({ caller, operation: route.operation, input });
+      if (denied !== undefined) throw new ServiceError(403, 'AccessDeniedException', denied);
       answer = this.serve(route.operation, input, found);
     } catch (error) {
       answer = errorAnswer(error, http2);

@@ -3,6 +3,7 @@
  * folders), its Lambda functions read from the TEMPLATE (not from lib/routes.ts), and the template's intrinsic
  * functions resolved to the names and ARNs the resources get. `npm run test:stack` (test/stack) is built on this.
  */
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createApp } from '../../bin/app';
@@ -153,7 +154,7 @@ export class ResourceNames {
       case 'AWS::Logs::LogGroup':
         return `arn:aws:logs:${at}:log-group:${name}:*`;
       case 'AWS::Bedrock::KnowledgeBase':
-        return `arn:aws:bedrock:${at}:knowledge-base/${name}`;
+        return `arn:aws:bedrock:${at}:knowledge-base/${this.bedrockId(logicalId)}`;
       case 'AWS::Events::Rule':
         return `arn:aws:events:${at}:rule/${name}`;
       case 'AWS::S3Vectors::VectorBucket':
@@ -163,6 +164,17 @@ export class ResourceNames {
       default:
         return `arn:aws:${type.split('::')[1].toLowerCase()}:${at}:${name}`;
     }
+  }
+
+  /**
+   * The id Bedrock gives a knowledge base or a data source: ten upper-case letters and digits (the API reference's
+   * pattern `[0-9a-zA-Z]{10}`), derived from the logical id so that every run names it the same.
+   */
+  bedrockId(logicalId: string): string {
+    this.typeOf(logicalId);
+    const digest = createHash('sha256').update(this.physicalName(logicalId)).digest();
+    const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+    return Array.from(digest.subarray(0, 10), (byte) => alphabet[byte % alphabet.length]).join('');
   }
 
   /** What `Fn::GetAtt` returns. */
@@ -180,7 +192,7 @@ export class ResourceNames {
         return `${logicalId}Root`;
       case 'KnowledgeBaseId':
       case 'DataSourceId':
-        return this.physicalName(logicalId).slice(0, 10).toUpperCase();
+        return this.bedrockId(logicalId);
       case 'ProviderURL':
         // A user pool's issuer; the runner's own pool (cognito-local) overrides it.
         return (

@@ -95,12 +95,21 @@ export class FunctionHost {
   }
 
   private async answerCheck(child: ChildProcess, message: ChildMessage): Promise<void> {
+    const denied = await this.authorize(message.calls ?? []);
+    child.send({ type: 'decision', id: message.id, denied });
+  }
+
+  /**
+   * Checks each (action, resource) of one request against the function's role: the first refusal's message, or
+   * undefined when the role allows them all. Every refusal is recorded in `denials`.
+   */
+  async authorize(calls: readonly { action: string; resource: string }[]): Promise<string | undefined> {
     let denied: string | undefined;
-    for (const call of message.calls ?? []) {
+    for (const call of calls) {
       try {
         await this.permissions.check(call.action, call.resource);
       } catch (error) {
-        // Whatever went wrong, the child gets its answer: a refusal (an invocation left waiting would only time out).
+        // Whatever went wrong, the caller gets its answer: a refusal (an invocation left waiting would only time out).
         const refusal =
           error instanceof AccessDeniedError
             ? error
@@ -109,7 +118,7 @@ export class FunctionHost {
         denied ??= refusal.message;
       }
     }
-    child.send({ type: 'decision', id: message.id, denied });
+    return denied;
   }
 
   private settle(id: number | undefined, result: unknown, error?: Error): void {

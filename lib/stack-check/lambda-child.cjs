@@ -191,6 +191,9 @@ function describe(request) {
     return [{ action: `cognito-idp:${operation}`, resource: pool }];
   }
   if (service === 's3') return s3Calls(request);
+  // Bedrock's endpoint is the stand-in, which checks each request against this function's role itself (the bundled
+  // bedrock-agent client and the HTTP/2 runtime clients never pass through this handler).
+  if (service === 'bedrock') return [];
   if (service === 'lambda') {
     const name = decodeURIComponent(/\/functions\/([^/]+)\/invocations/.exec(request.path)?.[1] ?? '?');
     const arn = name.startsWith('arn:') ? name : `arn:aws:lambda:${region}:${account}:function:${name}`;

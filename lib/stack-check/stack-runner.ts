@@ -40,9 +40,12 @@ import {
   startEngines,
 } from '../local/engines';
 import { runtimeNodePath } from './asset-checks';
+import { bedrockIamCalls } from './bedrock-access';
+import { type BedrockStandIn, startBedrockStandIn } from './bedrock-stand-in';
 import {
   type CloudAssembly,
   type Json,
+  logicalIdNamedBy,
   nodeFunctions,
   ResourceNames,
   resolvedEnvironment,
@@ -68,6 +71,8 @@ export interface RunningStack {
   denials(): AccessDeniedError[];
   /** How many AWS calls were checked against a role, allowed or not. */
   callsChecked(): number;
+  /** The Bedrock stand-in the functions' Bedrock clients call: each request it served, and each constraint broken. */
+  readonly bedrock: Pick<BedrockStandIn, 'requests' | 'violations'>;
   /**
    * The calls the functions made so far, evaluated again against another template's roles (a mutation of this one):
    * those its policies would refuse. The same names as this run, so a call names the same ARNs.
@@ -323,6 +328,29 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
 
     const nodePath = runtimeNodePath();
     const hosts = new Map<string, FunctionHost>();
+    // Bedrock: the stand-in, holding the template's knowledge bases and their data sources under the ids the
+    // functions' environments name; each function calls it under a path of its own, so its role is checked there.
+    const knowledgeBases = ofType(resources, 'AWS::Bedrock::KnowledgeBase').map(([id]) => id);
+    const dataSources = ofType(resources, 'AWS::Bedrock::DataSource');
+    const bedrock = await startBedrockStandIn({
+      knowledgeBases:
+        knowledgeBases.length > 0
+          ? Object.fromEntries(
+              knowledgeBases.map((kb) => [
+                names.bedrockId(kb),
+                dataSources
+                  .filter(([, p]) => logicalIdNamedBy(p.KnowledgeBaseId) === kb)
+                  .map(([d]) => names.bedrockId(d)),
+              ]),
+            )
+          : undefined,
+      authorize: async (call) => {
+        const host = call.caller === undefined ? undefined : hosts.get(call.caller);
+        if (!host) return `${call.operation} from ${call.caller ?? 'no caller'}: not a function of the stack`;
+        return host.authorize(bedrockIamCalls(call, SYNTHETIC_REGION, SYNTHETIC_ACCOUNT));
+      },
+    });
+    stops.push(() => bedrock.stop());
     // Lambda's Invoke API for the functions' own calls (BrowserTask from the flow functions).
     const lambdaServer = serveLambdaInvoke((name) =>
       [...hosts.values()].find((h) => names.physicalName(h.fn.logicalId) === name),
@@ -341,6 +369,12 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
         AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
         AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
         AWS_ENDPOINT_URL_LAMBDA: `http://127.0.0.1:${lambdaAddress.port}`,
+        ...Object.fromEntries(
+          ['BEDROCK_AGENT', 'BEDROCK_AGENT_RUNTIME', 'BEDROCK_RUNTIME'].map((service) => [
+            `AWS_ENDPOINT_URL_${service}`,
+            `${bedrock.endpoint}/caller/${encodeURIComponent(fn.logicalId)}`,
+          ]),
+        ),
         ...(cognitoEndpoint ? { AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER: cognitoEndpoint } : {}),
       };
       const host = new FunctionHost(fn, environment, new FunctionPermissions(assembly.template, fn, names), nodePath);
@@ -469,6 +503,7 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
       wiringErrors,
       denials: () => [...hosts.values()].flatMap((h) => h.denials),
       callsChecked: () => [...hosts.values()].reduce((n, h) => n + h.permissions.calls.length, 0),
+      bedrock: { requests: bedrock.requests, violations: bedrock.violations },
       fireSchedules: () =>
         Promise.all(
           scheduled.triggers.map(async (trigger) => {

@@ -15,6 +15,8 @@ export interface StackReport {
   denials: { functionId: string; action: string; resource: string }[];
   wiringErrors: string[];
   output: Record<string, string>;
+  /** The Bedrock stand-in's requests by operation and status (`Retrieve 200`), and the constraints they broke. */
+  bedrock: { requests: Record<string, number>; violations: unknown[] };
 }
 
 export interface StackProcess {

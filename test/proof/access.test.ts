@@ -1284,6 +1284,12 @@ describe('pre-signed upload URLs', () => {
         `/dashboard/agents/${replayData.agentId}/knowledge/${replayData.environment}/kb/${replayData.knowledgeBaseId}/query`,
         { body: { query: text, numberOfResults: 20 } },
       );
+    /**
+     * The results that hold a replayed text. Not "no results": a vector index (Bedrock's, as deployed) answers its
+     * nearest chunks whatever their relevance, so what matters is that no replayed text was ever indexed.
+     */
+    const replayedTexts = (response: Awaited<ReturnType<typeof query>>) =>
+      response.body.results.map((r) => r.content).filter((content) => /giraffe/i.test(content));
     const getDoc = () => orgA<Body>('GET', DOCS, { query: { ...replayData, customDocumentId: 'replayed-1' } });
     const settled = () => pollUntil(getDoc, (response) => response.body.status !== 'uploaded');
 
@@ -1316,7 +1322,7 @@ describe('pre-signed upload URLs', () => {
       expect((await getDoc()).body).toEqual(ready.body);
       const zebra = await query('zebra');
       expect(zebra.body.results.map((r) => r.content)).toEqual([original]);
-      expect((await query('giraffes')).body.results).toEqual([]);
+      expect(replayedTexts(await query('giraffes'))).toEqual([]);
       urlFigures.push(
         'replayed after upload-complete: 412 PreconditionFailed (while uploaded and when ready), document unchanged',
       );
@@ -1338,7 +1344,7 @@ describe('pre-signed upload URLs', () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await getDoc()).body).toEqual(ready.body);
       expect((await query('okapis')).body.results.map((r) => r.content)).toEqual([second]);
-      expect((await query('giraffes')).body.results).toEqual([]);
+      expect(replayedTexts(await query('giraffes'))).toEqual([]);
       urlFigures.push('update URL replayed after update/upload-complete: 412, document unchanged');
     });
   });

@@ -28,8 +28,10 @@ import {
 import { BedrockConverseModel, CONVERSATION_START } from '#adapters/model/bedrock-converse';
 import type { DatasetRef } from '#core/knowledge/document';
 import type { ChunkMetadata, DocumentRef, FilterOperator, IndexQuery } from '#ports/processing';
+import { bedrockIamCalls } from '../../lib/stack-check/bedrock-access';
 import { BEDROCK_CONSTRAINTS, RETRIEVAL_FILTER_CONSTRAINTS } from '../../lib/stack-check/bedrock-constraints';
 import {
+  type BedrockCall,
   type BedrockStandIn,
   type BedrockStandInOptions,
   startBedrockStandIn,
@@ -439,5 +441,97 @@ describe('requests that break a documented constraint are refused with Validatio
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResourceNotFoundException);
     expect(h.standIn.violations).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+
+describe('each caller under a path of its own, authorized before its request is served', () => {
+  test('the SDK clients keep the caller prefix of their endpoint; a refusal is AccessDeniedException, not served', async () => {
+    const asked: BedrockCall[] = [];
+    const standIn = await startBedrockStandIn({
+      knowledgeBases: DECLARED,
+      authorize: async (call) => {
+        asked.push(call);
+        return call.caller === 'Reader' ? undefined : `${call.caller} may not ${call.operation}`;
+      },
+    });
+    probeStandIns.push(standIn);
+    const clientOf = (caller: string) => {
+      const client = new BedrockAgentClient({ ...CLIENT_CONFIG, endpoint: `${standIn.endpoint}/caller/${caller}` });
+      clients.push(client);
+      return client;
+    };
+    const runtime = new BedrockAgentRuntimeClient({ ...CLIENT_CONFIG, endpoint: `${standIn.endpoint}/caller/Reader` });
+    clients.push(runtime);
+
+    const page = await clientOf('Reader').send(
+      new ListKnowledgeBaseDocumentsCommand({
+        knowledgeBaseId: STAGING.knowledgeBaseId,
+        dataSourceId: STAGING.dataSourceId,
+      }),
+    );
+    expect(page.documentDetails).toEqual([]);
+    // HTTP/2 (the runtime client) carries the prefix too.
+    await runtime.send(
+      new RetrieveCommand({ knowledgeBaseId: STAGING.knowledgeBaseId, retrievalQuery: { text: 'x' } }),
+    );
+    const refused = await clientOf('Writer')
+      .send(
+        new IngestKnowledgeBaseDocumentsCommand({
+          knowledgeBaseId: STAGING.knowledgeBaseId,
+          dataSourceId: STAGING.dataSourceId,
+          documents: [inlineDocument(1)],
+        }),
+      )
+      .catch((e: unknown) => e);
+
+    expect(refused).toMatchObject({
+      name: 'AccessDeniedException',
+      message: 'Writer may not IngestKnowledgeBaseDocuments',
+    });
+    expect(asked.map(({ caller, operation, input }) => [caller, operation, input.knowledgeBaseId])).toEqual([
+      ['Reader', 'ListKnowledgeBaseDocuments', STAGING.knowledgeBaseId],
+      ['Reader', 'Retrieve', STAGING.knowledgeBaseId],
+      ['Writer', 'IngestKnowledgeBaseDocuments', STAGING.knowledgeBaseId],
+    ]);
+    expect(standIn.requests.map((r) => r.status)).toEqual([200, 200, 403]);
+    // The refused document was not stored.
+    const after = await clientOf('Reader').send(
+      new ListKnowledgeBaseDocumentsCommand({
+        knowledgeBaseId: STAGING.knowledgeBaseId,
+        dataSourceId: STAGING.dataSourceId,
+      }),
+    );
+    expect(after.documentDetails).toEqual([]);
+  });
+
+  test('what each operation needs of the role: its own action on the knowledge base, InvokeModel on the model', () => {
+    const call = (operation: BedrockCall['operation'], input: Record<string, unknown>) =>
+      bedrockIamCalls({ caller: 'F', operation, input }, 'eu-west-1', '123456789012');
+    const kb = 'arn:aws:bedrock:eu-west-1:123456789012:knowledge-base/KBSTG00001';
+    for (const operation of [
+      'IngestKnowledgeBaseDocuments',
+      'DeleteKnowledgeBaseDocuments',
+      'GetKnowledgeBaseDocuments',
+      'ListKnowledgeBaseDocuments',
+      'Retrieve',
+    ] as const) {
+      expect(call(operation, { knowledgeBaseId: 'KBSTG00001' })).toEqual([
+        { action: `bedrock:${operation}`, resource: kb },
+      ]);
+    }
+    expect(call('Converse', { modelId: 'amazon.nova-lite-v1:0' })).toEqual([
+      { action: 'bedrock:InvokeModel', resource: 'arn:aws:bedrock:eu-west-1::foundation-model/amazon.nova-lite-v1:0' },
+    ]);
+    expect(call('Converse', { modelId: 'eu.anthropic.claude-3-7-sonnet-20250219-v1:0' })).toEqual([
+      {
+        action: 'bedrock:InvokeModel',
+        resource:
+          'arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-3-7-sonnet-20250219-v1:0',
+      },
+    ]);
+    const arn = 'arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/abc123';
+    expect(call('Converse', { modelId: arn })).toEqual([{ action: 'bedrock:InvokeModel', resource: arn }]);
   });
 });

@@ -19,6 +19,11 @@ export interface Mutation {
    * refused by the mutated roles), `asset check` (a variable the template sets that the bundle does not read).
    */
   readonly caughtBy: 'deploy rules' | 'template wiring' | 'run wiring' | 'IAM replay' | 'asset check';
+  /**
+   * The variant whose run replays it: `dynamodb` (run.test.ts), or `bedrock`, the default variant with a generate
+   * model (bedrock-run.test.ts), for the grants only that variant has. Only for `IAM replay`.
+   */
+  readonly variant?: 'dynamodb' | 'bedrock';
   /** Edits `template` (a copy) in place; throws if what it changes is not there. */
   apply(template: CfnTemplate): void;
   /** What the catching check must say. */
@@ -200,6 +205,30 @@ export const MUTATIONS: readonly Mutation[] = [
         'arn:aws:lambda:us-east-1:000000000000:function:BrowserTaskOld',
       ),
     expected: /PlatformApiInvokeWebhookFunction.* lambda:InvokeFunction .*BrowserTask/,
+  },
+  {
+    id: 'processor-ingest-grant-removed',
+    change: "the processor's role loses bedrock:IngestKnowledgeBaseDocuments (the default variant's knowledge bases)",
+    caughtBy: 'IAM replay',
+    variant: 'bedrock',
+    apply: (t) => withoutAction(t, 'DocumentProcessingProcessorFunction', 'bedrock:IngestKnowledgeBaseDocuments'),
+    expected:
+      /DocumentProcessingProcessorFunction\S* bedrock:IngestKnowledgeBaseDocuments arn:aws:bedrock:[^:]+:\d{12}:knowledge-base\//,
+  },
+  {
+    id: 'generate-model-grant-on-another-model',
+    change: "generate's bedrock:InvokeModel granted on another foundation model than `-c generateModelId`",
+    caughtBy: 'IAM replay',
+    variant: 'bedrock',
+    apply: (t) =>
+      regranted(
+        t,
+        'PlatformApiGenerateFromKnowledgeBaseFunction',
+        'bedrock:InvokeModel',
+        'arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-text-lite-v1',
+      ),
+    expected:
+      /PlatformApiGenerateFromKnowledgeBaseFunction\S* bedrock:InvokeModel .*foundation-model\/amazon\.nova-lite-v1:0/,
   },
   {
     id: 'environment-variable-misspelt',

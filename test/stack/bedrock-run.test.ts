@@ -1,0 +1,131 @@
+/**
+ * The default variant, as a plain `cdk deploy -c generateModelId=…` deploys it (Bedrock knowledge bases, a Bedrock
+ * generate model), run from its cloud assembly with its Bedrock calls served by the stand-in
+ * (lib/stack-check/bedrock-stand-in.ts): the bundled bedrock-agent client of the processor and the runtime's HTTP/2
+ * clients each reach it under their function's own path, where the function's role is checked. The HTTP suites run
+ * through this variant too (scripts/test-stack-suites.ts, without a model); what only this file shows is Converse,
+ * and the mutations of the grants only this variant has.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { type CloudAssembly, type Json, synthesizeCloudAssembly } from '../../lib/stack-check/cloud-assembly';
+import { pollUntil } from '../helpers/poll';
+import { type StackProcess, startStackProcess } from '../helpers/stack-process';
+import { MUTATIONS } from './mutations';
+
+const MODEL = 'amazon.nova-lite-v1:0';
+
+let workdir: string;
+let assembly: CloudAssembly;
+let stack: StackProcess;
+
+beforeAll(async () => {
+  workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-bedrock-'));
+  assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { generateModelId: MODEL });
+  stack = await startStackProcess(assembly.directory);
+}, 300_000);
+
+afterAll(async () => {
+  if (stack) {
+    const report = await stack.report();
+    const requests = Object.entries(report.bedrock.requests).map(([request, n]) => `${request} ×${n}`);
+    console.log(
+      `[stack bedrock] ${report.functionsRun} of ${report.functions} functions run, ${report.callsChecked} AWS calls ` +
+        `checked, ${report.denials.length} refused; Bedrock stand-in: ${requests.join(', ')}; ` +
+        `${report.bedrock.violations.length} documented constraints broken`,
+    );
+    await stack.stop();
+  }
+  fs.rmSync(workdir, { recursive: true, force: true });
+});
+
+function api(token: string) {
+  return async (method: string, route: string, body?: unknown) => {
+    const response = await fetch(stack.baseUrl + route, {
+      method,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: (text ? JSON.parse(text) : null) as Record<string, Json> };
+  };
+}
+
+test('a document is ingested into the Bedrock knowledge base, retrieved, deleted, and generate answers with the model, every call allowed', async () => {
+  const call = api(stack.token);
+  const agent = await call('POST', '/dashboard/agents', { displayName: 'Support bot' });
+  const kb = await call('POST', `/dashboard/agents/${agent.body.agentId}/knowledge/bases`, { name: 'Manuals' });
+  const d = {
+    agentId: String(agent.body.agentId),
+    knowledgeBaseId: String(kb.body.knowledgeBaseId),
+    environment: 'staging',
+  };
+  const link = await call('POST', '/api/v1/knowledge/documents/upload-link', { ...d, fileName: 'zebra.txt' });
+  expect(link.status).toBe(200);
+  const put = await fetch(String(link.body.uploadUrl), {
+    method: 'PUT',
+    headers: link.body.requiredHeaders as Record<string, string>,
+    body: 'The zebra crossing manual: stripes are repainted every spring.',
+  });
+  expect(put.status).toBe(200);
+  expect(
+    (await call('POST', '/api/v1/knowledge/documents/upload-complete', { uploadId: link.body.uploadId })).status,
+  ).toBe(200);
+  const byKey = new URLSearchParams({ ...d, s3Key: String(link.body.s3Key) });
+  const document = await pollUntil(
+    () => call('GET', `/api/v1/knowledge/documents?${byKey}`),
+    (r) => r.body.status === 'ready' || r.body.status === 'failed',
+    60_000,
+  );
+  expect(document.body.status).toBe('ready');
+
+  const kbPath = `/dashboard/agents/${d.agentId}/knowledge/${d.environment}/kb/${d.knowledgeBaseId}`;
+  const found = await call('POST', `${kbPath}/query`, { query: 'zebra stripes' });
+  expect(found.status).toBe(200);
+  expect(JSON.stringify(found.body.results)).toContain('zebra crossing manual');
+
+  const generated = await call('POST', `${kbPath}/generate`, { query: 'When are the stripes repainted?' });
+  expect(generated.status).toBe(200);
+  expect(generated.body.model).toBe(`bedrock-converse:${MODEL}`);
+  expect(typeof generated.body.answer).toBe('string');
+  expect(String(generated.body.answer).length).toBeGreaterThan(0);
+
+  expect((await call('DELETE', '/api/v1/knowledge/documents', { ...d, s3Key: String(link.body.s3Key) })).status).toBe(
+    200,
+  );
+  await pollUntil(
+    () => call('POST', `${kbPath}/query`, { query: 'zebra stripes' }),
+    (r) => !JSON.stringify(r.body.results).includes('zebra crossing manual'),
+    60_000,
+  );
+
+  const report = await stack.report();
+  expect(report.denials).toEqual([]);
+  expect(report.wiringErrors).toEqual([]);
+  expect(report.bedrock.violations).toEqual([]);
+  const served = Object.keys(report.bedrock.requests);
+  for (const operation of ['IngestKnowledgeBaseDocuments 202', 'Retrieve 200', 'Converse 200']) {
+    expect(served).toContain(operation);
+  }
+  expect(served.some((request) => request.startsWith('DeleteKnowledgeBaseDocuments 20'))).toBe(true);
+}, 180_000);
+
+test('the same calls replayed against the template as synthesized are all allowed', async () => {
+  const unchanged = path.join(workdir, 'unchanged.json');
+  fs.writeFileSync(unchanged, JSON.stringify(assembly.template));
+  expect(await stack.replay(unchanged)).toEqual([]);
+});
+
+test.each(MUTATIONS.filter((m) => m.variant === 'bedrock').map((m) => [m.id, m]))(
+  'mutation %s is caught: a Bedrock call the functions made is refused by the mutated roles',
+  async (_id, mutation) => {
+    const copy = structuredClone(assembly.template);
+    mutation.apply(copy);
+    const file = path.join(workdir, `mutation-${mutation.id}.json`);
+    fs.writeFileSync(file, JSON.stringify(copy));
+    const refused = await stack.replay(file);
+    const lines = refused.map((d) => `${d.functionId} ${d.action} ${d.resource}`);
+    expect(lines.filter((line) => mutation.expected.test(line))).not.toEqual([]);
+  },
+);
