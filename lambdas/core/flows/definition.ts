@@ -261,14 +261,82 @@ export function nodesOf(
   );
 }
 
-/** Parses the definition and checks the rules that span nodes; all problems at once. */
+/**
+ * Parses the definition and checks the rules that span nodes; all problems at once. When the shape is wrong, the
+ * rules that span nodes still run over every part that has its shape (each tool, node and edge on its own), so one
+ * answer names a node's missing field and, say, a jump to a node that does not exist.
+ */
 export function validateDefinition(input: unknown): ValidationOutcome {
   const parsed = definitionSchema.safeParse(input);
   if (!parsed.success) {
-    return { valid: false, problems: issuesToDetails(parsed.error.issues, input).map((d) => locate(d, input)) };
+    const shape = issuesToDetails(parsed.error.issues, input).map((d) => locate(d, input));
+    const seen = new Set(shape.map((p) => `${p.field} ${p.rule}`));
+    const references = crossReferenceProblems(salvaged(input)).filter((p) => !seen.has(`${p.field} ${p.rule}`));
+    return { valid: false, problems: [...shape, ...references] };
   }
-  const problems = crossReferenceProblems(parsed.data);
+  const problems = crossReferenceProblems(modelOf(parsed.data));
   return problems.length === 0 ? { valid: true, definition: parsed.data, problems: [] } : { valid: false, problems };
+}
+
+/**
+ * What the cross-reference rules read: each tool, node and edge at its index, parsed on its own (undefined where it
+ * does not have its shape), and the names and types written, even of the parts that do not parse (a jump to a node
+ * with a bad field still names a node that exists).
+ */
+interface ReferenceModel {
+  readonly variables: readonly string[];
+  readonly tools: readonly { readonly name?: string; readonly tool?: ToolDefinition }[];
+  readonly flows: readonly {
+    readonly name?: string;
+    readonly nodes: readonly { readonly name?: string; readonly type?: string; readonly node?: FlowNode }[];
+    readonly edges: readonly (FlowEdge | undefined)[];
+  }[];
+}
+
+function modelOf(definition: AgentDefinition): ReferenceModel {
+  return {
+    variables: Object.keys(definition.variables),
+    tools: definition.tools.map((tool) => ({ name: tool.name, tool })),
+    flows: definition.flows.map((flow) => ({
+      name: flow.name,
+      nodes: flow.nodes.map((node) => ({ name: node.name, type: node.type, node })),
+      edges: flow.edges,
+    })),
+  };
+}
+
+const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+const stringOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+const fieldOf = (value: unknown, key: string): unknown =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)[key]
+    : undefined;
+
+function salvaged(input: unknown): ReferenceModel {
+  const variables = fieldOf(input, 'variables');
+  return {
+    variables:
+      variables !== null && typeof variables === 'object' && !Array.isArray(variables) ? Object.keys(variables) : [],
+    tools: listOf(fieldOf(input, 'tools')).map((raw) => {
+      const tool = toolSchema.safeParse(raw);
+      return { name: stringOf(fieldOf(raw, 'name')), tool: tool.success ? tool.data : undefined };
+    }),
+    flows: listOf(fieldOf(input, 'flows')).map((flow) => ({
+      name: stringOf(fieldOf(flow, 'name')),
+      nodes: listOf(fieldOf(flow, 'nodes')).map((raw) => {
+        const node = nodeSchema.safeParse(raw);
+        return {
+          name: stringOf(fieldOf(raw, 'name')),
+          type: stringOf(fieldOf(raw, 'type')),
+          node: node.success ? node.data : undefined,
+        };
+      }),
+      edges: listOf(fieldOf(flow, 'edges')).map((raw) => {
+        const edge = edgeSchema.safeParse(raw);
+        return edge.success ? edge.data : undefined;
+      }),
+    })),
+  };
 }
 
 /** Adds the flow and node names to a detail whose field is inside `flows.<i>.nodes.<j>` or `flows.<i>.edges.<j>`. */
@@ -290,26 +358,28 @@ function locate(detail: ErrorDetail, input: unknown): DefinitionProblem {
   return { ...detail, ...(flowName ? { flow: flowName } : {}), ...(nodeName ? { node: nodeName } : {}) };
 }
 
-function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[] {
+function crossReferenceProblems(model: ReferenceModel): DefinitionProblem[] {
   const problems: DefinitionProblem[] = [];
   const add = (problem: DefinitionProblem) => problems.push(problem);
   const toolNames = new Set<string>(Object.keys(BUILT_IN_TOOLS));
   const declaredTools = new Map<string, ToolDefinition>();
 
-  definition.tools.forEach((tool, i) => {
-    if (toolNames.has(tool.name)) {
+  model.tools.forEach(({ name, tool }, i) => {
+    if (name === undefined) return;
+    if (toolNames.has(name)) {
       add({
         field: `tools.${i}.name`,
-        rule: Object.hasOwn(BUILT_IN_TOOLS, tool.name) ? 'tool.builtInName' : 'tool.unique',
-        message: `tools.${i}.name: ${tool.name} is ${Object.hasOwn(BUILT_IN_TOOLS, tool.name) ? 'a built-in tool' : 'declared twice'}`,
+        rule: Object.hasOwn(BUILT_IN_TOOLS, name) ? 'tool.builtInName' : 'tool.unique',
+        message: `tools.${i}.name: ${name} is ${Object.hasOwn(BUILT_IN_TOOLS, name) ? 'a built-in tool' : 'declared twice'}`,
       });
     }
-    toolNames.add(tool.name);
-    declaredTools.set(tool.name, tool);
+    toolNames.add(name);
+    if (tool) declaredTools.set(name, tool);
   });
 
   const flowNames = new Set<string>();
-  definition.flows.forEach((flow, f) => {
+  model.flows.forEach((flow, f) => {
+    if (flow.name === undefined) return;
     if (flowNames.has(flow.name)) {
       add({
         field: `flows.${f}.name`,
@@ -322,22 +392,24 @@ function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[
   });
 
   // Node names are unique across all flows: a jump names its target by name alone.
-  const allNodes = new Map<string, { flow: string; node: FlowNode }>();
-  const nodes = nodesOf(definition);
-  for (const { flow, flowIndex, node, index } of nodes) {
-    const field = `flows.${flowIndex}.nodes.${index}`;
-    if (allNodes.has(node.name)) {
-      add({
-        field: `${field}.name`,
-        rule: 'name.unique',
-        flow: flow.name,
-        node: node.name,
-        message: `node name ${node.name} is used more than once (node names are unique across all flows)`,
-      });
-    } else allNodes.set(node.name, { flow: flow.name, node });
-  }
+  const allNodes = new Set<string>();
+  model.flows.forEach((flow, flowIndex) => {
+    flow.nodes.forEach(({ name }, index) => {
+      if (name === undefined) return;
+      if (allNodes.has(name)) {
+        add({
+          field: `flows.${flowIndex}.nodes.${index}.name`,
+          rule: 'name.unique',
+          ...(flow.name ? { flow: flow.name } : {}),
+          node: name,
+          message: `node name ${name} is used more than once (node names are unique across all flows)`,
+        });
+      } else allNodes.add(name);
+    });
+  });
 
-  if (!nodes.some(({ node }) => node.type === 'trigger')) {
+  // Without any flow, the shape's own problem (flows is required, or empty) says it.
+  if (model.flows.length > 0 && !model.flows.some((flow) => flow.nodes.some(({ type }) => type === 'trigger'))) {
     add({
       field: 'flows',
       rule: 'trigger.required',
@@ -345,11 +417,13 @@ function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[
     });
   }
 
-  definition.flows.forEach((flow, f) => {
-    const inFlow = new Set(flow.nodes.map((n) => n.name));
-    flow.nodes.forEach((node, n) => {
+  model.flows.forEach((flow, f) => {
+    const inFlow = new Set(flow.nodes.flatMap(({ name }) => (name === undefined ? [] : [name])));
+    const where = flow.name ? { flow: flow.name } : {};
+    flow.nodes.forEach(({ node }, n) => {
+      if (!node) return;
       const at = (field: string, rule: string, message: string) =>
-        add({ field: `flows.${f}.nodes.${n}.${field}`, rule, flow: flow.name, node: node.name, message });
+        add({ field: `flows.${f}.nodes.${n}.${field}`, rule, ...where, node: node.name, message });
       switch (node.type) {
         case 'trigger':
           triggerProblems(node, at);
@@ -400,7 +474,7 @@ function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[
           if (nodeRef !== undefined && !allNodes.has(nodeRef)) {
             at(field, 'placeholder.unknownNode', `${ref.raw} names no node of this agent`);
           }
-          if (ref.kind === 'env' && !Object.hasOwn(definition.variables, ref.path)) {
+          if (ref.kind === 'env' && !model.variables.includes(ref.path)) {
             at(field, 'placeholder.unknownVariable', `${ref.raw} names no variable of this definition`);
           }
         }
@@ -408,21 +482,22 @@ function crossReferenceProblems(definition: AgentDefinition): DefinitionProblem[
     });
 
     flow.edges.forEach((edge, e) => {
+      if (!edge) return;
       const at = (field: string, rule: string, message: string) =>
-        add({ field: `flows.${f}.edges.${e}.${field}`, rule, flow: flow.name, node: edge.from, message });
-      const from = flow.nodes.find((n) => n.name === edge.from);
-      const to = flow.nodes.find((n) => n.name === edge.to);
-      if (!inFlow.has(edge.from)) at('from', 'edge.unknownNode', `${edge.from} is not a node of flow ${flow.name}`);
+        add({ field: `flows.${f}.edges.${e}.${field}`, rule, ...where, node: edge.from, message });
+      const typeOf = (name: string) => flow.nodes.find((n) => n.name === name)?.type;
+      const flowName = flow.name ?? `flows.${f}`;
+      if (!inFlow.has(edge.from)) at('from', 'edge.unknownNode', `${edge.from} is not a node of flow ${flowName}`);
       if (!inFlow.has(edge.to)) {
-        at('to', 'edge.unknownNode', `${edge.to} is not a node of flow ${flow.name} (use a jumpToNode across flows)`);
+        at('to', 'edge.unknownNode', `${edge.to} is not a node of flow ${flowName} (use a jumpToNode across flows)`);
       }
-      if (to?.type === 'trigger') at('to', 'edge.intoTrigger', 'an edge cannot lead into a trigger');
-      if (from?.type === 'jumpToNode')
-        at('from', 'edge.fromJump', 'a jumpToNode continues at its target, not by edges');
+      if (typeOf(edge.to) === 'trigger') at('to', 'edge.intoTrigger', 'an edge cannot lead into a trigger');
+      const fromType = typeOf(edge.from);
+      if (fromType === 'jumpToNode') at('from', 'edge.fromJump', 'a jumpToNode continues at its target, not by edges');
       if (edge.type === 'promptCondition') {
         if (edge.condition === undefined) at('condition', 'required', 'a promptCondition edge needs a condition');
         if (edge.when !== undefined) at('when', 'edge.whenOnPromptCondition', 'when is for stepForward edges');
-        if (from && from.type !== 'promptNode') {
+        if (fromType !== undefined && fromType !== 'promptNode') {
           at('type', 'edge.promptConditionSource', 'promptCondition edges leave prompt nodes only');
         }
       } else if (edge.condition !== undefined) {

@@ -376,6 +376,32 @@ it('reports every problem at once, each with its flow, node, field and rule', ()
   expect(problems.every((p) => typeof p.message === 'string' && p.message.length > 0)).toBe(true);
 });
 
+it('reports a shape problem together with the reference problems it used to hide, in one answer', () => {
+  const problems = problemsOf((d) => {
+    // A browserTask without its prompt (a shape problem) ...
+    d.flows[0].nodes.push({ name: 'Browse', type: 'browserTask' } as never);
+    // ... beside a jump to nowhere and an unknown tool, both of nodes that have their shape.
+    node(d, 2, 2).targetNodeId = 'Nowhere';
+    node(d, 0, 1).toolName = 'nope';
+    // A node with a bad field is still a node: a jump to it is not a jump to nowhere.
+    node(d, 1, 1).displayName = '';
+    d.flows[2].nodes.push({ name: 'ToAsk', type: 'jumpToNode', targetNodeId: 'AskReason' } as never);
+  });
+  expect(node(structuredClone(valid()) as Mutable, 1, 1).name).toBe('AskReason');
+  expect(problems.map((p) => [p.node, p.field, p.rule])).toEqual(
+    expect.arrayContaining([
+      ['Browse', `flows.0.nodes.${valid().flows[0].nodes.length}.prompt`, 'required'],
+      ['AskReason', 'flows.1.nodes.1.displayName', 'minLength'],
+      ['ToRefund', 'flows.2.nodes.2.targetNodeId', 'jump.unknownTarget'],
+      ['Lookup', 'flows.0.nodes.1.toolName', 'tool.unknown'],
+    ]),
+  );
+  expect(problems.filter((p) => p.rule === 'jump.unknownTarget')).toHaveLength(1);
+  // Each problem once.
+  const keys = problems.map((p) => `${p.field} ${p.rule}`);
+  expect(new Set(keys).size).toBe(keys.length);
+});
+
 it('refuses a definition too large to store as one item', () => {
   const definition = valid();
   const big = { ...definition, instructions: 'x'.repeat(19_000) };
