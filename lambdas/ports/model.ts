@@ -6,7 +6,8 @@
  */
 import { AppError } from '#core/errors';
 
-export type ModelRole = 'user' | 'assistant' | 'system';
+/** `tool`: an earlier tool node's call and result, in a flow's transcript (`toolStep` holds them). */
+export type ModelRole = 'user' | 'assistant' | 'system' | 'tool';
 
 /** The image formats a message may carry (docs/flows.md, "Attachments"): what OpenAI and Converse both read. */
 export const IMAGE_MEDIA_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
@@ -26,6 +27,12 @@ export interface ModelMessage {
    * image input (`imageInput` false) never gets them: PromptedFlowModel says in the text that they were there.
    */
   readonly images?: readonly ModelImage[];
+  /**
+   * Role `tool` only: the call an earlier tool node made and what it answered. OpenAI-compatible servers get it as an
+   * assistant `tool_calls` message and its `tool` message; Converse, which takes tool blocks only beside a
+   * `toolConfig`, as the user-turn text `content` (which says the same in words).
+   */
+  readonly toolStep?: { readonly call: ModelToolCall; readonly result: unknown };
 }
 
 export interface ModelRequest {

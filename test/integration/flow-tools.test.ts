@@ -94,6 +94,20 @@ function definition() {
           sendAiMessage: false,
         },
       ]),
+      flow('transcript', [
+        trigger('Transcript'),
+        { name: 'Greet', type: 'promptNode', displayName: 'Greet', prompt: 'Greet {memory.customer}.' },
+        { name: 'Lookup', type: 'tool', toolName: 'lookupOrder', parameters: { orderId: '{memory.orderId}' } },
+        { name: 'Report', type: 'promptNode', displayName: 'Report', prompt: 'Tell the customer where the order is.' },
+        {
+          name: 'Blind',
+          type: 'promptNode',
+          displayName: 'Blind',
+          prompt: 'Say goodbye.',
+          context: 'none',
+          sendAiMessage: false,
+        },
+      ]),
       flow('failing', [
         trigger('Failing'),
         {
@@ -251,6 +265,59 @@ async function events(sessionId: string): Promise<RecordedEvent[]> {
 
 /** The results of the last round the model was sent (what the service answered its calls with). */
 const lastResults = (request: ChatRequest) => toolResults(request).map((r) => r.content as Record<string, unknown>);
+
+describe('what a prompt node sees of the run', () => {
+  it('the prompt after a tool node gets the tool call and its result as tool messages; context none gets none', async () => {
+    model.script((request) => {
+      const prompt = request.messages.at(-1)?.content ?? '';
+      if (prompt.startsWith('Greet')) return { content: 'Hello Ada.' };
+      if (prompt.startsWith('Tell')) return { content: 'Your order shipped.' };
+      return { content: 'Goodbye.' };
+    });
+    const result = await webhook('Transcript', { customer: 'Ada', orderId: 'A-1' });
+    expect(result.body).toMatchObject({ status: 'completed', error: null });
+    expect(received['/orders']).toEqual([{ orderId: 'A-1' }]);
+    const [greet, report, blind] = model.requests;
+    expect(model.requests).toHaveLength(3);
+    expect(greet.messages.map((m) => m.role)).toEqual(['system', 'user']);
+
+    // The second prompt: the first prompt's answer, then the tool node's call and result, then its own prompt.
+    const lookup = report.messages.find((m) => m.tool_calls?.length);
+    expect(lookup?.tool_calls).toEqual([
+      { id: 'tool_step_1', type: 'function', function: { name: 'lookupOrder', arguments: '{"orderId":"A-1"}' } },
+    ]);
+    expect(report.messages.map((m) => [m.role, m.content])).toEqual([
+      ['system', expect.stringMatching(/^You are the support assistant of Acme routers\./)],
+      ['assistant', 'Hello Ada.'],
+      ['assistant', null],
+      ['tool', JSON.stringify({ status: 'shipped', shippedAt: '2026-11-20' })],
+      ['user', 'Tell the customer where the order is.'],
+    ]);
+    expect(report.messages[3].tool_call_id).toBe('tool_step_1');
+
+    // context: none: the instructions and the node's prompt only.
+    expect(blind.messages.map((m) => [m.role, m.content])).toEqual([
+      ['system', expect.stringMatching(/^You are the support assistant of Acme routers\./)],
+      ['user', 'Say goodbye.'],
+    ]);
+
+    // The session keeps the step, bounded, for the nodes after it and for whoever reads the session.
+    const session = await call<{ messages: { role: string; node?: string; tool?: unknown }[] }>(
+      'GET',
+      `/dashboard/agents/${dataset.agentId}/sessions/production/${result.body.sessionId}`,
+    );
+    expect(session.body.messages.filter((m) => m.role === 'tool')).toEqual([
+      expect.objectContaining({
+        node: 'Lookup',
+        tool: {
+          name: 'lookupOrder',
+          input: { orderId: 'A-1' },
+          output: { status: 'shipped', shippedAt: '2026-11-20' },
+        },
+      }),
+    ]);
+  });
+});
 
 describe('scoped tools of a prompt node', () => {
   it('gives the model the tool schemas, runs its call through the HTTP tool, sends the result back and keeps it for later nodes', async () => {

@@ -55,7 +55,8 @@ export class BedrockConverseModel implements ModelProvider {
     const messages: Message[] = [];
     for (const message of request.messages) {
       if (message.role === 'system') continue;
-      const { role } = message;
+      // An earlier tool node's step is said in words in a user turn: Converse takes tool blocks only with a toolConfig.
+      const role = message.role === 'tool' ? 'user' : message.role;
       const last = messages.at(-1);
       if (last?.role === role) last.content?.push(...contentBlocksOf(message));
       else messages.push({ role, content: contentBlocksOf(message) });

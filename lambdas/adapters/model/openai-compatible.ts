@@ -66,7 +66,7 @@ export class OpenAiCompatibleModel implements ModelProvider {
   async generate(request: ModelRequest): Promise<ModelResponse> {
     const messages = [
       ...(request.system === undefined ? [] : [{ role: 'system' as const, content: request.system }]),
-      ...request.messages.map(chatMessageOf),
+      ...request.messages.flatMap(chatMessagesOf),
       ...(request.toolRounds ?? []).flatMap(toolRoundMessages),
     ];
     const tools = request.tools?.length
@@ -143,20 +143,27 @@ export class OpenAiCompatibleModel implements ModelProvider {
  * empty: some servers refuse an empty text part), then each image as an `image_url` part holding a data URL, the
  * form every OpenAI-compatible server with vision reads (a URL to fetch would reach the model server's network).
  */
-function chatMessageOf({ role, content, images }: ModelMessage) {
-  if (role !== 'user' || !images?.length) return { role, content };
-  return {
-    role,
-    content: [
-      ...(content === '' ? [] : [{ type: 'text' as const, text: content }]),
-      ...images.map((image) => ({
-        type: 'image_url' as const,
-        image_url: {
-          url: `data:${image.mediaType};base64,${Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength).toString('base64')}`,
-        },
-      })),
-    ],
-  };
+function chatMessagesOf({ role, content, images, toolStep }: ModelMessage): object[] {
+  // An earlier tool node's step: its call as the assistant's, and its result, as a round of this node would be.
+  if (role === 'tool') {
+    const call = toolStep?.call ?? { id: 'tool_step', name: 'tool', input: {} };
+    return toolRoundMessages({ calls: [call], results: [{ callId: call.id, content: toolStep?.result ?? content }] });
+  }
+  if (role !== 'user' || !images?.length) return [{ role, content }];
+  return [
+    {
+      role,
+      content: [
+        ...(content === '' ? [] : [{ type: 'text' as const, text: content }]),
+        ...images.map((image) => ({
+          type: 'image_url' as const,
+          image_url: {
+            url: `data:${image.mediaType};base64,${Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength).toString('base64')}`,
+          },
+        })),
+      ],
+    },
+  ];
 }
 
 /** A round as chat completions carries it: the assistant's `tool_calls`, then one `tool` message per result. */

@@ -139,6 +139,11 @@ const promptNode = z.strictObject({
     .optional()
     .describe('{} or absent: the default model; otherwise name is required'),
   sendAiMessage: z.boolean().default(true),
+  /**
+   * What the model sees of the run so far: `run` (default) the user's messages, the AI messages and each earlier
+   * tool node's call and result; `conversation` the messages only; `none` only the instructions and this prompt.
+   */
+  context: z.enum(['run', 'conversation', 'none']).optional(),
   /** Tools the model may call while it answers (declared or built-in names); at most TOOL_CALL_LIMIT calls per run. */
   tools: z.array(nodeName).max(LIMITS.toolsPerPromptNode).optional(),
 });

@@ -21,13 +21,14 @@ import type { RetrievalDeps } from '#core/retrieval/retrieve';
 import type {
   BrowserDriver,
   DefinitionStore,
+  FlowModelContext,
   FlowModelResolver,
   FlowRunQueue,
   OutboundHttp,
   SessionStore,
 } from '#ports/flows';
 import { METRIC, NO_METRICS, type OperationalMetrics } from '#ports/metrics';
-import type { ModelImage, ModelProvider } from '#ports/model';
+import type { ModelImage, ModelMessage, ModelProvider } from '#ports/model';
 import type { Clock, IdGenerator } from '#ports/services';
 import type { AgentStore } from '#ports/stores';
 import type { AttachmentDeps, AttachmentInput } from './attachments';
@@ -89,6 +90,19 @@ export const PROMPT_WITH_TOOLS_OUTPUT_MAX_BYTES = 2 * NODE_OUTPUT_MAX_BYTES;
 
 /** A browser task keeps the page's text (20,000 characters), its answer and its steps: twice a node's bound too. */
 export const BROWSER_TASK_OUTPUT_MAX_BYTES = 2 * NODE_OUTPUT_MAX_BYTES;
+
+/**
+ * What a prompt node's model sees of the run so far (docs/flows.md, "What a prompt node sees"): the newest messages
+ * and tool steps whose text fits in this many characters; the older ones are named in the system text by their node
+ * and status only. About 6,000 tokens: room for the node's own prompt, tools and answer in any current model.
+ */
+export const TRANSCRIPT_MAX_CHARS = 24_000;
+
+/** Of a tool step in the transcript, its parameters and its output are each kept up to this size (UTF-8 JSON). */
+export const TOOL_STEP_PART_MAX_BYTES = 2 * 1024;
+
+/** How much of the run a prompt node's model sees: its `context` (default `run`). */
+export type TranscriptScope = 'run' | 'conversation' | 'none';
 
 /** Of each browser_step event, the target, the value typed and the error are cut to this many characters. */
 export const BROWSER_STEP_TEXT_MAX_CHARS = 1_000;
@@ -367,21 +381,78 @@ export function placeholderScope(context: RunContext, nodeName: string): Placeho
   };
 }
 
-/** The model sees the agent's instructions and every system message (retrieved context) as its system text. */
-export function modelContext(context: RunContext) {
+/**
+ * What the model sees: the agent's instructions and every system message (retrieved context) as its system text,
+ * and the run's transcript as messages: the user's messages, the AI messages, and (`run`, the default) each earlier
+ * tool node's call and result as a `tool` message. Newest first within TRANSCRIPT_MAX_CHARS; the older entries are
+ * listed in the system text by their node and status. `conversation` leaves tool steps out; `none` the transcript.
+ */
+export function modelContext(context: RunContext, scope: TranscriptScope = 'run'): FlowModelContext {
   const messages = context.session.messages;
-  const system = [context.definition.instructions, ...messages.filter((m) => m.role === 'system').map((m) => m.content)]
-    .filter((text): text is string => text !== undefined && text !== '')
-    .join('\n\n');
+  const systemTexts = [
+    context.definition.instructions,
+    ...messages.filter((m) => m.role === 'system').map((m) => m.content),
+  ];
+  const entries =
+    scope === 'none' ? [] : messages.filter((m) => m.role !== 'system' && (scope === 'run' || m.role !== 'tool'));
+  let used = 0;
+  let first = entries.length;
+  while (first > 0) {
+    const size = entries[first - 1].content.length;
+    // The newest entry is always seen, whatever its size (a user message is bounded where it is received).
+    if (first < entries.length && used + size > TRANSCRIPT_MAX_CHARS) break;
+    used += size;
+    first -= 1;
+  }
+  if (first > 0) {
+    const older = entries.slice(0, first).map((m) => {
+      if (m.role === 'tool') return `${m.node ?? 'a tool node'} (tool ${m.tool?.name ?? '?'}, ok)`;
+      if (m.role === 'assistant') return `${m.node ?? 'a prompt node'} (AI message)`;
+      return 'a user message';
+    });
+    systemTexts.push(`Earlier in this conversation, not shown here: ${older.join('; ')}.`);
+  }
+  const system = systemTexts.filter((text): text is string => text !== undefined && text !== '').join('\n\n');
   return {
     system: system === '' ? undefined : system,
-    messages: messages
-      .filter((m: SessionMessage) => m.role !== 'system')
-      .map(({ role, content, attachments }: SessionMessage) => {
-        const images = (attachments ?? []).flatMap((attachment) => context.images.get(attachment.id) ?? []);
-        return images.length > 0 ? { role, content, images } : { role, content };
-      }),
+    messages: entries.slice(first).map((m: SessionMessage, index): ModelMessage => {
+      if (m.role === 'tool') {
+        const call = {
+          id: `tool_step_${first + index}`,
+          name: m.tool?.name ?? 'tool',
+          input: m.tool?.input ?? {},
+        };
+        return { role: 'tool', content: m.content, toolStep: { call, result: m.tool?.output ?? null } };
+      }
+      const images = (m.attachments ?? []).flatMap((attachment) => context.images.get(attachment.id) ?? []);
+      return images.length > 0 ? { role: m.role, content: m.content, images } : { role: m.role, content: m.content };
+    }),
   };
+}
+
+/**
+ * A tool node's call and result, kept in the session's messages for the prompt nodes after it: parameters and
+ * output each bounded to TOOL_STEP_PART_MAX_BYTES, and said in words for a model that reads only text.
+ */
+export function recordToolStep(
+  context: RunContext,
+  node: FlowNode,
+  toolName: string,
+  input: Record<string, unknown>,
+  output: unknown,
+): void {
+  const tool = {
+    name: toolName,
+    input: boundedValue(input, TOOL_STEP_PART_MAX_BYTES),
+    output: boundedValue(output, TOOL_STEP_PART_MAX_BYTES),
+  };
+  context.session.messages.push({
+    role: 'tool',
+    content: `Tool node ${node.name} called ${toolName} with ${JSON.stringify(tool.input)}; it answered ${JSON.stringify(tool.output)}`,
+    node: node.name,
+    tool,
+    at: now(context),
+  });
 }
 
 export function recordNode(context: RunContext, node: FlowNode, parameters: Record<string, unknown>): void {

@@ -84,7 +84,8 @@ async function runBrowserTaskNode(context: RunContext, node: BrowserTaskNode): P
       // The conversation's text only: its images would not fit the BrowserTask function's request (6 MB).
       context: {
         ...(system === undefined ? {} : { system }),
-        messages: messages.map(({ role, content }) => ({ role, content })),
+        // An earlier tool step is the browser model's user text: it takes user and assistant turns only.
+        messages: messages.map(({ role, content }) => ({ role: role === 'assistant' ? role : 'user', content })),
       },
     })
     .catch(async (error: unknown) => {
@@ -167,7 +168,7 @@ async function runPrompt(context: RunContext, node: PromptNode): Promise<'next' 
     setOutput(context, node, { response: text, calls }, PROMPT_WITH_TOOLS_OUTPUT_MAX_BYTES);
   } else {
     metricsOf(context).count(METRIC.modelCalls);
-    text = await model.respond(modelContext(context), prompt);
+    text = await model.respond(modelContext(context, node.context), prompt);
     setOutput(context, node, { response: text });
   }
   const at = now(context);

@@ -26,6 +26,7 @@ import {
   placeholderScope,
   type RunContext,
   recordNode,
+  recordToolStep,
   setOutput,
 } from './run-context';
 
@@ -57,6 +58,7 @@ export async function runTool(context: RunContext, node: ToolNode): Promise<void
     source: `neither fixed by node ${node.name} nor inferred`,
   });
   setOutput(context, node, output);
+  recordToolStep(context, node, node.toolName, parameters, output);
 }
 
 interface ToolExecution {

@@ -51,7 +51,7 @@ export async function respondWithTools(
   const rounds: ModelToolRound[] = [];
   for (;;) {
     metricsOf(context).count(METRIC.modelCalls);
-    const turn = await model.respondWithTools(modelContext(context), {
+    const turn = await model.respondWithTools(modelContext(context, node.context), {
       prompt,
       tools,
       rounds,

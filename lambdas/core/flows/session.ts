@@ -15,10 +15,13 @@ export const MAX_STORED_MESSAGES = 50;
 export const MAX_STORED_AI_MESSAGES = 50;
 
 export interface SessionMessage {
-  readonly role: 'user' | 'assistant' | 'system';
+  /** `tool`: a tool node's call and its result, for the prompt nodes after it (docs/flows.md, "What a prompt node sees"). */
+  readonly role: 'user' | 'assistant' | 'system' | 'tool';
   readonly content: string;
-  /** The node that produced an assistant message. */
+  /** The node that produced an assistant or tool message. */
   readonly node?: string;
+  /** Role `tool`: the tool called, its parameters and its output (each bounded to TOOL_STEP_PART_MAX_BYTES). */
+  readonly tool?: { readonly name: string; readonly input: unknown; readonly output: unknown };
   /** Images the user attached to this message: references only, the bytes are in the documents bucket. */
   readonly attachments?: readonly MessageAttachment[];
   readonly at: string;

@@ -4403,6 +4403,8 @@ export interface operations {
                             };
                             /** @default true */
                             sendAiMessage?: boolean;
+                            /** @enum {string} */
+                            context?: "run" | "conversation" | "none";
                             tools?: string[];
                         } | {
                             name: string;
@@ -4626,6 +4628,8 @@ export interface operations {
                             };
                             /** @default true */
                             sendAiMessage?: boolean;
+                            /** @enum {string} */
+                            context?: "run" | "conversation" | "none";
                             tools?: string[];
                         } | {
                             name: string;

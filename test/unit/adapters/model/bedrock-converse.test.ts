@@ -64,3 +64,34 @@ it('answers a model still throttled after the SDK retries with 503 SERVICE_BUSY 
   await expect(failure).rejects.toBeInstanceOf(ServiceBusyError);
   await expect(failure).rejects.toMatchObject({ status: 503, code: 'SERVICE_BUSY', retryAfterSeconds: 5 });
 });
+
+it("says an earlier tool node's step in words in a user turn (tool blocks would need a toolConfig)", async () => {
+  const { client, sent } = recordingClient(reply('shipped'));
+  const model = new BedrockConverseModel(client, 'amazon.nova-lite-v1:0');
+  await model.generate({
+    messages: [
+      { role: 'assistant', content: 'Hello Ada.' },
+      {
+        role: 'tool',
+        content: 'Tool node Lookup called lookupOrder with {"orderId":"A-1"}; it answered {"status":"shipped"}',
+        toolStep: {
+          call: { id: 'tool_step_1', name: 'lookupOrder', input: { orderId: 'A-1' } },
+          result: { status: 'shipped' },
+        },
+      },
+      { role: 'user', content: 'Tell the customer where the order is.' },
+    ],
+  });
+  expect(sent[0].toolConfig).toBeUndefined();
+  expect(sent[0].messages).toEqual([
+    { role: 'user', content: [{ text: CONVERSATION_START }] },
+    { role: 'assistant', content: [{ text: 'Hello Ada.' }] },
+    {
+      role: 'user',
+      content: [
+        { text: 'Tool node Lookup called lookupOrder with {"orderId":"A-1"}; it answered {"status":"shipped"}' },
+        { text: 'Tell the customer where the order is.' },
+      ],
+    },
+  ]);
+});
