@@ -111,6 +111,7 @@ async function runTaken(
     images: new Map(),
     steps: [...run.steps],
     deadline: options.deadline,
+    boundedUntil: options.deadline,
     runner: run.runner,
     lease: new SessionLease(deps, session),
     // Every node of a runner is paid for as it starts (a refused one hands the run over again, delayed).

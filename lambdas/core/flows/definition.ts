@@ -76,6 +76,10 @@ export const LIMITS = {
   toolsPerPromptNode: 16,
 } as const;
 
+/** A declared HTTP tool's call bound (docs/flows.md, "Tools"): the outbound default, and the most a tool may ask. */
+export const DEFAULT_TOOL_TIMEOUT_SECONDS = 10;
+export const MAX_TOOL_TIMEOUT_SECONDS = 300;
+
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 const nodeName = z.string().regex(NAME, 'must start with a letter and hold at most 64 letters, digits, "_" or "-"');
 const httpUrl = z
@@ -213,6 +217,11 @@ export const toolSchema = z.strictObject({
   method: z.enum(['POST', 'PUT', 'PATCH']).default('POST'),
   headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/), z.string().max(2000)).optional(),
   parameters: z.record(z.string().min(1).max(100), toolParameterSchema).default({}),
+  /**
+   * How long a call may take, the answer read included (default 10 s, at most 300). A node that may call the tool is
+   * not started in a request whose budget it does not fit: the run is handed over to the flow runner first.
+   */
+  timeoutSeconds: z.number().int().min(1).max(MAX_TOOL_TIMEOUT_SECONDS).default(DEFAULT_TOOL_TIMEOUT_SECONDS),
 });
 
 export const flowSchema = z.strictObject({

@@ -104,6 +104,12 @@ export const TOOL_STEP_PART_MAX_BYTES = 2 * 1024;
 /** How much of the run a prompt node's model sees: its `context` (default `run`). */
 export type TranscriptScope = 'run' | 'conversation' | 'none';
 
+/**
+ * How long a webhook or app event request may take in all: API Gateway's 29 s integration timeout, less a second to
+ * store the session and answer. A node whose bound would end later is handed over before it starts.
+ */
+export const FLOW_REQUEST_LIMIT_MS = 28_000;
+
 /** Of each browser_step event, the target, the value typed and the error are cut to this many characters. */
 export const BROWSER_STEP_TEXT_MAX_CHARS = 1_000;
 
@@ -208,6 +214,11 @@ export interface RunContext {
   readonly steps: RunStep[];
   /** No node starts at or after this time (epoch ms): the run is handed over. Null: it goes on to its end here. */
   readonly deadline: number | null;
+  /**
+   * A node whose own bound (a slow tool) would end after this time is not started: the run is handed over first
+   * (runtime.ts, outlivesDeadline). A request's: FLOW_REQUEST_LIMIT_MS after it started; a runner's: its deadline.
+   */
+  readonly boundedUntil: number | null;
   /** In the flow runner, the runner's id: the session is then stored after every node (a checkpoint). */
   readonly runner: string | null;
   readonly lease: SessionLease;

@@ -9,7 +9,7 @@ import type { FlowModel } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
 import { postSignedCallback } from './callback-delivery';
 import { callbackMessageId } from './callback-signing';
-import type { BrowserTaskNode, PromptNode } from './definition';
+import type { AgentDefinition, BrowserTaskNode, FlowNode, PromptNode } from './definition';
 import { renderText } from './placeholders';
 import {
   AgentEvents,
@@ -33,6 +33,23 @@ import { runTool } from './run-tool';
 import { respondWithTools, type StoredCall } from './scoped-tools';
 import type { AiMessage } from './session';
 import { browserTaskUnits, spendFlowWork } from './work-budget';
+
+/**
+ * The longest a node may take by its own bounds: a tool node its declared HTTP tool's `timeoutSeconds`, a prompt node
+ * the longest `timeoutSeconds` of the declared tools its model may call; 0 for the rest (a model call and a browser
+ * task are bounded by their own timeouts, which are not counted yet: docs/flows.md, "Long runs").
+ */
+export function nodeBoundMs(definition: AgentDefinition, node: FlowNode): number {
+  const toolMs = (name: string) => (definition.tools.find((t) => t.name === name)?.timeoutSeconds ?? 0) * 1000;
+  switch (node.type) {
+    case 'tool':
+      return toolMs(node.toolName);
+    case 'promptNode':
+      return Math.max(0, ...(node.tools ?? []).map(toolMs));
+    default:
+      return 0;
+  }
+}
 
 /** Runs one node; `pause` stops the invocation, `{ jumpTo }` continues at another node (of any flow). */
 export async function runNode(context: RunContext, { node }: Located): Promise<'next' | 'pause' | { jumpTo: string }> {

@@ -123,6 +123,7 @@ export async function executeTool(context: RunContext, execution: ToolExecution)
       method: declared.method,
       headers: declared.headers,
       body: parameters,
+      timeoutMs: declared.timeoutSeconds * 1000,
     });
     if (response.status < 200 || response.status >= 300) {
       throw new FlowError('TOOL_FAILED', `Tool ${toolName} answered HTTP ${response.status}`);

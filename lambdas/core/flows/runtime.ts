@@ -23,10 +23,11 @@
 import { boundedValue, recordBuiltInEvent } from '#core/analytics/track';
 import { ConflictError, NotFoundError } from '#core/errors';
 import { forgetAttachments } from './attachments';
-import { type AgentDefinition, nodesOf, type TriggerNode } from './definition';
+import { type AgentDefinition, type FlowNode, nodesOf, type TriggerNode } from './definition';
 import { route } from './route';
 import {
   analyticsScope,
+  FLOW_REQUEST_LIMIT_MS,
   FlowError,
   type FlowRuntimeDeps,
   fail,
@@ -40,7 +41,7 @@ import {
   type TriggerSelector,
 } from './run-context';
 import { CheckpointError, checkpoint, finish, handOver } from './run-endings';
-import { runNode } from './run-nodes';
+import { nodeBoundMs, runNode } from './run-nodes';
 import type { AiMessage, FlowSession, RunPosition } from './session';
 import { type Claim, claimSession, loadImages, storeInputImages } from './session-claim';
 import { FlowWorkExhaustedError, spendFlowWork, workBudgetText } from './work-budget';
@@ -118,6 +119,8 @@ export async function invoke(
     images: stored?.loaded ?? new Map(),
     steps: [],
     deadline: options.budgetMs !== undefined && deps.runs ? started + options.budgetMs : null,
+    boundedUntil:
+      options.budgetMs !== undefined && deps.runs ? started + Math.max(options.budgetMs, FLOW_REQUEST_LIMIT_MS) : null,
     runner: null,
     // The stored claim is `running` at its version (claim.session keeps the status it had, for the resume below).
     lease: new SessionLease(deps, { ...claim.session, status: 'running', version: claim.version }),
@@ -280,11 +283,25 @@ async function afterTriggerEvent(context: RunContext): Promise<void> {
 }
 
 /**
+ * Whether a node whose own bound (nodeBoundMs: a slow tool) does not fit in what is left of the invocation
+ * (boundedUntil) should wait for the flow runner: in a request always (the caller gets 202 `running` instead of a
+ * gateway timeout), in a runner only once it has run a node of its own (a node longer than a whole runner's time runs
+ * anyway there; handing it over again would never end).
+ */
+function outlivesDeadline(context: RunContext, node: FlowNode, ranANode: boolean): boolean {
+  if (context.boundedUntil === null || !context.deps.runs) return false;
+  if (context.runner !== null && !ranANode) return false;
+  const bound = nodeBoundMs(context.definition, node);
+  return bound > 0 && context.deps.clock.now().getTime() + bound > context.boundedUntil;
+}
+
+/**
  * Runs from `start` until the flow ends or pauses (null), or until the deadline passes before a node starts: then
  * the position to go on from. In the flow runner each step is stored as it completes (checkpoint).
  */
 export async function execute(context: RunContext, start: RunPosition): Promise<RunPosition | null> {
   const { session, definition } = context;
+  const firstStep = context.step;
   let position: RunPosition | null = start;
   while (position) {
     if (context.deadline !== null && context.deps.clock.now().getTime() >= context.deadline) return position;
@@ -301,6 +318,7 @@ export async function execute(context: RunContext, start: RunPosition): Promise<
           `The invocation ran ${MAX_STEPS_PER_INVOCATION} nodes without ending or pausing`,
         );
       }
+      if (outlivesDeadline(context, located.node, context.step > firstStep)) return position;
       if (!(await payForNode(context, located.node.name))) return position;
       context.step += 1;
       const outcome = await runNode(context, located);

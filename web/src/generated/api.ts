@@ -4367,6 +4367,8 @@ export interface operations {
                                 required?: boolean;
                             };
                         };
+                        /** @default 10 */
+                        timeoutSeconds?: number;
                     }[];
                     flows: {
                         name: string;
@@ -4592,6 +4594,8 @@ export interface operations {
                                 required?: boolean;
                             };
                         };
+                        /** @default 10 */
+                        timeoutSeconds?: number;
                     }[];
                     flows: {
                         name: string;

@@ -128,7 +128,11 @@ async function agentWith(nodes: Record<string, unknown>[]): Promise<string> {
   const agentId = randomUUID();
   const names = ['Start', ...nodes.map((n) => n.name as string)];
   const outcome = validateDefinition({
-    tools: ['slow', 'fast', 'hang', 'after'].map((name) => ({ name, url: `${toolUrl}/${name}` })),
+    tools: [
+      ...['slow', 'fast', 'hang', 'after'].map((name) => ({ name, url: `${toolUrl}/${name}` })),
+      // Tools that may take a minute: no node calling one starts in a request (FLOW_REQUEST_LIMIT_MS).
+      ...['report', 'digest'].map((name) => ({ name, url: `${toolUrl}/${name}`, timeoutSeconds: 60 })),
+    ],
     flows: [
       {
         name: 'main',
@@ -183,6 +187,43 @@ async function eventsOf(agentId: string, sessionId: string) {
   });
   return [...page.events].reverse();
 }
+
+it('starts no node whose tool may outlast the request: hands it to the runner, which calls the tool once', async () => {
+  const agentId = await agentWith([tool('Fast'), tool('Report'), tool('After')]);
+  const { deps, sent } = runtime();
+  const result = await call(deps, agentId);
+
+  // Fast (10 s) fits in the request's 28 s; Report (60 s) does not, so it waits for the runner, not called here.
+  expect(result).toMatchObject({ status: 'running', error: null });
+  expect(Object.fromEntries(calls)).toEqual({ '/fast': 1 });
+  expect((await stored(agentId, result.sessionId)).run).toMatchObject({ next: { node: 'Report', phase: 'run' } });
+  expect(sent).toHaveLength(1);
+
+  // The runner runs it, though it may take longer than what is left of the runner: it is its first node.
+  const outcome = await continueRun(deps, sent[0], { deadline: nowMs + 30_000 });
+  expect(outcome).toEqual({ outcome: 'ended', status: 'completed', takeovers: 1 });
+  expect(Object.fromEntries(calls)).toEqual({ '/fast': 1, '/report': 1, '/after': 1 });
+});
+
+it('a runner hands a slow tool over again once it has run a node of its own, and the next runner calls it once', async () => {
+  const agentId = await agentWith([tool('Report'), tool('Digest')]);
+  const { deps, sent } = runtime();
+  const result = await call(deps, agentId);
+  expect(Object.fromEntries(calls)).toEqual({});
+
+  // Report runs first in this runner; Digest (60 s) does not fit in its last 30 s: handed over again.
+  const first = await continueRun(deps, sent[0], { deadline: nowMs + 30_000 });
+  expect(first).toMatchObject({ outcome: 'handed-over' });
+  expect(Object.fromEntries(calls)).toEqual({ '/report': 1 });
+  expect(sent).toHaveLength(2);
+  expect((await stored(agentId, result.sessionId)).run).toMatchObject({ next: { node: 'Digest', phase: 'run' } });
+
+  await expect(continueRun(deps, sent[1], { deadline: farDeadline() })).resolves.toMatchObject({
+    outcome: 'ended',
+    status: 'completed',
+  });
+  expect(Object.fromEntries(calls)).toEqual({ '/report': 1, '/digest': 1 });
+});
 
 it('starts no node past the budget: stores where the run goes on, sends one continue-run and answers running', async () => {
   const agentId = await agentWith([
