@@ -484,6 +484,15 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     summary: 'A session: status, memory, messages, node outputs and AI messages',
   },
   {
+    id: 'GetSessionTrace',
+    method: 'GET',
+    path: '/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}/trace',
+    handler: http('flows/get-session-trace'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', sessions: 'read', analytics: 'read' } },
+    summary: "A session's steps, oldest first: each node run's input, output, time, edge taken and error",
+  },
+  {
     id: 'InvokeWebhook',
     method: 'POST',
     path: '/api/v1/webhooks/{agentId}/{environment}/{triggerName}',

@@ -306,6 +306,32 @@ describe('what a prompt node sees of the run', () => {
       'GET',
       `/dashboard/agents/${dataset.agentId}/sessions/production/${result.body.sessionId}`,
     );
+    // The trace: one step per node run, with its input, output, time and the edge it took.
+    const trace = await call<{ steps: Record<string, unknown>[] }>(
+      'GET',
+      `/dashboard/agents/${dataset.agentId}/sessions/production/${result.body.sessionId}/trace`,
+    );
+    expect(trace.status).toBe(200);
+    expect(trace.body.steps.map((s) => [s.node, s.status, s.edge])).toEqual([
+      ['Transcript', 'succeeded', { to: 'Greet', reason: 'stepForward' }],
+      ['Greet', 'succeeded', { to: 'Lookup', reason: 'stepForward' }],
+      ['Lookup', 'succeeded', { to: 'Report', reason: 'stepForward' }],
+      ['Report', 'succeeded', { to: 'Blind', reason: 'stepForward' }],
+      ['Blind', 'succeeded', { to: null, reason: 'no edge leaves this node: the flow ends' }],
+    ]);
+    const [, greetStep, lookupStep, reportStep] = trace.body.steps;
+    expect(greetStep).toMatchObject({
+      input: { prompt: 'Greet Ada.', model: 'openai-compatible:scripted' },
+      output: { response: 'Hello Ada.' },
+      error: null,
+    });
+    expect(lookupStep).toMatchObject({
+      input: { toolName: 'lookupOrder', parameters: { orderId: 'A-1' } },
+      output: { status: 'shipped', shippedAt: '2026-11-20' },
+    });
+    expect(reportStep).toMatchObject({ output: { response: 'Your order shipped.' } });
+    for (const step of trace.body.steps) expect(typeof step.durationMs).toBe('number');
+
     expect(session.body.messages.filter((m) => m.role === 'tool')).toEqual([
       expect.objectContaining({
         node: 'Lookup',
@@ -389,12 +415,15 @@ describe('scoped tools of a prompt node', () => {
     expect(recorded.map((e) => [e.eventName, e.payload.nodeName])).toEqual([
       ['invocation_start', undefined],
       ['node_execution', 'Orders'],
+      ['node_result', 'Orders'],
       ['node_execution', 'Answer'],
       ['tool_call', 'Answer'],
+      ['node_result', 'Answer'],
       ['node_execution', 'Confirm'],
+      ['node_result', 'Confirm'],
     ]);
-    expect(recorded[2].payload.parameters).toMatchObject({ tools: ['lookupOrder', 'setMemory'] });
-    expect(recorded[3].payload).toEqual({
+    expect(recorded[3].payload.parameters).toMatchObject({ tools: ['lookupOrder', 'setMemory'] });
+    expect(recorded[4].payload).toEqual({
       nodeName: 'Answer',
       callIndex: 0,
       tool: 'lookupOrder',

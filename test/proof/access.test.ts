@@ -410,6 +410,12 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body, f) => expect(body.sessionId).toBe(f.sessionId),
   },
+  GetSessionTrace: {
+    request: (f) => ({ params: { ...envPath(f), sessionId: f.sessionId } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) => expect(body).toMatchObject({ sessionId: f.sessionId, truncated: false }),
+  },
   InvokeWebhook: {
     request: (f) => ({ params: { ...envPath(f), triggerName: 'Start' }, body: { message: 'Hello there' } }),
     success: 200,

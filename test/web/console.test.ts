@@ -580,8 +580,12 @@ it('stores a flow, shows its graph with a problem on its node, runs it through a
   await chat.getByText('Confirm the refund of the damaged router to Ada.').waitFor();
   await page.getByText('completed', { exact: true }).waitFor();
   const trace = page.getByRole('table', { name: 'Trace' });
-  await trace.getByRole('row', { name: /node_execution\s*Approve/ }).waitFor();
-  expect(await trace.getByRole('row', { name: /node_execution\s*AskReason/ }).count()).toBeGreaterThan(0);
+  await trace.getByRole('row', { name: /Approve/ }).waitFor();
+  expect(await trace.getByRole('row', { name: /AskReason\s*promptNode\s*paused/ }).count()).toBe(1);
+  // A step's input and output on demand: the prompt as the model got it.
+  const askReason = trace.getByRole('row', { name: /AskReason\s*promptNode\s*paused/ });
+  await askReason.getByRole('button', { name: 'Details' }).click();
+  await page.getByText(/"prompt": "Ask Ada why they want a refund\."/).waitFor();
   await expectAccessible('flow playground');
   await screenshot('flow-playground');
 
@@ -589,12 +593,12 @@ it('stores a flow, shows its graph with a problem on its node, runs it through a
   await page.getByRole('combobox', { name: 'Trigger' }).click();
   await page.getByRole('option', { name: 'LoopStart (flow loop)' }).click();
   await chat.getByText(/STEP_LIMIT_EXCEEDED/).waitFor();
-  await page.getByText('failed', { exact: true }).waitFor();
+  await page.getByText('failed', { exact: true }).first().waitFor();
   const failedRows = trace.locator('tr[data-failed="true"]');
   await failedRows.first().waitFor();
-  expect(await trace.getByRole('row', { name: /invocation_error/ }).textContent()).toMatch(
-    /(Spin|Spun)[\s\S]*failed here[\s\S]*STEP_LIMIT_EXCEEDED/,
-  );
+  // The loop's node ran many times and never failed itself: the one step marked is the run's, at the node.
+  expect(await failedRows.count()).toBe(1);
+  expect(await failedRows.first().textContent()).toMatch(/(Spin|Spun)[\s\S]*failed here[\s\S]*STEP_LIMIT_EXCEEDED/);
 });
 
 it('follows a run the flow runner took over (202 running) until it completes, in the flow playground', async () => {
@@ -648,10 +652,60 @@ it('follows a run the flow runner took over (202 running) until it completes, in
     await page.getByText('completed', { exact: true }).waitFor();
     await page
       .getByRole('table', { name: 'Trace' })
-      .getByRole('row', { name: /node_execution\s*Reply/ })
+      .getByRole('row', { name: /Reply\s*promptNode\s*succeeded/ })
       .waitFor();
   } finally {
     slow.close();
+  }
+});
+
+it("marks exactly the one step that failed in the trace, with its error, when a flow's second node fails", async () => {
+  const failing = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"down"}'));
+  });
+  await new Promise<void>((done) => failing.listen(0, '127.0.0.1', done));
+  try {
+    const port = (failing.address() as AddressInfo).port;
+    const agentId = new URL(page.url()).pathname.split('/')[2];
+    const person = apiClient(service, await personToken());
+    const stored = await person('PUT', `/dashboard/agents/${agentId}/definition/production`, {
+      body: {
+        tools: [{ name: 'chargeCard', url: `http://127.0.0.1:${port}/charge` }],
+        flows: [
+          {
+            name: 'checkout',
+            nodes: [
+              { name: 'Checkout', type: 'trigger', triggerType: 'webhook', defaultPayload: '{"amount":12}' },
+              { name: 'Charge', type: 'tool', toolName: 'chargeCard' },
+              { name: 'Thanks', type: 'promptNode', displayName: 'Thanks', prompt: 'Thank you.' },
+            ],
+            edges: [
+              { from: 'Checkout', to: 'Charge', type: 'stepForward' },
+              { from: 'Charge', to: 'Thanks', type: 'stepForward' },
+            ],
+          },
+        ],
+      },
+    });
+    expect(stored.status).toBe(200);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Flow playground' }).waitFor();
+    await page.getByRole('combobox', { name: 'Environment' }).click();
+    await page.getByRole('option', { name: 'production' }).click();
+    await page.getByRole('combobox', { name: 'Trigger' }).click();
+    await page.getByRole('option', { name: 'Checkout (flow checkout)' }).click();
+    await page.getByRole('button', { name: 'Run' }).click();
+    await page.getByText('failed', { exact: true }).first().waitFor();
+    const trace = page.getByRole('table', { name: 'Trace' });
+    const failedRows = trace.locator('tr[data-failed="true"]');
+    await failedRows.first().waitFor();
+    expect(await failedRows.count()).toBe(1);
+    expect(await failedRows.first().textContent()).toMatch(/Charge[\s\S]*failed here[\s\S]*TOOL_FAILED/);
+    expect(await trace.getByRole('row', { name: /Checkout\s*trigger\s*succeeded/ }).count()).toBe(1);
+    await expectAccessible('flow playground trace');
+  } finally {
+    failing.close();
   }
 });
 

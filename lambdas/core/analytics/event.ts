@@ -10,6 +10,7 @@ import { parseInput, withRules } from '#core/validation';
 export const BUILT_IN_EVENTS = [
   'invocation_start',
   'node_execution',
+  'node_result',
   'tool_call',
   'browser_step',
   'invocation_error',

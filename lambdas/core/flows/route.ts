@@ -13,7 +13,19 @@ import { type Located, metricsOf, modelContext, placeholderScope, type RunContex
  * node), then stepForward edges whose `when` holds, in order, then the first stepForward without `when`. None: the
  * flow ends.
  */
-export async function route(context: RunContext, { flow, node }: Located): Promise<string | null> {
+export async function route(context: RunContext, located: Located): Promise<string | null> {
+  return (await routeWithReason(context, located)).next;
+}
+
+/** Where the run goes after a node, and why, in words a person debugging the flow reads in its trace. */
+export interface EdgeTaken {
+  /** The next node; null: the flow ends. */
+  readonly next: string | null;
+  readonly reason: string;
+}
+
+/** route(), with the reason: the condition the model chose, the `when` that held, the plain edge, or none. */
+export async function routeWithReason(context: RunContext, { flow, node }: Located): Promise<EdgeTaken> {
   const edges = flow.edges.filter((e) => e.from === node.name);
   const prompted = edges.filter((e) => e.type === 'promptCondition');
   if (prompted.length > 0) {
@@ -22,15 +34,32 @@ export async function route(context: RunContext, { flow, node }: Located): Promi
     const choice = await context.deps
       .models(node.type === 'promptNode' ? node.llmConfig : undefined)
       .chooseCondition(modelContext(context), { conditions: prompted.map((e) => e.condition ?? ''), allowStay });
-    if (choice === 'stay' && allowStay) return node.name;
-    if (typeof choice === 'number' && prompted[choice]) return prompted[choice].to;
+    if (choice === 'stay' && allowStay) return { next: node.name, reason: 'canStayOnNode: the model chose to stay' };
+    if (typeof choice === 'number' && prompted[choice]) {
+      return {
+        next: prompted[choice].to,
+        reason: `promptCondition chosen by the model: ${prompted[choice].condition}`,
+      };
+    }
   }
   const forward = edges.filter((e) => e.type === 'stepForward');
   const scope = placeholderScope(context, node.name);
   const conditional = forward.find((e) => e.when !== undefined && holds(e.when, scope));
-  if (conditional) return conditional.to;
+  if (conditional?.when) {
+    const { path, operator, value } = conditional.when;
+    return {
+      next: conditional.to,
+      reason: `when ${path} ${operator}${value === undefined ? '' : ` ${JSON.stringify(value)}`}`,
+    };
+  }
   const fallback = forward.find((e: FlowEdge) => e.when === undefined);
-  return fallback?.to ?? null;
+  if (fallback) {
+    return {
+      next: fallback.to,
+      reason: prompted.length > 0 ? 'stepForward: the model chose no condition' : 'stepForward',
+    };
+  }
+  return { next: null, reason: 'no edge leaves this node: the flow ends' };
 }
 
 /** A stepForward edge's `when`: numbers compare as numbers, anything else as text. */

@@ -481,6 +481,39 @@ export function recordNode(context: RunContext, node: FlowNode, parameters: Reco
   );
 }
 
+/**
+ * `node_result`: how a node ended, for its trace (docs/flows.md, "The trace"): succeeded, paused or failed, its run
+ * time, its output as stored (bounded), the edge taken and why, and the error of the one that failed.
+ */
+export function recordNodeResult(
+  context: RunContext,
+  node: FlowNode,
+  result: {
+    readonly status: 'succeeded' | 'paused' | 'failed';
+    readonly durationMs: number;
+    /** Whether the node stored an output in this run (a failed node may have stored none). */
+    readonly output: boolean;
+    readonly edge?: { readonly to: string | null; readonly reason: string };
+    readonly error?: unknown;
+  },
+): void {
+  recordBuiltInEvent(
+    context.deps.recorder,
+    analyticsScope(context.session),
+    'node_result',
+    {
+      nodeName: node.name,
+      nodeType: node.type,
+      status: result.status,
+      durationMs: result.durationMs,
+      ...(result.output ? { output: boundedValue(context.session.outputs[node.name], PAYLOAD_PART_MAX_BYTES) } : {}),
+      ...(result.edge ? { edge: result.edge } : {}),
+      ...(result.error === undefined ? {} : { error: describeFailure(result.error) }),
+    },
+    { invocationId: context.invocation.invocationId, step: context.step },
+  );
+}
+
 export function analyticsScope(session: FlowSession) {
   return { agentId: session.agentId, environment: session.environment, sessionId: session.sessionId };
 }

@@ -24,7 +24,7 @@ import { boundedValue, recordBuiltInEvent } from '#core/analytics/track';
 import { ConflictError, NotFoundError } from '#core/errors';
 import { forgetAttachments } from './attachments';
 import { type AgentDefinition, type FlowNode, nodesOf, type TriggerNode } from './definition';
-import { route } from './route';
+import { type EdgeTaken, routeWithReason } from './route';
 import {
   analyticsScope,
   FLOW_REQUEST_LIMIT_MS,
@@ -37,6 +37,7 @@ import {
   now,
   PAYLOAD_PART_MAX_BYTES,
   type RunContext,
+  recordNodeResult,
   SessionLease,
   type TriggerSelector,
 } from './run-context';
@@ -282,6 +283,12 @@ async function afterTriggerEvent(context: RunContext): Promise<void> {
   if (systemMessage) session.messages.push({ role: 'system', content: systemMessage, at: now(context) });
 }
 
+/** What a node's `node_result` adds to its status: the edge taken and why, or the error it failed with. */
+interface NodeEnding {
+  readonly edge?: { readonly to: string | null; readonly reason: string };
+  readonly error?: unknown;
+}
+
 /**
  * Whether a node whose own bound (nodeBoundMs: a slow tool) does not fit in what is left of the invocation
  * (boundedUntil) should wait for the flow runner: in a request always (the caller gets 202 `running` instead of a
@@ -304,6 +311,9 @@ export async function execute(context: RunContext, start: RunPosition): Promise<
   const firstStep = context.step;
   let position: RunPosition | null = start;
   while (position) {
+    // How the node run here ended, recorded once its edge is known (`node_result`); none for a routing-only position.
+    let routed: ((status: 'succeeded' | 'failed', more?: NodeEnding) => void) | undefined;
+    let durationMs = 0;
     if (context.deadline !== null && context.deps.clock.now().getTime() >= context.deadline) return position;
     const located = locate(definition, position.node);
     if (!located) {
@@ -321,23 +331,51 @@ export async function execute(context: RunContext, start: RunPosition): Promise<
       if (outlivesDeadline(context, located.node, context.step > firstStep)) return position;
       if (!(await payForNode(context, located.node.name))) return position;
       context.step += 1;
-      const outcome = await runNode(context, located);
+      const startedMs = context.deps.clock.now().getTime();
+      const before = session.outputs[located.node.name];
+      const ended = (status: 'succeeded' | 'paused' | 'failed', more: NodeEnding = {}) =>
+        recordNodeResult(context, located.node, {
+          status,
+          durationMs,
+          output: session.outputs[located.node.name] !== before,
+          ...more,
+        });
+      let outcome: Awaited<ReturnType<typeof runNode>>;
+      try {
+        outcome = await runNode(context, located);
+      } catch (error) {
+        durationMs = context.deps.clock.now().getTime() - startedMs;
+        ended('failed', { error });
+        throw error;
+      }
+      durationMs = context.deps.clock.now().getTime() - startedMs;
       context.steps.push({ step: context.step, node: located.node.name, at: now(context) });
       if (outcome === 'pause') {
+        ended('paused');
         session.status = 'paused';
         return null;
       }
       if (typeof outcome === 'object') {
+        ended('succeeded', { edge: { to: outcome.jumpTo, reason: 'jumpToNode' } });
         position = { node: outcome.jumpTo, phase: 'run' };
         await checkpoint(context, position);
         continue;
       }
+      routed = ended;
       // Routing asks the model here: the node is stored as done first, so that question is all that can run again.
       if (located.flow.edges.some((e) => e.from === located.node.name && e.type === 'promptCondition')) {
         await checkpoint(context, { node: located.node.name, phase: 'route' });
       }
     }
-    const next = await route(context, located);
+    let taken: EdgeTaken;
+    try {
+      taken = await routeWithReason(context, located);
+    } catch (error) {
+      routed?.('failed', { error });
+      throw error;
+    }
+    routed?.('succeeded', { edge: { to: taken.next, reason: taken.reason } });
+    const next = taken.next;
     position = next === null ? null : { node: next, phase: 'run' };
     if (position) await checkpoint(context, position);
   }

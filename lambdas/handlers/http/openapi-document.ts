@@ -63,6 +63,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   GetAgentDefinition: flows.definitionPathSchema,
   ListSessions: flows.listSessionsSchema,
   GetSession: flows.sessionPathSchema,
+  GetSessionTrace: flows.sessionPathSchema,
   InvokeWebhook: flows.webhookSchema,
   SendAppEvent: flows.appEventSchema,
 };

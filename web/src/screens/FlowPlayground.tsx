@@ -1,8 +1,8 @@
 /**
  * The flow playground (the spec's development mode): pick a webhook trigger of the environment's definition, its
  * `defaultPayload` prefilled (and run at once when `autoTrigger` is true); a chat of the user's messages and the AI
- * messages; a pause for human input answered from the chat, which resumes the session; and the run's trace, node by
- * node from the analytics events, the failing node marked.
+ * messages; a pause for human input answered from the chat, which resumes the session; and the session's trace, step
+ * by step (each node run's input, output, time and edge on demand), the one step that failed marked.
  */
 import {
   Anchor,
@@ -21,7 +21,6 @@ import {
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import type { EventRecord } from '../analytics';
 import { type Api, ApiError, unwrap } from '../api';
 import { ErrorAlert } from '../components';
 import { type AgentDefinition, webhookTriggers } from '../flows';
@@ -264,70 +263,154 @@ function Session(props: {
   );
 }
 
-/** The session's events, oldest first: the trigger, each node run, and the failure with its node marked. */
+/** One step of a session's trace (GET …/sessions/…/trace: docs/flows.md, "The trace"). */
+interface TraceStep {
+  readonly index: number;
+  readonly kind: 'node' | 'invocation';
+  readonly node: string | null;
+  readonly nodeType: string | null;
+  readonly status: 'succeeded' | 'paused' | 'failed' | 'running';
+  readonly startedAt: string;
+  readonly durationMs: number | null;
+  readonly input: unknown;
+  readonly output: unknown;
+  readonly toolCalls: readonly unknown[];
+  readonly browserSteps: readonly unknown[];
+  readonly edge: { readonly to: string | null; readonly reason: string } | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+const STEP_COLOR: Record<TraceStep['status'], string> = {
+  succeeded: 'green.9',
+  paused: 'yellow.9',
+  failed: 'red.9',
+  running: 'blue.9',
+};
+
+/** The session's steps, oldest first: each node run with its input and output on demand, the failing step marked. */
 function Trace(props: { api: Api; agentId: string; environment: Environment; sessionId: string; after: number }) {
   const { api, agentId, environment, sessionId } = props;
-  const events = useQuery({
+  const [open, setOpen] = useState<number | null>(null);
+  const trace = useQuery({
     queryKey: ['trace', agentId, environment, sessionId, props.after],
     queryFn: () =>
-      unwrap<{ data: EventRecord[] }>(
-        api.POST('/dashboard/agents/{agentId}/events', {
-          params: { path: { agentId } },
-          body: { filters: { environment, sessionId }, limit: 1000 },
+      unwrap<{ steps: TraceStep[]; truncated: boolean }>(
+        api.GET('/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}/trace', {
+          params: { path: { agentId, environment, sessionId } },
         }),
       ),
   });
-  // Oldest first; a built-in event's payload is an object (nodeName, nodeType, code, message).
-  const ordered = [...(events.data?.data ?? [])].reverse().map((event) => ({
-    ...event,
-    payload: (event.payload ?? null) as Record<string, unknown> | null,
-  }));
-  const failedNode = ordered.find((event) => event.eventName === 'invocation_error')?.payload?.nodeName;
+  const steps = trace.data?.steps ?? [];
   return (
     <Stack gap="xs">
       <Title order={2} size="h4">
         Trace
       </Title>
-      <ErrorAlert error={events.error} />
+      <ErrorAlert error={trace.error} />
+      {trace.data?.truncated && <Text size="sm">The oldest steps of this long session are not shown.</Text>}
       <Table aria-label="Trace">
         <Table.Thead>
           <Table.Tr>
-            <Table.Th>Time</Table.Th>
-            <Table.Th>Event</Table.Th>
+            <Table.Th>#</Table.Th>
             <Table.Th>Node</Table.Th>
-            <Table.Th>Detail</Table.Th>
+            <Table.Th>Status</Table.Th>
+            <Table.Th>Time</Table.Th>
+            <Table.Th>Next</Table.Th>
+            <Table.Th>Details</Table.Th>
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {ordered.map((event) => {
-            const node = typeof event.payload?.nodeName === 'string' ? event.payload.nodeName : '';
-            const failed = event.eventName === 'invocation_error' || (node !== '' && node === failedNode);
-            return (
-              <Table.Tr key={event.id} data-failed={failed ? 'true' : undefined} bg={failed ? 'red.0' : undefined}>
-                <Table.Td>{new Date(event.created_at).toLocaleTimeString()}</Table.Td>
-                <Table.Td>{event.eventName}</Table.Td>
+          {steps.flatMap((step) => {
+            const failed = step.status === 'failed';
+            const rows = [
+              <Table.Tr key={step.index} data-failed={failed ? 'true' : undefined} bg={failed ? 'red.0' : undefined}>
+                <Table.Td>{step.index}</Table.Td>
                 <Table.Td>
-                  {node}
-                  {failed && node && (
+                  {step.node ?? '(no node)'}
+                  <Text span size="xs" c="dimmed" ml={4}>
+                    {step.kind === 'invocation' ? 'run' : step.nodeType}
+                  </Text>
+                  {failed && (
                     <Badge color="red.9" variant="outline" ml="xs">
                       failed here
                     </Badge>
                   )}
                 </Table.Td>
                 <Table.Td>
-                  <Text size="xs" ff="monospace" lineClamp={2}>
-                    {event.eventName === 'node_execution'
-                      ? String(event.payload?.nodeType ?? '')
-                      : event.eventName === 'invocation_error'
-                        ? `${String(event.payload?.code)}: ${String(event.payload?.message)}`
-                        : JSON.stringify(event.payload)}
-                  </Text>
+                  <Badge color={STEP_COLOR[step.status]} variant="light">
+                    {step.status}
+                  </Badge>
+                  {step.error && (
+                    <Text size="xs" ff="monospace">
+                      {step.error.code}: {step.error.message}
+                    </Text>
+                  )}
                 </Table.Td>
-              </Table.Tr>
-            );
+                <Table.Td>{step.durationMs === null ? '' : `${step.durationMs} ms`}</Table.Td>
+                <Table.Td>
+                  {step.edge && (
+                    <Text size="xs">
+                      {step.edge.to ?? 'end'}
+                      <Text span c="dimmed">
+                        {' '}
+                        ({step.edge.reason})
+                      </Text>
+                    </Text>
+                  )}
+                </Table.Td>
+                <Table.Td>
+                  {step.kind === 'node' && (
+                    <Button
+                      size="compact-xs"
+                      variant="default"
+                      aria-expanded={open === step.index}
+                      onClick={() => setOpen(open === step.index ? null : step.index)}
+                    >
+                      Details
+                    </Button>
+                  )}
+                </Table.Td>
+              </Table.Tr>,
+            ];
+            if (open === step.index) {
+              rows.push(
+                <Table.Tr key={`${step.index}-details`}>
+                  <Table.Td colSpan={6}>
+                    <StepDetails step={step} />
+                  </Table.Td>
+                </Table.Tr>,
+              );
+            }
+            return rows;
           })}
         </Table.Tbody>
       </Table>
+    </Stack>
+  );
+}
+
+function StepDetails({ step }: { step: TraceStep }) {
+  const parts: [string, unknown][] = [
+    ['Input', step.input],
+    ['Output', step.output],
+    ...(step.toolCalls.length > 0 ? ([['Tool calls', step.toolCalls]] as [string, unknown][]) : []),
+    ...(step.browserSteps.length > 0 ? ([['Browser steps', step.browserSteps]] as [string, unknown][]) : []),
+  ];
+  return (
+    <Stack gap={4} aria-label={`Step ${step.index} details`}>
+      <Text size="xs" c="dimmed">
+        started {new Date(step.startedAt).toLocaleTimeString()}
+      </Text>
+      {parts.map(([label, value]) => (
+        <div key={label}>
+          <Text size="xs" fw={700}>
+            {label}
+          </Text>
+          <Text component="pre" size="xs" ff="monospace" style={{ whiteSpace: 'pre-wrap', margin: 0 }}>
+            {JSON.stringify(value, null, 2)}
+          </Text>
+        </div>
+      ))}
     </Stack>
   );
 }

@@ -275,10 +275,17 @@ it('starts no node past the budget: stores where the run goes on, sends one cont
   const recorded = await eventsOf(agentId, result.sessionId);
   expect(recorded.map((e) => [e.eventName, e.payload.nodeName ?? null])).toEqual([
     ['invocation_start', null],
-    ['node_execution', 'Start'],
-    ['node_execution', 'Slow'],
-    ['node_execution', 'Fast'],
-    ['node_execution', 'Done'],
+    ...['Start', 'Slow', 'Fast', 'Done'].flatMap((node) => [
+      ['node_execution', node],
+      ['node_result', node],
+    ]),
+  ]);
+  // Each node_result says how its node ended and where the run went, in the request as in the runner.
+  expect(recorded.filter((e) => e.eventName === 'node_result').map((e) => [e.payload.status, e.payload.edge])).toEqual([
+    ['succeeded', { to: 'Slow', reason: 'stepForward' }],
+    ['succeeded', { to: 'Fast', reason: 'stepForward' }],
+    ['succeeded', { to: 'Done', reason: 'stepForward' }],
+    ['succeeded', { to: null, reason: 'no edge leaves this node: the flow ends' }],
   ]);
 
   // The message delivered again (SQS delivers at least once): nothing runs.

@@ -229,7 +229,7 @@ it('ends the invocation failed with SESSION_TOO_LARGE when bounded outputs still
   const recorded = await eventsOf(agentId, first.sessionId);
   expect(recorded.map((e) => e.eventName)).toEqual([
     'invocation_start',
-    ...Array(13).fill('node_execution'),
+    ...Array.from({ length: 13 }).flatMap(() => ['node_execution', 'node_result']),
     'invocation_error',
   ]);
   expect(recorded.at(-1)?.payload).toEqual({
@@ -326,6 +326,8 @@ it('writes what the invocation recorded even when storing the session throws', a
   expect(recorded.map((e) => [e.eventName, e.payload.nodeName])).toEqual([
     ['invocation_start', undefined],
     ['node_execution', 'Start'],
+    ['node_result', 'Start'],
     ['node_execution', 'Small'],
+    ['node_result', 'Small'],
   ]);
 });
