@@ -31,7 +31,7 @@ beforeAll(() => {
 
 /** nodeFunctions needs an assembly folder only for asset paths, which IAM does not use. */
 const functionsOf = (template: CfnTemplate): TemplateFunction[] =>
-  nodeFunctions({ directory: '/unused', templateFile: '/unused', template });
+  nodeFunctions({ directory: '/unused', templateFile: '/unused', template, templates: [] });
 
 function functionNamed(template: CfnTemplate, prefix: string): TemplateFunction {
   const fn = functionsOf(template).find((f) => f.logicalId.startsWith(prefix));
