@@ -29,6 +29,7 @@ beforeAll(() => {
 }, 120_000);
 
 test.each(['default', 'knowledgeIndex=dynamodb'])('the %s stack breaks none of the deploy rules', async (variant) => {
+  expect(files[variant].length).toBeGreaterThan(1);
   expect(await deployRuleViolations(templates[variant], files[variant])).toEqual([]);
   expect(() => engineNames(templates[variant].Resources)).not.toThrow();
   console.log(
@@ -67,19 +68,19 @@ describe.each(['default', 'knowledgeIndex=dynamodb'])('mutations of the %s stack
 });
 
 test.each([
-  ['Resources', 500, /^template-resource-count: \S+\.template\.json declares 501 resources \(at most 500\)$/],
-  ['Parameters', 200, /^template-parameter-and-output-count: \S+\.template\.json declares 201 parameters/],
-  ['Outputs', 200, /^template-parameter-and-output-count: \S+\.template\.json declares 201 outputs/],
+  ['Resources', 500, /^template-resource-count: \S+\.nested\.template\.json declares 501 resources \(at most 500\)$/],
+  ['Parameters', 200, /^template-parameter-and-output-count: \S+\.nested\.template\.json declares 201 parameters/],
+  ['Outputs', 200, /^template-parameter-and-output-count: \S+\.nested\.template\.json declares 201 outputs/],
 ] as const)(
-  'a template file with one more of its %s than CloudFormation takes is reported, alone',
+  'a nested template with one more of its %s than CloudFormation takes is reported, alone',
   async (section, quota, expected) => {
     const copies = structuredClone(files.default) as AssemblyTemplate[];
-    const nested = copies[copies.length - 1].template as unknown as Record<string, Record<string, unknown>>;
+    const nested = copies[1].template as unknown as Record<string, Record<string, unknown>>;
     const entries = { ...(nested[section] ?? {}) };
     const sample = Object.values(entries)[0];
     for (let i = Object.keys(entries).length; i <= quota; i += 1) entries[`Padding${i}`] = sample;
     nested[section] = entries;
-    // The template the other rules read is unchanged: only the count of the file breaks it.
+    // The flattened whole is unchanged and well under any quota: only the count of each file breaks it.
     const found = await deployRuleViolations(templates.default, copies);
     expect(found).toHaveLength(1);
     expect(found[0]).toMatch(expected);
