@@ -55,9 +55,26 @@ export interface ResourceAccess {
   readonly people?: 'verify' | 'signUp' | 'manage' | 'signUpMode';
 }
 
+/**
+ * The part of the product a route belongs to. In AWS the functions of each area are a nested stack of their own
+ * (lib/constructs/platform-api.ts), so that no CloudFormation template comes near its 500 resources as routes are
+ * added (docs/ARCHITECTURE.md, "Stacks"). Moving a route to another area replaces its function, nothing stateful.
+ */
+export const ROUTE_AREAS = {
+  knowledge: 'documents, ZIP imports, knowledge bases and retrieval',
+  flows: "agents' definitions, their sessions, webhooks and app events",
+  dashboard: 'agents, tokens, sign-up, organizations and their people',
+  analytics: 'the analytics API: the agent list and the events query',
+  service: 'the public health check and OpenAPI document',
+} as const;
+
+export type RouteArea = keyof typeof ROUTE_AREAS;
+
 export interface HttpRoute {
   /** PascalCase, unique: construct id and function name suffix. */
   readonly id: string;
+  /** Where its function is deployed: the nested stack of this area (a dashboard mirror is on its route's function). */
+  readonly area: RouteArea;
   readonly method: HttpMethod;
   /** API Gateway resource path; path parameters as `{name}`. */
   readonly path: string;
@@ -135,6 +152,7 @@ const PERSONAL: ResourceAccess = {
 const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   {
     id: 'Health',
+    area: 'service',
     method: 'GET',
     path: '/health',
     handler: http('health'),
@@ -144,6 +162,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'OpenApi',
+    area: 'service',
     method: 'GET',
     path: '/api/v1/openapi.json',
     handler: http('openapi'),
@@ -153,6 +172,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'UploadLink',
+    area: 'knowledge',
     method: 'POST',
     path: `${KNOWLEDGE}/upload-link`,
     handler: http('knowledge/upload-link'),
@@ -162,6 +182,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'UploadComplete',
+    area: 'knowledge',
     method: 'POST',
     path: `${KNOWLEDGE}/upload-complete`,
     handler: http('knowledge/upload-complete'),
@@ -176,6 +197,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'UpdateUploadLink',
+    area: 'knowledge',
     method: 'POST',
     path: `${KNOWLEDGE}/update/upload-link`,
     handler: http('knowledge/update-upload-link'),
@@ -185,6 +207,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'UpdateUploadComplete',
+    area: 'knowledge',
     method: 'POST',
     path: `${KNOWLEDGE}/update/upload-complete`,
     handler: http('knowledge/update-upload-complete'),
@@ -198,6 +221,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'PatchMetadata',
+    area: 'knowledge',
     method: 'PATCH',
     path: `${KNOWLEDGE}/metadata`,
     handler: http('knowledge/patch-metadata'),
@@ -207,6 +231,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetDocument',
+    area: 'knowledge',
     method: 'GET',
     path: KNOWLEDGE,
     handler: http('knowledge/get-document'),
@@ -216,6 +241,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'DeleteDocument',
+    area: 'knowledge',
     method: 'DELETE',
     path: KNOWLEDGE,
     handler: http('knowledge/delete-document'),
@@ -229,6 +255,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'ListDocuments',
+    area: 'knowledge',
     method: 'GET',
     path: `${KNOWLEDGE}/list`,
     handler: http('knowledge/list-documents'),
@@ -238,6 +265,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'RetryDocument',
+    area: 'knowledge',
     method: 'POST',
     path: `${KNOWLEDGE}/retry`,
     handler: http('knowledge/retry-document'),
@@ -247,6 +275,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'ListZipJobs',
+    area: 'knowledge',
     method: 'GET',
     path: '/api/v1/knowledge/zip-jobs',
     handler: http('knowledge/list-zip-jobs'),
@@ -256,6 +285,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetZipJob',
+    area: 'knowledge',
     method: 'GET',
     path: '/api/v1/knowledge/zip-jobs/{zipJobId}',
     handler: http('knowledge/get-zip-job'),
@@ -265,6 +295,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'AgentsList',
+    area: 'analytics',
     method: 'GET',
     path: '/api/v1/agents/list',
     handler: http('agents/list-agents'),
@@ -274,6 +305,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'QueryEvents',
+    area: 'analytics',
     method: 'POST',
     path: '/api/v1/events/agent',
     handler: http('analytics/query-events'),
@@ -283,6 +315,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'CreateAgent',
+    area: 'dashboard',
     method: 'POST',
     path: '/dashboard/agents',
     handler: http('dashboard/create-agent'),
@@ -292,6 +325,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'ListAgents',
+    area: 'dashboard',
     method: 'GET',
     path: '/dashboard/agents',
     handler: http('agents/list-agents'),
@@ -301,6 +335,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetAgent',
+    area: 'dashboard',
     method: 'GET',
     path: '/dashboard/agents/{agentId}',
     handler: http('dashboard/get-agent'),
@@ -310,6 +345,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'RenameAgent',
+    area: 'dashboard',
     method: 'PATCH',
     path: '/dashboard/agents/{agentId}',
     handler: http('dashboard/rename-agent'),
@@ -319,6 +355,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'DeleteAgent',
+    area: 'dashboard',
     method: 'DELETE',
     path: '/dashboard/agents/{agentId}',
     handler: http('dashboard/delete-agent'),
@@ -330,6 +367,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'RotateCallbackSecret',
+    area: 'dashboard',
     method: 'POST',
     path: '/dashboard/agents/{agentId}/callback-secret',
     handler: http('dashboard/rotate-callback-secret'),
@@ -342,6 +380,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'CreateKnowledgeBase',
+    area: 'knowledge',
     method: 'POST',
     path: BASES,
     handler: http('dashboard/create-knowledge-base'),
@@ -351,6 +390,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'ListKnowledgeBases',
+    area: 'knowledge',
     method: 'GET',
     path: BASES,
     handler: http('dashboard/list-knowledge-bases'),
@@ -360,6 +400,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetKnowledgeBase',
+    area: 'knowledge',
     method: 'GET',
     path: `${BASES}/{knowledgeBaseId}`,
     handler: http('dashboard/get-knowledge-base'),
@@ -369,6 +410,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'UpdateKnowledgeBase',
+    area: 'knowledge',
     method: 'PATCH',
     path: `${BASES}/{knowledgeBaseId}`,
     handler: http('dashboard/update-knowledge-base'),
@@ -378,6 +420,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'DeleteKnowledgeBase',
+    area: 'knowledge',
     method: 'DELETE',
     path: `${BASES}/{knowledgeBaseId}`,
     handler: http('dashboard/delete-knowledge-base'),
@@ -392,6 +435,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'QueryKnowledgeBase',
+    area: 'knowledge',
     method: 'POST',
     path: '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/query',
     handler: http('retrieval/query'),
@@ -401,6 +445,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GenerateFromKnowledgeBase',
+    area: 'knowledge',
     method: 'POST',
     path: '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/generate',
     handler: http('retrieval/generate'),
@@ -410,6 +455,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetRetrievalConfig',
+    area: 'knowledge',
     method: 'GET',
     path: '/dashboard/agents/{agentId}/retrieval/{environment}',
     handler: http('retrieval/get-config'),
@@ -419,6 +465,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'PutRetrievalConfig',
+    area: 'knowledge',
     method: 'PUT',
     path: '/dashboard/agents/{agentId}/retrieval/{environment}',
     handler: http('retrieval/put-config'),
@@ -428,6 +475,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'PreviewDefaultRetrieval',
+    area: 'knowledge',
     method: 'POST',
     path: '/dashboard/agents/{agentId}/retrieval/{environment}/preview',
     handler: http('retrieval/preview'),
@@ -440,6 +488,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'PutAgentDefinition',
+    area: 'flows',
     method: 'PUT',
     path: `${DEFINITION}`,
     handler: http('flows/put-definition'),
@@ -449,6 +498,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetAgentDefinition',
+    area: 'flows',
     method: 'GET',
     path: `${DEFINITION}`,
     handler: http('flows/get-definition'),
@@ -458,6 +508,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'ValidateAgentDefinition',
+    area: 'flows',
     method: 'POST',
     path: `${DEFINITION}/validate`,
     handler: http('flows/validate-definition'),
@@ -467,6 +518,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'ListSessions',
+    area: 'flows',
     method: 'GET',
     path: '/dashboard/agents/{agentId}/sessions/{environment}',
     handler: http('flows/list-sessions'),
@@ -476,6 +528,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetSession',
+    area: 'flows',
     method: 'GET',
     path: '/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}',
     handler: http('flows/get-session'),
@@ -494,6 +547,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'InvokeWebhook',
+    area: 'flows',
     method: 'POST',
     path: '/api/v1/webhooks/{agentId}/{environment}/{triggerName}',
     handler: http('flows/webhook'),
@@ -504,6 +558,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'SendAppEvent',
+    area: 'flows',
     method: 'POST',
     path: '/api/v1/app-events/{agentId}/{environment}',
     handler: http('flows/app-event'),
@@ -514,6 +569,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'CreateToken',
+    area: 'dashboard',
     method: 'POST',
     path: '/dashboard/tokens',
     handler: http('dashboard/create-token'),
@@ -524,6 +580,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'ListTokens',
+    area: 'dashboard',
     method: 'GET',
     path: '/dashboard/tokens',
     handler: http('dashboard/list-tokens'),
@@ -533,6 +590,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'RevokeToken',
+    area: 'dashboard',
     method: 'DELETE',
     path: '/dashboard/tokens/{tokenId}',
     handler: http('dashboard/revoke-token'),
@@ -542,6 +600,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'SignUp',
+    area: 'dashboard',
     method: 'POST',
     path: '/dashboard/signup',
     handler: http('dashboard/signup'),
@@ -554,6 +613,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetOrganization',
+    area: 'dashboard',
     method: 'GET',
     path: '/dashboard/organization',
     handler: http('dashboard/get-organization'),
@@ -563,6 +623,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'InviteMember',
+    area: 'dashboard',
     method: 'POST',
     path: '/dashboard/members',
     handler: http('dashboard/invite-member'),
@@ -577,6 +638,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'ListMembers',
+    area: 'dashboard',
     method: 'GET',
     path: '/dashboard/members',
     handler: http('dashboard/list-members'),
@@ -586,6 +648,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'RemoveMember',
+    area: 'dashboard',
     method: 'DELETE',
     path: '/dashboard/members/{email}',
     handler: http('dashboard/remove-member'),
@@ -601,6 +664,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
    */
   {
     id: 'GetMe',
+    area: 'dashboard',
     personal: true,
     method: 'GET',
     path: '/dashboard/me',
@@ -611,6 +675,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'AcceptInvitation',
+    area: 'dashboard',
     personal: true,
     method: 'POST',
     path: '/dashboard/me/invitations/{organizationId}',
@@ -623,6 +688,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'DeclineInvitation',
+    area: 'dashboard',
     personal: true,
     method: 'DELETE',
     path: '/dashboard/me/invitations/{organizationId}',
@@ -634,6 +700,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'CreateOrganization',
+    area: 'dashboard',
     personal: true,
     method: 'POST',
     path: '/dashboard/me/organizations',

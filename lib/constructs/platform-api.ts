@@ -1,11 +1,13 @@
 /**
  * The REST API: one Lambda function per entry of ROUTES (lib/routes.ts; a dashboard mirror adds its method to its
  * customer route's function), each granted exactly the resources its route names, behind a cached Lambda REQUEST
- * authorizer. Error responses API Gateway makes itself (no token, throttled, integration failure) carry the same JSON
- * error shape as the handlers' errors, and the same CORS policy (lambdas/shared/cors.ts) as the handlers' answers and
- * the preflight.
+ * authorizer. The route functions (each with its role, policy and API Gateway's permission to invoke it) are in one
+ * nested stack per area of the route table (`HttpRoute.area`); the API itself, its resources, methods, authorizer and
+ * stage stay in the parent stack with everything stateful (docs/ARCHITECTURE.md, "Stacks"). Error responses API
+ * Gateway makes itself (no token, throttled, integration failure) carry the same JSON error shape as the handlers'
+ * errors, and the same CORS policy (lambdas/shared/cors.ts) as the handlers' answers and the preflight.
  */
-import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, NestedStack, Stack, Validations } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
@@ -22,6 +24,7 @@ import {
   ResponseType,
   RestApi,
 } from 'aws-cdk-lib/aws-apigateway';
+import type { Permission } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { DEFAULT_UPLOAD_SESSION_TTL_SECONDS, DEFAULT_UPLOAD_URL_TTL_SECONDS } from '#shared/config';
@@ -34,7 +37,7 @@ import {
   corsAllowMethods,
   edgeAllowOrigin,
 } from '#shared/cors';
-import { AUTHORIZER, type HttpRoute, type ResourceAccess, ROUTES } from '../routes';
+import { AUTHORIZER, type HttpRoute, type ResourceAccess, ROUTE_AREAS, ROUTES, type RouteArea } from '../routes';
 import { grantAccess, type PlatformResources, resourceEnvironment } from './resource-access';
 import { ServiceFunction } from './service-function';
 
@@ -94,6 +97,8 @@ export class PlatformApi extends Construct {
   public readonly authorizerFunction: ServiceFunction;
   /** The function of each route, by route id. */
   public readonly functions: Readonly<Record<string, ServiceFunction>>;
+  /** The nested stack of each area of the route table that has routes: their functions, roles and permissions. */
+  public readonly areaStacks: Readonly<Partial<Record<RouteArea, NestedStack>>>;
   /** The preflight of every routed resource, or undefined when the API is same-origin only. */
   private readonly corsPreflight: CorsOptions | undefined;
   /** The method of each route, by route id. */
@@ -105,9 +110,10 @@ export class PlatformApi extends Construct {
   private readonly resources: PlatformResources;
   private readonly commonEnvironment: Readonly<Record<string, string>>;
   /**
-   * The log group of every route function and the authorizer: one, not one each, so the stack stays under
+   * The log group of every route function and the authorizer: one, not one each, so each template keeps room under
    * CloudFormation's 500 resources (a route costs a function, a role, a policy, a method, a permission and often a path
-   * resource already). Each line names its function (`function_name`, Powertools); the streams are Lambda's own.
+   * resource already). Each line names its function (`function_name`, Powertools); the streams are Lambda's own. It
+   * stays in the parent stack, with what holds data: the nested stacks' functions get its name as a parameter.
    */
   private readonly functionLogs: LogGroup;
 
@@ -167,8 +173,8 @@ export class PlatformApi extends Construct {
       },
     });
     // No preflight methods at all for same-origin only: a page of another origin is stopped at its preflight. With
-    // CORS, a preflight on each resource that has a route (addRoute), not on every segment of their paths: the stack
-    // stays under CloudFormation's 500 resources (an OPTIONS method on all 67 resources would take 497 of them).
+    // CORS, a preflight on each resource that has a route (addRoute), not on every segment of their paths: the parent
+    // stack stays under CloudFormation's 500 resources (an OPTIONS method on all 67 resources would take 497 of them).
     this.corsPreflight =
       this.cors.kind === 'same-origin'
         ? undefined
@@ -198,31 +204,45 @@ export class PlatformApi extends Construct {
 
     const functions: Record<string, ServiceFunction> = {};
     const methods: Record<string, Method> = {};
+    const areaStacks: Partial<Record<RouteArea, NestedStack>> = {};
     for (const route of ROUTES) {
       // A dashboard mirror is one more method on its customer route's function (lib/routes.ts, `functionOf`).
       const shared = route.functionOf === undefined ? undefined : functions[route.functionOf];
       if (route.functionOf !== undefined && !shared) throw new Error(`${route.id}: ${route.functionOf} comes later`);
+      if (shared && Stack.of(shared) !== areaStacks[route.area]) {
+        throw new Error(`${route.id}: its function is ${route.functionOf}'s, so its area is that route's`);
+      }
+      areaStacks[route.area] ??= new NestedStack(this, `${areaName(route.area)}Routes`, {
+        description: `The functions of the API's ${route.area} routes: ${ROUTE_AREAS[route.area]}`,
+      });
       functions[route.id] =
         shared ??
-        this.createFunction(`${route.id}Function`, {
-          handlerFile: route.handler,
-          description: `${route.method} ${route.path}: ${route.summary}`,
-          access: route.access,
-        });
+        this.createFunction(
+          `${route.id}Function`,
+          {
+            handlerFile: route.handler,
+            description: `${route.method} ${route.path}: ${route.summary}`,
+            access: route.access,
+          },
+          areaStacks[route.area],
+        );
       methods[route.id] = this.addRoute(route, functions[route.id]);
     }
     this.functions = functions;
     this.methods = methods;
+    this.areaStacks = areaStacks;
 
     this.addGatewayResponses();
     this.acknowledgeApiFindings();
   }
 
+  /** A function in `scope`: this construct (the authorizer, in the parent stack) or the nested stack of an area. */
   private createFunction(
     id: string,
     props: { handlerFile: string; description: string; access: ResourceAccess; timeout?: Duration },
+    scope: Construct = this,
   ): ServiceFunction {
-    const fn = new ServiceFunction(this, id, {
+    const fn = new (scope === this ? ServiceFunction : RouteFunction)(scope, id, {
       handlerFile: props.handlerFile,
       description: props.description,
       timeout: props.timeout,
@@ -237,9 +257,9 @@ export class PlatformApi extends Construct {
     const resource = this.api.root.resourceForPath(route.path);
     if (this.corsPreflight && !resource.node.tryFindChild('OPTIONS')) resource.addCorsPreflight(this.corsPreflight);
     // One resource-policy statement per function, for this API (and no test-invoke one), not one per method: a
-    // function that serves several routes (a dashboard mirror, a person's own routes) needs no more, and the stack
-    // stays under CloudFormation's 500 resources with CORS (test/infra/cors.test.ts). Only this API's integrations
-    // invoke it, each of a route of its own.
+    // function that serves several routes (a dashboard mirror, a person's own routes) needs no more, and each template
+    // keeps room under CloudFormation's 500 resources (test/infra/cors.test.ts). Only this API's integrations invoke
+    // it, each of a route of its own. The permission is made beside the function, in its area's stack (RouteFunction).
     const integration = new LambdaIntegration(fn, { scopePermissionToMethod: false });
     if (route.scope === null) {
       const method = resource.addMethod(route.method, integration, { authorizationType: AuthorizationType.NONE });
@@ -324,6 +344,24 @@ export class PlatformApi extends Construct {
           'documented one and only allows CloudWatch Logs writes.',
       });
     }
+  }
+}
+
+/** `knowledge` → `Knowledge`: the nested stack of an area is `<Area>Routes`. */
+function areaName(area: RouteArea): string {
+  return area.charAt(0).toUpperCase() + area.slice(1);
+}
+
+/**
+ * A route's function, in its area's nested stack. LambdaIntegration makes the API-scoped permission to invoke it under
+ * the RestApi (`scope`), which would leave it in the parent stack, one for each route function; here it is made
+ * beside the function instead (same id, principal and source ARN), once for all the function's methods, so the
+ * parent holds no resource for each route function.
+ */
+class RouteFunction extends ServiceFunction {
+  public override addPermission(id: string, permission: Permission): void {
+    if (this.node.tryFindChild(id)) return;
+    super.addPermission(id, { ...permission, scope: this });
   }
 }
 

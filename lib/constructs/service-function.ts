@@ -19,7 +19,10 @@ export function metricsNamespace(stage: string): string {
   return `AgentPlatform/${stage}`;
 }
 
-/** Where a function finds its stage's namespace: the stack it is in says it (AgentPlatformStack does). */
+/**
+ * Where a function finds its stage's namespace: the stack it is in says it (AgentPlatformStack does), or, for a function
+ * in a nested stack (the API's route functions: platform-api.ts), the stack that nested stack is in.
+ */
 export interface ObservedStack {
   readonly metricsNamespace: string;
 }
@@ -35,7 +38,9 @@ export const DEBUG_LOG_SAMPLE_RATE = 0.01;
  * (Each handler passes `captureResponse: false` to the tracer itself, so no tracer variable is needed.)
  */
 export function powertoolsEnvironment(scope: Construct): Record<string, string> {
-  const namespace = (Stack.of(scope) as Partial<ObservedStack>).metricsNamespace ?? DEFAULT_METRICS_NAMESPACE;
+  let stack: Stack | undefined = Stack.of(scope);
+  while (stack && (stack as Partial<ObservedStack>).metricsNamespace === undefined) stack = stack.nestedStackParent;
+  const namespace = (stack as Partial<ObservedStack> | undefined)?.metricsNamespace ?? DEFAULT_METRICS_NAMESPACE;
   return {
     POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
     POWERTOOLS_METRICS_NAMESPACE: namespace,

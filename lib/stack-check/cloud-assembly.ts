@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createApp } from '../../bin/app';
+import { type AssemblyTemplate, flattenTemplate } from './nested-stacks';
 
 export const SYNTHETIC_ACCOUNT = '000000000000';
 export const SYNTHETIC_REGION = 'us-east-1';
@@ -27,8 +28,12 @@ export interface CfnTemplate {
 
 export interface CloudAssembly {
   readonly directory: string;
+  /** The stack's own template file (its nested stacks' files are in `templates`). */
   readonly templateFile: string;
+  /** The deployed whole: the stack's template with its nested stacks merged in (nested-stacks.ts). */
   readonly template: CfnTemplate;
+  /** Every template file as synthesized, the stack's first: what CloudFormation's quotas per template count. */
+  readonly templates: readonly AssemblyTemplate[];
 }
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -46,12 +51,17 @@ export function synthesizeCloudAssembly(outdir: string, context: Record<string, 
   return readCloudAssembly(assembly.directory);
 }
 
-/** Reads a cloud assembly folder that `cdk synth -o <dir>` (or synthesizeCloudAssembly) wrote. */
+/**
+ * Reads a cloud assembly folder that `cdk synth -o <dir>` (or synthesizeCloudAssembly) wrote: its one stack, with its
+ * nested stacks (`*.nested.template.json`) flattened into one template.
+ */
 export function readCloudAssembly(directory: string): CloudAssembly {
-  const templates = fs.readdirSync(directory).filter((f) => f.endsWith('.template.json'));
+  const templates = fs
+    .readdirSync(directory)
+    .filter((f) => f.endsWith('.template.json') && !f.endsWith('.nested.template.json'));
   if (templates.length !== 1) throw new Error(`expected one stack template in ${directory}, found ${templates.length}`);
   const templateFile = path.join(directory, templates[0]);
-  return { directory, templateFile, template: JSON.parse(fs.readFileSync(templateFile, 'utf8')) as CfnTemplate };
+  return { directory, templateFile, ...flattenTemplate(directory, templateFile) };
 }
 
 /** A function of the template, with what Lambda would run it with. */

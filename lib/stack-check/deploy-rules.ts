@@ -4,6 +4,7 @@
  * fails (CloudFormation rolls back) or, where marked, deploys and then silently does nothing. docs/stack-check.md
  * lists them.
  */
+import * as path from 'node:path';
 import { runSimulation } from '@cloud-copilot/iam-simulate';
 import {
   type CfnTemplate,
@@ -14,6 +15,7 @@ import {
   SYNTHETIC_ACCOUNT,
 } from './cloud-assembly';
 import { type PolicyDocument, type PolicyStatement, rolePolicies } from './iam';
+import type { AssemblyTemplate } from './nested-stacks';
 
 type Props = Record<string, Json>;
 
@@ -22,8 +24,32 @@ export interface DeployRule {
   /** What AWS does when the rule is broken. */
   readonly consequence: 'deploy fails' | 'runs, does nothing';
   readonly source: string;
-  /** One line per resource that breaks the rule. */
-  check(template: CfnTemplate): Promise<string[]> | string[];
+  /**
+   * One line per resource that breaks the rule. `template` is the deployed whole (nested stacks merged in:
+   * nested-stacks.ts); `templates` each template file as synthesized, for the quotas CloudFormation counts per template
+   * (without them, `template` is taken as the one file).
+   */
+  check(template: CfnTemplate, templates?: readonly AssemblyTemplate[]): Promise<string[]> | string[];
+}
+
+/** CloudFormation's quotas per template (AWS CloudFormation User Guide, "CloudFormation quotas"). */
+export const TEMPLATE_QUOTAS = { resources: 500, parameters: 200, outputs: 200 } as const;
+
+/** A template not flattened from others: itself, as its one file. */
+const asOneFile = (template: CfnTemplate): AssemblyTemplate[] => [{ file: 'template.json', nestedAt: [], template }];
+
+/** The sections of each template that hold more entries than `quota` allows, one line each. */
+function overQuota(
+  templates: readonly AssemblyTemplate[],
+  section: 'Resources' | 'Parameters' | 'Outputs',
+  quota: number,
+): string[] {
+  return templates.flatMap(({ file, template }) => {
+    const count = Object.keys((template as unknown as Record<string, object | undefined>)[section] ?? {}).length;
+    return count > quota
+      ? [`${path.basename(file)} declares ${count} ${section.toLowerCase()} (at most ${quota})`]
+      : [];
+  });
 }
 
 const ofType = (template: CfnTemplate, type: string): [string, Props][] =>
@@ -258,11 +284,22 @@ export const DEPLOY_RULES: readonly DeployRule[] = [
   {
     id: 'template-resource-count',
     consequence: 'deploy fails',
-    source: 'AWS CloudFormation User Guide, "CloudFormation quotas": at most 500 resources in a template',
-    check: (template) => {
-      const count = Object.keys(template.Resources).length;
-      return count > 500 ? [`the template declares ${count} resources`] : [];
-    },
+    source:
+      'AWS CloudFormation User Guide, "CloudFormation quotas": at most 500 resources in a template, counted in ' +
+      "each template: the stack's own and each nested stack's",
+    check: (template, templates = asOneFile(template)) => overQuota(templates, 'Resources', TEMPLATE_QUOTAS.resources),
+  },
+  {
+    id: 'template-parameter-and-output-count',
+    consequence: 'deploy fails',
+    source:
+      'AWS CloudFormation User Guide, "CloudFormation quotas": at most 200 parameters and 200 outputs in a template ' +
+      "(a nested stack gets a parameter for each value of its parent's it uses and an output for each of its values " +
+      'the parent uses)',
+    check: (template, templates = asOneFile(template)) => [
+      ...overQuota(templates, 'Parameters', TEMPLATE_QUOTAS.parameters),
+      ...overQuota(templates, 'Outputs', TEMPLATE_QUOTAS.outputs),
+    ],
   },
 ];
 
@@ -315,11 +352,17 @@ async function roleAllows(
   return result.overallResult === 'Allowed';
 }
 
-/** Every broken rule of the template, as `<rule id>: <problem>`. */
-export async function deployRuleViolations(template: CfnTemplate): Promise<string[]> {
+/**
+ * Every broken rule of the template, as `<rule id>: <problem>`. `templates`: the template files it was flattened from
+ * (CloudAssembly.templates); without them, the template is taken as the one file.
+ */
+export async function deployRuleViolations(
+  template: CfnTemplate,
+  templates: readonly AssemblyTemplate[] = asOneFile(template),
+): Promise<string[]> {
   const found: string[] = [];
   for (const rule of DEPLOY_RULES) {
-    for (const problem of await rule.check(template)) found.push(`${rule.id}: ${problem}`);
+    for (const problem of await rule.check(template, templates)) found.push(`${rule.id}: ${problem}`);
   }
   return found;
 }

@@ -6,11 +6,12 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { App, Validations } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { App, Stack, Validations } from 'aws-cdk-lib';
+import { Match, type Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { createApp, readConfig } from '../../bin/app';
 import type { AgentPlatformStack } from '../../lib/agent-platform-stack';
+import { deployedTemplate } from '../helpers/synth';
 
 const cdkJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'cdk.json'), 'utf8')) as {
   context: Record<string, unknown>;
@@ -39,7 +40,8 @@ function synthesize(context: Record<string, unknown>): Synthesized {
         JSON.parse(fs.readFileSync(report, 'utf8')) as { pluginReports: { violations: unknown[] }[] }
       ).pluginReports.flatMap((r) => r.violations)
     : [];
-  return { stack: built.stack, template: Template.fromStack(built.stack), violations };
+  // The deployed whole: the route functions' nested stacks merged into the stack's template (test/helpers/synth.ts).
+  return { stack: built.stack, template: deployedTemplate(assembly.directory), violations };
 }
 
 /** The rule ids acknowledged on a construct (Validations.acknowledge), whatever namespace CDK gives them. */
@@ -229,8 +231,8 @@ describe('the context', () => {
     expect(config({ uploadUrlTtlSeconds: '60' })).toMatchObject({ uploadUrlTtlSeconds: 60 });
     const { stack, template, violations } = synthesize({ uploadUrlTtlSeconds: '60', waf: 'off' });
     expect(violations).toEqual([]);
-    const uploadLink =
-      template.toJSON().Resources[stack.getLogicalId(stack.api.functions.UploadLink.node.defaultChild as never)];
+    const fn = stack.api.functions.UploadLink;
+    const uploadLink = template.toJSON().Resources[Stack.of(fn).getLogicalId(fn.node.defaultChild as never)];
     expect(uploadLink.Properties.Environment.Variables.UPLOAD_URL_TTL_SECONDS).toBe('60');
   });
 });

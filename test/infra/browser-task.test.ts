@@ -7,11 +7,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type CfnElement, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { createApp } from '../../bin/app';
 import type { AgentPlatformStack } from '../../lib/agent-platform-stack';
 import { ROUTES, WORKERS } from '../../lib/routes';
+import { deployedTemplate } from '../helpers/synth';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown> }>;
 interface Statement {
@@ -40,7 +40,8 @@ beforeAll(() => {
   stack = built.stack;
   // Under jest a cdk-nag finding nobody acknowledged makes synth() throw: the function and its grants pass AwsSolutions.
   assemblyDir = built.app.synth().directory;
-  resources = Template.fromStack(stack).toJSON().Resources as Resources;
+  // The deployed whole: the route functions' nested stacks merged into the stack's template (test/helpers/synth.ts).
+  resources = deployedTemplate(assemblyDir).toJSON().Resources as Resources;
   browserId = logicalId(stack.browserTask.function);
 });
 

@@ -1,6 +1,9 @@
 /**
  * The synthesized stack, checked property by property (no snapshot). The app is built the way `cdk synth` builds it
  * (bin/app.ts with cdk.json's context and the cdk-nag plugin) and synthesized once: bundling dominates the run time.
+ * The route functions are in nested stacks (one per area: lib/constructs/platform-api.ts); the checks read the
+ * deployed whole, the nested templates merged into the stack's with each parameter replaced by the value it passes
+ * (test/helpers/synth.ts, `deployedTemplate`), so a route function's grant names the table itself.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -24,6 +27,7 @@ import {
   WORKERS,
 } from '../../lib/routes';
 import { TABLES } from '../../lib/tables';
+import { deployedTemplate } from '../helpers/synth';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string }>;
 interface Statement {
@@ -62,7 +66,7 @@ beforeAll(() => {
   // as the message, so an unacknowledged finding fails every test here, loudly.
   const assembly = built.app.synth();
   validationReport = JSON.parse(fs.readFileSync(path.join(assembly.directory, 'validation-report.json'), 'utf8'));
-  template = Template.fromStack(stack);
+  template = deployedTemplate(assembly.directory);
   resources = template.toJSON().Resources as Resources;
 });
 
@@ -158,15 +162,43 @@ describe('functions', () => {
     }
   });
 
-  test('the route functions and the authorizer write to one log group, so the stack stays under 500 resources', () => {
+  test('the route functions and the authorizer write to one log group, in the parent stack', () => {
     const shared = logicalId(stack.api.functions.Health.functionLogGroup);
     for (const route of ROUTES) expect(logicalId(stack.api.functions[route.id].functionLogGroup)).toBe(shared);
     expect(logicalId(stack.api.authorizerFunction.functionLogGroup)).toBe(shared);
+    expect(Stack.of(stack.api.functions.Health.functionLogGroup)).toBe(stack);
     // The workers keep one each (their logs are few and long).
     const logGroups = Object.values(resources).filter((r) => r.Type === 'AWS::Logs::LogGroup').length;
-    const count = Object.keys(resources).length;
-    console.log(`[stack] ${count} resources of CloudFormation's 500 (${logGroups} log groups)`);
-    expect(count).toBeLessThan(500);
+    const counts = [stack, ...Object.values(stack.api.areaStacks)].map(
+      (s) => `${s.node.id} ${Object.keys(Template.fromStack(s).toJSON().Resources).length}`,
+    );
+    console.log(`[stack] resources of CloudFormation's 500 a template: ${counts.join(', ')} (${logGroups} log groups)`);
+  });
+
+  test('each route function, its role, its policy and its API permission are in the nested stack of its area', () => {
+    for (const route of ROUTES) {
+      const fn = stack.api.functions[route.id];
+      const area = stack.api.areaStacks[route.area];
+      expect([route.id, Stack.of(fn)]).toEqual([route.id, area]);
+      expect(Stack.of(fn.role as IConstruct)).toBe(area);
+    }
+    for (const area of Object.values(stack.api.areaStacks)) {
+      const nested = Template.fromStack(area);
+      const functions = Object.keys(nested.findResources('AWS::Lambda::Function')).length;
+      // A function, its role, the role's default policy and API Gateway's permission to invoke it: nothing else.
+      expect(Object.keys(nested.findResources('AWS::IAM::Role'))).toHaveLength(functions);
+      expect(Object.keys(nested.findResources('AWS::IAM::Policy'))).toHaveLength(functions);
+      expect(Object.keys(nested.findResources('AWS::Lambda::Permission'))).toHaveLength(functions);
+      expect(Object.keys(nested.toJSON().Resources)).toHaveLength(4 * functions);
+      nested.allResourcesProperties('AWS::Lambda::Permission', {
+        Principal: 'apigateway.amazonaws.com',
+        Action: 'lambda:InvokeFunction',
+      });
+    }
+    // The parent keeps the authorizer's function and no route's.
+    const parentFunctions = Object.keys(Template.fromStack(stack).findResources('AWS::Lambda::Function'));
+    expect(parentFunctions).toContain(logicalId(stack.api.authorizerFunction));
+    for (const route of ROUTES) expect(parentFunctions).not.toContain(logicalId(stack.api.functions[route.id]));
   });
 
   test('function log groups keep logs for one month', () => {
@@ -674,13 +706,13 @@ describe('generate model', () => {
     const { stack: withModel } = createApp({
       context: { ...cdkJson.context, generateModelId: 'amazon.nova-lite-v1:0' },
     });
-    const json = Template.fromStack(withModel).toJSON();
-    const invoking = Object.entries(json.Resources as Resources).filter(
-      ([, r]) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('bedrock:InvokeModel'),
-    );
-    const generateRole = Stack.of(withModel).getLogicalId(
-      withModel.api.functions.GenerateFromKnowledgeBase.role?.node.defaultChild as CfnElement,
-    );
+    // The functions that may invoke it are route functions: every nested stack's template, and the parent's.
+    const generate = withModel.api.functions.GenerateFromKnowledgeBase;
+    expect(Stack.of(generate)).toBe(withModel.api.areaStacks.knowledge);
+    const invoking = [withModel, ...Object.values(withModel.api.areaStacks)]
+      .flatMap((s) => Object.entries(Template.fromStack(s).toJSON().Resources as Resources))
+      .filter(([, r]) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('bedrock:InvokeModel'));
+    const generateRole = Stack.of(generate).getLogicalId(generate.role?.node.defaultChild as CfnElement);
     const rolesAllowed = invoking.map(([, r]) => JSON.stringify(r.Properties.Roles));
     expect(rolesAllowed.filter((roles) => roles.includes(generateRole))).toHaveLength(1);
     expect(JSON.stringify(invoking)).toContain('foundation-model/amazon.nova-lite-v1:0');

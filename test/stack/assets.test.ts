@@ -61,14 +61,14 @@ test('the functions that ingest into Bedrock carry the Bedrock Agent client; the
     expect([prefix, code.includes('require("@aws-sdk/client-bedrock-agent")')]).toEqual([prefix, false]);
     expect([prefix, code.includes('require("@aws-sdk/client-dynamodb")')]).toEqual([prefix, true]);
   }
-  const query = handlerFile('PlatformApiQueryKnowledgeBaseFunction');
+  const query = handlerFile('QueryKnowledgeBaseFunction');
   expect(query.includes('require("@aws-sdk/client-bedrock-agent-runtime")')).toBe(true);
   expect(query.includes('"IngestKnowledgeBaseDocuments"')).toBe(false);
 });
 
 describe('what the checks catch (on a copy of a function entry)', () => {
   const uploadLink = () => {
-    const fn = nodeFunctions(assemblies.default).find((f) => f.logicalId.startsWith('PlatformApiUploadLinkFunction'));
+    const fn = nodeFunctions(assemblies.default).find((f) => f.logicalId.startsWith('UploadLinkFunction'));
     if (!fn) throw new Error('no UploadLink function in the template');
     return fn;
   };

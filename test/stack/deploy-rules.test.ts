@@ -7,11 +7,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CfnTemplate } from '../../lib/stack-check/cloud-assembly';
 import { DEPLOY_RULES, deployRuleViolations } from '../../lib/stack-check/deploy-rules';
+import type { AssemblyTemplate } from '../../lib/stack-check/nested-stacks';
 import { engineNames } from '../../lib/stack-check/stack-runner';
 import { synthesizeUnbundled } from '../helpers/synth';
 import { MUTATIONS } from './mutations';
 
 const templates: Record<string, CfnTemplate> = {};
+/** Each variant's template files as synthesized: the stack's own and its nested stacks'. */
+const files: Record<string, readonly AssemblyTemplate[]> = {};
 
 beforeAll(() => {
   for (const [variant, context] of [
@@ -20,12 +23,14 @@ beforeAll(() => {
   ] as const) {
     const synthesized = synthesizeUnbundled(context);
     templates[variant] = synthesized.template.toJSON() as CfnTemplate;
+    files[variant] = synthesized.templates;
     synthesized.dispose();
   }
 }, 120_000);
 
 test.each(['default', 'knowledgeIndex=dynamodb'])('the %s stack breaks none of the deploy rules', async (variant) => {
-  expect(await deployRuleViolations(templates[variant])).toEqual([]);
+  expect(files[variant].length).toBeGreaterThan(1);
+  expect(await deployRuleViolations(templates[variant], files[variant])).toEqual([]);
   expect(() => engineNames(templates[variant].Resources)).not.toThrow();
   console.log(
     `[deploy-rules] ${variant}: ${DEPLOY_RULES.length} rules hold: ${DEPLOY_RULES.map((r) => r.id).join(', ')}`,
@@ -61,6 +66,26 @@ describe.each(['default', 'knowledgeIndex=dynamodb'])('mutations of the %s stack
     expect(engineNames(copy.Resources).notificationFilter).toEqual({ prefix: 'incoming/', suffix: undefined });
   });
 });
+
+test.each([
+  ['Resources', 500, /^template-resource-count: \S+\.nested\.template\.json declares 501 resources \(at most 500\)$/],
+  ['Parameters', 200, /^template-parameter-and-output-count: \S+\.nested\.template\.json declares 201 parameters/],
+  ['Outputs', 200, /^template-parameter-and-output-count: \S+\.nested\.template\.json declares 201 outputs/],
+] as const)(
+  'a nested template with one more of its %s than CloudFormation takes is reported, alone',
+  async (section, quota, expected) => {
+    const copies = structuredClone(files.default) as AssemblyTemplate[];
+    const nested = copies[1].template as unknown as Record<string, Record<string, unknown>>;
+    const entries = { ...(nested[section] ?? {}) };
+    const sample = Object.values(entries)[0];
+    for (let i = Object.keys(entries).length; i <= quota; i += 1) entries[`Padding${i}`] = sample;
+    nested[section] = entries;
+    // The flattened whole is unchanged and well under any quota: only the count of each file breaks it.
+    const found = await deployRuleViolations(templates.default, copies);
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(expected);
+  },
+);
 
 test('docs/stack-check.md lists every deploy rule and every mutation', () => {
   const page = readFileSync(join(__dirname, '..', '..', 'docs', 'stack-check.md'), 'utf8');

@@ -31,7 +31,7 @@ beforeAll(() => {
 
 /** nodeFunctions needs an assembly folder only for asset paths, which IAM does not use. */
 const functionsOf = (template: CfnTemplate): TemplateFunction[] =>
-  nodeFunctions({ directory: '/unused', templateFile: '/unused', template });
+  nodeFunctions({ directory: '/unused', templateFile: '/unused', template, templates: [] });
 
 function functionNamed(template: CfnTemplate, prefix: string): TemplateFunction {
   const fn = functionsOf(template).find((f) => f.logicalId.startsWith(prefix));
@@ -64,7 +64,7 @@ describe.each(['default', 'knowledgeIndex=dynamodb'])('grants of the %s stack', 
 
 test('a grant on "*" of an action with resource-level permissions is reported', async () => {
   const copy = structuredClone(templates.default);
-  const fn = functionNamed(copy, 'PlatformApiHealth');
+  const fn = functionNamed(copy, 'HealthFunction');
   const policy = Object.entries(copy.Resources).find(
     ([, r]) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties?.Roles).includes(fn.roleLogicalId),
   );
@@ -90,11 +90,7 @@ describe('a call is checked against the role of the function that makes it', () 
   const tableArn = (prefix: string) => names().arn(tableLogicalId(template(), prefix));
 
   test('UploadLink may write its upload session and sign a PUT of an object, and nothing in the tokens table', async () => {
-    const permissions = new FunctionPermissions(
-      template(),
-      functionNamed(template(), 'PlatformApiUploadLink'),
-      names(),
-    );
+    const permissions = new FunctionPermissions(template(), functionNamed(template(), 'UploadLinkFunction'), names());
     await permissions.check('dynamodb:PutItem', tableArn('DataUploadsTable'));
     await permissions.check('s3:PutObject', `${names().arn(bucketId(template()))}/agent/kb/doc/file.pdf`);
     await expect(permissions.check('dynamodb:PutItem', tableArn('DataTokensTable'))).rejects.toBeInstanceOf(
@@ -104,11 +100,7 @@ describe('a call is checked against the role of the function that makes it', () 
   });
 
   test('a call of a service the request mapping does not know is refused and recorded, not let through', async () => {
-    const permissions = new FunctionPermissions(
-      template(),
-      functionNamed(template(), 'PlatformApiUploadLink'),
-      names(),
-    );
+    const permissions = new FunctionPermissions(template(), functionNamed(template(), 'UploadLinkFunction'), names());
     // What lambda-child.cjs makes of a request it cannot read: the service and the path, on '*'.
     await expect(permissions.check('unknown:/2015-03-31/something', '*')).rejects.toThrow(/NotEvaluated|Denied/);
     expect(permissions.calls).toEqual([{ action: 'unknown:/2015-03-31/something', resource: '*', allowed: false }]);
@@ -131,7 +123,7 @@ describe('a call is checked against the role of the function that makes it', () 
 
   test('a statement deleted from a copy of the template refuses the call it allowed, naming function, action and resource', async () => {
     const copy = structuredClone(template());
-    const fn = functionNamed(copy, 'PlatformApiUploadLink');
+    const fn = functionNamed(copy, 'UploadLinkFunction');
     const uploads = tableLogicalId(copy, 'DataUploadsTable');
     const resource = `arn:aws:dynamodb:${SYNTHETIC_REGION}:${SYNTHETIC_ACCOUNT}:table/${uploads}`;
     await new FunctionPermissions(copy, fn, new ResourceNames(copy)).check('dynamodb:PutItem', resource);

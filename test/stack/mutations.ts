@@ -71,7 +71,7 @@ export const MUTATIONS: readonly Mutation[] = [
     change: "the upload functions' bucket grant lists s3:PutObject but not s3:PutObjectTagging",
     caughtBy: 'IAM replay',
     apply: (t) => {
-      for (const fn of ['PlatformApiUploadLinkFunction', 'PlatformApiUploadCompleteFunction']) {
+      for (const fn of ['UploadLinkFunction', 'UploadCompleteFunction']) {
         withoutAction(t, fn, 's3:PutObjectTagging');
       }
     },
@@ -160,8 +160,8 @@ export const MUTATIONS: readonly Mutation[] = [
     id: 'table-write-grant-removed',
     change: "upload-link's role loses dynamodb:PutItem",
     caughtBy: 'IAM replay',
-    apply: (t) => withoutAction(t, 'PlatformApiUploadLinkFunction', 'dynamodb:PutItem'),
-    expected: /PlatformApiUploadLinkFunction.* dynamodb:PutItem /,
+    apply: (t) => withoutAction(t, 'UploadLinkFunction', 'dynamodb:PutItem'),
+    expected: /UploadLinkFunction.* dynamodb:PutItem /,
   },
   {
     id: 'index-grant-removed',
@@ -169,7 +169,7 @@ export const MUTATIONS: readonly Mutation[] = [
     caughtBy: 'IAM replay',
     apply: (t) => {
       let removed = 0;
-      for (const statement of statementsOf(t, 'PlatformApiListDocumentsFunction')) {
+      for (const statement of statementsOf(t, 'ListDocumentsFunction')) {
         const resources = statement.Resource as Json[];
         if (!Array.isArray(resources)) continue;
         const kept = resources.filter((r) => !JSON.stringify(r).includes('/index/*'));
@@ -178,7 +178,7 @@ export const MUTATIONS: readonly Mutation[] = [
       }
       if (removed === 0) throw new Error('no /index/* grant on the document list');
     },
-    expected: /PlatformApiListDocumentsFunction.* dynamodb:Query .*\/index\//,
+    expected: /ListDocumentsFunction.* dynamodb:Query .*\/index\//,
   },
   {
     id: 'user-pool-grant-on-a-wrong-pool',
@@ -187,11 +187,11 @@ export const MUTATIONS: readonly Mutation[] = [
     apply: (t) =>
       regranted(
         t,
-        'PlatformApiInviteMemberFunction',
+        'InviteMemberFunction',
         'cognito-idp:AdminCreateUser',
         'arn:aws:cognito-idp:us-east-1:000000000000:userpool/another',
       ),
-    expected: /PlatformApiInviteMemberFunction.* cognito-idp:AdminCreateUser /,
+    expected: /InviteMemberFunction.* cognito-idp:AdminCreateUser /,
   },
   {
     id: 'browser-invoke-grant-on-a-wrong-arn',
@@ -200,11 +200,11 @@ export const MUTATIONS: readonly Mutation[] = [
     apply: (t) =>
       regranted(
         t,
-        'PlatformApiInvokeWebhookFunction',
+        'InvokeWebhookFunction',
         'lambda:InvokeFunction',
         'arn:aws:lambda:us-east-1:000000000000:function:BrowserTaskOld',
       ),
-    expected: /PlatformApiInvokeWebhookFunction.* lambda:InvokeFunction .*BrowserTask/,
+    expected: /InvokeWebhookFunction.* lambda:InvokeFunction .*BrowserTask/,
   },
   {
     id: 'processor-ingest-grant-removed',
@@ -235,7 +235,7 @@ export const MUTATIONS: readonly Mutation[] = [
     change: "upload-link's UPLOADS_TABLE spelt UPLOAD_TABLE",
     caughtBy: 'asset check',
     apply: (t) => {
-      const [, fn] = only(t, 'PlatformApiUploadLinkFunction', 'AWS::Lambda::Function');
+      const [, fn] = only(t, 'UploadLinkFunction', 'AWS::Lambda::Function');
       const variables = (fn.Environment as { Variables: Props }).Variables;
       if (!('UPLOADS_TABLE' in variables)) throw new Error('upload-link has no UPLOADS_TABLE');
       variables.UPLOAD_TABLE = variables.UPLOADS_TABLE;

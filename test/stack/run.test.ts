@@ -200,7 +200,7 @@ describe('the synthesized stack, run from its assets', () => {
     const report = await stack.report();
     expect(report.denials).toEqual([]);
     for (const route of ['SignUp', 'InviteMember', 'ListMembers', 'RemoveMember', 'GetMe']) {
-      expect(Object.keys(report.invocations).some((id) => id.startsWith(`PlatformApi${route}Function`))).toBe(true);
+      expect(Object.keys(report.invocations).some((id) => id.startsWith(`${route}Function`))).toBe(true);
     }
   });
 
@@ -280,7 +280,7 @@ describe('the synthesized stack, run from its assets', () => {
 test('a grant removed from the template fails the call with AccessDenied naming function, action and resource', async () => {
   const copy = structuredClone(assembly.template);
   const uploadLink = nodeFunctions({ ...assembly, template: copy }).find((f) =>
-    f.logicalId.startsWith('PlatformApiUploadLinkFunction'),
+    f.logicalId.startsWith('UploadLinkFunction'),
   );
   if (!uploadLink) throw new Error('no UploadLink function');
   const uploads = Object.keys(copy.Resources).find(
@@ -319,7 +319,7 @@ test('a grant removed from the template fails the call with AccessDenied naming 
 }, 60_000);
 
 test('an environment variable removed from the template fails the function that needs it, naming the variable', async () => {
-  const copy = templateWith('PlatformApiUploadLinkFunction', 'AWS::Lambda::Function', (p) => {
+  const copy = templateWith('UploadLinkFunction', 'AWS::Lambda::Function', (p) => {
     const variables = (p.Environment as { Variables: Record<string, Json> }).Variables;
     expect(variables.UPLOADS_TABLE).toBeDefined();
     delete variables.UPLOADS_TABLE;
@@ -333,7 +333,7 @@ test('an environment variable removed from the template fails the function that 
     });
     expect(link.status).toBe(500);
     const { output } = await stack.report();
-    const uploadLink = Object.keys(output).find((id) => id.startsWith('PlatformApiUploadLinkFunction')) as string;
+    const uploadLink = Object.keys(output).find((id) => id.startsWith('UploadLinkFunction')) as string;
     expect(output[uploadLink]).toContain('Missing configuration: environment variable UPLOADS_TABLE');
   } finally {
     await stack.stop();
@@ -380,7 +380,7 @@ test('mutation environment-variable-misspelt is caught: the asset check names th
   const copy = structuredClone(assembly.template);
   misspelt.apply(copy);
   const uploadLink = nodeFunctions({ ...assembly, template: copy }).find((f) =>
-    f.logicalId.startsWith('PlatformApiUploadLinkFunction'),
+    f.logicalId.startsWith('UploadLinkFunction'),
   );
   if (!uploadLink) throw new Error('no UploadLink function');
   expect(unusedEnvironmentVariables(uploadLink).filter((name) => misspelt.expected.test(name))).toHaveLength(1);
@@ -391,7 +391,7 @@ test('mutation environment-variable-misspelt is caught: the asset check names th
 test('a run past its request budget is handed over: the flow runner takes it from its queue and completes it', async () => {
   // FLOW_SYNC_BUDGET_MS=1 on the webhook function (20 s in the stack): the run is handed over before its first node.
   const copy = structuredClone(assembly.template);
-  const [, webhook] = only(copy, 'PlatformApiInvokeWebhookFunction', 'AWS::Lambda::Function');
+  const [, webhook] = only(copy, 'InvokeWebhookFunction', 'AWS::Lambda::Function');
   (webhook.Environment as { Variables: Record<string, Json> }).Variables.FLOW_SYNC_BUDGET_MS = '1';
   const stack = await started(copy);
   try {
