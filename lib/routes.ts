@@ -538,6 +538,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   },
   {
     id: 'GetSessionTrace',
+    area: 'flows',
     method: 'GET',
     path: '/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}/trace',
     handler: http('flows/get-session-trace'),

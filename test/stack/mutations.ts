@@ -223,12 +223,11 @@ export const MUTATIONS: readonly Mutation[] = [
     apply: (t) =>
       regranted(
         t,
-        'PlatformApiGenerateFromKnowledgeBaseFunction',
+        'GenerateFromKnowledgeBaseFunction',
         'bedrock:InvokeModel',
         'arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-text-lite-v1',
       ),
-    expected:
-      /PlatformApiGenerateFromKnowledgeBaseFunction\S* bedrock:InvokeModel .*foundation-model\/amazon\.nova-lite-v1:0/,
+    expected: /GenerateFromKnowledgeBaseFunction\S* bedrock:InvokeModel .*foundation-model\/amazon\.nova-lite-v1:0/,
   },
   {
     id: 'environment-variable-misspelt',
