@@ -227,14 +227,19 @@ describe('runs', () => {
       'Apologise: order B-2 is delayed. Write to help@acme.test for help.',
     ]);
 
-    const recorded = await events(shipped.body.sessionId);
-    expect(recorded.map((e) => e.eventName)).toEqual([
+    const all = await events(shipped.body.sessionId);
+    // Each node's start, and its end (node_result: how it ended and the edge it took: docs/flows.md, "The trace").
+    expect(all.map((e) => e.eventName)).toEqual([
       'invocation_start',
-      'node_execution',
-      'node_execution',
-      'node_execution',
-      'node_execution',
+      ...Array.from({ length: 4 }).flatMap(() => ['node_execution', 'node_result']),
     ]);
+    expect(all.filter((e) => e.eventName === 'node_result').map((e) => e.payload.edge)).toEqual([
+      { to: 'Lookup', reason: 'stepForward' },
+      { to: 'Route', reason: 'stepForward' },
+      { to: 'Shipped', reason: 'when tools.Lookup.status equals "shipped"' },
+      { to: null, reason: 'no edge leaves this node: the flow ends' },
+    ]);
+    const recorded = all.filter((e) => e.eventName !== 'node_result');
     expect(recorded[0].payload).toMatchObject({
       triggerName: 'Start',
       triggerType: 'webhook',
@@ -461,7 +466,7 @@ describe('bounded state and failures', () => {
     const recorded = await eventsOfAgent(boundsAgent, sessionId);
     expect(recorded.map((e) => e.eventName)).toEqual([
       'invocation_start',
-      ...Array(13).fill('node_execution'),
+      ...Array.from({ length: 13 }).flatMap(() => ['node_execution', 'node_result']),
       'invocation_error',
     ]);
     expect(recorded.at(-1)?.payload).toEqual({
