@@ -8,12 +8,20 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { type CorsPolicy, parseCorsAllowedOrigins } from '#shared/cors';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
 import { DEFAULT_RATE_LIMIT_PER_5_MINUTES } from '../lib/constructs/api-firewall';
+import { bedrockModel, MODEL_ID } from '../lib/constructs/bedrock-models';
+
+/** Bedrock models one deployment may list: each adds its ARNs to every flow function's policy. */
+const MAX_MODELS = 10;
 
 export interface AppConfig {
   /** Deployment stage: the API Gateway stage name and a tag; one stack per stage and account. */
   readonly stage: string;
-  /** `-c generateModelId=amazon.nova-lite-v1:0`: the Bedrock model generate answers with; unset, extractive. */
-  readonly generateModelId?: string;
+  /**
+   * `-c models=amazon.nova-lite-v1:0,us.anthropic.claude-3-5-haiku-20241022-v1:0`: the Bedrock models and
+   * cross-Region inference profiles the flows and generate may call, the first the default (README, "Models").
+   * `-c generateModelId=<id>` is the same as a list of one. Unset: none (generate extractive, flows offline).
+   */
+  readonly models: readonly string[];
   /** `-c knowledgeIndex=dynamodb`: a DynamoDB chunk table instead of Bedrock knowledge bases (for LocalStack). */
   readonly knowledgeIndex: 'bedrock' | 'dynamodb';
   /** `-c waf=off` leaves the WAF web ACL out of the stack; on by default. */
@@ -52,12 +60,27 @@ export function readConfig(app: App): AppConfig {
     throw new Error(`Invalid context stage=${JSON.stringify(stage)}: expected lower-case letters, digits and dashes`);
   }
   const generateModelId: unknown = app.node.tryGetContext('generateModelId');
-  if (
-    generateModelId !== undefined &&
-    (typeof generateModelId !== 'string' || !/^[a-z0-9.:-]{3,100}$/.test(generateModelId))
-  ) {
+  if (generateModelId !== undefined && (typeof generateModelId !== 'string' || !MODEL_ID.test(generateModelId))) {
     throw new Error(`Invalid context generateModelId=${JSON.stringify(generateModelId)}: expected a Bedrock model id`);
   }
+  const rawModels: unknown = app.node.tryGetContext('models');
+  if (rawModels !== undefined && generateModelId !== undefined) {
+    throw new Error('Invalid context: give models or generateModelId, not both (generateModelId=x is models=x)');
+  }
+  const models = rawModels === undefined ? (generateModelId === undefined ? [] : [generateModelId]) : rawModels;
+  const modelList = typeof models === 'string' ? models.split(',').map((m) => m.trim()) : models;
+  if (
+    !Array.isArray(modelList) ||
+    modelList.length > MAX_MODELS ||
+    new Set(modelList).size !== modelList.length ||
+    modelList.some((m) => typeof m !== 'string' || !MODEL_ID.test(m))
+  ) {
+    throw new Error(
+      `Invalid context models=${JSON.stringify(rawModels)}: expected up to ${MAX_MODELS} distinct Bedrock model or ` +
+        'inference profile ids, comma-separated, the default first',
+    );
+  }
+  for (const id of modelList as string[]) bedrockModel(id);
   const knowledgeIndex: unknown = app.node.tryGetContext('knowledgeIndex') ?? 'bedrock';
   if (knowledgeIndex !== 'bedrock' && knowledgeIndex !== 'dynamodb') {
     throw new Error(`Invalid context knowledgeIndex=${JSON.stringify(knowledgeIndex)}: expected bedrock or dynamodb`);
@@ -115,7 +138,7 @@ export function readConfig(app: App): AppConfig {
     waf: waf === 'on' || waf === true,
     console: consoleSite === 'on' || consoleSite === true,
     wafRateLimit,
-    ...(generateModelId ? { generateModelId } : {}),
+    models: modelList as string[],
     ...(uploadUrlTtlSeconds !== undefined ? { uploadUrlTtlSeconds } : {}),
   };
 }
@@ -128,7 +151,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     stackName: `agent-platform-${config.stage}`,
     description: `Agent platform (${config.stage}): knowledge documents and dashboard API`,
     stage: config.stage,
-    generateModelId: config.generateModelId,
+    models: config.models,
     knowledgeIndex: config.knowledgeIndex,
     waf: config.waf,
     wafRateLimit: config.wafRateLimit,

@@ -26,8 +26,11 @@ const MAX_ARCHIVE_BYTES = 256 * 1024 * 1024;
 export interface AgentPlatformStackProps extends StackProps {
   /** Deployment stage (`dev`, `prod`, ...): the API Gateway stage name. */
   readonly stage: string;
-  /** Bedrock model id for generate (Converse), e.g. `amazon.nova-lite-v1:0`; unset: extractive answers. */
-  readonly generateModelId?: string;
+  /**
+   * The Bedrock models and inference profiles the flows and generate may call, the default first (README,
+   * "Models"); none: generate answers extractively and flows run on the offline model.
+   */
+  readonly models?: readonly string[];
   /**
    * Where chunks are indexed: `bedrock` (default), a Bedrock knowledge base per environment over S3 Vectors; or
    * `dynamodb`, a chunk table ranked with BM25 by the functions, for deployments without Bedrock (LocalStack).
@@ -89,7 +92,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       documentsBucket: this.storage.bucket,
       processingQueue: this.storage.queue,
       knowledgeIndex: this.knowledgeIndex,
-      generateModelId: props.generateModelId,
+      models: props.models ?? [],
     };
     this.browserTask = new BrowserTask(this, 'BrowserTask', { resources: stateful });
     this.flowRunner = new FlowRunner(this, 'FlowRunner', {

@@ -43,8 +43,11 @@ export interface ResourceAccess {
   readonly flowRunQueue?: 'send';
   /** Query the knowledge index (Bedrock Retrieve / RetrieveAndGenerate in AWS). */
   readonly knowledgeIndex?: 'retrieve';
-  /** Invoke the generate model (Bedrock Converse), when the stack is given one. */
-  readonly model?: 'invoke';
+  /**
+   * `invoke`: call the deployment's Bedrock models (`-c models`: the default as BEDROCK_GENERATE_MODEL_ID, and
+   * bedrock:InvokeModel on each); `list`: know them only (BEDROCK_MODELS), to list them and check definitions.
+   */
+  readonly model?: 'invoke' | 'list';
   /** Run browser tasks in the BrowserTask function (Lambda Invoke); it gets BROWSER_DRIVER=lambda. */
   readonly browserTask?: 'invoke';
   /**
@@ -493,7 +496,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: `${DEFINITION}`,
     handler: http('flows/put-definition'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read', agentDefinitions: 'readWrite' } },
+    access: { tables: { agents: 'read', agentDefinitions: 'readWrite' }, model: 'list' },
     summary: "Validate and store an agent's definition (its flows, tools and variables) in one environment",
   },
   {
@@ -513,7 +516,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: `${DEFINITION}/validate`,
     handler: http('flows/validate-definition'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read' } },
+    access: { tables: { agents: 'read' }, model: 'list' },
     summary: 'Check a definition without storing it: every problem at once, with its flow, node, field and rule',
   },
   {
@@ -535,6 +538,16 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     scope: 'dashboard',
     access: { tables: { agents: 'read', sessions: 'read' } },
     summary: 'A session: status, memory, messages, node outputs and AI messages',
+  },
+  {
+    id: 'ListModels',
+    area: 'flows',
+    method: 'GET',
+    path: '/dashboard/models',
+    handler: http('flows/list-models'),
+    scope: 'dashboard',
+    access: { model: 'list' },
+    summary: 'The models this deployment may call (Bedrock, OpenAI-compatible, offline), the default marked',
   },
   {
     id: 'GetSessionTrace',

@@ -9,6 +9,7 @@ import type { SessionStore } from '#ports/flows';
 import { config, positiveInteger } from '#shared/config';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { agentsStore, clock } from './container';
+import { bedrockModelsFromEnv } from './model-catalog';
 import { once } from './once';
 
 export const definitionStore = once(
@@ -34,4 +35,7 @@ export const definitionContainer = {
     return sessionStore();
   },
   clock: clock,
+  get bedrockModels() {
+    return bedrockModelsFromEnv();
+  },
 } satisfies DefinitionDeps & { sessions: SessionStore };

@@ -13,6 +13,7 @@ import type { IConstruct } from 'constructs';
 import { ATTACHMENTS_PREFIX } from '#core/flows/attachments';
 import { RESOURCE_ENV, type ResourceAccess, SINGLE_WRITE_OF, type TableAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
+import { bedrockModel, modelArns } from './bedrock-models';
 import type { KnowledgeIndexBackend } from './knowledge-index';
 import type { PeopleAccounts } from './people';
 
@@ -25,8 +26,11 @@ export interface PlatformResources {
   readonly flowRunQueue?: IQueue;
   /** The knowledge index (Bedrock, or the chunk table on LocalStack); routes with `knowledgeIndex: 'retrieve'` query it. */
   readonly knowledgeIndex?: KnowledgeIndexBackend;
-  /** Bedrock model id generate answers with; without it generate is extractive (no model call). */
-  readonly generateModelId?: string;
+  /**
+   * The Bedrock models and inference profiles the platform may call, the default first (bedrock-models.ts); empty:
+   * generate is extractive and flows run on the offline model (no model call).
+   */
+  readonly models: readonly string[];
   /** The BrowserTask function (lib/constructs/browser-task.ts); functions with `browserTask: 'invoke'` invoke it. */
   readonly browserTask?: IFunction;
   /** People's accounts (lib/constructs/people.ts); functions with `people` get its ids, `manage` its admin calls. */
@@ -45,7 +49,12 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = resources.processingQueue.queueUrl;
   if (access.flowRunQueue) environment[RESOURCE_ENV.flowRunQueue] = requireFlowRunQueue(resources).queueUrl;
   if (access.knowledgeIndex) Object.assign(environment, requireIndex(resources).environment());
-  if (access.model && resources.generateModelId) environment.BEDROCK_GENERATE_MODEL_ID = resources.generateModelId;
+  // The default answers generate and every node without llmConfig; the list bounds what a definition may name
+  // (empty: no Bedrock model at all), read where definitions are checked and models listed.
+  if (access.model === 'invoke' && resources.models.length > 0) {
+    environment.BEDROCK_GENERATE_MODEL_ID = resources.models[0];
+  }
+  if (access.model === 'list') environment.BEDROCK_MODELS = resources.models.join(',');
   if (access.people) {
     const people = requirePeople(resources);
     if (access.people !== 'signUpMode') {
@@ -118,20 +127,17 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
     requirePeople(resources).userPool.grant(fn, 'cognito-idp:AdminCreateUser');
   }
   if (access.knowledgeIndex === 'retrieve') requireIndex(resources).grantRetrieve(fn);
-  if (access.model === 'invoke' && resources.generateModelId) {
-    fn.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['bedrock:InvokeModel'],
-        resources: [
-          Stack.of(fn).formatArn({
-            service: 'bedrock',
-            account: '',
-            resource: 'foundation-model',
-            resourceName: resources.generateModelId,
-          }),
-        ],
-      }),
-    );
+  if (access.model === 'invoke' && resources.models.length > 0) {
+    const arns = [...new Set(resources.models.flatMap((id) => modelArns(Stack.of(fn), id)))];
+    fn.addToRolePolicy(new PolicyStatement({ actions: ['bedrock:InvokeModel'], resources: arns }));
+    for (const model of resources.models.map(bedrockModel).filter((m) => m.destinations === '*')) {
+      Validations.of(fn).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/${model.model}]`,
+        reason:
+          `The global inference profile ${model.id} routes to ${model.model} in any commercial Region, and Bedrock ` +
+          'checks the caller may invoke that model there: the model is named, the Region cannot be.',
+      });
+    }
   }
 }
 

@@ -26,8 +26,9 @@ import {
   type TableName,
   WORKERS,
 } from '../../lib/routes';
+import { type Json, ResourceNames, resolveIntrinsics } from '../../lib/stack-check/cloud-assembly';
 import { TABLES } from '../../lib/tables';
-import { deployedTemplate } from '../helpers/synth';
+import { deployedTemplate, synthesizeUnbundled } from '../helpers/synth';
 
 type Resources = Record<string, { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string }>;
 interface Statement {
@@ -216,6 +217,8 @@ describe('functions', () => {
       ...(route.access.processingQueue ? [RESOURCE_ENV.processingQueue] : []),
       ...(route.access.flowRunQueue ? [RESOURCE_ENV.flowRunQueue] : []),
       ...(route.access.knowledgeIndex ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
+      // The deployment's Bedrock models (none in this synth: an empty list), where definitions are checked.
+      ...(route.access.model === 'list' ? ['BEDROCK_MODELS'] : []),
       ...(route.access.browserTask ? ['BROWSER_DRIVER', RESOURCE_ENV.browserTask] : []),
       ...(route.access.people && route.access.people !== 'signUpMode'
         ? ['COGNITO_CLIENT_ID', 'COGNITO_USER_POOL_ID']
@@ -716,6 +719,70 @@ describe('generate model', () => {
     const rolesAllowed = invoking.map(([, r]) => JSON.stringify(r.Properties.Roles));
     expect(rolesAllowed.filter((roles) => roles.includes(generateRole))).toHaveLength(1);
     expect(JSON.stringify(invoking)).toContain('foundation-model/amazon.nova-lite-v1:0');
+  });
+
+  test('with a models list, each flow function may invoke exactly those, in the form Bedrock checks each', () => {
+    const models = [
+      'amazon.nova-lite-v1:0',
+      'eu.anthropic.claude-3-7-sonnet-20250219-v1:0',
+      'global.anthropic.claude-sonnet-4-5-20250929-v1:0',
+    ];
+    // Under jest an unacknowledged cdk-nag finding throws at synth: the global profile's `*` Region is acknowledged.
+    const synth = synthesizeUnbundled({ models: models.join(',') });
+    try {
+      expect(synth.violations).toEqual([]);
+      const webhook = synth.stack.api.functions.InvokeWebhook;
+      const role = Stack.of(webhook).getLogicalId(webhook.role?.node.defaultChild as CfnElement);
+      const statements = Object.values(Template.fromStack(Stack.of(webhook)).toJSON().Resources as Resources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(`"${role}"`))
+        .flatMap(
+          (r) => (r.Properties.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }).Statement,
+        )
+        .filter((s) => s.Action === 'bedrock:InvokeModel');
+      expect(statements).toHaveLength(1);
+      // The ARNs as a deploy in us-east-1, account 000000000000, resolves them (the stack-check's resolver).
+      const names = new ResourceNames({ Resources: {} });
+      const arns = (statements[0].Resource as Json[]).map((arn) => resolveIntrinsics(arn, names));
+      expect(arns.sort()).toEqual(
+        [
+          'arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-lite-v1:0',
+          'arn:aws:bedrock:us-east-1:000000000000:inference-profile/eu.anthropic.claude-3-7-sonnet-20250219-v1:0',
+          ...[
+            'eu-central-1',
+            'eu-central-2',
+            'eu-north-1',
+            'eu-south-1',
+            'eu-south-2',
+            'eu-west-1',
+            'eu-west-2',
+            'eu-west-3',
+          ].map((region) => `arn:aws:bedrock:${region}::foundation-model/anthropic.claude-3-7-sonnet-20250219-v1:0`),
+          'arn:aws:bedrock:us-east-1:000000000000:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0',
+          'arn:aws:bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0',
+        ].sort(),
+      );
+      // The default answers generate and flows; the list bounds what a stored definition may name.
+      const variablesOf = (fn: typeof webhook) =>
+        (
+          (Template.fromStack(Stack.of(fn)).toJSON().Resources as Resources)[
+            Stack.of(fn).getLogicalId(fn.node.defaultChild as CfnElement)
+          ].Properties.Environment as { Variables: Record<string, unknown> }
+        ).Variables;
+      expect(variablesOf(webhook)).toMatchObject({ BEDROCK_GENERATE_MODEL_ID: 'amazon.nova-lite-v1:0' });
+      expect(variablesOf(synth.stack.api.functions.PutAgentDefinition)).toMatchObject({
+        BEDROCK_MODELS: models.join(','),
+      });
+    } finally {
+      synth.dispose();
+    }
+  });
+
+  test('models and generateModelId together, an id that is no model id, or a repeated one stop the synth', () => {
+    const config = (context: Record<string, unknown>) => () =>
+      createApp({ context: { ...cdkJson.context, ...context } });
+    expect(config({ models: 'a.b:0', generateModelId: 'a.b:0' })).toThrow(/models or generateModelId, not both/);
+    expect(config({ models: 'Amazon Nova' })).toThrow(/Invalid context models/);
+    expect(config({ models: 'amazon.nova-lite-v1:0,amazon.nova-lite-v1:0' })).toThrow(/Invalid context models/);
   });
 });
 

@@ -410,6 +410,18 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body, f) => expect(body.sessionId).toBe(f.sessionId),
   },
+  ListModels: {
+    request: () => ({}),
+    success: 200,
+    // The deployment's models, the same for every organization and token: nothing of anyone's.
+    otherOrg: { status: 200, check: (body) => expect(ids(body, 'id')).toContain('offline') },
+    restricted: {
+      addresses: 'organization',
+      status: 200,
+      check: (body) => expect(ids(body, 'id')).toContain('offline'),
+    },
+    check: (body) => expect(ids(body, 'id')).toContain('offline'),
+  },
   GetSessionTrace: {
     request: (f) => ({ params: { ...envPath(f), sessionId: f.sessionId } }),
     success: 200,

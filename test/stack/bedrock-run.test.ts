@@ -1,6 +1,6 @@
 /**
- * The default variant, as a plain `cdk deploy -c generateModelId=…` deploys it (Bedrock knowledge bases, a Bedrock
- * generate model), run from its cloud assembly with its Bedrock calls served by the stand-in
+ * The default variant, as `cdk deploy -c models=<a foundation model>,<an inference profile>` deploys it (Bedrock
+ * knowledge bases, Bedrock models for generate and the flows), run from its cloud assembly with its Bedrock calls served by the stand-in
  * (lib/stack-check/bedrock-stand-in.ts): the bundled bedrock-agent client of the processor and the runtime's HTTP/2
  * clients each reach it under their function's own path, where the function's role is checked. The HTTP suites run
  * through this variant too (scripts/test-stack-suites.ts, without a model); what only this file shows is Converse,
@@ -9,12 +9,21 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type CloudAssembly, type Json, synthesizeCloudAssembly } from '../../lib/stack-check/cloud-assembly';
+import {
+  type CloudAssembly,
+  type Json,
+  nodeFunctions,
+  ResourceNames,
+  synthesizeCloudAssembly,
+} from '../../lib/stack-check/cloud-assembly';
+import { FunctionPermissions } from '../../lib/stack-check/iam';
 import { pollUntil } from '../helpers/poll';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
 import { MUTATIONS } from './mutations';
 
 const MODEL = 'amazon.nova-lite-v1:0';
+/** A cross-Region inference profile, as most current models must be called. */
+const PROFILE = 'us.anthropic.claude-3-5-haiku-20241022-v1:0';
 
 let workdir: string;
 let assembly: CloudAssembly;
@@ -22,7 +31,7 @@ let stack: StackProcess;
 
 beforeAll(async () => {
   workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-bedrock-'));
-  assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { generateModelId: MODEL });
+  assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { models: `${MODEL},${PROFILE}` });
   stack = await startStackProcess(assembly.directory);
 }, 300_000);
 
@@ -110,6 +119,64 @@ test('a document is ingested into the Bedrock knowledge base, retrieved, deleted
   }
   expect(served.some((request) => request.startsWith('DeleteKnowledgeBaseDocuments 20'))).toBe(true);
 }, 180_000);
+
+test('a prompt node on the listed inference profile runs through Converse, allowed; an unlisted model is refused when stored and by IAM', async () => {
+  const call = api(stack.token);
+  const agent = await call('POST', '/dashboard/agents', { displayName: 'Models' });
+  const path_ = `/dashboard/agents/${agent.body.agentId}/definition/production`;
+  const definition = (model: string) => ({
+    flows: [
+      {
+        name: 'main',
+        nodes: [
+          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+          {
+            name: 'Answer',
+            type: 'promptNode',
+            displayName: 'Answer',
+            prompt: 'Say hello.',
+            llmConfig: { name: 'ChatBedrockConverse', properties: { model } },
+          },
+        ],
+        edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
+      },
+    ],
+  });
+  const unlisted = await call('PUT', path_, definition('anthropic.claude-3-opus-20240229-v1:0'));
+  expect(unlisted.status).toBe(400);
+  expect(JSON.stringify(unlisted.body)).toContain('llmConfig.modelUnavailable');
+  const models = await call('GET', '/dashboard/models');
+  expect((models.body.data as { id: string; default: boolean }[]).map((m) => [m.id, m.default])).toEqual([
+    [MODEL, true],
+    [PROFILE, false],
+    ['offline', false],
+  ]);
+
+  expect((await call('PUT', path_, definition(PROFILE))).status).toBe(200);
+  const run = await call('POST', `/api/v1/webhooks/${agent.body.agentId}/production/Start`, { message: 'Hi' });
+  expect(run.status).toBe(200);
+  expect(run.body).toMatchObject({ status: 'completed', aiMessages: [{ model: `bedrock-converse:${PROFILE}` }] });
+  const report = await stack.report();
+  expect(report.denials).toEqual([]);
+
+  // The roles themselves: the webhook function may invoke the listed model and profile, and nothing else.
+  const fn = nodeFunctions(assembly).find((f) => f.logicalId.startsWith('InvokeWebhookFunction'));
+  if (!fn) throw new Error('no webhook function in the template');
+  const permissions = new FunctionPermissions(assembly.template, fn, new ResourceNames(assembly.template));
+  const decide = (resource: string) => permissions.decide('bedrock:InvokeModel', resource);
+  expect(await decide(`arn:aws:bedrock:us-east-1::foundation-model/${MODEL}`)).toBe('Allowed');
+  expect(await decide(`arn:aws:bedrock:us-east-1:000000000000:inference-profile/${PROFILE}`)).toBe('Allowed');
+  // Where the profile routes: its model in each US Region.
+  expect(await decide('arn:aws:bedrock:us-west-2::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0')).toBe(
+    'Allowed',
+  );
+  expect(await decide('arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-opus-20240229-v1:0')).not.toBe(
+    'Allowed',
+  );
+  expect(await decide('arn:aws:bedrock:eu-west-1::foundation-model/anthropic.claude-3-5-haiku-20241022-v1:0')).not.toBe(
+    'Allowed',
+  );
+}, 120_000);
 
 test('the same calls replayed against the template as synthesized are all allowed', async () => {
   const unchanged = path.join(workdir, 'unchanged.json');

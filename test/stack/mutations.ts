@@ -217,7 +217,7 @@ export const MUTATIONS: readonly Mutation[] = [
   },
   {
     id: 'generate-model-grant-on-another-model',
-    change: "generate's bedrock:InvokeModel granted on another foundation model than `-c generateModelId`",
+    change: "generate's bedrock:InvokeModel granted on another foundation model than the default of `-c models`",
     caughtBy: 'IAM replay',
     variant: 'bedrock',
     apply: (t) =>

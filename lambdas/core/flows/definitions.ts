@@ -9,7 +9,7 @@ import { type Caller, requireAgent } from '#core/tenancy/tenancy';
 import type { DefinitionStore, SessionStore } from '#ports/flows';
 import type { Clock } from '#ports/services';
 import type { AgentStore } from '#ports/stores';
-import { type DefinitionProblem, nodesOf, validateDefinition } from './definition';
+import { type AgentDefinition, type DefinitionProblem, nodesOf, validateDefinition } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';
 
 /** Stored as one DynamoDB item (400 KB), with room for its keys. */
@@ -19,9 +19,39 @@ export interface DefinitionDeps {
   readonly agents: AgentStore;
   readonly definitions: DefinitionStore;
   readonly clock: Clock;
+  /**
+   * The Bedrock models this deployment may call (BEDROCK_MODELS, from `-c models`): a prompt node naming another
+   * is a problem when the definition is stored, not a failure when it runs. Undefined: not checked (local runs).
+   */
+  readonly bedrockModels?: readonly string[];
 }
 
-export function checkDefinition(input: unknown) {
+/**
+ * The problems of a valid definition against the deployment's Bedrock models: a ChatBedrockConverse node that names
+ * a model outside the list, or that needs one where the deployment has none.
+ */
+export function modelProblems(definition: AgentDefinition, bedrockModels: readonly string[]): DefinitionProblem[] {
+  const listed = bedrockModels.length > 0 ? bedrockModels.join(', ') : 'none';
+  return nodesOf(definition).flatMap(({ flow, flowIndex, node, index }): DefinitionProblem[] => {
+    if (node.type !== 'promptNode' || node.llmConfig?.name !== 'ChatBedrockConverse') return [];
+    const model = node.llmConfig.properties?.model;
+    if (model === undefined ? bedrockModels.length > 0 : bedrockModels.includes(model)) return [];
+    return [
+      {
+        field: `flows.${flowIndex}.nodes.${index}.llmConfig${model === undefined ? '.name' : '.properties.model'}`,
+        rule: 'llmConfig.modelUnavailable',
+        flow: flow.name,
+        node: node.name,
+        message:
+          model === undefined
+            ? 'this deployment calls no Bedrock model (GET /dashboard/models lists what it calls)'
+            : `model ${model} is not one this deployment may call (GET /dashboard/models): ${listed}`,
+      },
+    ];
+  });
+}
+
+export function checkDefinition(input: unknown, bedrockModels?: readonly string[]) {
   const size = Buffer.byteLength(JSON.stringify(input) ?? '', 'utf8');
   if (size > DEFINITION_MAX_BYTES) {
     const problem: DefinitionProblem = {
@@ -31,12 +61,15 @@ export function checkDefinition(input: unknown) {
     };
     return { valid: false as const, problems: [problem] };
   }
-  return validateDefinition(input);
+  const outcome = validateDefinition(input);
+  if (!outcome.valid || bedrockModels === undefined) return outcome;
+  const problems = modelProblems(outcome.definition, bedrockModels);
+  return problems.length === 0 ? outcome : { valid: false as const, problems };
 }
 
 export async function validateAgentDefinition(deps: DefinitionDeps, caller: Caller, agentId: string, input: unknown) {
   await requireAgent(deps, caller, agentId);
-  const outcome = checkDefinition(input);
+  const outcome = checkDefinition(input, deps.bedrockModels);
   return { valid: outcome.valid, problems: outcome.problems };
 }
 
@@ -48,7 +81,7 @@ export async function putAgentDefinition(
   input: unknown,
 ): Promise<AgentDefinitionRecord> {
   await requireAgent(deps, caller, agentId);
-  const outcome = checkDefinition(input);
+  const outcome = checkDefinition(input, deps.bedrockModels);
   if (!outcome.valid) throw new ValidationError(outcome.problems);
   const previous = await deps.definitions.get(agentId, environment);
   const record: AgentDefinitionRecord = {

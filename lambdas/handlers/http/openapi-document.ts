@@ -64,6 +64,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   ListSessions: flows.listSessionsSchema,
   GetSession: flows.sessionPathSchema,
   GetSessionTrace: flows.sessionPathSchema,
+  ListModels: flows.listModelsSchema,
   InvokeWebhook: flows.webhookSchema,
   SendAppEvent: flows.appEventSchema,
 };

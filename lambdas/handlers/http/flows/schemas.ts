@@ -22,6 +22,9 @@ export const definitionPathSchema = z.strictObject({ agentId: uuid, environment 
 export const definitionBodySchema = z.object({ agentId: uuid, environment }).catchall(z.unknown());
 export const sessionPathSchema = z.strictObject({ agentId: uuid, environment, sessionId: uuid });
 
+/** GET /dashboard/models takes nothing. */
+export const listModelsSchema = z.strictObject({});
+
 export const listSessionsSchema = z.strictObject({
   agentId: uuid,
   environment,
