@@ -6,6 +6,7 @@
  */
 import { MODEL_ENV } from '#adapters/model/openai-compatible';
 import type { LlmClassName } from '#core/flows/llm-config';
+import { bedrockModel } from '#shared/bedrock-models';
 import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 
 export interface ModelInfo {
@@ -36,8 +37,6 @@ export function bedrockModelsFromEnv(env: EnvironmentValues = handlerEnvironment
     .filter((id) => id !== '');
 }
 
-const GEOGRAPHY = /^(us|us-gov|ca|eu|apac|jp|au|global)\./;
-
 export function modelCatalogFromEnv(env: EnvironmentValues = handlerEnvironment()): ModelInfo[] {
   const bedrock = bedrockModelsFromEnv(env) ?? [];
   const openAiName = env[MODEL_ENV.baseUrl] ? env[MODEL_ENV.model] : undefined;
@@ -61,7 +60,7 @@ export function modelCatalogFromEnv(env: EnvironmentValues = handlerEnvironment(
       id,
       provider: 'bedrock',
       llmConfigName: 'ChatBedrockConverse',
-      kind: GEOGRAPHY.test(id) ? 'inference-profile' : 'foundation-model',
+      kind: bedrockModel(id).kind,
       default: !openAiName && index === 0,
       imageInput: bedrockImages,
       tools: true,

@@ -3,15 +3,13 @@
  * each operation needs, as the Service Authorization Reference lists them for Amazon Bedrock
  * (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonbedrock.html).
  */
+import { bedrockModel, MODEL_ID } from '#shared/bedrock-models';
 import type { BedrockCall } from './bedrock-stand-in';
 
 export interface IamCall {
   readonly action: string;
   readonly resource: string;
 }
-
-/** Inference profiles are called by ids with a geography prefix (`us.`, `eu.`, `apac.`, `global.`, ...). */
-const INFERENCE_PROFILE_ID = /^(us|eu|apac|us-gov|ca|jp|au|global)\.[a-z0-9-]+\./;
 
 /**
  * What one Bedrock request needs of the caller's role. Knowledge base operations (the document APIs and Retrieve)
@@ -39,7 +37,7 @@ export function bedrockIamCalls(call: BedrockCall, region: string, account: stri
       const modelId = String(input.modelId);
       const resource = modelId.startsWith('arn:')
         ? modelId
-        : INFERENCE_PROFILE_ID.test(modelId)
+        : MODEL_ID.test(modelId) && bedrockModel(modelId).kind === 'inference-profile'
           ? `arn:aws:bedrock:${region}:${account}:inference-profile/${modelId}`
           : `arn:aws:bedrock:${region}::foundation-model/${modelId}`;
       return [{ action: 'bedrock:InvokeModel', resource }];

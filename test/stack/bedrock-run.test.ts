@@ -11,13 +11,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import {
   type CloudAssembly,
-  type Json,
   nodeFunctions,
   ResourceNames,
   synthesizeCloudAssembly,
 } from '../../lib/stack-check/cloud-assembly';
 import { FunctionPermissions } from '../../lib/stack-check/iam';
 import { pollUntil } from '../helpers/poll';
+import { api, dataset, uploadProcessed } from '../helpers/stack-api';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
 import { MUTATIONS } from './mutations';
 
@@ -49,43 +49,14 @@ afterAll(async () => {
   fs.rmSync(workdir, { recursive: true, force: true });
 });
 
-function api(token: string) {
-  return async (method: string, route: string, body?: unknown) => {
-    const response = await fetch(stack.baseUrl + route, {
-      method,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : null) as Record<string, Json> };
-  };
-}
-
 test('a document is ingested into the Bedrock knowledge base, retrieved, deleted, and generate answers with the model, every call allowed', async () => {
-  const call = api(stack.token);
-  const agent = await call('POST', '/dashboard/agents', { displayName: 'Support bot' });
-  const kb = await call('POST', `/dashboard/agents/${agent.body.agentId}/knowledge/bases`, { name: 'Manuals' });
-  const d = {
-    agentId: String(agent.body.agentId),
-    knowledgeBaseId: String(kb.body.knowledgeBaseId),
-    environment: 'staging',
-  };
-  const link = await call('POST', '/api/v1/knowledge/documents/upload-link', { ...d, fileName: 'zebra.txt' });
-  expect(link.status).toBe(200);
-  const put = await fetch(String(link.body.uploadUrl), {
-    method: 'PUT',
-    headers: link.body.requiredHeaders as Record<string, string>,
-    body: 'The zebra crossing manual: stripes are repainted every spring.',
-  });
-  expect(put.status).toBe(200);
-  expect(
-    (await call('POST', '/api/v1/knowledge/documents/upload-complete', { uploadId: link.body.uploadId })).status,
-  ).toBe(200);
-  const byKey = new URLSearchParams({ ...d, s3Key: String(link.body.s3Key) });
-  const document = await pollUntil(
-    () => call('GET', `/api/v1/knowledge/documents?${byKey}`),
-    (r) => r.body.status === 'ready' || r.body.status === 'failed',
-    60_000,
+  const call = api(stack, stack.token);
+  const d = await dataset(call, 'staging');
+  const { s3Key, document } = await uploadProcessed(
+    call,
+    d,
+    'zebra.txt',
+    'The zebra crossing manual: stripes are repainted every spring.',
   );
   expect(document.body.status).toBe('ready');
 
@@ -100,9 +71,7 @@ test('a document is ingested into the Bedrock knowledge base, retrieved, deleted
   expect(typeof generated.body.answer).toBe('string');
   expect(String(generated.body.answer).length).toBeGreaterThan(0);
 
-  expect((await call('DELETE', '/api/v1/knowledge/documents', { ...d, s3Key: String(link.body.s3Key) })).status).toBe(
-    200,
-  );
+  expect((await call('DELETE', '/api/v1/knowledge/documents', { ...d, s3Key })).status).toBe(200);
   await pollUntil(
     () => call('POST', `${kbPath}/query`, { query: 'zebra stripes' }),
     (r) => !JSON.stringify(r.body.results).includes('zebra crossing manual'),
@@ -121,7 +90,7 @@ test('a document is ingested into the Bedrock knowledge base, retrieved, deleted
 }, 180_000);
 
 test('a prompt node on the listed inference profile runs through Converse, allowed; an unlisted model is refused when stored and by IAM', async () => {
-  const call = api(stack.token);
+  const call = api(stack, stack.token);
   const agent = await call('POST', '/dashboard/agents', { displayName: 'Models' });
   const path_ = `/dashboard/agents/${agent.body.agentId}/definition/production`;
   const definition = (model: string) => ({

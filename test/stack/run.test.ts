@@ -17,6 +17,7 @@ import {
 } from '../../lib/stack-check/cloud-assembly';
 import type { PolicyStatement } from '../../lib/stack-check/iam';
 import { pollUntil } from '../helpers/poll';
+import { api, dataset, uploadProcessed } from '../helpers/stack-api';
 import { assetChecks } from '../helpers/stack-assets';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
 import { MUTATIONS, only } from './mutations';
@@ -50,35 +51,6 @@ async function started(template?: CfnTemplate): Promise<StackProcess> {
   const file = path.join(workdir, `template-${Date.now()}.json`);
   fs.writeFileSync(file, JSON.stringify(template));
   return startStackProcess(assembly.directory, file);
-}
-
-function api(stack: StackProcess, token: string | null) {
-  return async (method: string, route: string, body?: unknown) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (token) headers.authorization = `Bearer ${token}`;
-    const response = await fetch(stack.baseUrl + route, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: (text ? JSON.parse(text) : null) as Record<string, Json> };
-  };
-}
-
-async function dataset(call: ReturnType<typeof api>) {
-  const agent = await call('POST', '/dashboard/agents', { displayName: 'Support bot' });
-  expect(agent.status).toBe(201);
-  const kb = await call('POST', `/dashboard/agents/${agent.body.agentId}/knowledge/bases`, {
-    name: 'Manuals',
-    description: 'Product manuals',
-  });
-  expect(kb.status).toBe(201);
-  return {
-    agentId: String(agent.body.agentId),
-    knowledgeBaseId: String(kb.body.knowledgeBaseId),
-    environment: 'production',
-  };
 }
 
 /** A copy of the template with `edit` applied to the resource whose logical id starts with `prefix`. */
@@ -115,29 +87,16 @@ describe('the synthesized stack, run from its assets', () => {
   test('upload-link → PUT → upload-complete → processed ready → found by a query, every call allowed', async () => {
     const call = api(stack, stack.token);
     const d = await dataset(call);
-    const link = await call('POST', '/api/v1/knowledge/documents/upload-link', { ...d, fileName: 'zebra.txt' });
-    expect(link.status).toBe(200);
-    const put = await fetch(String(link.body.uploadUrl), {
-      method: 'PUT',
-      headers: link.body.requiredHeaders as Record<string, string>,
-      body: 'The zebra crossing manual: stripes are repainted every spring.',
-    });
-    expect(put.status).toBe(200);
-    const complete = await call('POST', '/api/v1/knowledge/documents/upload-complete', {
-      uploadId: link.body.uploadId,
-    });
-    expect(complete.status).toBe(200);
-
-    const query = new URLSearchParams({ ...d, s3Key: String(link.body.s3Key) });
-    const document = await pollUntil(
-      () => call('GET', `/api/v1/knowledge/documents?${query}`),
-      (r) => r.body.status === 'ready' || r.body.status === 'failed',
-      60_000,
+    const { s3Key, document } = await uploadProcessed(
+      call,
+      d,
+      'zebra.txt',
+      'The zebra crossing manual: stripes are repainted every spring.',
     );
     expect(document.body.status).toBe('ready');
     const listed = await call('GET', `/api/v1/knowledge/documents/list?${new URLSearchParams(d)}`);
     expect(listed.status).toBe(200);
-    expect(JSON.stringify(listed.body)).toContain(String(link.body.s3Key));
+    expect(JSON.stringify(listed.body)).toContain(s3Key);
 
     const found = await call(
       'POST',
