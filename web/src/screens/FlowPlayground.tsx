@@ -5,6 +5,7 @@
  * by step (each node run's input, output, time and edge on demand), the one step that failed marked.
  */
 import {
+  Alert,
   Anchor,
   Badge,
   Button,
@@ -30,7 +31,7 @@ interface RunResult {
   readonly sessionId: string;
   readonly status: 'completed' | 'paused' | 'failed' | 'running';
   readonly currentNode?: string | null;
-  readonly aiMessages: { node: string; content: string }[];
+  readonly aiMessages: { node: string; content: string; model?: string }[];
   readonly error?: { code: string; message: string; node?: string | null } | null;
 }
 
@@ -133,8 +134,11 @@ function Session(props: {
 
   // AI messages of the session shown so far: a run that outlived its request brings the rest with the session.
   const shownAi = useRef(0);
+  // Whether the offline model answered any of them: it is not a language model, and a person must know.
+  const [offline, setOffline] = useState(false);
   function show(result: RunResult) {
     setLast(result);
+    if (result.aiMessages.some((ai) => ai.model === 'offline')) setOffline(true);
     shownAi.current += result.aiMessages.length;
     setLines((all) => [
       ...all,
@@ -181,6 +185,7 @@ function Session(props: {
     setPayloadError(null);
     setLines([]);
     setLast(null);
+    setOffline(false);
     shownAi.current = 0;
     run.mutate(body as Record<string, unknown>);
   }
@@ -223,6 +228,15 @@ function Session(props: {
         )}
       </Group>
       <ErrorAlert error={run.error} />
+      {offline && (
+        <Alert color="dark" variant="outline" title="Answered by the offline model" role="note">
+          <Text size="sm">
+            The offline model is not a language model: a prompt node answers with its own prompt and conditions are
+            chosen by shared words. Give this deployment a model (<code>-c models=…</code> in AWS,{' '}
+            <code>MODEL_BASE_URL</code> locally) to get real answers.
+          </Text>
+        </Alert>
+      )}
       <Paper withBorder p="sm" aria-label="Chat" role="log">
         {lines.length === 0 && <Text size="sm">No messages yet.</Text>}
         {lines.map((line, index) => (
