@@ -8,15 +8,6 @@ import type { EdgeCondition, FlowEdge } from './definition';
 import { type PlaceholderScope, valueAtPath } from './placeholders';
 import { type Located, metricsOf, modelContext, placeholderScope, type RunContext } from './run-context';
 
-/**
- * The next node after `from`: promptCondition edges first (the model picks one, or `stay` on a canStayOnNode
- * node), then stepForward edges whose `when` holds, in order, then the first stepForward without `when`. None: the
- * flow ends.
- */
-export async function route(context: RunContext, located: Located): Promise<string | null> {
-  return (await routeWithReason(context, located)).next;
-}
-
 /** Where the run goes after a node, and why, in words a person debugging the flow reads in its trace. */
 export interface EdgeTaken {
   /** The next node; null: the flow ends. */
@@ -24,7 +15,11 @@ export interface EdgeTaken {
   readonly reason: string;
 }
 
-/** route(), with the reason: the condition the model chose, the `when` that held, the plain edge, or none. */
+/**
+ * The next node after `node`, and why: promptCondition edges first (the model picks one, or `stay` on a
+ * canStayOnNode node), then stepForward edges whose `when` holds, in order, then the first stepForward without
+ * `when`. None: the flow ends.
+ */
 export async function routeWithReason(context: RunContext, { flow, node }: Located): Promise<EdgeTaken> {
   const edges = flow.edges.filter((e) => e.from === node.name);
   const prompted = edges.filter((e) => e.type === 'promptCondition');
