@@ -3,7 +3,7 @@
  * The CDK app: typed configuration from context (`cdk synth -c stage=prod -c waf=off`), the platform stack, and cdk-nag's
  * AWS Solutions checks over the whole app. Tests build the same app through `createApp`.
  */
-import { App, type AppProps, Duration, Tags, Validations } from 'aws-cdk-lib';
+import { Annotations, App, type AppProps, Duration, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { type CorsPolicy, parseCorsAllowedOrigins } from '#shared/cors';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
@@ -13,13 +13,25 @@ import { bedrockModel, MODEL_ID } from '../lib/constructs/bedrock-models';
 /** Bedrock models one deployment may list: each adds its ARNs to every flow function's policy. */
 const MAX_MODELS = 10;
 
+/**
+ * The model a deployment calls when `-c models` is not given (README, "Models"): Amazon Nova 2 Lite through its
+ * global cross-Region inference profile. An Amazon model needs no AWS Marketplace subscription nor a provider's
+ * use-case form, so the first call works in a new account; the global profile can be called from every commercial
+ * Region Bedrock serves, so the default holds wherever the stack is deployed; it reads images and calls tools.
+ */
+export const DEFAULT_MODEL = 'global.amazon.nova-2-lite-v1:0';
+
+/** `-c models=offline`: no language model at all (local runs, LocalStack, the stack suites); synth warns. */
+export const OFFLINE_MODELS = 'offline';
+
 export interface AppConfig {
   /** Deployment stage: the API Gateway stage name and a tag; one stack per stage and account. */
   readonly stage: string;
   /**
    * `-c models=amazon.nova-lite-v1:0,us.anthropic.claude-3-5-haiku-20241022-v1:0`: the Bedrock models and
    * cross-Region inference profiles the flows and generate may call, the first the default (README, "Models").
-   * `-c generateModelId=<id>` is the same as a list of one. Unset: none (generate extractive, flows offline).
+   * `-c generateModelId=<id>` is the same as a list of one. Unset: DEFAULT_MODEL. `offline`: none (generate
+   * extractive, flows on the offline model), with a warning at synth.
    */
   readonly models: readonly string[];
   /** `-c knowledgeIndex=dynamodb`: a DynamoDB chunk table instead of Bedrock knowledge bases (for LocalStack). */
@@ -67,8 +79,10 @@ export function readConfig(app: App): AppConfig {
   if (rawModels !== undefined && generateModelId !== undefined) {
     throw new Error('Invalid context: give models or generateModelId, not both (generateModelId=x is models=x)');
   }
-  const models = rawModels === undefined ? (generateModelId === undefined ? [] : [generateModelId]) : rawModels;
-  const modelList = typeof models === 'string' ? models.split(',').map((m) => m.trim()) : models;
+  const models =
+    rawModels === undefined ? (generateModelId === undefined ? [DEFAULT_MODEL] : [generateModelId]) : rawModels;
+  const modelList =
+    models === OFFLINE_MODELS ? [] : typeof models === 'string' ? models.split(',').map((m) => m.trim()) : models;
   if (
     !Array.isArray(modelList) ||
     modelList.length > MAX_MODELS ||
@@ -77,7 +91,7 @@ export function readConfig(app: App): AppConfig {
   ) {
     throw new Error(
       `Invalid context models=${JSON.stringify(rawModels)}: expected up to ${MAX_MODELS} distinct Bedrock model or ` +
-        'inference profile ids, comma-separated, the default first',
+        `inference profile ids, comma-separated, the default first (or ${OFFLINE_MODELS})`,
     );
   }
   for (const id of modelList as string[]) bedrockModel(id);
@@ -161,6 +175,15 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     signUp: config.signUp,
     console: config.console,
   });
+  if (config.models.length === 0) {
+    // cdk synth and cdk deploy print it; a deployment that wants answers from a model must not get this by mistake.
+    Annotations.of(stack).addWarningV2(
+      'agent-platform:models-offline',
+      'models=offline: prompt nodes answer with their own prompt text and route by shared words, and generate ' +
+        'answers extractively; no language model is called. Leave out -c models for the default ' +
+        `(${DEFAULT_MODEL}) or list the Bedrock models to allow (README, "Models").`,
+    );
+  }
   Tags.of(app).add('project', 'agent-platform');
   Tags.of(app).add('stage', config.stage);
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

@@ -26,7 +26,7 @@ fi
 # cdklocal from the lockfile (aws-cdk-local, a devDependency), over the aws-cdk of the lockfile.
 CDKLOCAL="npx --no-install cdklocal"
 $CDKLOCAL bootstrap >/dev/null
-$CDKLOCAL deploy -c knowledgeIndex=dynamodb -c signUp=open --require-approval never --outputs-file cdk.out/localstack-outputs.json
+$CDKLOCAL deploy -c knowledgeIndex=dynamodb -c models=offline -c signUp=open --require-approval never --outputs-file cdk.out/localstack-outputs.json
 
 outputs=cdk.out/localstack-outputs.json
 value() { node -e "const o=Object.values(require('./$outputs'))[0]; const k=Object.keys(o).find(k=>k.startsWith('$1')); process.stdout.write(o[k]??'')"; }

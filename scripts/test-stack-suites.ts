@@ -25,13 +25,15 @@ const SHORT_UPLOAD_TTL_SECONDS = 1;
 const SUITE_RATE_LIMIT = { rateLimitPerSecond: '1000000', rateLimitBurst: '1000000' };
 
 /**
- * The variants run: `dynamodb` (the chunk table index, as on LocalStack) and `bedrock`, the default a plain
+ * The variants run: `dynamodb` (the chunk table index, as on LocalStack) and `bedrock`, the knowledge index a plain
  * `cdk deploy` deploys, whose knowledge bases are the Bedrock stand-in's (bedrock-stand-in.ts), every request checked
  * against the documented constraints and the calling function's role. STACK_VARIANTS (comma-separated) runs fewer.
+ * Both with `models=offline`: the suites assert the offline model's answers (test/stack/bedrock-run.test.ts runs the
+ * default model and a `models` list through the stand-in's Converse).
  */
 const VARIANTS: Record<string, Record<string, string>> = {
-  dynamodb: { knowledgeIndex: 'dynamodb' },
-  bedrock: {},
+  dynamodb: { knowledgeIndex: 'dynamodb', models: 'offline' },
+  bedrock: { models: 'offline' },
 };
 const RUN_VARIANTS = process.env.STACK_VARIANTS
   ? process.env.STACK_VARIANTS.split(',').filter(Boolean)

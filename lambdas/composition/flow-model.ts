@@ -41,7 +41,7 @@ export function flowModelResolverFromEnv(env: EnvironmentValues = handlerEnviron
   };
   const defaultOpenAiCompatible = modelProviderFromEnv(env);
   const defaultOpenAiCompatibleName = env[MODEL_ENV.model];
-  // In the stack, `-c generateModelId=…` sets BEDROCK_GENERATE_MODEL_ID and grants that one model to flow functions.
+  // In the stack, the default of `-c models` (DEFAULT_MODEL without it) is BEDROCK_GENERATE_MODEL_ID, granted with the list.
   const defaultBedrockModelId = env[BEDROCK_FLOW_MODEL_ENV] || env.BEDROCK_GENERATE_MODEL_ID || undefined;
   const bedrockImageInput = imageInputFromEnv(env, BEDROCK_IMAGE_INPUT_ENV);
 

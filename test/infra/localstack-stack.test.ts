@@ -37,7 +37,7 @@ const logicalId = (construct: IConstruct): string =>
 beforeAll(() => {
   outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'localstack-infra-'));
   const built = createApp({
-    context: { ...cdkJson.context, knowledgeIndex: 'dynamodb', 'aws:cdk:bundling-stacks': [] },
+    context: { ...cdkJson.context, knowledgeIndex: 'dynamodb', models: 'offline', 'aws:cdk:bundling-stacks': [] },
     outdir,
   });
   stack = built.stack;

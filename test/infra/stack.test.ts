@@ -9,11 +9,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { App, type CfnElement, Stack, Validations } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { createApp } from '../../bin/app';
+import { createApp, DEFAULT_MODEL } from '../../bin/app';
 import type { AgentPlatformStack } from '../../lib/agent-platform-stack';
 import { GATEWAY_ERROR_TEMPLATES } from '../../lib/constructs/platform-api';
 import {
@@ -217,8 +217,10 @@ describe('functions', () => {
       ...(route.access.processingQueue ? [RESOURCE_ENV.processingQueue] : []),
       ...(route.access.flowRunQueue ? [RESOURCE_ENV.flowRunQueue] : []),
       ...(route.access.knowledgeIndex ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
-      // The deployment's Bedrock models (none in this synth: an empty list), where definitions are checked.
+      // The deployment's Bedrock models (the default model in this synth), where definitions are checked; the
+      // default, where a model is called.
       ...(route.access.model === 'list' ? ['BEDROCK_MODELS'] : []),
+      ...(route.access.model === 'invoke' ? ['BEDROCK_GENERATE_MODEL_ID'] : []),
       ...(route.access.browserTask ? ['BROWSER_DRIVER', RESOURCE_ENV.browserTask] : []),
       ...(route.access.people && route.access.people !== 'signUpMode'
         ? ['COGNITO_CLIENT_ID', 'COGNITO_USER_POOL_ID']
@@ -690,7 +692,10 @@ describe('retrieval', () => {
       const statements = statementsOf(route.id).filter((s) =>
         ([] as string[]).concat(s.Action).some((a) => a.startsWith('bedrock:')),
       );
-      const actions = statements.flatMap((s) => ([] as string[]).concat(s.Action)).sort();
+      const actions = statements
+        .flatMap((s) => ([] as string[]).concat(s.Action))
+        .filter((action) => action !== 'bedrock:InvokeModel')
+        .sort();
       expect([route.id, actions]).toEqual([
         route.id,
         route.access.knowledgeIndex === 'retrieve' ? ['bedrock:Retrieve', 'bedrock:RetrieveAndGenerate'] : [],
@@ -700,9 +705,24 @@ describe('retrieval', () => {
 });
 
 describe('generate model', () => {
-  test('without generateModelId, generate calls no model and has no InvokeModel right', () => {
-    const actions = statementsOf('GenerateFromKnowledgeBase').flatMap((s) => ([] as string[]).concat(s.Action));
-    expect(actions).not.toContain('bedrock:InvokeModel');
+  test('without model context, generate and the flows call the default model, through its global inference profile', () => {
+    const generate = statementsOf('GenerateFromKnowledgeBase').filter((s) => s.Action === 'bedrock:InvokeModel');
+    expect(JSON.stringify(generate)).toContain(`inference-profile/${DEFAULT_MODEL}`);
+    expect(JSON.stringify(generate)).toContain(`foundation-model/${DEFAULT_MODEL.replace(/^global\./, '')}`);
+    expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('models=offline'))).toEqual([]);
+  });
+
+  test('models=offline: no function may invoke a model, and synth warns that no language model answers', () => {
+    const { stack: offline } = createApp({ context: { ...cdkJson.context, models: 'offline' } });
+    // Function policies only: the knowledge bases' service roles invoke their embedding model whatever the models.
+    const invoking = [offline, ...Object.values(offline.api.areaStacks)]
+      .flatMap((s) => Object.entries(Template.fromStack(s).findResources('AWS::IAM::Policy')))
+      .filter(([, policy]) => JSON.stringify(policy).includes('bedrock:InvokeModel'))
+      .map(([id]) => id);
+    expect(invoking).toEqual([]);
+    const warnings = Annotations.fromStack(offline).findWarning('*', Match.stringLikeRegexp('models=offline'));
+    expect(warnings).toHaveLength(1);
+    expect(String(warnings[0].entry.data)).toContain('no language model is called');
   });
 
   test('with generateModelId, the generate function may invoke exactly that model', () => {

@@ -1,6 +1,7 @@
 /**
  * The default variant, as `cdk deploy -c models=<a foundation model>,<an inference profile>` deploys it (Bedrock
- * knowledge bases, Bedrock models for generate and the flows), run from its cloud assembly with its Bedrock calls served by the stand-in
+ * knowledge bases, Bedrock models for generate and the flows), and as a plain `cdk deploy` deploys it (the default
+ * model, DEFAULT_MODEL of bin/app.ts), run from its cloud assembly with its Bedrock calls served by the stand-in
  * (lib/stack-check/bedrock-stand-in.ts): the bundled bedrock-agent client of the processor and the runtime's HTTP/2
  * clients each reach it under their function's own path, where the function's role is checked. The HTTP suites run
  * through this variant too (scripts/test-stack-suites.ts, without a model); what only this file shows is Converse,
@@ -9,6 +10,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { DEFAULT_MODEL } from '../../bin/app';
 import {
   type CloudAssembly,
   nodeFunctions,
@@ -165,3 +167,76 @@ test.each(MUTATIONS.filter((m) => m.variant === 'bedrock').map((m) => [m.id, m])
     expect(lines.filter((line) => mutation.expected.test(line))).not.toEqual([]);
   },
 );
+
+describe('a plain cdk deploy (no model context)', () => {
+  let plainDir: string;
+  let plain: CloudAssembly;
+  let plainStack: StackProcess;
+
+  beforeAll(async () => {
+    plainDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-bedrock-plain-'));
+    plain = synthesizeCloudAssembly(path.join(plainDir, 'cdk.out'));
+    plainStack = await startStackProcess(plain.directory);
+  }, 300_000);
+
+  afterAll(async () => {
+    await plainStack?.stop();
+    fs.rmSync(plainDir, { recursive: true, force: true });
+  });
+
+  test('prompt nodes and generate call the default Bedrock model through its global inference profile, allowed by IAM', async () => {
+    expect(DEFAULT_MODEL).toMatch(/^global\./);
+    const call = api(plainStack, plainStack.token);
+    const models = await call('GET', '/dashboard/models');
+    expect((models.body.data as { id: string; default: boolean }[]).map((m) => [m.id, m.default])).toEqual([
+      [DEFAULT_MODEL, true],
+      ['offline', false],
+    ]);
+
+    const agent = await call('POST', '/dashboard/agents', { displayName: 'Default model' });
+    const stored = await call('PUT', `/dashboard/agents/${agent.body.agentId}/definition/production`, {
+      flows: [
+        {
+          name: 'main',
+          nodes: [
+            { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+            { name: 'Answer', type: 'promptNode', displayName: 'Answer', prompt: 'Say hello.' },
+          ],
+          edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
+        },
+      ],
+    });
+    expect(stored.status).toBe(200);
+    const run = await call('POST', `/api/v1/webhooks/${agent.body.agentId}/production/Start`, { message: 'Hi' });
+    expect(run.status).toBe(200);
+    expect(run.body).toMatchObject({
+      status: 'completed',
+      aiMessages: [{ model: `bedrock-converse:${DEFAULT_MODEL}` }],
+    });
+
+    const d = await dataset(call, 'staging');
+    await uploadProcessed(call, d, 'ferry.txt', 'The ferry leaves the harbour at nine every morning.');
+    const kbPath = `/dashboard/agents/${d.agentId}/knowledge/${d.environment}/kb/${d.knowledgeBaseId}`;
+    const generated = await call('POST', `${kbPath}/generate`, { query: 'When does the ferry leave?' });
+    expect(generated.status).toBe(200);
+    expect(generated.body.model).toBe(`bedrock-converse:${DEFAULT_MODEL}`);
+
+    const report = await plainStack.report();
+    expect(report.denials).toEqual([]);
+    expect(report.bedrock.violations).toEqual([]);
+    expect(report.bedrock.requests['Converse 200']).toBe(2);
+
+    // The grant, as IAM evaluates it: the profile in the stack's Region, its model wherever the profile routes
+    // (a global profile: any Region, `arn:aws:bedrock:*::…`, whose `*` also matches the Region-less ARN Bedrock
+    // checks for global routing; the simulator knows no Region-less resource, so that one is not asked), nothing else.
+    const fn = nodeFunctions(plain).find((f) => f.logicalId.startsWith('InvokeWebhookFunction'));
+    if (!fn) throw new Error('no webhook function in the template');
+    const permissions = new FunctionPermissions(plain.template, fn, new ResourceNames(plain.template));
+    const decide = (resource: string) => permissions.decide('bedrock:InvokeModel', resource);
+    const model = DEFAULT_MODEL.slice('global.'.length);
+    expect(await decide(`arn:aws:bedrock:us-east-1:000000000000:inference-profile/${DEFAULT_MODEL}`)).toBe('Allowed');
+    expect(await decide(`arn:aws:bedrock:ap-southeast-2::foundation-model/${model}`)).toBe('Allowed');
+    expect(await decide('arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-pro-v1:0')).not.toBe('Allowed');
+    expect(await decide(`arn:aws:bedrock:us-east-1:000000000000:inference-profile/us.${model}`)).not.toBe('Allowed');
+  }, 180_000);
+});

@@ -28,7 +28,7 @@ let nodePath: string;
 
 beforeAll(() => {
   workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-run-'));
-  assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { knowledgeIndex: 'dynamodb' });
+  assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { knowledgeIndex: 'dynamodb', models: 'offline' });
   nodePath = runtimeNodePath();
 }, 300_000);
 
@@ -39,7 +39,7 @@ afterAll(() => {
 
 describe('its assets', () => {
   assetChecks(
-    'knowledgeIndex=dynamodb',
+    'knowledgeIndex=dynamodb models=offline',
     () => assembly,
     () => nodePath,
   );
