@@ -77,7 +77,7 @@ export function flowModelResolverFromEnv(env: EnvironmentValues = handlerEnviron
 
   return (config: LlmConfig | undefined): FlowModel => {
     if (config === undefined) return defaultModel;
-    const { model, temperature, maxTokens } = config.properties ?? {};
+    const { model, ...parameters } = config.properties ?? {};
     switch (config.name) {
       case 'ChatOffline':
         return offline;
@@ -87,10 +87,7 @@ export function flowModelResolverFromEnv(env: EnvironmentValues = handlerEnviron
             `ChatOpenAICompatible needs an OpenAI-compatible server: set ${MODEL_ENV.baseUrl} and ${MODEL_ENV.model}`,
           );
         }
-        return new PromptedFlowModel(openAiCompatible(model || defaultOpenAiCompatibleName), {
-          temperature,
-          maxTokens,
-        });
+        return new PromptedFlowModel(openAiCompatible(model || defaultOpenAiCompatibleName), parameters);
       }
       case 'ChatBedrockConverse': {
         const modelId = model || defaultBedrockModelId;
@@ -99,7 +96,7 @@ export function flowModelResolverFromEnv(env: EnvironmentValues = handlerEnviron
             `ChatBedrockConverse needs a model: set properties.model on the node or ${BEDROCK_FLOW_MODEL_ENV}`,
           );
         }
-        return new PromptedFlowModel(bedrock(modelId), { temperature, maxTokens });
+        return new PromptedFlowModel(bedrock(modelId), parameters);
       }
       default: {
         const unknown: never = config.name;

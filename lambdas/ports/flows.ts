@@ -9,7 +9,7 @@ import type { LlmConfig } from '#core/flows/llm-config';
 import type { ToolParameterSpec } from '#core/flows/parameters';
 import type { FlowSession, SessionStatus } from '#core/flows/session';
 import type { Environment } from '#core/knowledge/fields';
-import type { ModelMessage, ModelToolCall, ModelToolRound } from './model';
+import type { ModelMessage, ModelToolCall, ModelToolRound, ModelUsage } from './model';
 
 // ---------------------------------------------------------------------------------------------------------------
 // The model of a flow
@@ -25,6 +25,8 @@ export interface FlowModelContext {
    * `images` when the user attached some, for the newest MODEL_CONTEXT_MAX_IMAGES of the conversation.
    */
   readonly messages: readonly ModelMessage[];
+  /** Told the tokens of each model call made for this context, when the provider reports them (the node's trace). */
+  readonly onUsage?: (usage: ModelUsage) => void;
 }
 
 /** What a tool node asks the model: values for the declared parameters the node does not fix. */

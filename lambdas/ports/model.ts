@@ -41,6 +41,10 @@ export interface ModelRequest {
   readonly messages: readonly ModelMessage[];
   readonly maxTokens?: number;
   readonly temperature?: number;
+  /** Nucleus sampling (OpenAI `top_p`, Converse `topP`). */
+  readonly topP?: number;
+  /** Sequences that end the answer (OpenAI `stop`, Converse `stopSequences`). */
+  readonly stopSequences?: readonly string[];
   /** Tools the model may call (OpenAI `tools`, Converse `toolConfig`); with them it may answer tool calls. */
   readonly tools?: readonly ModelTool[];
   /** After `messages`: the tool calls the model asked for in this turn so far, each round with its results. */
@@ -73,6 +77,13 @@ export interface ModelResponse {
   readonly text: string;
   /** Present and not empty when the model asks for tool calls instead of (or besides) answering. */
   readonly toolCalls?: readonly ModelToolCall[];
+  /** The tokens the provider counted for this call, when it reports them (OpenAI `usage`, Converse `usage`). */
+  readonly usage?: ModelUsage;
+}
+
+export interface ModelUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
 }
 
 export interface ModelProvider {

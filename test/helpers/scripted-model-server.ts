@@ -30,6 +30,8 @@ export interface ChatRequest {
   readonly tools?: readonly ChatTool[];
   readonly temperature?: number;
   readonly max_tokens?: number;
+  readonly top_p?: number;
+  readonly stop?: readonly string[];
 }
 
 export interface ScriptedToolCall {
@@ -83,7 +85,7 @@ export async function startScriptedModelServer(
         return;
       }
       if ('status' in reply) send(reply.status, reply.body);
-      else send(200, completion(reply, counter));
+      else send(200, completion(reply, counter, body));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -104,7 +106,19 @@ export async function startScriptedModelServer(
   };
 }
 
-function completion(reply: Exclude<ScriptedReply, { status: number }>, sequence: number) {
+/**
+ * The usage the server reports, as a tokenizer would roughly count it (a token per 4 characters): the request's
+ * messages as JSON in, the answer and its calls out. Tests read the counts back from the trace.
+ */
+export function scriptedUsage(request: ChatRequest, reply: Exclude<ScriptedReply, { status: number }>) {
+  const out = (reply.content ?? '').length + JSON.stringify('toolCalls' in reply ? reply.toolCalls : []).length - 2;
+  return {
+    prompt_tokens: Math.ceil(JSON.stringify(request.messages).length / 4),
+    completion_tokens: Math.max(1, Math.ceil(out / 4)),
+  };
+}
+
+function completion(reply: Exclude<ScriptedReply, { status: number }>, sequence: number, request: ChatRequest) {
   const calls = 'toolCalls' in reply ? reply.toolCalls : [];
   const message =
     calls.length > 0
@@ -127,7 +141,10 @@ function completion(reply: Exclude<ScriptedReply, { status: number }>, sequence:
     created: 1_700_000_000,
     model: 'scripted',
     choices: [{ index: 0, message, finish_reason: calls.length > 0 ? 'tool_calls' : 'stop' }],
-    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    usage: (() => {
+      const usage = scriptedUsage(request, reply);
+      return { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+    })(),
   };
 }
 

@@ -15,6 +15,7 @@ import {
   type ChatRequest,
   offersTools,
   type ScriptedModelServer,
+  scriptedUsage,
   startScriptedModelServer,
   toolResults,
 } from '../helpers/scripted-model-server';
@@ -96,7 +97,16 @@ function definition() {
       ]),
       flow('transcript', [
         trigger('Transcript'),
-        { name: 'Greet', type: 'promptNode', displayName: 'Greet', prompt: 'Greet {memory.customer}.' },
+        {
+          name: 'Greet',
+          type: 'promptNode',
+          displayName: 'Greet',
+          prompt: 'Greet {memory.customer}.',
+          llmConfig: {
+            name: 'ChatOpenAICompatible',
+            properties: { temperature: 0.3, maxTokens: 200, topP: 0.9, stopSequences: ['END'] },
+          },
+        },
         { name: 'Lookup', type: 'tool', toolName: 'lookupOrder', parameters: { orderId: '{memory.orderId}' } },
         { name: 'Report', type: 'promptNode', displayName: 'Report', prompt: 'Tell the customer where the order is.' },
         {
@@ -280,6 +290,9 @@ describe('what a prompt node sees of the run', () => {
     const [greet, report, blind] = model.requests;
     expect(model.requests).toHaveLength(3);
     expect(greet.messages.map((m) => m.role)).toEqual(['system', 'user']);
+    // Its llmConfig's inference parameters, under the protocol's names; the others get the server's defaults.
+    expect(greet).toMatchObject({ temperature: 0.3, max_tokens: 200, top_p: 0.9, stop: ['END'] });
+    expect(report).not.toHaveProperty('top_p');
 
     // The second prompt: the first prompt's answer, then the tool node's call and result, then its own prompt.
     const lookup = report.messages.find((m) => m.tool_calls?.length);
@@ -322,9 +335,18 @@ describe('what a prompt node sees of the run', () => {
     const [, greetStep, lookupStep, reportStep] = trace.body.steps;
     expect(greetStep).toMatchObject({
       input: { prompt: 'Greet Ada.', model: 'openai-compatible:scripted' },
+      model: 'openai-compatible:scripted',
       output: { response: 'Hello Ada.' },
       error: null,
     });
+    // The tokens each prompt node's call used, as the server reported them; none for the tool node (no model call).
+    const tokensOf = (request: ChatRequest, content: string) => {
+      const usage = scriptedUsage(request, { content });
+      return { input: usage.prompt_tokens, output: usage.completion_tokens };
+    };
+    expect(greetStep.tokens).toEqual(tokensOf(greet, 'Hello Ada.'));
+    expect(reportStep.tokens).toEqual(tokensOf(report, 'Your order shipped.'));
+    expect(lookupStep.tokens).toBeNull();
     expect(lookupStep).toMatchObject({
       input: { toolName: 'lookupOrder', parameters: { orderId: 'A-1' } },
       output: { status: 'shipped', shippedAt: '2026-11-20' },

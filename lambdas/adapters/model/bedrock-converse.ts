@@ -24,6 +24,7 @@ import {
   type ModelResponse,
   type ModelToolCall,
   type ModelToolRound,
+  type ModelUsage,
 } from '#ports/model';
 
 /** Converse's JSON document type (the SDK does not export it by name). */
@@ -74,17 +75,25 @@ export class BedrockConverseModel implements ModelProvider {
       : undefined;
 
     let output: Message | undefined;
+    let usage: ModelUsage | undefined;
     try {
       const response = await this.client.send(
         new ConverseCommand({
           modelId: this.modelId,
           system: system.length > 0 ? system : undefined,
           messages,
-          inferenceConfig: { maxTokens: request.maxTokens, temperature: bedrockTemperature(request.temperature) },
+          inferenceConfig: {
+            maxTokens: request.maxTokens,
+            temperature: bedrockTemperature(request.temperature),
+            topP: request.topP,
+            stopSequences: request.stopSequences ? [...request.stopSequences] : undefined,
+          },
           toolConfig,
         }),
       );
       output = response.output?.message;
+      const { inputTokens, outputTokens } = response.usage ?? {};
+      if (inputTokens !== undefined && outputTokens !== undefined) usage = { inputTokens, outputTokens };
     } catch (error) {
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       if (error instanceof ModelTimeoutException) {
@@ -107,11 +116,11 @@ export class BedrockConverseModel implements ModelProvider {
             : [],
         )
       : [];
-    if (toolCalls.length > 0) return { text: texts.join(''), toolCalls };
+    if (toolCalls.length > 0) return { text: texts.join(''), toolCalls, ...(usage ? { usage } : {}) };
     if (texts.length === 0) {
       throw new ModelError(`The model ${this.name} answered without text`, 'Converse output held no text block');
     }
-    return { text: texts.join('') };
+    return { text: texts.join(''), ...(usage ? { usage } : {}) };
   }
 }
 

@@ -48,6 +48,11 @@ const completionSchema = z.object({
       }),
     )
     .min(1),
+  /** Optional in the protocol (and absent from some servers); a malformed one is ignored, not an error. */
+  usage: z
+    .object({ prompt_tokens: z.number().int().min(0), completion_tokens: z.number().int().min(0) })
+    .nullish()
+    .catch(undefined),
 });
 
 export class OpenAiCompatibleModel implements ModelProvider {
@@ -91,6 +96,8 @@ export class OpenAiCompatibleModel implements ModelProvider {
           messages,
           max_tokens: request.maxTokens,
           temperature: request.temperature,
+          top_p: request.topP,
+          stop: request.stopSequences,
           tools,
         }),
         signal,
@@ -113,14 +120,18 @@ export class OpenAiCompatibleModel implements ModelProvider {
     const text = message?.content;
     // Tool calls count only when tools were offered: a server that invents calls otherwise is answering nothing.
     const toolCalls = request.tools?.length ? (message?.tool_calls ?? []).map(toolCallOf) : [];
-    if (toolCalls.length > 0) return { text: text ?? '', toolCalls };
+    const reported = parsed.success ? parsed.data.usage : undefined;
+    const usage = reported
+      ? { inputTokens: reported.prompt_tokens, outputTokens: reported.completion_tokens }
+      : undefined;
+    if (toolCalls.length > 0) return { text: text ?? '', toolCalls, ...(usage ? { usage } : {}) };
     if (typeof text !== 'string') {
       throw new ModelError(
         `The model ${this.name} answered without a completion`,
         `POST ${this.url} answered HTTP ${response.status} without choices[0].message.content: ${body.slice(0, ERROR_BODY_EXCERPT)}`,
       );
     }
-    return { text };
+    return { text, ...(usage ? { usage } : {}) };
   }
 
   private failure(error: unknown, timedOut: boolean): ModelError {

@@ -30,6 +30,9 @@ export interface PromptedFlowModelOptions {
   /** For the AI messages of prompt nodes; routing and parameters always use 0. */
   readonly temperature?: number;
   readonly maxTokens?: number;
+  /** For the AI messages of prompt nodes only: a decision is read whole. */
+  readonly topP?: number;
+  readonly stopSequences?: readonly string[];
 }
 
 /** Choosing and inferring are classification, not writing: the most likely answer, every time. */
@@ -57,23 +60,21 @@ export class PromptedFlowModel implements FlowModel {
   }
 
   async respond(context: FlowModelContext, prompt: string): Promise<string> {
-    const { text } = await this.generate({
+    const { text } = await this.generate(context, {
       system: withInstruction(context.system, RESPOND_INSTRUCTION),
       messages: [...context.messages, { role: 'user', content: prompt }],
-      temperature: this.options.temperature,
-      maxTokens: this.options.maxTokens,
+      ...this.answerParameters(),
     });
     return text.trim();
   }
 
   async respondWithTools(context: FlowModelContext, request: ToolTurnRequest): Promise<ToolTurn> {
-    const response = await this.generate({
+    const response = await this.generate(context, {
       system: withInstruction(context.system, `${RESPOND_INSTRUCTION} ${TOOLS_INSTRUCTION}`),
       messages: [...context.messages, { role: 'user', content: request.prompt }],
       tools: request.tools.map(modelToolOf),
       toolRounds: request.rounds,
-      temperature: this.options.temperature,
-      maxTokens: this.options.maxTokens,
+      ...this.answerParameters(),
     });
     if (response.toolCalls && response.toolCalls.length > 0) {
       const text = response.text.trim();
@@ -146,7 +147,19 @@ export class PromptedFlowModel implements FlowModel {
    * there (so it can tell the user it cannot see them); a model that refuses a request with images with a 4xx of
    * its own fails the node with MODEL_IMAGES_REFUSED, which says how to declare it text-only.
    */
-  private async generate(request: ModelRequest): Promise<ModelResponse> {
+  private async generate(context: FlowModelContext, request: ModelRequest): Promise<ModelResponse> {
+    const response = await this.generateOnce(request);
+    if (response.usage) context.onUsage?.(response.usage);
+    return response;
+  }
+
+  /** The parameters of an answer (a prompt node's AI message), as the node's llmConfig sets them. */
+  private answerParameters(): Pick<ModelRequest, 'temperature' | 'maxTokens' | 'topP' | 'stopSequences'> {
+    const { temperature, maxTokens, topP, stopSequences } = this.options;
+    return { temperature, maxTokens, topP, stopSequences };
+  }
+
+  private async generateOnce(request: ModelRequest): Promise<ModelResponse> {
     const images = request.messages.reduce((count, message) => count + (message.images?.length ?? 0), 0);
     if (images === 0) return this.provider.generate(request);
     if (!this.provider.imageInput) {
@@ -165,7 +178,7 @@ export class PromptedFlowModel implements FlowModel {
 
   private decide(context: FlowModelContext, instruction: string, question: string) {
     const messages: ModelMessage[] = [...context.messages, { role: 'user', content: question }];
-    return this.generate({
+    return this.generate(context, {
       system: withInstruction(context.system, instruction),
       messages,
       temperature: DECISION_TEMPERATURE,

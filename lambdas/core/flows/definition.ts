@@ -10,7 +10,7 @@
 import * as z from 'zod';
 import type { ErrorDetail } from '#core/errors';
 import { issuesToDetails } from '#core/validation';
-import { LLM_CLASS_NAMES } from './llm-config';
+import { LLM_CLASS_NAMES, llmPropertyProblems } from './llm-config';
 import type { ToolParameterSpec } from './parameters';
 import { placeholdersIn } from './placeholders';
 import { cronProblems, isValidTimeZone } from './schedule';
@@ -110,6 +110,22 @@ const triggerNode = z.strictObject({
   eventName: z.string().min(1).max(100).optional(),
 });
 
+/**
+ * A prompt node's inference parameters: the ones both providers document (Bedrock Converse's InferenceConfiguration,
+ * OpenAI's chat completions), under one name each; any other is refused by name (`unknownField`). What differs by
+ * class is checked by llmPropertyProblems.
+ */
+const llmProperties = z.strictObject({
+  /** Model id (Bedrock model or inference profile id; the OpenAI-compatible server's model name). */
+  model: z.string().min(1).max(200).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  maxTokens: z.number().int().min(1).max(32_000).optional(),
+  /** Nucleus sampling: the share of probability mass the next token is drawn from. */
+  topP: z.number().min(0).max(1).optional(),
+  /** Up to 4 sequences that end the answer where they appear (both providers' limit). */
+  stopSequences: z.array(z.string().min(1).max(100)).min(1).max(4).optional(),
+});
+
 const promptNode = z.strictObject({
   ...base,
   type: z.literal('promptNode'),
@@ -120,22 +136,27 @@ const promptNode = z.strictObject({
   llmConfig: z
     .strictObject({
       name: z.enum(LLM_CLASS_NAMES).optional(),
-      properties: z
-        .strictObject({
-          model: z.string().min(1).max(200).optional(),
-          temperature: z.number().min(0).max(2).optional(),
-          maxTokens: z.number().int().min(1).max(32_000).optional(),
-        })
-        .optional(),
+      properties: llmProperties.optional(),
     })
     .superRefine((config, ctx) => {
-      if (config.name !== undefined || Object.keys(config).length === 0) return;
-      ctx.addIssue({
-        code: 'custom',
-        path: ['name'],
-        message: 'is required when llmConfig is not empty ({} means the default model)',
-        params: { rule: 'required' },
-      });
+      if (config.name === undefined) {
+        if (Object.keys(config).length === 0) return;
+        ctx.addIssue({
+          code: 'custom',
+          path: ['name'],
+          message: 'is required when llmConfig is not empty ({} means the default model)',
+          params: { rule: 'required' },
+        });
+        return;
+      }
+      for (const problem of llmPropertyProblems(config.name, config.properties ?? {})) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['properties', problem.property],
+          message: problem.message,
+          params: { rule: problem.rule },
+        });
+      }
     })
     // The spec: "empty means the default model". `{}` becomes no llmConfig at all, so that what follows validation
     // (the runtime, the stored definition) has one way of saying "the default model".

@@ -226,6 +226,11 @@ export interface RunContext {
   prepaidNodes: number;
   /** Set when the flow work budget refused the next node: the seconds until it has room, which the hand-over waits. */
   workWaitSeconds: number;
+  /**
+   * The tokens the model calls of the current node reported (its prompt, tool calls, parameters, routing), for its
+   * `node_result`; null until one reports. Reset as each node starts (runtime.ts).
+   */
+  tokens?: { input: number; output: number } | null;
 }
 
 /**
@@ -426,6 +431,12 @@ export function modelContext(context: RunContext, scope: TranscriptScope = 'run'
   const system = systemTexts.filter((text): text is string => text !== undefined && text !== '').join('\n\n');
   return {
     system: system === '' ? undefined : system,
+    onUsage: ({ inputTokens, outputTokens }) => {
+      const tokens = context.tokens ?? { input: 0, output: 0 };
+      tokens.input += inputTokens;
+      tokens.output += outputTokens;
+      context.tokens = tokens;
+    },
     messages: entries.slice(first).map((m: SessionMessage, index): ModelMessage => {
       if (m.role === 'tool') {
         const call = {
@@ -497,6 +508,7 @@ export function recordNodeResult(
     readonly error?: unknown;
   },
 ): void {
+  const tokens = context.tokens;
   recordBuiltInEvent(
     context.deps.recorder,
     analyticsScope(context.session),
@@ -506,6 +518,7 @@ export function recordNodeResult(
       nodeType: node.type,
       status: result.status,
       durationMs: result.durationMs,
+      ...(tokens ? { tokens: { input: tokens.input, output: tokens.output } } : {}),
       ...(result.output ? { output: boundedValue(context.session.outputs[node.name], PAYLOAD_PART_MAX_BYTES) } : {}),
       ...(result.edge ? { edge: result.edge } : {}),
       ...(result.error === undefined ? {} : { error: describeFailure(result.error) }),

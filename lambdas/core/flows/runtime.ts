@@ -331,6 +331,7 @@ export async function execute(context: RunContext, start: RunPosition): Promise<
       if (outlivesDeadline(context, located.node, context.step > firstStep)) return position;
       if (!(await payForNode(context, located.node.name))) return position;
       context.step += 1;
+      context.tokens = null;
       const startedMs = context.deps.clock.now().getTime();
       const before = session.outputs[located.node.name];
       const ended = (status: 'succeeded' | 'paused' | 'failed', more: NodeEnding = {}) =>

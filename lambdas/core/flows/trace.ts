@@ -31,6 +31,13 @@ export interface TraceStep {
   readonly status: 'succeeded' | 'paused' | 'failed' | 'running';
   readonly startedAt: string;
   readonly durationMs: number | null;
+  /** The model that answered a prompt node (or drove a browser task): `bedrock-converse:<id>`, `offline`, … */
+  readonly model: string | null;
+  /**
+   * The tokens the node's model calls used (its answer, tool turns, parameters and routing), as the provider
+   * reported them; null when no call reported any (the offline model, a tool node without inference).
+   */
+  readonly tokens: { readonly input: number; readonly output: number } | null;
   /** node_execution's parameters: the rendered prompt and model, the tool's final parameters, the jump target, … */
   readonly input: unknown;
   readonly output: unknown;
@@ -113,6 +120,8 @@ export function traceSteps(events: readonly AnalyticsEventRecord[]): TraceStep[]
           status: 'running',
           startedAt: event.created_at,
           durationMs: null,
+          model: text(((payload.parameters ?? {}) as Payload).model),
+          tokens: null,
           input: payload.parameters ?? null,
           output: null,
           toolCalls: [],
@@ -134,6 +143,7 @@ export function traceSteps(events: readonly AnalyticsEventRecord[]): TraceStep[]
         open.status = payload.status === 'failed' || payload.status === 'paused' ? payload.status : 'succeeded';
         open.durationMs = typeof payload.durationMs === 'number' ? payload.durationMs : null;
         if ('output' in payload) open.output = payload.output;
+        open.tokens = tokensOf(payload.tokens);
         if (payload.edge && typeof payload.edge === 'object') open.edge = payload.edge as TraceStep['edge'];
         if (payload.error && typeof payload.error === 'object') open.error = payload.error as TraceStep['error'];
         open = null;
@@ -153,6 +163,8 @@ export function traceSteps(events: readonly AnalyticsEventRecord[]): TraceStep[]
           status: 'failed',
           startedAt: event.created_at,
           durationMs: null,
+          model: null,
+          tokens: null,
           input: null,
           output: null,
           toolCalls: [],
@@ -172,4 +184,10 @@ export function traceSteps(events: readonly AnalyticsEventRecord[]): TraceStep[]
     }
   }
   return steps;
+}
+
+function tokensOf(value: unknown): TraceStep['tokens'] {
+  if (value === null || typeof value !== 'object') return null;
+  const { input, output } = value as Payload;
+  return typeof input === 'number' && typeof output === 'number' ? { input, output } : null;
 }

@@ -4435,6 +4435,8 @@ export interface operations {
                                     model?: string;
                                     temperature?: number;
                                     maxTokens?: number;
+                                    topP?: number;
+                                    stopSequences?: string[];
                                 };
                             };
                             /** @default true */
@@ -4662,6 +4664,8 @@ export interface operations {
                                     model?: string;
                                     temperature?: number;
                                     maxTokens?: number;
+                                    topP?: number;
+                                    stopSequences?: string[];
                                 };
                             };
                             /** @default true */

@@ -286,6 +286,8 @@ interface TraceStep {
   readonly status: 'succeeded' | 'paused' | 'failed' | 'running';
   readonly startedAt: string;
   readonly durationMs: number | null;
+  readonly model: string | null;
+  readonly tokens: { readonly input: number; readonly output: number } | null;
   readonly input: unknown;
   readonly output: unknown;
   readonly toolCalls: readonly unknown[];
@@ -360,7 +362,14 @@ function Trace(props: { api: Api; agentId: string; environment: Environment; ses
                     </Text>
                   )}
                 </Table.Td>
-                <Table.Td>{step.durationMs === null ? '' : `${step.durationMs} ms`}</Table.Td>
+                <Table.Td>
+                  {step.durationMs === null ? '' : `${step.durationMs} ms`}
+                  {step.tokens && (
+                    <Text size="xs" c="dimmed" aria-label={`Step ${step.index} tokens`}>
+                      {step.tokens.input} in / {step.tokens.output} out tokens
+                    </Text>
+                  )}
+                </Table.Td>
                 <Table.Td>
                   {step.edge && (
                     <Text size="xs">
@@ -414,6 +423,8 @@ function StepDetails({ step }: { step: TraceStep }) {
     <Stack gap={4} aria-label={`Step ${step.index} details`}>
       <Text size="xs" c="dimmed">
         started {new Date(step.startedAt).toLocaleTimeString()}
+        {step.model && ` · model ${step.model}`}
+        {step.tokens && ` · ${step.tokens.input} input and ${step.tokens.output} output tokens`}
       </Text>
       {parts.map(([label, value]) => (
         <div key={label}>

@@ -75,6 +75,8 @@ it('sends toolConfig with each tool JSON schema and reads toolUse blocks back as
   expect(response).toEqual({
     text: 'I will look up the order.',
     toolCalls: [{ id: 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q', name: 'lookupOrder', input: { orderId: 'A-1' } }],
+    // The recorded answer's `usage`.
+    usage: { inputTokens: 412, outputTokens: 61 },
   });
   expect(sent[0].toolConfig).toEqual({
     tools: [

@@ -95,3 +95,20 @@ it("says an earlier tool node's step in words in a user turn (tool blocks would 
     },
   ]);
 });
+
+it('sends the inference parameters in inferenceConfig, the temperature cut to Converse range, and reads usage back', async () => {
+  const { client, sent } = recordingClient({
+    ...reply('ok'),
+    usage: { inputTokens: 21, outputTokens: 3, totalTokens: 24 },
+  });
+  const model = new BedrockConverseModel(client, 'amazon.nova-lite-v1:0');
+  const answer = await model.generate({
+    messages: [{ role: 'user', content: 'a' }],
+    temperature: 1.5,
+    maxTokens: 300,
+    topP: 0.8,
+    stopSequences: ['END'],
+  });
+  expect(sent[0].inferenceConfig).toEqual({ temperature: 1, maxTokens: 300, topP: 0.8, stopSequences: ['END'] });
+  expect(answer).toEqual({ text: 'ok', usage: { inputTokens: 21, outputTokens: 3 } });
+});

@@ -9,6 +9,7 @@ import type { ScopedTool } from '#ports/flows';
 import { ModelError } from '#ports/model';
 import {
   type ScriptedModelServer,
+  scriptedUsage,
   startScriptedModelServer,
   toolResults,
 } from '../../../helpers/scripted-model-server';
@@ -45,6 +46,7 @@ describe('OpenAiCompatibleModel with tools', () => {
     expect(response).toEqual({
       text: '',
       toolCalls: [{ id: 'call_a', name: 'lookupOrder', input: { orderId: 'A-1' } }],
+      usage: { inputTokens: expect.any(Number), outputTokens: expect.any(Number) },
     });
     expect(server.requests[0].tools).toEqual([
       {
@@ -86,7 +88,11 @@ describe('OpenAiCompatibleModel with tools', () => {
         },
       ],
     });
-    expect(response).toEqual({ text: 'Order A-1 shipped.' });
+    const { usage } = response;
+    expect(response).toEqual({ text: 'Order A-1 shipped.', usage });
+    // What the server counted for this request: the usage is read from the answer, not made up.
+    const counted = scriptedUsage(server.requests[0], { content: 'Order A-1 shipped.' });
+    expect(usage).toEqual({ inputTokens: counted.prompt_tokens, outputTokens: counted.completion_tokens });
     expect(server.requests[0].messages).toEqual([
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Where is order A-1?' },

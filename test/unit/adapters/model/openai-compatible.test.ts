@@ -85,7 +85,8 @@ describe('OpenAiCompatibleModel', () => {
       temperature: 0,
     });
 
-    expect(response).toEqual({ text: 'Hello from the model.' });
+    // The usage the server reported, under the port's names.
+    expect(response).toEqual({ text: 'Hello from the model.', usage: { inputTokens: 10, outputTokens: 5 } });
     expect(recorded).toHaveLength(1);
     const [request] = recorded;
     expect(request.method).toBe('POST');

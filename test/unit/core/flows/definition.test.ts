@@ -342,6 +342,44 @@ test.each<[string, (d: Mutable) => unknown, Partial<DefinitionProblem>]>([
     { field: 'flows.0.nodes.3.llmConfig.properties.baseUrl', rule: 'unknownField' },
   ],
   [
+    'an inference parameter neither provider documents under that name',
+    (d) => {
+      node(d, 0, 3).llmConfig = { name: 'ChatBedrockConverse', properties: { frequencyPenalty: 0.5 } };
+    },
+    { field: 'flows.0.nodes.3.llmConfig.properties.frequencyPenalty', rule: 'unknownField' },
+  ],
+  [
+    'a Bedrock temperature over 1 (Converse takes 0 to 1)',
+    (d) => {
+      node(d, 0, 3).llmConfig = { name: 'ChatBedrockConverse', properties: { temperature: 1.5 } };
+    },
+    { field: 'flows.0.nodes.3.llmConfig.properties.temperature', rule: 'max', node: 'Shipped' },
+  ],
+  [
+    'a topP over 1',
+    (d) => {
+      node(d, 0, 3).llmConfig = { name: 'ChatOpenAICompatible', properties: { topP: 1.2 } };
+    },
+    { field: 'flows.0.nodes.3.llmConfig.properties.topP', rule: 'max' },
+  ],
+  [
+    'five stop sequences (both providers take 4)',
+    (d) => {
+      node(d, 0, 3).llmConfig = {
+        name: 'ChatOpenAICompatible',
+        properties: { stopSequences: ['a', 'b', 'c', 'd', 'e'] },
+      };
+    },
+    { field: 'flows.0.nodes.3.llmConfig.properties.stopSequences', rule: 'maxItems' },
+  ],
+  [
+    'properties given to the offline model, which takes none',
+    (d) => {
+      node(d, 0, 3).llmConfig = { name: 'ChatOffline', properties: { temperature: 0.2 } };
+    },
+    { field: 'flows.0.nodes.3.llmConfig.properties.temperature', rule: 'llmConfig.unsupportedProperty' },
+  ],
+  [
     'a browser task without prompt',
     (d) => ({
       ...d,
@@ -353,6 +391,20 @@ test.each<[string, (d: Mutable) => unknown, Partial<DefinitionProblem>]>([
   ['an unknown top-level field', (d) => ({ ...d, agentName: 'x' }), { field: 'agentName', rule: 'unknownField' }],
 ])('reports %s', (_name, change, expected) => {
   expect(problemsOf(change)).toContainEqual(expect.objectContaining(expected));
+});
+
+it('accepts every documented inference parameter for each language model class', () => {
+  const withConfig = (llmConfig: unknown) => {
+    const definition = structuredClone(valid()) as Mutable;
+    node(definition, 0, 3).llmConfig = llmConfig;
+    return validateDefinition(definition);
+  };
+  for (const name of ['ChatBedrockConverse', 'ChatOpenAICompatible']) {
+    const properties = { temperature: 1, maxTokens: 512, topP: 0.9, stopSequences: ['\n\nUser:', 'END'] };
+    expect(withConfig({ name, properties })).toMatchObject({ valid: true, problems: [] });
+  }
+  // OpenAI-compatible servers take a temperature up to 2.
+  expect(withConfig({ name: 'ChatOpenAICompatible', properties: { temperature: 1.8 } }).valid).toBe(true);
 });
 
 it('reports every problem at once, each with its flow, node, field and rule', () => {

@@ -83,5 +83,7 @@ it('conversation leaves the tool steps out; none the whole transcript, not the i
     { role: 'user', content: 'hi' },
     { role: 'assistant', content: 'done' },
   ]);
-  expect(modelContext(contextOf(messages), 'none')).toEqual({ system: 'Be kind.', messages: [] });
+  const { onUsage, ...none } = modelContext(contextOf(messages), 'none');
+  expect(none).toEqual({ system: 'Be kind.', messages: [] });
+  expect(typeof onUsage).toBe('function');
 });
