@@ -34,6 +34,11 @@ export interface AppConfig {
    * extractive, flows on the offline model), with a warning at synth.
    */
   readonly models: readonly string[];
+  /**
+   * `-c modelBaseUrl=https://api.example.com/v1 -c modelName=<model>`: an OpenAI-compatible server as the default
+   * model (ChatOpenAICompatible), its API key in a secret the stack creates empty (README, "Models").
+   */
+  readonly openAiCompatible?: { readonly baseUrl: string; readonly model: string };
   /** `-c knowledgeIndex=dynamodb`: a DynamoDB chunk table instead of Bedrock knowledge bases (for LocalStack). */
   readonly knowledgeIndex: 'bedrock' | 'dynamodb';
   /** `-c waf=off` leaves the WAF web ACL out of the stack; on by default. */
@@ -65,6 +70,31 @@ function contextCount(app: App, name: string): number | undefined {
 
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
 
+/**
+ * `-c modelBaseUrl` and `-c modelName`, both or neither. The URL is https (the API key travels with every call),
+ * or http to a loopback address, where nothing leaves the machine: the stack-check's own model server.
+ */
+function readOpenAiCompatible(app: App): AppConfig['openAiCompatible'] {
+  const baseUrl: unknown = app.node.tryGetContext('modelBaseUrl');
+  const model: unknown = app.node.tryGetContext('modelName');
+  if (baseUrl === undefined && model === undefined) return undefined;
+  const url = typeof baseUrl === 'string' && URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
+  const loopback = url?.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+  if (typeof baseUrl !== 'string' || !url || (url.protocol !== 'https:' && !loopback)) {
+    throw new Error(
+      `Invalid context modelBaseUrl=${JSON.stringify(baseUrl)}: expected the https URL of an OpenAI-compatible API ` +
+        'up to its version (https://api.example.com/v1), given with modelName',
+    );
+  }
+  if (typeof model !== 'string' || !/^[\w.:/-]{1,200}$/.test(model)) {
+    throw new Error(
+      `Invalid context modelName=${JSON.stringify(model)}: expected the server's model name (letters, digits, ` +
+        '`.`, `:`, `/`, `_`, `-`), given with modelBaseUrl',
+    );
+  }
+  return { baseUrl, model };
+}
+
 /** Reads and validates the context once; a bad value stops the synth instead of deploying a surprise. */
 export function readConfig(app: App): AppConfig {
   const stage: unknown = app.node.tryGetContext('stage') ?? 'dev';
@@ -95,6 +125,7 @@ export function readConfig(app: App): AppConfig {
     );
   }
   for (const id of modelList as string[]) bedrockModel(id);
+  const openAiCompatible = readOpenAiCompatible(app);
   const knowledgeIndex: unknown = app.node.tryGetContext('knowledgeIndex') ?? 'bedrock';
   if (knowledgeIndex !== 'bedrock' && knowledgeIndex !== 'dynamodb') {
     throw new Error(`Invalid context knowledgeIndex=${JSON.stringify(knowledgeIndex)}: expected bedrock or dynamodb`);
@@ -153,6 +184,7 @@ export function readConfig(app: App): AppConfig {
     console: consoleSite === 'on' || consoleSite === true,
     wafRateLimit,
     models: modelList as string[],
+    ...(openAiCompatible ? { openAiCompatible } : {}),
     ...(uploadUrlTtlSeconds !== undefined ? { uploadUrlTtlSeconds } : {}),
   };
 }
@@ -166,6 +198,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     description: `Agent platform (${config.stage}): knowledge documents and dashboard API`,
     stage: config.stage,
     models: config.models,
+    openAiCompatible: config.openAiCompatible,
     knowledgeIndex: config.knowledgeIndex,
     waf: config.waf,
     wafRateLimit: config.wafRateLimit,
@@ -175,7 +208,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     signUp: config.signUp,
     console: config.console,
   });
-  if (config.models.length === 0) {
+  if (config.models.length === 0 && !config.openAiCompatible) {
     // cdk synth and cdk deploy print it; a deployment that wants answers from a model must not get this by mistake.
     Annotations.of(stack).addWarningV2(
       'agent-platform:models-offline',

@@ -39,7 +39,16 @@ async function main(): Promise<void> {
   const password = 'Stack-owner-1';
   const owner = { ...(await stack.createOwner(email, password, organizationId)), email, password };
   const say = (value: unknown) => process.stdout.write(`@@stack ${JSON.stringify(value)}\n`);
-  say({ ready: { baseUrl: stack.baseUrl, token, otherToken, owner, people: stack.people } });
+  say({
+    ready: {
+      baseUrl: stack.baseUrl,
+      token,
+      otherToken,
+      owner,
+      people: stack.people,
+      secretsEndpoint: stack.secrets.endpoint,
+    },
+  });
 
   const stop = async () => {
     await stack.stop();
@@ -87,6 +96,11 @@ async function main(): Promise<void> {
           }, {}),
           violations: stack.bedrock.violations,
         },
+        secrets: stack.secrets.requests.reduce<Record<string, number>>((counts, r) => {
+          const key = `${r.operation} ${r.status}`;
+          counts[key] = (counts[key] ?? 0) + 1;
+          return counts;
+        }, {}),
         output: Object.fromEntries(hosts.filter((h) => h.output()).map((h) => [h.fn.logicalId, h.output()])),
       },
     });

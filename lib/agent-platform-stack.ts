@@ -12,6 +12,7 @@ import { DocumentStorage } from './constructs/document-storage';
 import { FlowRunner } from './constructs/flow-runner';
 import { FlowScheduler } from './constructs/flow-scheduler';
 import { type KnowledgeIndexBackend, KnowledgeIndexInfra } from './constructs/knowledge-index';
+import { ModelApiKey } from './constructs/model-api-key';
 import { Operations } from './constructs/operations';
 import { PeopleAccounts, type SignUpMode } from './constructs/people';
 import { PlatformApi } from './constructs/platform-api';
@@ -31,6 +32,11 @@ export interface AgentPlatformStackProps extends StackProps {
    * "Models"); none: generate answers extractively and flows run on the offline model.
    */
   readonly models?: readonly string[];
+  /**
+   * An OpenAI-compatible server as the default model: its base URL and model name; the stack creates the secret its
+   * API key goes in (ModelApiKey).
+   */
+  readonly openAiCompatible?: { readonly baseUrl: string; readonly model: string };
   /**
    * Where chunks are indexed: `bedrock` (default), a Bedrock knowledge base per environment over S3 Vectors; or
    * `dynamodb`, a chunk table ranked with BM25 by the functions, for deployments without Bedrock (LocalStack).
@@ -86,6 +92,14 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
         ? new ChunkTableIndex(this, 'ChunkIndex')
         : new KnowledgeIndexInfra(this, 'KnowledgeIndex');
     this.people = new PeopleAccounts(this, 'People', { signUp: props.signUp ?? 'invite' });
+    const modelApiKey = props.openAiCompatible ? new ModelApiKey(this, 'ModelApiKey') : undefined;
+    if (modelApiKey) {
+      new CfnOutput(this, 'ModelApiKeySecretArn', {
+        description:
+          'Put the OpenAI-compatible model API key here: aws secretsmanager put-secret-value (README, "Models")',
+        value: modelApiKey.secret.secretArn,
+      });
+    }
     const stateful = {
       people: this.people,
       tables: this.data.tables,
@@ -93,6 +107,9 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       processingQueue: this.storage.queue,
       knowledgeIndex: this.knowledgeIndex,
       models: props.models ?? [],
+      ...(props.openAiCompatible && modelApiKey
+        ? { openAiCompatible: { ...props.openAiCompatible, apiKey: modelApiKey.secret } }
+        : {}),
     };
     this.browserTask = new BrowserTask(this, 'BrowserTask', { resources: stateful });
     this.flowRunner = new FlowRunner(this, 'FlowRunner', {

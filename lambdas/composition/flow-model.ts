@@ -1,7 +1,8 @@
 /**
  * The models behind prompt nodes, routing and tool parameters, read from the environment once per cold start.
  * Default (a node without `llmConfig`):
- * - MODEL_BASE_URL (+ MODEL_NAME, MODEL_API_KEY, MODEL_TIMEOUT_MS): any OpenAI-compatible server;
+ * - MODEL_BASE_URL (+ MODEL_NAME, MODEL_API_KEY or MODEL_API_KEY_SECRET_ARN, MODEL_TIMEOUT_MS): any
+ *   OpenAI-compatible server;
  * - BEDROCK_FLOW_MODEL_ID (or BEDROCK_GENERATE_MODEL_ID, which the stack sets): Amazon Bedrock Converse;
  * - neither: the offline model, which needs no network and is not a language model (core/flows/offline-model.ts).
  * A node's `llmConfig` picks the class and may name the model, temperature and maxTokens. It can never name the
@@ -19,6 +20,7 @@ import type { FlowModel, FlowModelResolver, LlmConfig } from '#ports/flows';
 import type { ModelProvider } from '#ports/model';
 import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 import { bedrockRuntimeClient } from './clients/bedrock-runtime';
+import { modelApiKeyFromEnv } from './model-api-key';
 
 export const BEDROCK_FLOW_MODEL_ENV = 'BEDROCK_FLOW_MODEL_ID';
 /** `false` when the Bedrock models of the deployment read no images (docs/flows.md, "Attachments"). */
@@ -39,7 +41,8 @@ export function flowModelResolverFromEnv(env: EnvironmentValues = handlerEnviron
     [MODEL_ENV.timeoutMs]: env[MODEL_ENV.timeoutMs],
     [MODEL_ENV.imageInput]: env[MODEL_ENV.imageInput],
   };
-  const defaultOpenAiCompatible = modelProviderFromEnv(env);
+  const apiKey = modelApiKeyFromEnv(env);
+  const defaultOpenAiCompatible = modelProviderFromEnv(env, apiKey);
   const defaultOpenAiCompatibleName = env[MODEL_ENV.model];
   // In the stack, the default of `-c models` (DEFAULT_MODEL without it) is BEDROCK_GENERATE_MODEL_ID, granted with the list.
   const defaultBedrockModelId = env[BEDROCK_FLOW_MODEL_ENV] || env.BEDROCK_GENERATE_MODEL_ID || undefined;
@@ -61,7 +64,7 @@ export function flowModelResolverFromEnv(env: EnvironmentValues = handlerEnviron
 
   const openAiCompatible = (model: string) =>
     cached(`ChatOpenAICompatible:${model}`, () => {
-      const provider = modelProviderFromEnv({ ...endpoint, [MODEL_ENV.model]: model });
+      const provider = modelProviderFromEnv({ ...endpoint, [MODEL_ENV.model]: model }, apiKey);
       if (provider === null) throw new Error('unreachable: MODEL_BASE_URL was checked before');
       return provider;
     });

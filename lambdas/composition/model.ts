@@ -12,9 +12,10 @@ import { modelProviderFromEnv } from '#adapters/model/openai-compatible';
 import type { ModelProvider } from '#ports/model';
 import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 import { bedrockRuntimeClient } from './clients/bedrock-runtime';
+import { modelApiKeyFromEnv } from './model-api-key';
 
 export function generateModelFromEnv(env: EnvironmentValues = handlerEnvironment()): ModelProvider | null {
-  const openAiCompatible = modelProviderFromEnv(env);
+  const openAiCompatible = modelProviderFromEnv(env, modelApiKeyFromEnv(env));
   if (openAiCompatible) return openAiCompatible;
   const bedrockModelId = env.BEDROCK_GENERATE_MODEL_ID;
   return bedrockModelId ? new BedrockConverseModel(bedrockRuntimeClient(), bedrockModelId) : null;

@@ -8,6 +8,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { ATTACHMENTS_PREFIX } from '#core/flows/attachments';
@@ -31,6 +32,8 @@ export interface PlatformResources {
    * generate is extractive and flows run on the offline model (no model call).
    */
   readonly models: readonly string[];
+  /** An OpenAI-compatible server (`-c modelBaseUrl`, `-c modelName`) and the secret of its API key (model-api-key.ts). */
+  readonly openAiCompatible?: { readonly baseUrl: string; readonly model: string; readonly apiKey: ISecret };
   /** The BrowserTask function (lib/constructs/browser-task.ts); functions with `browserTask: 'invoke'` invoke it. */
   readonly browserTask?: IFunction;
   /** People's accounts (lib/constructs/people.ts); functions with `people` get its ids, `manage` its admin calls. */
@@ -55,6 +58,14 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
     environment.BEDROCK_GENERATE_MODEL_ID = resources.models[0];
   }
   if (access.model === 'list') environment.BEDROCK_MODELS = resources.models.join(',');
+  // The OpenAI-compatible server: where models are listed, its name; where they are called, the key's secret too
+  // (its ARN; the key itself never leaves Secrets Manager but to the function that calls the model).
+  const server = resources.openAiCompatible;
+  if (server && access.model) {
+    environment.MODEL_BASE_URL = server.baseUrl;
+    environment.MODEL_NAME = server.model;
+    if (access.model === 'invoke') environment.MODEL_API_KEY_SECRET_ARN = server.apiKey.secretArn;
+  }
   if (access.people) {
     const people = requirePeople(resources);
     if (access.people !== 'signUpMode') {
@@ -127,6 +138,14 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
     requirePeople(resources).userPool.grant(fn, 'cognito-idp:AdminCreateUser');
   }
   if (access.knowledgeIndex === 'retrieve') requireIndex(resources).grantRetrieve(fn);
+  if (access.model === 'invoke' && resources.openAiCompatible) {
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: [resources.openAiCompatible.apiKey.secretArn],
+      }),
+    );
+  }
   if (access.model === 'invoke' && resources.models.length > 0) {
     const arns = [...new Set(resources.models.flatMap((id) => modelArns(Stack.of(fn), id)))];
     fn.addToRolePolicy(new PolicyStatement({ actions: ['bedrock:InvokeModel'], resources: arns }));

@@ -82,6 +82,7 @@ export const RUNTIME_SDK_PACKAGES = [
   '@aws-sdk/client-dynamodb',
   '@aws-sdk/client-lambda',
   '@aws-sdk/client-s3',
+  '@aws-sdk/client-secrets-manager',
   '@aws-sdk/client-sqs',
   '@aws-sdk/lib-dynamodb',
   '@aws-sdk/s3-request-presigner',

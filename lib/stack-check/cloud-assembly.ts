@@ -128,6 +128,7 @@ export class ResourceNames {
   ref(logicalId: string): string {
     const type = this.typeOf(logicalId);
     if (type === 'AWS::SQS::Queue') return this.queueUrl(logicalId);
+    if (type === 'AWS::SecretsManager::Secret') return this.arn(logicalId);
     return this.physicalName(logicalId);
   }
 
@@ -171,6 +172,9 @@ export class ResourceNames {
         return `arn:aws:s3vectors:${at}:bucket/${name}`;
       case 'AWS::Cognito::UserPool':
         return `arn:aws:cognito-idp:${at}:userpool/${name}`;
+      case 'AWS::SecretsManager::Secret':
+        // Secrets Manager ends a secret's ARN with a hyphen and six random characters.
+        return `arn:aws:secretsmanager:${at}:secret:${name}-Ab12Cd`;
       default:
         return `arn:aws:${type.split('::')[1].toLowerCase()}:${at}:${name}`;
     }

@@ -190,6 +190,10 @@ function describe(request) {
     const pool = input.UserPoolId ? `arn:aws:cognito-idp:${region}:${account}:userpool/${input.UserPoolId}` : '*';
     return [{ action: `cognito-idp:${operation}`, resource: pool }];
   }
+  if (target?.startsWith('secretsmanager.')) {
+    const input = JSON.parse(body || '{}');
+    return [{ action: `secretsmanager:${target.split('.')[1]}`, resource: input.SecretId ?? '*' }];
+  }
   if (service === 's3') return s3Calls(request);
   // Bedrock's endpoint is the stand-in, which checks each request against this function's role itself (the bundled
   // bedrock-agent client and the HTTP/2 runtime clients never pass through this handler).

@@ -55,6 +55,7 @@ import {
 } from './cloud-assembly';
 import { FunctionHost } from './function-host';
 import { AccessDeniedError, FunctionPermissions } from './iam';
+import { type SecretsStandIn, startSecretsStandIn } from './secrets-stand-in';
 import { type ScheduledTrigger, scheduledTriggers, serveLambdaInvoke } from './triggers';
 
 type Resources = CloudAssembly['template']['Resources'];
@@ -73,6 +74,8 @@ export interface RunningStack {
   callsChecked(): number;
   /** The Bedrock stand-in the functions' Bedrock clients call: each request it served, and each constraint broken. */
   readonly bedrock: Pick<BedrockStandIn, 'requests' | 'violations'>;
+  /** The Secrets Manager stand-in: where a test puts a secret's value, and the requests it served. */
+  readonly secrets: Pick<SecretsStandIn, 'endpoint' | 'requests'>;
   /**
    * The calls the functions made so far, evaluated again against another template's roles (a mutation of this one):
    * those its policies would refuse. The same names as this run, so a call names the same ARNs.
@@ -351,6 +354,11 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
       },
     });
     stops.push(() => bedrock.stop());
+    // Secrets Manager: the template's secrets, empty until a test puts a value as the deployer would.
+    const secrets = await startSecretsStandIn(
+      ofType(resources, 'AWS::SecretsManager::Secret').map(([id]) => names.arn(id)),
+    );
+    stops.push(() => secrets.stop());
     // Lambda's Invoke API for the functions' own calls (BrowserTask from the flow functions).
     const lambdaServer = serveLambdaInvoke((name) =>
       [...hosts.values()].find((h) => names.physicalName(h.fn.logicalId) === name),
@@ -369,6 +377,7 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
         AWS_ENDPOINT_URL_S3: engines.s3Endpoint,
         AWS_ENDPOINT_URL_SQS: engines.sqsEndpoint,
         AWS_ENDPOINT_URL_LAMBDA: `http://127.0.0.1:${lambdaAddress.port}`,
+        AWS_ENDPOINT_URL_SECRETS_MANAGER: secrets.endpoint,
         ...Object.fromEntries(
           ['BEDROCK_AGENT', 'BEDROCK_AGENT_RUNTIME', 'BEDROCK_RUNTIME'].map((service) => [
             `AWS_ENDPOINT_URL_${service}`,
@@ -504,6 +513,7 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
       denials: () => [...hosts.values()].flatMap((h) => h.denials),
       callsChecked: () => [...hosts.values()].reduce((n, h) => n + h.permissions.calls.length, 0),
       bedrock: { requests: bedrock.requests, violations: bedrock.violations },
+      secrets: { endpoint: secrets.endpoint, requests: secrets.requests },
       fireSchedules: () =>
         Promise.all(
           scheduled.triggers.map(async (trigger) => {

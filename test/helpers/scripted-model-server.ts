@@ -54,6 +54,8 @@ export interface ScriptedModelServer {
   readonly baseUrl: string;
   /** Every request since the script was last set, oldest first. */
   readonly requests: ChatRequest[];
+  /** The Authorization header of each of those requests (undefined: none was sent). */
+  readonly authorizations: (string | undefined)[];
   /** Replaces the script and forgets the requests recorded so far. */
   script(next: Script): void;
   close(): Promise<void>;
@@ -65,6 +67,7 @@ export async function startScriptedModelServer(
   let current = initial;
   let counter = 0;
   const requests: ChatRequest[] = [];
+  const authorizations: (string | undefined)[] = [];
   const server: Server = createServer((request, response) => {
     const parts: Buffer[] = [];
     request.on('data', (part: Buffer) => parts.push(part));
@@ -77,6 +80,7 @@ export async function startScriptedModelServer(
       }
       const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as ChatRequest;
       requests.push(body);
+      authorizations.push(request.headers.authorization);
       let reply: ScriptedReply;
       try {
         reply = current(body, counter++);
@@ -93,10 +97,12 @@ export async function startScriptedModelServer(
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
+    authorizations,
     script(next) {
       current = next;
       counter = 0;
       requests.length = 0;
+      authorizations.length = 0;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -17,6 +17,8 @@ export interface StackReport {
   output: Record<string, string>;
   /** The Bedrock stand-in's requests by operation and status (`Retrieve 200`), and the constraints they broke. */
   bedrock: { requests: Record<string, number>; violations: unknown[] };
+  /** The Secrets Manager stand-in's requests by operation and status (`GetSecretValue 200`). */
+  secrets: Record<string, number>;
 }
 
 export interface StackProcess {
@@ -34,6 +36,8 @@ export interface StackProcess {
   };
   /** The user pool its people sign in to. */
   readonly people: PeoplePool;
+  /** The Secrets Manager stand-in, where a test puts a secret's value as the deployer does after deploy. */
+  readonly secretsEndpoint: string;
   report(): Promise<StackReport>;
   /** The calls made so far that the roles of the template in `templateFile` would refuse (stack-runner's replay). */
   replay(templateFile: string): Promise<StackReport['denials']>;
@@ -72,9 +76,9 @@ export function startStackProcess(cloudAssembly: string, templateFile?: string):
   return new Promise((resolveStart, reject) => {
     child.once('exit', (code) => reject(new Error(`bin/run-stack.ts exited (${code}): ${stderr.slice(-3000)}`)));
     next().then((message) => {
-      const { baseUrl, token, otherToken, owner, people } = message.ready as Pick<
+      const { baseUrl, token, otherToken, owner, people, secretsEndpoint } = message.ready as Pick<
         StackProcess,
-        'baseUrl' | 'token' | 'otherToken' | 'owner' | 'people'
+        'baseUrl' | 'token' | 'otherToken' | 'owner' | 'people' | 'secretsEndpoint'
       >;
       resolveStart({
         baseUrl,
@@ -82,6 +86,7 @@ export function startStackProcess(cloudAssembly: string, templateFile?: string):
         otherToken,
         owner,
         people,
+        secretsEndpoint,
         async report() {
           const answer = next();
           child.stdin.write('report\n');

@@ -713,7 +713,9 @@ describe('generate model', () => {
   });
 
   test('models=offline: no function may invoke a model, and synth warns that no language model answers', () => {
-    const { stack: offline } = createApp({ context: { ...cdkJson.context, models: 'offline' } });
+    const { stack: offline } = createApp({
+      context: { ...cdkJson.context, models: 'offline', 'aws:cdk:bundling-stacks': [] },
+    });
     // Function policies only: the knowledge bases' service roles invoke their embedding model whatever the models.
     const invoking = [offline, ...Object.values(offline.api.areaStacks)]
       .flatMap((s) => Object.entries(Template.fromStack(s).findResources('AWS::IAM::Policy')))
@@ -795,6 +797,43 @@ describe('generate model', () => {
     } finally {
       synth.dispose();
     }
+  });
+
+  test('-c modelBaseUrl and modelName: the key in a secret created empty, its ARN and the server given to the model functions', () => {
+    const synth = synthesizeUnbundled({ modelBaseUrl: 'https://api.example.com/v1', modelName: 'gpt-4.1-mini' });
+    try {
+      expect(synth.violations).toEqual([]);
+      const parent = Template.fromStack(synth.stack).toJSON();
+      const secrets = Object.entries(parent.Resources as Resources).filter(
+        ([, r]) => r.Type === 'AWS::SecretsManager::Secret',
+      );
+      expect(secrets).toHaveLength(1);
+      const [secretId, secret] = secrets[0];
+      // Neither a value nor a generated one: the deployer puts the provider's key in it.
+      expect(secret.Properties).not.toHaveProperty('SecretString');
+      expect(secret.Properties).not.toHaveProperty('GenerateSecretString');
+      expect(parent.Outputs.ModelApiKeySecretArn.Value).toEqual({ Ref: secretId });
+      const webhook = synth.stack.api.functions.InvokeWebhook;
+      const variables = (
+        (Template.fromStack(Stack.of(webhook)).toJSON().Resources as Resources)[
+          Stack.of(webhook).getLogicalId(webhook.node.defaultChild as CfnElement)
+        ].Properties.Environment as { Variables: Record<string, unknown> }
+      ).Variables;
+      expect(variables).toMatchObject({ MODEL_BASE_URL: 'https://api.example.com/v1', MODEL_NAME: 'gpt-4.1-mini' });
+      expect(variables).toHaveProperty('MODEL_API_KEY_SECRET_ARN');
+      expect(variables).not.toHaveProperty('MODEL_API_KEY');
+    } finally {
+      synth.dispose();
+    }
+  });
+
+  test('an http model server other than loopback, or one of modelBaseUrl and modelName alone, stops the synth', () => {
+    const config = (context: Record<string, unknown>) => () =>
+      createApp({ context: { ...cdkJson.context, ...context } });
+    expect(config({ modelBaseUrl: 'http://api.example.com/v1', modelName: 'm' })).toThrow(/modelBaseUrl/);
+    expect(config({ modelBaseUrl: 'https://api.example.com/v1' })).toThrow(/Invalid context modelName/);
+    expect(config({ modelName: 'm' })).toThrow(/Invalid context modelBaseUrl/);
+    expect(config({ modelBaseUrl: 'https://api.example.com/v1', modelName: 'two words' })).toThrow(/modelName/);
   });
 
   test('models and generateModelId together, an id that is no model id, or a repeated one stop the synth', () => {

@@ -14,6 +14,7 @@ import {
   type ModelToolRound,
 } from '#ports/model';
 import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
+import type { ApiKeySource } from './secret-api-key';
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /** How much of an error body goes into `ModelError.detail` (for the log, never the caller). */
@@ -22,8 +23,11 @@ const ERROR_BODY_EXCERPT = 500;
 export interface OpenAiCompatibleOptions {
   /** Up to and including the API version, without `/chat/completions`: `http://127.0.0.1:11434/v1`. */
   readonly baseUrl: string;
-  /** Sent as `Authorization: Bearer <apiKey>`; local servers usually need none. */
-  readonly apiKey?: string;
+  /**
+   * Sent as `Authorization: Bearer <apiKey>`; local servers usually need none. A source is asked at each call (in
+   * AWS the secret's, which reads it once per container: secret-api-key.ts).
+   */
+  readonly apiKey?: string | ApiKeySource;
   readonly model: string;
   readonly timeoutMs?: number;
   /** Whether the model reads images (MODEL_IMAGE_INPUT); default true. */
@@ -81,7 +85,9 @@ export class OpenAiCompatibleModel implements ModelProvider {
         }))
       : undefined;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    const { apiKey: configured } = this.options;
+    const apiKey = typeof configured === 'function' ? await configured() : configured;
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
 
     // The only abort is this timeout, so an aborted signal tells a timeout from any other failure.
     const signal = AbortSignal.timeout(this.timeoutMs);
@@ -221,7 +227,11 @@ export const MODEL_ENV = {
  * The configured model, or null for the extractive default when MODEL_BASE_URL is unset. A base URL without
  * MODEL_NAME, a base URL that is not http(s), or a timeout that is not a positive integer fails loudly.
  */
-export function modelProviderFromEnv(env: EnvironmentValues = handlerEnvironment()): OpenAiCompatibleModel | null {
+export function modelProviderFromEnv(
+  env: EnvironmentValues = handlerEnvironment(),
+  /** Where the key comes from when not MODEL_API_KEY (composition/model-api-key.ts: a secret in AWS). */
+  apiKeySource?: ApiKeySource,
+): OpenAiCompatibleModel | null {
   const baseUrl = env[MODEL_ENV.baseUrl];
   if (baseUrl === undefined || baseUrl === '') return null;
   if (!/^https?:\/\/[^/]/.test(baseUrl) || !URL.canParse(baseUrl)) {
@@ -241,7 +251,7 @@ export function modelProviderFromEnv(env: EnvironmentValues = handlerEnvironment
       throw new Error(`Invalid configuration: ${MODEL_ENV.timeoutMs} must be a positive integer`);
     }
   }
-  const apiKey = env[MODEL_ENV.apiKey] || undefined;
+  const apiKey = apiKeySource ?? (env[MODEL_ENV.apiKey] || undefined);
   const imageInput = imageInputFromEnv(env, MODEL_ENV.imageInput);
   return new OpenAiCompatibleModel({ baseUrl, model, apiKey, timeoutMs, imageInput });
 }
