@@ -195,16 +195,18 @@ export const MUTATIONS: readonly Mutation[] = [
   },
   {
     id: 'browser-invoke-grant-on-a-wrong-arn',
-    change: "the webhook function's lambda:InvokeFunction on BrowserTask points at another function's ARN",
+    // A webhook hands a run over before its browser task (the task's bound does not fit in a request): the flow
+    // runner is the function that invokes BrowserTask.
+    change: "the flow runner's lambda:InvokeFunction on BrowserTask points at another function's ARN",
     caughtBy: 'IAM replay',
     apply: (t) =>
       regranted(
         t,
-        'InvokeWebhookFunction',
+        'FlowRunnerFlowRunnerFunction',
         'lambda:InvokeFunction',
         'arn:aws:lambda:us-east-1:000000000000:function:BrowserTaskOld',
       ),
-    expected: /InvokeWebhookFunction.* lambda:InvokeFunction .*BrowserTask/,
+    expected: /FlowRunnerFlowRunnerFunction.* lambda:InvokeFunction .*BrowserTask/,
   },
   {
     id: 'processor-ingest-grant-removed',

@@ -7,6 +7,7 @@
 import { boundedValue, recordBuiltInEvent, truncatedText } from '#core/analytics/track';
 import type { FlowModel } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
+import { BROWSER_TIME_LIMIT_MS } from './browser-task';
 import { postSignedCallback } from './callback-delivery';
 import { callbackMessageId } from './callback-signing';
 import type { AgentDefinition, BrowserTaskNode, FlowNode, PromptNode } from './definition';
@@ -36,8 +37,8 @@ import { browserTaskUnits, spendFlowWork } from './work-budget';
 
 /**
  * The longest a node may take by its own bounds: a tool node its declared HTTP tool's `timeoutSeconds`, a prompt node
- * the longest `timeoutSeconds` of the declared tools its model may call; 0 for the rest (a model call and a browser
- * task are bounded by their own timeouts, which are not counted yet: docs/flows.md, "Long runs").
+ * the longest `timeoutSeconds` of the declared tools its model may call, a browser task its time limit
+ * (BROWSER_TIME_LIMIT_MS); 0 for the rest. A model call's own timeout is not counted (docs/flows.md, "Long runs").
  */
 export function nodeBoundMs(definition: AgentDefinition, node: FlowNode): number {
   const toolMs = (name: string) => (definition.tools.find((t) => t.name === name)?.timeoutSeconds ?? 0) * 1000;
@@ -46,6 +47,8 @@ export function nodeBoundMs(definition: AgentDefinition, node: FlowNode): number
       return toolMs(node.toolName);
     case 'promptNode':
       return Math.max(0, ...(node.tools ?? []).map(toolMs));
+    case 'browserTask':
+      return BROWSER_TIME_LIMIT_MS;
     default:
       return 0;
   }
