@@ -9,7 +9,7 @@ import type { SessionStore } from '#ports/flows';
 import { config, positiveInteger } from '#shared/config';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { agentsStore, clock } from './container';
-import { bedrockModelsFromEnv } from './model-catalog';
+import { bedrockModelsFromEnv, modelCatalogFromEnv } from './model-catalog';
 import { once } from './once';
 
 export const definitionStore = once(
@@ -37,5 +37,8 @@ export const definitionContainer = {
   clock: clock,
   get bedrockModels() {
     return bedrockModelsFromEnv();
+  },
+  get defaultModelClass() {
+    return modelCatalogFromEnv().find((model) => model.default)?.llmConfigName;
   },
 } satisfies DefinitionDeps & { sessions: SessionStore };

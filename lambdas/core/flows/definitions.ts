@@ -11,6 +11,7 @@ import type { Clock } from '#ports/services';
 import type { AgentStore } from '#ports/stores';
 import { type AgentDefinition, type DefinitionProblem, nodesOf, validateDefinition } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';
+import { LLM_CLASS_NAMES, type LlmClassName } from './llm-config';
 
 /** Stored as one DynamoDB item (400 KB), with room for its keys. */
 export const DEFINITION_MAX_BYTES = 300 * 1024;
@@ -24,15 +25,44 @@ export interface DefinitionDeps {
    * is a problem when the definition is stored, not a failure when it runs. Undefined: not checked (local runs).
    */
   readonly bedrockModels?: readonly string[];
+  /** The class of the deployment's default model (GET /dashboard/models), which a browser task's `model` names into. */
+  readonly defaultModelClass?: LlmClassName;
 }
 
 /**
  * The problems of a valid definition against the deployment's Bedrock models: a ChatBedrockConverse node that names
- * a model outside the list, or that needs one where the deployment has none.
+ * a model outside the list, or that needs one where the deployment has none; a browser task whose `model` names a
+ * model of the default class (browser-task.ts, browserTaskModel) that the deployment cannot call: outside the list
+ * when Bedrock is the default, any when the offline model is (it would run on the offline model unnoticed).
  */
-export function modelProblems(definition: AgentDefinition, bedrockModels: readonly string[]): DefinitionProblem[] {
+export function modelProblems(
+  definition: AgentDefinition,
+  bedrockModels: readonly string[],
+  defaultClass: LlmClassName = bedrockModels.length > 0 ? 'ChatBedrockConverse' : 'ChatOffline',
+): DefinitionProblem[] {
   const listed = bedrockModels.length > 0 ? bedrockModels.join(', ') : 'none';
   return nodesOf(definition).flatMap(({ flow, flowIndex, node, index }): DefinitionProblem[] => {
+    if (node.type === 'browserTask') {
+      const model = node.model;
+      if (model === undefined || defaultClass === 'ChatOpenAICompatible') return [];
+      if ((LLM_CLASS_NAMES as readonly string[]).includes(model)) {
+        if (model !== 'ChatBedrockConverse' || bedrockModels.length > 0) return [];
+      } else if (defaultClass === 'ChatBedrockConverse' && bedrockModels.includes(model)) {
+        return [];
+      }
+      return [
+        {
+          field: `flows.${flowIndex}.nodes.${index}.model`,
+          rule: 'llmConfig.modelUnavailable',
+          flow: flow.name,
+          node: node.name,
+          message:
+            defaultClass === 'ChatOffline'
+              ? `this deployment calls no language model to run ${model} on (GET /dashboard/models)`
+              : `model ${model} is not one this deployment may call (GET /dashboard/models): ${listed}`,
+        },
+      ];
+    }
     if (node.type !== 'promptNode' || node.llmConfig?.name !== 'ChatBedrockConverse') return [];
     const model = node.llmConfig.properties?.model;
     if (model === undefined ? bedrockModels.length > 0 : bedrockModels.includes(model)) return [];
@@ -51,7 +81,7 @@ export function modelProblems(definition: AgentDefinition, bedrockModels: readon
   });
 }
 
-export function checkDefinition(input: unknown, bedrockModels?: readonly string[]) {
+export function checkDefinition(input: unknown, bedrockModels?: readonly string[], defaultClass?: LlmClassName) {
   const size = Buffer.byteLength(JSON.stringify(input) ?? '', 'utf8');
   if (size > DEFINITION_MAX_BYTES) {
     const problem: DefinitionProblem = {
@@ -63,13 +93,13 @@ export function checkDefinition(input: unknown, bedrockModels?: readonly string[
   }
   const outcome = validateDefinition(input);
   if (!outcome.valid || bedrockModels === undefined) return outcome;
-  const problems = modelProblems(outcome.definition, bedrockModels);
+  const problems = modelProblems(outcome.definition, bedrockModels, defaultClass);
   return problems.length === 0 ? outcome : { valid: false as const, problems };
 }
 
 export async function validateAgentDefinition(deps: DefinitionDeps, caller: Caller, agentId: string, input: unknown) {
   await requireAgent(deps, caller, agentId);
-  const outcome = checkDefinition(input, deps.bedrockModels);
+  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass);
   return { valid: outcome.valid, problems: outcome.problems };
 }
 
@@ -81,7 +111,7 @@ export async function putAgentDefinition(
   input: unknown,
 ): Promise<AgentDefinitionRecord> {
   await requireAgent(deps, caller, agentId);
-  const outcome = checkDefinition(input, deps.bedrockModels);
+  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass);
   if (!outcome.valid) throw new ValidationError(outcome.problems);
   const previous = await deps.definitions.get(agentId, environment);
   const record: AgentDefinitionRecord = {

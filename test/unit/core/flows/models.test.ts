@@ -61,6 +61,49 @@ describe('a definition against the deployment’s Bedrock models', () => {
   });
 });
 
+describe('a browser task’s model against the deployment’s models', () => {
+  const models = ['amazon.nova-lite-v1:0'];
+  const browsing = (model?: string) => ({
+    flows: [
+      {
+        name: 'web',
+        nodes: [
+          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+          { name: 'Browse', type: 'browserTask', prompt: 'Read https://example.com', ...(model ? { model } : {}) },
+        ],
+        edges: [{ from: 'Start', to: 'Browse', type: 'stepForward' }],
+      },
+    ],
+  });
+
+  it('takes the default, a class name, or a listed model of the default class (Bedrock)', () => {
+    for (const model of [undefined, 'ChatOffline', 'ChatBedrockConverse', 'amazon.nova-lite-v1:0']) {
+      expect([model, checkDefinition(browsing(model), models).problems]).toEqual([model, []]);
+    }
+  });
+
+  it('refuses a model the default class cannot call: outside the list, or any where the default is offline', () => {
+    expect(checkDefinition(browsing('anthropic.claude-3-opus-20240229-v1:0'), models).problems).toEqual([
+      {
+        field: 'flows.0.nodes.1.model',
+        rule: 'llmConfig.modelUnavailable',
+        flow: 'web',
+        node: 'Browse',
+        message:
+          'model anthropic.claude-3-opus-20240229-v1:0 is not one this deployment may call (GET /dashboard/models): amazon.nova-lite-v1:0',
+      },
+    ]);
+    expect(checkDefinition(browsing('amazon.nova-lite-v1:0'), []).problems).toMatchObject([
+      { field: 'flows.0.nodes.1.model', message: expect.stringContaining('calls no language model') },
+    ]);
+    expect(checkDefinition(browsing('ChatBedrockConverse'), []).problems).toHaveLength(1);
+  });
+
+  it('leaves a model name to an OpenAI-compatible default: the server knows its names, the list does not', () => {
+    expect(checkDefinition(browsing('gpt-4.1-mini'), models, 'ChatOpenAICompatible').problems).toEqual([]);
+  });
+});
+
 describe('GET /dashboard/models from the environment', () => {
   it('lists the Bedrock models, the first the default, and the offline model, which is not a language model', () => {
     const catalog = modelCatalogFromEnv({ BEDROCK_MODELS: 'amazon.nova-lite-v1:0,eu.amazon.nova-pro-v1:0' });
