@@ -59,3 +59,37 @@ export async function uploadProcessed(call: StackCall, d: StackDataset, fileName
   );
   return { s3Key: String(link.body.s3Key), document };
 }
+
+/** A webhook flow of one prompt node (`Answer`, "Say hello."), optionally on `llmConfig`: `Start` → `Answer`. */
+export function helloFlow(llmConfig?: Record<string, unknown>) {
+  return {
+    flows: [
+      {
+        name: 'main',
+        nodes: [
+          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+          {
+            name: 'Answer',
+            type: 'promptNode',
+            displayName: 'Answer',
+            prompt: 'Say hello.',
+            ...(llmConfig ? { llmConfig } : {}),
+          },
+        ],
+        edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
+      },
+    ],
+  };
+}
+
+/** A new agent whose production definition is helloFlow(): its id, and a call of its webhook. */
+export async function helloAgent(call: StackCall, displayName: string) {
+  const agent = await call('POST', '/dashboard/agents', { displayName });
+  const agentId = String(agent.body.agentId);
+  const stored = await call('PUT', `/dashboard/agents/${agentId}/definition/production`, helloFlow());
+  expect(stored.status).toBe(200);
+  return {
+    agentId,
+    run: () => call('POST', `/api/v1/webhooks/${agentId}/production/Start`, { message: 'Hi' }),
+  };
+}

@@ -19,7 +19,7 @@ import {
 } from '../../lib/stack-check/cloud-assembly';
 import { FunctionPermissions } from '../../lib/stack-check/iam';
 import { pollUntil } from '../helpers/poll';
-import { api, dataset, uploadProcessed } from '../helpers/stack-api';
+import { api, dataset, helloAgent, helloFlow, uploadProcessed } from '../helpers/stack-api';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
 import { MUTATIONS } from './mutations';
 
@@ -95,24 +95,7 @@ test('a prompt node on the listed inference profile runs through Converse, allow
   const call = api(stack, stack.token);
   const agent = await call('POST', '/dashboard/agents', { displayName: 'Models' });
   const path_ = `/dashboard/agents/${agent.body.agentId}/definition/production`;
-  const definition = (model: string) => ({
-    flows: [
-      {
-        name: 'main',
-        nodes: [
-          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-          {
-            name: 'Answer',
-            type: 'promptNode',
-            displayName: 'Answer',
-            prompt: 'Say hello.',
-            llmConfig: { name: 'ChatBedrockConverse', properties: { model } },
-          },
-        ],
-        edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
-      },
-    ],
-  });
+  const definition = (model: string) => helloFlow({ name: 'ChatBedrockConverse', properties: { model } });
   const unlisted = await call('PUT', path_, definition('anthropic.claude-3-opus-20240229-v1:0'));
   expect(unlisted.status).toBe(400);
   expect(JSON.stringify(unlisted.body)).toContain('llmConfig.modelUnavailable');
@@ -193,21 +176,7 @@ describe('a plain cdk deploy (no model context)', () => {
       ['offline', false],
     ]);
 
-    const agent = await call('POST', '/dashboard/agents', { displayName: 'Default model' });
-    const stored = await call('PUT', `/dashboard/agents/${agent.body.agentId}/definition/production`, {
-      flows: [
-        {
-          name: 'main',
-          nodes: [
-            { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-            { name: 'Answer', type: 'promptNode', displayName: 'Answer', prompt: 'Say hello.' },
-          ],
-          edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
-        },
-      ],
-    });
-    expect(stored.status).toBe(200);
-    const run = await call('POST', `/api/v1/webhooks/${agent.body.agentId}/production/Start`, { message: 'Hi' });
+    const run = await (await helloAgent(call, 'Default model')).run();
     expect(run.status).toBe(200);
     expect(run.body).toMatchObject({
       status: 'completed',

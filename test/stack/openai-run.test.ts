@@ -18,7 +18,7 @@ import {
 } from '../../lib/stack-check/cloud-assembly';
 import { FunctionPermissions } from '../../lib/stack-check/iam';
 import { type ScriptedModelServer, startScriptedModelServer } from '../helpers/scripted-model-server';
-import { api } from '../helpers/stack-api';
+import { api, helloAgent } from '../helpers/stack-api';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
 
 const KEY = 'sk-stack-check-0123456789';
@@ -65,21 +65,7 @@ test('prompt nodes answer through the OpenAI-compatible server, with the key the
     ['scripted', 'openai-compatible', true],
     ['offline', 'offline', false],
   ]);
-  const agent = await call('POST', '/dashboard/agents', { displayName: 'Hosted model' });
-  const stored = await call('PUT', `/dashboard/agents/${agent.body.agentId}/definition/production`, {
-    flows: [
-      {
-        name: 'main',
-        nodes: [
-          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-          { name: 'Answer', type: 'promptNode', displayName: 'Answer', prompt: 'Say hello.' },
-        ],
-        edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
-      },
-    ],
-  });
-  expect(stored.status).toBe(200);
-  const run = () => call('POST', `/api/v1/webhooks/${agent.body.agentId}/production/Start`, { message: 'Hi' });
+  const { run } = await helloAgent(call, 'Hosted model');
 
   // Deployed, not yet filled: the secret has no value, so the call goes without a key (and the secret is read again).
   const before = await run();
