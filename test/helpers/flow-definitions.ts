@@ -166,3 +166,25 @@ export const crmFlow = {
     { from: 'Acknowledge', to: 'Track', type: 'stepForward' },
   ],
 };
+
+/** A webhook flow of one prompt node (`Answer`, "Say hello."), optionally on `llmConfig`: `Start` → `Answer`. */
+export function helloFlow(llmConfig?: Record<string, unknown>) {
+  return {
+    flows: [
+      {
+        name: 'main',
+        nodes: [
+          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+          {
+            name: 'Answer',
+            type: 'promptNode',
+            displayName: 'Answer',
+            prompt: 'Say hello.',
+            ...(llmConfig ? { llmConfig } : {}),
+          },
+        ],
+        edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
+      },
+    ],
+  };
+}

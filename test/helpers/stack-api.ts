@@ -1,5 +1,6 @@
 /** Calls to a stack run by bin/run-stack.ts (test/helpers/stack-process.ts), as the test/stack suites make them. */
 import type { Json } from '../../lib/stack-check/cloud-assembly';
+import { helloFlow } from './flow-definitions';
 import { pollUntil } from './poll';
 import type { StackProcess } from './stack-process';
 
@@ -58,28 +59,6 @@ export async function uploadProcessed(call: StackCall, d: StackDataset, fileName
     60_000,
   );
   return { s3Key: String(link.body.s3Key), document };
-}
-
-/** A webhook flow of one prompt node (`Answer`, "Say hello."), optionally on `llmConfig`: `Start` → `Answer`. */
-export function helloFlow(llmConfig?: Record<string, unknown>) {
-  return {
-    flows: [
-      {
-        name: 'main',
-        nodes: [
-          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-          {
-            name: 'Answer',
-            type: 'promptNode',
-            displayName: 'Answer',
-            prompt: 'Say hello.',
-            ...(llmConfig ? { llmConfig } : {}),
-          },
-        ],
-        edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
-      },
-    ],
-  };
 }
 
 /** A new agent whose production definition is helloFlow(): its id, and a call of its webhook. */

@@ -18,8 +18,9 @@ import {
   synthesizeCloudAssembly,
 } from '../../lib/stack-check/cloud-assembly';
 import { FunctionPermissions } from '../../lib/stack-check/iam';
+import { helloFlow } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
-import { api, dataset, helloAgent, helloFlow, uploadProcessed } from '../helpers/stack-api';
+import { api, dataset, helloAgent, uploadProcessed } from '../helpers/stack-api';
 import { type StackProcess, startStackProcess } from '../helpers/stack-process';
 import { MUTATIONS } from './mutations';
 

@@ -5,25 +5,9 @@
 import { modelCatalogFromEnv } from '#composition/model-catalog';
 import { checkDefinition } from '#core/flows/definitions';
 import { bedrockModel } from '../../../../lib/constructs/bedrock-models';
+import { helloFlow } from '../../../helpers/flow-definitions';
 
-const flowWith = (llmConfig?: Record<string, unknown>) => ({
-  flows: [
-    {
-      name: 'main',
-      nodes: [
-        { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-        {
-          name: 'Answer',
-          type: 'promptNode',
-          displayName: 'Answer',
-          prompt: 'Hi',
-          ...(llmConfig ? { llmConfig } : {}),
-        },
-      ],
-      edges: [{ from: 'Start', to: 'Answer', type: 'stepForward' }],
-    },
-  ],
-});
+const flowWith = helloFlow;
 const bedrock = (model?: string) => ({ name: 'ChatBedrockConverse', ...(model ? { properties: { model } } : {}) });
 
 describe('a definition against the deployment’s Bedrock models', () => {
