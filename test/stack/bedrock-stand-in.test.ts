@@ -260,7 +260,12 @@ describe('the real BedrockConverseModel through the stand-in', () => {
       temperature: 0,
     });
 
-    expect(answer).toEqual({ text: 'Refunds are paid within 14 days.' });
+    // The stand-in counts a token per word: the six words of the answer, and the words of system, turns and opener.
+    expect(answer).toEqual({
+      text: 'Refunds are paid within 14 days.',
+      usage: { inputTokens: expect.any(Number), outputTokens: 6 },
+    });
+    expect(answer.usage?.inputTokens).toBeGreaterThan(6);
     const [request] = h.standIn.requests;
     expect(request).toMatchObject({ operation: 'Converse', status: 200 });
     expect(request.input).toMatchObject({
