@@ -9,6 +9,7 @@ import { type CorsPolicy, parseCorsAllowedOrigins } from '#shared/cors';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
 import { DEFAULT_RATE_LIMIT_PER_5_MINUTES } from '../lib/constructs/api-firewall';
 import { bedrockModel, MODEL_ID } from '../lib/constructs/bedrock-models';
+import { readStageSettings, type StageSettings } from './stage-settings';
 
 /** Bedrock models one deployment may list: each adds its ARNs to every flow function's policy. */
 const MAX_MODELS = 10;
@@ -55,11 +56,58 @@ export interface AppConfig {
   readonly uploadUrlTtlSeconds?: number;
   /** `-c rateLimitPerSecond=50 -c rateLimitBurst=100`: requests per token and per organization (both or neither). */
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number };
+  /**
+   * `-c apiRateLimit=500 -c apiBurstLimit=1000`: the API stage's own throttle, shared by every tenant, so well above
+   * one organization's limit (default ten times it: DEFAULT_API_THROTTLE_FACTOR).
+   */
+  readonly apiThrottle: { readonly rateLimit: number; readonly burstLimit: number };
+  /** The stage file's `account` and `region`: the stack is then bound to them; unset, it is environment-agnostic. */
+  readonly env?: { readonly account?: string; readonly region?: string };
+  /** `-c reservedConcurrency=off`: no reserved concurrency for the heavy workers (accounts under 150 concurrency). */
+  readonly reservedConcurrency: boolean;
+  /** `-c terminationProtection=off`: the stack can be deleted without first turning protection off (a dev stage). */
+  readonly terminationProtection: boolean;
+  /**
+   * `-c backup=off` leaves out the AWS Backup plan; `-c backupCopyVaultArn=arn:aws:backup:…` copies every recovery
+   * point to that vault (another account's, for a copy the deploying account cannot delete).
+   */
+  readonly backup: { readonly enabled: boolean; readonly copyVaultArn?: string };
+  /** `-c alarmEmail=ops@example.com` and/or `-c alarmTopicArn=arn:aws:sns:…`: who every alarm reaches. */
+  readonly alarms: { readonly email?: string; readonly topicArn?: string };
+  /** `-c cognitoEmailFrom=no-reply@example.com [-c cognitoEmailSesRegion=eu-west-1]`: Cognito's mail through SES. */
+  readonly cognitoEmail?: { readonly from: string; readonly sesRegion?: string };
 }
 
+/** The stage throttle, by default, is this many times one organization's own limit (core/auth/rate-limit.ts). */
+export const DEFAULT_API_THROTTLE_FACTOR = 10;
+/** One organization's limit when none is configured: 50 requests a second, bursts of 100 (core/auth/rate-limit.ts). */
+const DEFAULT_ORGANIZATION_LIMIT = { perSecond: 50, burst: 100 } as const;
+
+/** `on`/`off`/true/false of `name`, or `fallback` when it is not given. */
+function contextSwitch(setting: Setting, name: keyof StageSettings, fallback: boolean): boolean {
+  const raw: unknown = setting(name) ?? fallback;
+  if (raw !== 'on' && raw !== 'off' && raw !== true && raw !== false) {
+    throw new Error(`Invalid context ${name}=${JSON.stringify(raw)}: expected on or off`);
+  }
+  return raw === 'on' || raw === true;
+}
+
+/** A string setting that must match `pattern` (described by `expected`), or undefined. */
+function contextText(setting: Setting, name: keyof StageSettings, pattern: RegExp, expected: string) {
+  const raw: unknown = setting(name);
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !pattern.test(raw)) {
+    throw new Error(`Invalid context ${name}=${JSON.stringify(raw)}: expected ${expected}`);
+  }
+  return raw;
+}
+
+const EMAIL = /^[^\s@]{1,64}@[a-z0-9.-]{1,253}\.[a-z]{2,63}$/i;
+const REGION = /^[a-z]{2}(-gov)?-[a-z]+-\d$/;
+
 /** A whole number of context `name` from 1 to 1,000,000, or undefined when it is not given. */
-function contextCount(app: App, name: string): number | undefined {
-  const raw: unknown = app.node.tryGetContext(name);
+function contextCount(setting: Setting, name: keyof StageSettings): number | undefined {
+  const raw: unknown = setting(name);
   if (raw === undefined) return undefined;
   const value = typeof raw === 'string' && /^\d{1,7}$/.test(raw) ? Number(raw) : raw;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1_000_000) {
@@ -70,13 +118,16 @@ function contextCount(app: App, name: string): number | undefined {
 
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
 
+/** A setting's raw value: its `-c` flag, else its value in the stage file, else undefined. */
+type Setting = (name: keyof StageSettings) => unknown;
+
 /**
  * `-c modelBaseUrl` and `-c modelName`, both or neither. The URL is https (the API key travels with every call),
  * or http to a loopback address, where nothing leaves the machine: the stack-check's own model server.
  */
-function readOpenAiCompatible(app: App): AppConfig['openAiCompatible'] {
-  const baseUrl: unknown = app.node.tryGetContext('modelBaseUrl');
-  const model: unknown = app.node.tryGetContext('modelName');
+function readOpenAiCompatible(setting: Setting): AppConfig['openAiCompatible'] {
+  const baseUrl: unknown = setting('modelBaseUrl');
+  const model: unknown = setting('modelName');
   if (baseUrl === undefined && model === undefined) return undefined;
   const url = typeof baseUrl === 'string' && URL.canParse(baseUrl) ? new URL(baseUrl) : undefined;
   const loopback = url?.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
@@ -101,11 +152,15 @@ export function readConfig(app: App): AppConfig {
   if (typeof stage !== 'string' || !STAGE_PATTERN.test(stage)) {
     throw new Error(`Invalid context stage=${JSON.stringify(stage)}: expected lower-case letters, digits and dashes`);
   }
-  const generateModelId: unknown = app.node.tryGetContext('generateModelId');
+  const configDir: unknown = app.node.tryGetContext('configDir');
+  const file = readStageSettings(stage, typeof configDir === 'string' ? configDir : undefined);
+  // A -c flag overrides the stage file's value for this deploy (bin/stage-settings.ts).
+  const setting: Setting = (name) => app.node.tryGetContext(name) ?? file[name];
+  const generateModelId: unknown = setting('generateModelId');
   if (generateModelId !== undefined && (typeof generateModelId !== 'string' || !MODEL_ID.test(generateModelId))) {
     throw new Error(`Invalid context generateModelId=${JSON.stringify(generateModelId)}: expected a Bedrock model id`);
   }
-  const rawModels: unknown = app.node.tryGetContext('models');
+  const rawModels: unknown = setting('models');
   if (rawModels !== undefined && generateModelId !== undefined) {
     throw new Error('Invalid context: give models or generateModelId, not both (generateModelId=x is models=x)');
   }
@@ -125,36 +180,36 @@ export function readConfig(app: App): AppConfig {
     );
   }
   for (const id of modelList as string[]) bedrockModel(id);
-  const openAiCompatible = readOpenAiCompatible(app);
-  const knowledgeIndex: unknown = app.node.tryGetContext('knowledgeIndex') ?? 'bedrock';
+  const openAiCompatible = readOpenAiCompatible(setting);
+  const knowledgeIndex: unknown = setting('knowledgeIndex') ?? 'bedrock';
   if (knowledgeIndex !== 'bedrock' && knowledgeIndex !== 'dynamodb') {
     throw new Error(`Invalid context knowledgeIndex=${JSON.stringify(knowledgeIndex)}: expected bedrock or dynamodb`);
   }
-  const waf: unknown = app.node.tryGetContext('waf') ?? 'on';
+  const waf: unknown = setting('waf') ?? 'on';
   if (waf !== 'on' && waf !== 'off' && waf !== true && waf !== false) {
     throw new Error(`Invalid context waf=${JSON.stringify(waf)}: expected on or off`);
   }
-  const rawLimit: unknown = app.node.tryGetContext('wafRateLimit') ?? DEFAULT_RATE_LIMIT_PER_5_MINUTES;
+  const rawLimit: unknown = setting('wafRateLimit') ?? DEFAULT_RATE_LIMIT_PER_5_MINUTES;
   const wafRateLimit = typeof rawLimit === 'string' && /^\d+$/.test(rawLimit) ? Number(rawLimit) : rawLimit;
   if (typeof wafRateLimit !== 'number' || !Number.isInteger(wafRateLimit) || wafRateLimit < 10 || wafRateLimit > 2e9) {
     throw new Error(
       `Invalid context wafRateLimit=${JSON.stringify(rawLimit)}: expected a whole number from 10 to 2000000000`,
     );
   }
-  const signUp: unknown = app.node.tryGetContext('signUp') ?? 'invite';
+  const signUp: unknown = setting('signUp') ?? 'invite';
   if (signUp !== 'open' && signUp !== 'invite') {
     throw new Error(`Invalid context signUp=${JSON.stringify(signUp)}: expected open or invite`);
   }
-  const consoleSite: unknown = app.node.tryGetContext('console') ?? 'on';
+  const consoleSite: unknown = setting('console') ?? 'on';
   if (consoleSite !== 'on' && consoleSite !== 'off' && consoleSite !== true && consoleSite !== false) {
     throw new Error(`Invalid context console=${JSON.stringify(consoleSite)}: expected on or off`);
   }
-  const rawCors: unknown = app.node.tryGetContext('corsAllowedOrigins') ?? '';
+  const rawCors: unknown = setting('corsAllowedOrigins') ?? '';
   if (typeof rawCors !== 'string') {
     throw new Error(`Invalid context corsAllowedOrigins=${JSON.stringify(rawCors)}: expected comma-separated origins`);
   }
   const cors = parseCorsAllowedOrigins(rawCors, 'context corsAllowedOrigins');
-  const rawTtl: unknown = app.node.tryGetContext('uploadUrlTtlSeconds');
+  const rawTtl: unknown = setting('uploadUrlTtlSeconds');
   const uploadUrlTtlSeconds = typeof rawTtl === 'string' && /^\d+$/.test(rawTtl) ? Number(rawTtl) : rawTtl;
   if (
     uploadUrlTtlSeconds !== undefined &&
@@ -167,15 +222,61 @@ export function readConfig(app: App): AppConfig {
       `Invalid context uploadUrlTtlSeconds=${JSON.stringify(rawTtl)}: expected a whole number of seconds from 1 to 604800`,
     );
   }
-  const perSecond = contextCount(app, 'rateLimitPerSecond');
-  const burst = contextCount(app, 'rateLimitBurst');
+  const perSecond = contextCount(setting, 'rateLimitPerSecond');
+  const burst = contextCount(setting, 'rateLimitBurst');
   if ((perSecond === undefined) !== (burst === undefined) || (perSecond && burst && burst < perSecond)) {
     throw new Error(
       'Invalid context: give rateLimitPerSecond and rateLimitBurst together, the burst at least the rate',
     );
   }
+  const organization = perSecond && burst ? { perSecond, burst } : DEFAULT_ORGANIZATION_LIMIT;
+  const apiThrottle = {
+    rateLimit: contextCount(setting, 'apiRateLimit') ?? organization.perSecond * DEFAULT_API_THROTTLE_FACTOR,
+    burstLimit: contextCount(setting, 'apiBurstLimit') ?? organization.burst * DEFAULT_API_THROTTLE_FACTOR,
+  };
+  if (apiThrottle.rateLimit <= organization.perSecond || apiThrottle.burstLimit < apiThrottle.rateLimit) {
+    // A stage throttle at or under one organization's limit lets one busy organization get every tenant 429s.
+    throw new Error(
+      `Invalid context: apiRateLimit (${apiThrottle.rateLimit}) must be above one organization's limit ` +
+        `(${organization.perSecond}/s) and apiBurstLimit (${apiThrottle.burstLimit}) at least apiRateLimit`,
+    );
+  }
+  const copyVaultArn = contextText(
+    setting,
+    'backupCopyVaultArn',
+    /^arn:aws[a-z-]*:backup:[a-z0-9-]+:\d{12}:backup-vault:[A-Za-z0-9_.-]{2,50}$/,
+    'the ARN of a backup vault (arn:aws:backup:<region>:<account>:backup-vault:<name>)',
+  );
+  const alarmEmail = contextText(setting, 'alarmEmail', EMAIL, 'an e-mail address');
+  const alarmTopicArn = contextText(
+    setting,
+    'alarmTopicArn',
+    /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/,
+    'the ARN of an SNS topic',
+  );
+  const cognitoEmailFrom = contextText(setting, 'cognitoEmailFrom', EMAIL, 'the SES-verified sender address');
+  const cognitoEmailSesRegion = contextText(setting, 'cognitoEmailSesRegion', REGION, 'a Region such as eu-west-1');
+  if (cognitoEmailSesRegion && !cognitoEmailFrom) {
+    throw new Error('Invalid context: cognitoEmailSesRegion is given with cognitoEmailFrom');
+  }
+  const env = { account: file.account, region: file.region };
+  const sesRegion = cognitoEmailSesRegion ?? env.region;
+  if (cognitoEmailFrom && !sesRegion) {
+    // SES identities are regional, and an environment-agnostic stack does not know its Region at synth.
+    throw new Error(
+      'Invalid context: give cognitoEmailSesRegion (the Region of the SES identity) with cognitoEmailFrom, or the ' +
+        "stage's region in config/<stage>.json",
+    );
+  }
   return {
     ...(perSecond && burst ? { rateLimit: { perSecond, burst } } : {}),
+    apiThrottle,
+    ...(env.account || env.region ? { env } : {}),
+    reservedConcurrency: contextSwitch(setting, 'reservedConcurrency', true),
+    terminationProtection: contextSwitch(setting, 'terminationProtection', true),
+    backup: { enabled: contextSwitch(setting, 'backup', true), ...(copyVaultArn ? { copyVaultArn } : {}) },
+    alarms: { ...(alarmEmail ? { email: alarmEmail } : {}), ...(alarmTopicArn ? { topicArn: alarmTopicArn } : {}) },
+    ...(cognitoEmailFrom && sesRegion ? { cognitoEmail: { from: cognitoEmailFrom, sesRegion } } : {}),
     stage,
     knowledgeIndex,
     signUp,
@@ -192,8 +293,11 @@ export function readConfig(app: App): AppConfig {
 export function createApp(props?: AppProps): { app: App; stack: AgentPlatformStack; config: AppConfig } {
   const app = new App(props);
   const config = readConfig(app);
-  // Environment-agnostic on purpose: account and region come from the deploying credentials, and synth needs none.
+  // Environment-agnostic unless the stage file names them: account and region then come from the deploying
+  // credentials, and synth needs none.
   const stack = new AgentPlatformStack(app, 'AgentPlatformStack', {
+    ...(config.env ? { env: config.env } : {}),
+    terminationProtection: config.terminationProtection,
     stackName: `agent-platform-${config.stage}`,
     description: `Agent platform (${config.stage}): knowledge documents and dashboard API`,
     stage: config.stage,
@@ -205,6 +309,11 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     cors: config.cors,
     uploadUrlTtl: config.uploadUrlTtlSeconds === undefined ? undefined : Duration.seconds(config.uploadUrlTtlSeconds),
     rateLimit: config.rateLimit,
+    apiThrottle: config.apiThrottle,
+    reservedConcurrency: config.reservedConcurrency,
+    backup: config.backup,
+    alarms: config.alarms,
+    cognitoEmail: config.cognitoEmail,
     signUp: config.signUp,
     console: config.console,
   });

@@ -6,8 +6,13 @@ import { ApiFirewall } from './constructs/api-firewall';
 import { BrowserTask } from './constructs/browser-task';
 import { ChunkTableIndex } from './constructs/chunk-table-index';
 import { ConsoleSite } from './constructs/console-site';
+import { DataBackup } from './constructs/data-backup';
 import { DataTables, pascalCase } from './constructs/data-tables';
-import { DocumentProcessing } from './constructs/document-processing';
+import {
+  DocumentProcessing,
+  PROCESSING_MAX_RECEIVES,
+  PROCESSING_VISIBILITY_TIMEOUT,
+} from './constructs/document-processing';
 import { DocumentStorage } from './constructs/document-storage';
 import { FlowRunner } from './constructs/flow-runner';
 import { FlowScheduler } from './constructs/flow-scheduler';
@@ -56,6 +61,16 @@ export interface AgentPlatformStackProps extends StackProps {
   readonly signUp?: SignUpMode;
   /** The web console on CloudFront (docs/console.md, "In AWS"); default true. */
   readonly console?: boolean;
+  /** The API stage's throttle over all tenants; default ten times one organization's limit (500/s, burst 1,000). */
+  readonly apiThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /** Reserved concurrency for the processor, the flow runner and the browser task (default true). */
+  readonly reservedConcurrency?: boolean;
+  /** The AWS Backup plan of the tables and the documents bucket (default on), and a vault to copy to. */
+  readonly backup?: { readonly enabled: boolean; readonly copyVaultArn?: string };
+  /** Who the alarms reach besides the stack's topic: an e-mail address subscribed to it, another topic. */
+  readonly alarms?: { readonly email?: string; readonly topicArn?: string };
+  /** Cognito's mail (invitations, codes) through SES from this verified address instead of Cognito's own sender. */
+  readonly cognitoEmail?: { readonly from: string; readonly sesRegion?: string };
 }
 
 export class AgentPlatformStack extends Stack implements ObservedStack {
@@ -79,6 +94,8 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
   public readonly firewall: ApiFirewall | undefined;
   /** The web console and the API on one CloudFront origin; undefined with `-c console=off`. */
   public readonly console: ConsoleSite | undefined;
+  /** The AWS Backup plan; undefined with `-c backup=off`. */
+  public readonly backup: DataBackup | undefined;
 
   constructor(scope: Construct, id: string, props: AgentPlatformStackProps) {
     super(scope, id, props);
@@ -86,12 +103,23 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
     this.metricsNamespace = metricsNamespace(props.stage);
 
     this.data = new DataTables(this, 'Data');
-    this.storage = new DocumentStorage(this, 'DocumentStorage');
+    this.storage = new DocumentStorage(this, 'DocumentStorage', {
+      processingVisibilityTimeout: PROCESSING_VISIBILITY_TIMEOUT,
+      maxReceiveCount: PROCESSING_MAX_RECEIVES,
+    });
     this.knowledgeIndex =
       props.knowledgeIndex === 'dynamodb'
         ? new ChunkTableIndex(this, 'ChunkIndex')
         : new KnowledgeIndexInfra(this, 'KnowledgeIndex');
-    this.people = new PeopleAccounts(this, 'People', { signUp: props.signUp ?? 'invite' });
+    this.people = new PeopleAccounts(this, 'People', { signUp: props.signUp ?? 'invite', email: props.cognitoEmail });
+    this.backup =
+      props.backup?.enabled === false
+        ? undefined
+        : new DataBackup(this, 'Backup', {
+            tables: Object.values(this.data.tables),
+            documentsBucket: this.storage.bucket,
+            copyVaultArn: props.backup?.copyVaultArn,
+          });
     const modelApiKey = props.openAiCompatible ? new ModelApiKey(this, 'ModelApiKey') : undefined;
     if (modelApiKey) {
       new CfnOutput(this, 'ModelApiKeySecretArn', {
@@ -111,9 +139,11 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
         ? { openAiCompatible: { ...props.openAiCompatible, apiKey: modelApiKey.secret } }
         : {}),
     };
-    this.browserTask = new BrowserTask(this, 'BrowserTask', { resources: stateful });
+    const reservedConcurrency = props.reservedConcurrency ?? true;
+    this.browserTask = new BrowserTask(this, 'BrowserTask', { resources: stateful, reservedConcurrency });
     this.flowRunner = new FlowRunner(this, 'FlowRunner', {
       resources: { ...stateful, browserTask: this.browserTask.function },
+      reservedConcurrency,
     });
     const resources = {
       ...stateful,
@@ -128,6 +158,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       cors: props.cors,
       uploadUrlTtl: props.uploadUrlTtl,
       rateLimit: props.rateLimit,
+      apiThrottle: props.apiThrottle ?? { rateLimit: 500, burstLimit: 1000 },
     });
 
     if (props.waf === false) {
@@ -136,8 +167,8 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
         id: 'AwsSolutions-APIG3',
         reason:
           "Deployed with -c waf=off, the operator's choice (a web ACL costs per month and per request): every " +
-          'non-public route still needs a bearer token checked by the authorizer, and the stage is throttled (burst ' +
-          '100, rate 50/s).',
+          'non-public route still needs a bearer token checked by the authorizer, every token and organization has ' +
+          'its own rate limit, and the stage is throttled.',
       });
     } else {
       this.firewall = new ApiFirewall(this, 'ApiFirewall', {
@@ -164,6 +195,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       knowledgeIndex: this.knowledgeIndex,
       maxFileBytes: MAX_FILE_BYTES,
       maxArchiveBytes: MAX_ARCHIVE_BYTES,
+      reservedConcurrency,
     });
 
     this.scheduler = new FlowScheduler(this, 'FlowScheduler', { resources });
@@ -176,6 +208,17 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
         Processing: this.storage.deadLetterQueue,
         FlowRun: this.flowRunner.deadLetterQueue,
       },
+      workQueues: { Processing: this.storage.queue, FlowRun: this.flowRunner.queue },
+      workers: {
+        Processor: this.processing.processor,
+        Watchdog: this.processing.watchdog,
+        FlowRunner: this.flowRunner.function,
+        ScheduleTick: this.scheduler.tick,
+        BrowserTask: this.browserTask.function,
+      },
+      heartbeats: { Watchdog: this.processing.watchdog, ScheduleTick: this.scheduler.tick },
+      alarmEmail: props.alarms?.email,
+      alarmTopicArn: props.alarms?.topicArn,
       processor: this.processing.processor,
       authorizer: this.api.authorizerFunction,
       throttleWatched: {

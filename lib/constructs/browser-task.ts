@@ -28,7 +28,15 @@ export const BROWSER_TASK_EPHEMERAL_STORAGE = Size.mebibytes(1024);
 export interface BrowserTaskProps {
   /** For the model's configuration and grant (the generate model of the stack), as the flow functions have it. */
   readonly resources: PlatformResources;
+  /** Reserve BROWSER_TASK_CONCURRENCY for the task (default true). */
+  readonly reservedConcurrency?: boolean;
 }
+
+/**
+ * Browser tasks at once, reserved: as many as flow runners (a task runs only in the runner, docs/flows.md), so a
+ * runner's task is never throttled, and 2 GB tasks cannot take the account's concurrency from the API.
+ */
+export const BROWSER_TASK_CONCURRENCY = 20;
 
 export class BrowserTask extends Construct {
   public readonly function: ServiceFunction;
@@ -42,6 +50,7 @@ export class BrowserTask extends Construct {
       timeout: BROWSER_TASK_TIMEOUT,
       memorySize: BROWSER_TASK_MEMORY_MB,
       ephemeralStorageSize: BROWSER_TASK_EPHEMERAL_STORAGE,
+      ...(props.reservedConcurrency === false ? {} : { reservedConcurrentExecutions: BROWSER_TASK_CONCURRENCY }),
       // The Chromium of @sparticuz/chromium is built for x86_64 only.
       architecture: Architecture.X86_64,
       bundling: {

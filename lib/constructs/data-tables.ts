@@ -43,8 +43,9 @@ export function createTable(scope: Construct, id: string, schema: TableSchema): 
     billingMode: BillingMode.PAY_PER_REQUEST,
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     encryption: TableEncryption.AWS_MANAGED,
-    // Customer data: deleting the stack must never delete it.
+    // Customer data: deleting the stack must never delete it, nor may a console click or a stray API call.
     removalPolicy: RemovalPolicy.RETAIN,
+    deletionProtection: true,
   });
   for (const index of schema.indexes ?? []) {
     table.addGlobalSecondaryIndex({

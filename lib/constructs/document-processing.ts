@@ -1,12 +1,12 @@
 /**
  * Document processing in AWS: the processing queue's consumer (S3 object-created events and the service's own
- * messages, partial batch responses, DLQ after 3 receives) and the watchdog on a schedule, both writing to the
+ * messages, partial batch responses, DLQ after PROCESSING_MAX_RECEIVES receives) and the watchdog on a schedule, both writing to the
  * Bedrock knowledge base of each environment. Grants follow WORKERS in lib/routes.ts.
  */
 import { Duration, Size } from 'aws-cdk-lib';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { Architecture } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, RecursiveLoop } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -31,7 +31,15 @@ export interface DocumentProcessingProps {
   readonly maxFileBytes: number;
   /** Largest ZIP archive imported (bytes); the function's temporary storage holds a copy while it is read. */
   readonly maxArchiveBytes: number;
+  /** Reserve PROCESSOR_CONCURRENCY for the processor (default true; off for accounts under 150 concurrency). */
+  readonly reservedConcurrency?: boolean;
 }
+
+/**
+ * Processor invocations at once: the queue's event source never starts more, and as many are reserved for it, so a
+ * bulk import neither throttles itself (a throttled batch waits out its visibility) nor takes the API's concurrency.
+ */
+export const PROCESSOR_CONCURRENCY = 10;
 
 /** Messages per invocation of the processor. */
 export const PROCESSING_BATCH_SIZE = 5;
@@ -45,6 +53,10 @@ export const EXTRACTION_MEMORY_MB = 1024;
  * invocation time out and takes the rest of its batch back to the queue with it.
  */
 export const PROCESSING_TIMEOUT = Duration.seconds(PROCESSING_BATCH_SIZE * EXTRACTION_TIMEOUT.toSeconds() + 60);
+/** Six times the processor's timeout, as AWS recommends for a queue a function consumes (docs/operations.md). */
+export const PROCESSING_VISIBILITY_TIMEOUT = Duration.seconds(PROCESSING_TIMEOUT.toSeconds() * 6);
+/** Receives of a processing message before the dead-letter queue: a throttled or cut-off batch is not one of them. */
+export const PROCESSING_MAX_RECEIVES = 5;
 
 export class DocumentProcessing extends Construct {
   public readonly processor: ServiceFunction;
@@ -63,8 +75,14 @@ export class DocumentProcessing extends Construct {
       description: 'Extracts, chunks and indexes uploaded documents; imports ZIP archives',
       timeout: PROCESSING_TIMEOUT,
       memorySize: 2048,
-      // A ZIP archive is read from a copy in /tmp (random access to its central directory), never from memory.
-      ephemeralStorageSize: Size.mebibytes(Math.ceil(props.maxArchiveBytes / 1024 / 1024) + 512),
+      // A ZIP archive is read from a copy in /tmp (random access to its central directory), never from memory; a
+      // batch's messages are worked on at once, so /tmp holds a whole batch of the largest archives, and room besides.
+      ephemeralStorageSize: Size.mebibytes(
+        PROCESSING_BATCH_SIZE * Math.ceil(props.maxArchiveBytes / 1024 / 1024) + 512,
+      ),
+      ...(props.reservedConcurrency === false ? {} : { reservedConcurrentExecutions: PROCESSOR_CONCURRENCY }),
+      // It sends to its own queue on purpose: a document's confirm-indexed check, the next page of a deletion.
+      recursiveLoop: RecursiveLoop.ALLOW,
       // pdfjs-dist cannot be bundled (it loads @napi-rs/canvas, a native addon, as it starts): both ship as
       // node_modules copied from this checkout. The registry mirror these machines use has the linux-x64-gnu build
       // of the addon only, so the processor runs on x86_64.
@@ -91,7 +109,7 @@ export class DocumentProcessing extends Construct {
       new SqsEventSource(props.processingQueue, {
         batchSize: PROCESSING_BATCH_SIZE,
         reportBatchItemFailures: true,
-        maxConcurrency: 10,
+        maxConcurrency: PROCESSOR_CONCURRENCY,
       }),
     );
 

@@ -1,6 +1,6 @@
 /**
  * Where document content lives and how processing starts: clients PUT to the bucket with a pre-signed URL, S3 sends
- * ObjectCreated to the processing queue, a failing message goes to the dead-letter queue after three receives.
+ * ObjectCreated to the processing queue, a failing message goes to the dead-letter queue after five receives.
  */
 import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import {
@@ -18,16 +18,18 @@ import { PENDING_UPLOAD_TAG } from '#adapters/blob/s3';
 import { ATTACHMENT_RETENTION_DAYS, ATTACHMENTS_PREFIX } from '#core/flows/attachments';
 import { UPLOAD_CORS_RULE } from '#shared/cors';
 
+/** Days a noncurrent version of a document's object is kept (an undo window for deletes and overwrites). */
+export const NONCURRENT_VERSION_DAYS = 7;
+
 export interface DocumentStorageProps {
   /**
-   * Visibility timeout of the processing queue: longer than the processing function's 360 s (a batch of hostile files
-   * at the extraction limit) with room for one throttled retry (docs/processing.md, "Hostile files"), so a message is
-   * not redelivered while a batch is still being worked on.
-   * @default 900 seconds
+   * Visibility timeout of the processing queue: at least six times the processing function's timeout, as AWS
+   * recommends for a queue a function consumes, so that a message the poller could not hand over (the function
+   * throttled) is not counted as failed while it waits (docs/operations.md, "Queues").
    */
-  readonly processingVisibilityTimeout?: Duration;
-  /** @default 3 */
-  readonly maxReceiveCount?: number;
+  readonly processingVisibilityTimeout: Duration;
+  /** Receives before a message goes to the dead-letter queue. */
+  readonly maxReceiveCount: number;
 }
 
 export class DocumentStorage extends Construct {
@@ -36,7 +38,7 @@ export class DocumentStorage extends Construct {
   public readonly queue: Queue;
   public readonly deadLetterQueue: Queue;
 
-  constructor(scope: Construct, id: string, props: DocumentStorageProps = {}) {
+  constructor(scope: Construct, id: string, props: DocumentStorageProps) {
     super(scope, id);
 
     // Server access logs of the documents bucket. It has no access logs of its own (they would log the log writes);
@@ -54,10 +56,10 @@ export class DocumentStorage extends Construct {
       enforceSSL: true,
       encryption: BucketEncryption.S3_MANAGED,
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
-      // Versioning stays off: a replacement is uploaded under a new object key and the documents table says which
-      // key is current, so nothing is overwritten; and deleting a document must really remove its content, which a
-      // versioned bucket would keep as noncurrent versions.
-      versioned: false,
+      // Versioned, so an object deleted by mistake (or by a compromised caller) can be brought back, and AWS Backup
+      // can back the bucket up (it requires versioning). A deleted document's content is erased for good once its
+      // noncurrent version expires (NONCURRENT_VERSION_DAYS) and the last recovery point holding it ages out.
+      versioned: true,
       serverAccessLogsBucket: this.accessLogsBucket,
       serverAccessLogsPrefix: 'documents-bucket/',
       // Browsers upload straight to S3 with the pre-signed PUT URL; the signature, not the origin, authorizes it, so any
@@ -82,6 +84,13 @@ export class DocumentStorage extends Construct {
         // Parts of multipart uploads (the API issues none, but S3 accepts them from any signed client) do not linger.
         { id: 'IncompleteMultipartUploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         {
+          // What a delete or an expiration leaves behind: kept a week to undo a mistake, then gone; delete markers
+          // with nothing under them are removed.
+          id: 'NoncurrentVersions',
+          noncurrentVersionExpiration: Duration.days(NONCURRENT_VERSION_DAYS),
+          expiredObjectDeleteMarker: true,
+        },
+        {
           // Images attached to flow messages live as long as an idle session (SESSION_RETENTION_DAYS, whose TTL
           // removes it): counted from the upload, so a session may outlive its images, never the reverse. A rule,
           // not a sweep on the session's TTL delete: nothing to run, and nothing missed when a delete is late.
@@ -103,8 +112,8 @@ export class DocumentStorage extends Construct {
     this.queue = new Queue(this, 'ProcessingQueue', {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      visibilityTimeout: props.processingVisibilityTimeout ?? Duration.seconds(900),
-      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount ?? 3 },
+      visibilityTimeout: props.processingVisibilityTimeout,
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount },
     });
 
     this.bucket.addEventNotification(EventType.OBJECT_CREATED, new SqsDestination(this.queue));

@@ -4,7 +4,7 @@
  * chunks into. The pipeline chunks documents itself, so the data source's chunking strategy is NONE: one ingested
  * custom document is one chunk. Functions find the ids in BEDROCK_KNOWLEDGE_BASES (`knowledgeBasesEnvironment`).
  */
-import { Names, Stack } from 'aws-cdk-lib';
+import { type CfnResource, Names, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { CfnDataSource, CfnKnowledgeBase, FoundationModel, FoundationModelIdentifier } from 'aws-cdk-lib/aws-bedrock';
 import { Grant, type IGrantable, PolicyDocument, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { CfnIndex, CfnVectorBucket } from 'aws-cdk-lib/aws-s3vectors';
@@ -80,6 +80,7 @@ export class KnowledgeIndexInfra extends Construct implements KnowledgeIndexBack
 
     // One vector bucket (SSE-S3) holds one index per environment; no physical names, CloudFormation picks them.
     this.vectorBucket = new CfnVectorBucket(this, 'VectorBucket', { encryptionConfiguration: { sseType: 'AES256' } });
+    this.vectorBucket.applyRemovalPolicy(RemovalPolicy.RETAIN);
 
     const knowledgeBases = {} as Record<Environment, KnowledgeBaseResources>;
     const vectorIndexes = {} as Record<Environment, CfnIndex>;
@@ -143,9 +144,15 @@ export class KnowledgeIndexInfra extends Construct implements KnowledgeIndexBack
         dataSourceConfiguration: { type: 'CUSTOM' },
         // NONE: each ingested document is one chunk, because the pipeline has already chunked it.
         vectorIngestionConfiguration: { chunkingConfiguration: { chunkingStrategy: 'NONE' } },
-        // Deleting the data source (or the stack) deletes its vectors too; they are derived from the documents bucket.
-        dataDeletionPolicy: 'DELETE',
+        // RETAIN: deleting the data source (or the stack) leaves the vectors in place; they took embedding calls to
+        // make, and the documents table still says `ready` for each of them (docs/operations.md, "Backups and restore").
+        dataDeletionPolicy: 'RETAIN',
       });
+      // The index, the knowledge base and its data source stay when the stack is deleted (a deploy can still
+      // replace one: the stateful logical ids are pinned by test/infra/stateful-resources.test.ts and `npm run diff`).
+      for (const resource of [index, knowledgeBase, dataSource] as CfnResource[]) {
+        resource.applyRemovalPolicy(RemovalPolicy.RETAIN);
+      }
 
       knowledgeBases[environment] = {
         knowledgeBaseId: knowledgeBase.attrKnowledgeBaseId,

@@ -1,6 +1,8 @@
 /**
- * What an operator watches: the alarms of the service, all to one SNS topic the deployer subscribes to (its ARN is the
- * stack output AlarmTopicArn), and one CloudWatch dashboard with a row per area (documents, retrieval, flows, API, workers, sign-in).
+ * What an operator watches: the alarms of the service, all to one SNS topic (its ARN is the stack output
+ * AlarmTopicArn) that `-c alarmEmail` subscribes an address to and that `-c alarmTopicArn` forwards to (each alarm
+ * also notifies that topic), each alarm's description naming its section of docs/operations.md; and one CloudWatch
+ * dashboard with a row per area (documents, retrieval, flows, API, workers, sign-in).
  * The service's own metrics are the EMF metrics of lambdas/ports/metrics.ts in the stage's namespace, with the
  * Powertools `service` dimension.
  */
@@ -20,6 +22,7 @@ import {
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { METRIC, type MetricName } from '#ports/metrics';
@@ -29,6 +32,16 @@ import { SERVICE_NAME } from './service-function';
 export const ALARM_PERIOD = Duration.minutes(5);
 /** Share of API requests answered 5xx (average of API Gateway's 5XXError) above which the API alarm fires. */
 export const API_5XX_RATE_THRESHOLD = 0.05;
+/** p99 of API Gateway's Latency (ms) above which, for 15 minutes, the latency alarm fires. */
+export const API_P99_LATENCY_THRESHOLD_MS = 10_000;
+/** Age of the oldest message (s) above which a queue's age alarm fires: work waiting, not being done. */
+export const QUEUE_AGE_THRESHOLD_SECONDS = 30 * 60;
+
+/** Where each alarm's runbook is: a section of docs/operations.md (test/infra/operations.test.ts checks each exists). */
+export const RUNBOOK = 'docs/operations.md';
+export function runbook(section: string): string {
+  return `Runbook: ${RUNBOOK}#${section}`;
+}
 
 export interface OperationsProps {
   /** CloudWatch namespace of the stage's EMF metrics (POWERTOOLS_METRICS_NAMESPACE). */
@@ -36,12 +49,22 @@ export interface OperationsProps {
   readonly api: RestApi;
   /** Dead-letter queues whose every message is work the service gave up on. */
   readonly deadLetterQueues: Readonly<Record<string, IQueue>>;
+  /** Queues whose oldest message's age is alarmed: work that waits instead of being done. */
+  readonly workQueues: Readonly<Record<string, IQueue>>;
+  /** Functions whose every failed invocation is alarmed: the queue consumers, the scheduled jobs, the browser task. */
+  readonly workers: Readonly<Record<string, IFunction>>;
+  /** Scheduled functions that must run: an alarm when one has not run for three periods (missing data breaches). */
+  readonly heartbeats: Readonly<Record<string, IFunction>>;
   readonly processor: IFunction;
   readonly authorizer: IFunction;
   /** Functions whose throttling is alarmed (the queue consumers, scheduled jobs and the authorizer; at most 10). */
   readonly throttleWatched: Readonly<Record<string, IFunction>>;
   /** Requests the firewall's rate rule answered 429 (ApiFirewall.rateLimitedMetric); none when deployed without WAF. */
   readonly rateLimited?: IMetric;
+  /** Subscribed to the alarm topic at deploy (the address confirms the subscription from the mail AWS sends). */
+  readonly alarmEmail?: string;
+  /** A topic of the deployer's (a pager, a chat bot) every alarm notifies as well. */
+  readonly alarmTopicArn?: string;
 }
 
 export class Operations extends Construct {
@@ -63,10 +86,12 @@ export class Operations extends Construct {
         'per month; alarm notifications carry alarm names and states, no customer data.',
     });
 
+    if (props.alarmEmail) this.alarmTopic.addSubscription(new EmailSubscription(props.alarmEmail));
+
     const alarms: Record<string, Alarm> = {};
     for (const [name, queue] of Object.entries(props.deadLetterQueues)) {
       alarms[`${name}DeadLetters`] = new Alarm(this, `${name}DeadLettersAlarm`, {
-        alarmDescription: `Messages in the ${name} dead-letter queue: work the service gave up on (docs/ARCHITECTURE.md, "Operating it")`,
+        alarmDescription: `Messages in the ${name} dead-letter queue: work the service gave up on. ${runbook('dead-letter-queues')}`,
         metric: queue.metricApproximateNumberOfMessagesVisible({ period: ALARM_PERIOD, statistic: 'Maximum' }),
         threshold: 1,
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -75,7 +100,7 @@ export class Operations extends Construct {
       });
     }
     alarms.StuckDocuments = new Alarm(this, 'StuckDocumentsAlarm', {
-      alarmDescription: 'Documents still `uploaded` past the processing time limit, found by the watchdog',
+      alarmDescription: `Documents still \`uploaded\` past the processing time limit, found by the watchdog. ${runbook('stuck-documents')}`,
       metric: this.serviceMetric(METRIC.documentsStuckUploaded, 'Sum'),
       threshold: 1,
       comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -83,7 +108,7 @@ export class Operations extends Construct {
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
     alarms.Api5xxRate = new Alarm(this, 'Api5xxRateAlarm', {
-      alarmDescription: `More than ${API_5XX_RATE_THRESHOLD * 100}% of API requests answered 5xx`,
+      alarmDescription: `More than ${API_5XX_RATE_THRESHOLD * 100}% of API requests answered 5xx. ${runbook('api-errors')}`,
       metric: props.api.metricServerError({ period: ALARM_PERIOD, statistic: 'Average' }),
       threshold: API_5XX_RATE_THRESHOLD,
       comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -91,9 +116,50 @@ export class Operations extends Construct {
       datapointsToAlarm: 2,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
+    alarms.ApiLatency = new Alarm(this, 'ApiLatencyAlarm', {
+      alarmDescription: `API p99 latency above ${API_P99_LATENCY_THRESHOLD_MS / 1000} s for 15 minutes. ${runbook('api-latency')}`,
+      metric: props.api.metricLatency({ period: ALARM_PERIOD, statistic: 'p99' }),
+      threshold: API_P99_LATENCY_THRESHOLD_MS,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 3,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    for (const [name, queue] of Object.entries(props.workQueues)) {
+      alarms[`${name}QueueAge`] = new Alarm(this, `${name}QueueAgeAlarm`, {
+        alarmDescription: `The oldest message of the ${name} queue waited over ${QUEUE_AGE_THRESHOLD_SECONDS / 60} minutes. ${runbook('queue-age')}`,
+        metric: queue.metricApproximateAgeOfOldestMessage({ period: ALARM_PERIOD, statistic: 'Maximum' }),
+        threshold: QUEUE_AGE_THRESHOLD_SECONDS,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+    }
+    for (const [name, fn] of Object.entries(props.workers)) {
+      alarms[`${name}Errors`] = new Alarm(this, `${name}ErrorsAlarm`, {
+        alarmDescription: `Failed invocations of the ${name} function. ${runbook('function-errors')}`,
+        metric: fn.metricErrors({ period: ALARM_PERIOD, statistic: 'Sum' }),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+    }
+    for (const [name, fn] of Object.entries(props.heartbeats)) {
+      // Missing data is the very failure watched here: a schedule that stopped invoking the function.
+      alarms[`${name}Silent`] = new Alarm(this, `${name}SilentAlarm`, {
+        alarmDescription: `The ${name} function has not run for 15 minutes. ${runbook('silent-schedules')}`,
+        metric: fn.metricInvocations({ period: ALARM_PERIOD, statistic: 'Sum' }),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        treatMissingData: TreatMissingData.BREACHING,
+      });
+    }
     const throttles = Object.entries(props.throttleWatched);
     alarms.Throttles = new Alarm(this, 'ThrottlesAlarm', {
-      alarmDescription: `Throttled invocations of ${throttles.map(([name]) => name).join(', ')}`,
+      alarmDescription: `Throttled invocations of ${throttles.map(([name]) => name).join(', ')}. ${runbook('throttles')}`,
       metric: new MathExpression({
         expression: throttles.map((_, i) => `t${i}`).join(' + '),
         usingMetrics: Object.fromEntries(
@@ -107,19 +173,10 @@ export class Operations extends Construct {
       evaluationPeriods: 1,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
-    alarms.ProcessorErrors = new Alarm(this, 'ProcessorErrorsAlarm', {
-      alarmDescription:
-        'Failed invocations of the document processor (a whole batch back to the queue, not one failed document)',
-      metric: props.processor.metricErrors({ period: ALARM_PERIOD, statistic: 'Sum' }),
-      threshold: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
     // A denied token is an invocation error too (the authorizer throws 'Unauthorized' for API Gateway's 401): the
     // alarm counts the errors that are not denials.
     alarms.AuthorizerErrors = new Alarm(this, 'AuthorizerErrorsAlarm', {
-      alarmDescription: 'Authorizer invocations that failed for another reason than a denied token',
+      alarmDescription: `Authorizer invocations that failed for another reason than a denied token. ${runbook('authorizer-errors')}`,
       metric: new MathExpression({
         expression: 'errors - FILL(denied, 0)',
         usingMetrics: {
@@ -134,10 +191,13 @@ export class Operations extends Construct {
       evaluationPeriods: 1,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
-    const action = new SnsAction(this.alarmTopic);
+    const actions = [
+      new SnsAction(this.alarmTopic),
+      ...(props.alarmTopicArn ? [new SnsAction(Topic.fromTopicArn(this, 'DeployerTopic', props.alarmTopicArn))] : []),
+    ];
     for (const alarm of Object.values(alarms)) {
-      alarm.addAlarmAction(action);
-      alarm.addOkAction(action);
+      alarm.addAlarmAction(...actions);
+      alarm.addOkAction(...actions);
     }
     this.alarms = alarms;
 

@@ -20,6 +20,11 @@ export type SignUpMode = 'open' | 'invite';
 
 export interface PeopleAccountsProps {
   readonly signUp: SignUpMode;
+  /**
+   * Send the pool's mail (invitations, verification and reset codes) through SES from this verified address: Cognito's
+   * own sender allows a few dozen messages a day per account (docs/people.md, "Mail"). Default: Cognito's sender.
+   */
+  readonly email?: { readonly from: string; readonly sesRegion?: string };
 }
 
 export class PeopleAccounts extends Construct {
@@ -50,7 +55,13 @@ export class PeopleAccounts extends Construct {
       mfa: Mfa.OPTIONAL,
       mfaSecondFactor: { otp: true, sms: false },
       accountRecovery: AccountRecovery.EMAIL_ONLY,
-      email: UserPoolEmail.withCognito(),
+      email: props.email
+        ? UserPoolEmail.withSES({
+            fromEmail: props.email.from,
+            fromName: 'Agent platform',
+            ...(props.email.sesRegion ? { sesRegion: props.email.sesRegion } : {}),
+          })
+        : UserPoolEmail.withCognito(),
       featurePlan: FeaturePlan.ESSENTIALS,
       userInvitation: {
         emailSubject: 'Your invitation to the agent platform',

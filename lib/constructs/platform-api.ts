@@ -51,6 +51,11 @@ export interface PlatformApiProps {
   readonly uploadUrlTtl?: Duration;
   /** The rate limit of every token and organization; unset, the handlers' default (50 a second, burst 100). */
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number };
+  /**
+   * The stage's throttle, shared by every tenant: well above one organization's limit (bin/app.ts,
+   * DEFAULT_API_THROTTLE_FACTOR), so one busy organization meets its own limit before everyone meets this one.
+   */
+  readonly apiThrottle: { readonly rateLimit: number; readonly burstLimit: number };
   readonly uploadSessionTtl?: Duration;
   /** Largest document and largest ZIP archive: a larger declared `fileSize` is refused at upload-link. */
   readonly maxFileBytes: number;
@@ -63,8 +68,8 @@ export interface PlatformApiProps {
 }
 
 /**
- * Retry-After of the stage throttle's 429: the stage's token bucket refills at its rate limit (50 requests a second),
- * so a second from now there is room again unless every caller comes back at once.
+ * Retry-After of the stage throttle's 429: the stage's token bucket refills at its rate limit (500 requests a second
+ * by default), so a second from now there is room again unless every caller comes back at once.
  */
 export const THROTTLE_RETRY_AFTER_SECONDS = 1;
 
@@ -91,6 +96,8 @@ export const GATEWAY_ERROR_TEMPLATES = {
 
 export class PlatformApi extends Construct {
   public readonly api: RestApi;
+  /** API Gateway's execution logs (errors only) of the stage, kept a month. */
+  public readonly executionLogs: LogGroup;
   /** Base URL of the stage, without a trailing slash: route paths are appended to it as they are. */
   public readonly url: string;
   public readonly authorizer: RequestAuthorizer;
@@ -142,6 +149,8 @@ export class PlatformApi extends Construct {
     const accessLogs = new LogGroup(this, 'AccessLogs', { retention: RetentionDays.ONE_MONTH });
     this.functionLogs = new LogGroup(this, 'FunctionLogs', { retention: RetentionDays.ONE_MONTH });
     this.api = new RestApi(this, 'RestApi', {
+      // Per stage: the API's CloudWatch metrics are by API name, and dev's and prod's must not add up in one alarm.
+      restApiName: `agent-platform-${props.stageName}`,
       description: 'Agent platform: knowledge documents and dashboard',
       endpointTypes: [EndpointType.REGIONAL],
       cloudWatchRole: true,
@@ -149,11 +158,12 @@ export class PlatformApi extends Construct {
         stageName: props.stageName,
         tracingEnabled: true,
         metricsEnabled: true,
-        // Execution logs without request or response bodies: those may carry end-user content.
-        loggingLevel: MethodLoggingLevel.INFO,
+        // Execution logs of errors only, without request or response bodies (those may carry end-user content); the
+        // access log has a line per request already. Their log group is the stack's (executionLogs below).
+        loggingLevel: MethodLoggingLevel.ERROR,
         dataTraceEnabled: false,
-        throttlingBurstLimit: 100,
-        throttlingRateLimit: 50,
+        throttlingBurstLimit: props.apiThrottle.burstLimit,
+        throttlingRateLimit: props.apiThrottle.rateLimit,
         accessLogDestination: new LogGroupLogDestination(accessLogs),
         accessLogFormat: AccessLogFormat.custom(
           JSON.stringify({
@@ -184,6 +194,13 @@ export class PlatformApi extends Construct {
             allowHeaders: [...CORS_ALLOW_HEADERS],
             maxAge: Duration.seconds(CORS_MAX_AGE_SECONDS),
           };
+    // API Gateway writes execution logs to this group by name, and would create it itself (kept forever, outside the
+    // stack) on the first log line: made here first, with a retention, and the stage waits for it.
+    this.executionLogs = new LogGroup(this, 'ExecutionLogs', {
+      logGroupName: `API-Gateway-Execution-Logs_${this.api.restApiId}/${props.stageName}`,
+      retention: RetentionDays.ONE_MONTH,
+    });
+    this.api.deploymentStage.node.addDependency(this.executionLogs);
     // RestApi adds an `Endpoint` output with a trailing slash; the stack outputs `ApiUrl` (without one) instead.
     this.api.node.tryRemoveChild('Endpoint');
     this.url = `https://${this.api.restApiId}.execute-api.${Stack.of(this).region}.${Stack.of(this).urlSuffix}/${this.api.deploymentStage.stageName}`;

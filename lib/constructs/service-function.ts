@@ -4,7 +4,7 @@
  */
 import * as path from 'node:path';
 import { Duration, type Size, Stack, Validations } from 'aws-cdk-lib';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, type RecursiveLoop, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -111,6 +111,14 @@ export interface ServiceFunctionProps {
    * kept a month.
    */
   readonly logGroup?: LogGroup;
+  /** Concurrency set aside for (and capping) the function: a heavy worker then cannot starve the API. @default none */
+  readonly reservedConcurrentExecutions?: number;
+  /**
+   * `ALLOW` for a function that sends to the queue that triggers it on purpose (a job in pages, a run handed to the
+   * next invocation): Lambda's recursive-loop detection would otherwise stop such a chain after about 16 hops.
+   * @default TERMINATE (Lambda's own default)
+   */
+  readonly recursiveLoop?: RecursiveLoop;
 }
 
 export class ServiceFunction extends NodejsFunction {
@@ -133,6 +141,8 @@ export class ServiceFunction extends NodejsFunction {
       memorySize: props.memorySize ?? 512,
       ephemeralStorageSize: props.ephemeralStorageSize,
       timeout: props.timeout ?? HTTP_TIMEOUT,
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
+      recursiveLoop: props.recursiveLoop,
       tracing: Tracing.ACTIVE,
       logGroup,
       bundling: { ...BUNDLING, ...props.bundling },

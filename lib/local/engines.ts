@@ -54,6 +54,9 @@ export const FLOW_RUN_DLQ = 'flow-runs-dlq';
 /** Receives of a flow run message before it moves to the dead-letter queue (FlowRunner in the stack: the same). */
 export const FLOW_RUN_MAX_RECEIVES = 5;
 
+/** Receives of a processing message before the dead-letter queue (PROCESSING_MAX_RECEIVES in the stack: the same). */
+export const PROCESSING_MAX_RECEIVES = 5;
+
 export interface EngineOptions {
   readonly dataDir: string;
   readonly host: string;
@@ -246,7 +249,10 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
           QueueName: PROCESSING_QUEUE,
           Attributes: {
             VisibilityTimeout: String(visibilityTimeout),
-            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: deadLetterArn, maxReceiveCount: '3' }),
+            RedrivePolicy: JSON.stringify({
+              deadLetterTargetArn: deadLetterArn,
+              maxReceiveCount: String(PROCESSING_MAX_RECEIVES),
+            }),
           },
         }),
       )

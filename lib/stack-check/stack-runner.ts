@@ -36,6 +36,7 @@ import {
   FLOW_RUN_QUEUE,
   type NotificationFilter,
   PROCESSING_DLQ,
+  PROCESSING_MAX_RECEIVES,
   PROCESSING_QUEUE,
   startEngines,
 } from '../local/engines';
@@ -175,9 +176,9 @@ export function engineNames(resources: Resources): {
     return { target, maxReceiveCount: Number(redrive.maxReceiveCount) };
   };
   const processingDlq = deadLetterOf(processingQueue);
-  if (processingDlq.maxReceiveCount !== 3) {
+  if (processingDlq.maxReceiveCount !== PROCESSING_MAX_RECEIVES) {
     throw new Error(
-      `${processingQueue} moves messages to its DLQ after ${processingDlq.maxReceiveCount} receives; the engines after 3`,
+      `${processingQueue} moves messages to its DLQ after ${processingDlq.maxReceiveCount} receives; the engines after ${PROCESSING_MAX_RECEIVES}`,
     );
   }
   const consumed = ofType(resources, 'AWS::Lambda::EventSourceMapping').map(([, p]) => getAttTarget(p.EventSourceArn));

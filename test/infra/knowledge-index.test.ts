@@ -104,7 +104,7 @@ test('each knowledge base has one CUSTOM data source with chunking NONE', () => 
       KnowledgeBaseId: getAtt(infra.knowledgeBaseResources[environment], 'KnowledgeBaseId'),
       DataSourceConfiguration: { Type: 'CUSTOM' },
       VectorIngestionConfiguration: { ChunkingConfiguration: { ChunkingStrategy: 'NONE' } },
-      DataDeletionPolicy: 'DELETE',
+      DataDeletionPolicy: 'RETAIN',
     });
   }
 });

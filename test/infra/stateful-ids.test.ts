@@ -6,6 +6,7 @@
  * emptying a stage at its next deploy. A new stateful resource is added to the list on purpose.
  */
 import { ROUTE_AREAS } from '../../lib/routes';
+import { STATEFUL_TYPES as DATA_TYPES } from '../../lib/stateful-resources';
 import { type Synthesized, synthesizeUnbundled } from '../helpers/synth';
 
 /** Types whose resources hold data, or an identity others hold (a user pool client's id is in the console's config). */
@@ -20,6 +21,8 @@ const STATEFUL_TYPES = [
   'AWS::S3Vectors::VectorBucket',
   'AWS::S3Vectors::Index',
   'AWS::Logs::LogGroup',
+  'AWS::Backup::BackupVault',
+  'AWS::SecretsManager::Secret',
 ];
 
 /** In both variants: the ids of main before the split (commit 8fcb56a), each with its type. */
@@ -56,6 +59,9 @@ const PINNED: Record<string, string> = {
   DocumentStorageProcessingQueueFB6D5784: 'AWS::SQS::Queue',
   FlowRunnerFlowRunDeadLetterQueueC713F92A: 'AWS::SQS::Queue',
   FlowRunnerFlowRunQueueF049E6F0: 'AWS::SQS::Queue',
+  // Added after the split: the recovery points' vault, and the API's execution logs once API Gateway's own group.
+  BackupVaultADF21B19: 'AWS::Backup::BackupVault',
+  PlatformApiExecutionLogsBC66BF8F: 'AWS::Logs::LogGroup',
 };
 
 /** The default variant's knowledge index: a knowledge base, data source and vector index per environment. */
@@ -106,6 +112,19 @@ describe.each(Object.keys(VARIANTS) as (keyof typeof VARIANTS)[])('the %s stack'
     const [own] = synths[variant].templates;
     expect(own.nestedAt).toEqual([]);
     expect(statefulOf(own.template.Resources)).toEqual(pinned);
+  });
+
+  test('keeps what holds data when the stack is deleted or a deploy replaces it (Retain on delete and on replace)', () => {
+    const resources = synths[variant].template.toJSON().Resources as Record<
+      string,
+      { Type: string; DeletionPolicy?: string; UpdateReplacePolicy?: string }
+    >;
+    const held = Object.entries(resources).filter(([, r]) => DATA_TYPES.includes(r.Type));
+    expect(held.length).toBeGreaterThanOrEqual(20);
+    const notRetained = held
+      .filter(([, r]) => r.DeletionPolicy !== 'Retain' || r.UpdateReplacePolicy !== 'Retain')
+      .map(([id, r]) => `${id}: ${r.DeletionPolicy}/${r.UpdateReplacePolicy}`);
+    expect(notRetained).toEqual([]);
   });
 
   test('deploys no stateful resource besides those, and none in a nested stack', () => {

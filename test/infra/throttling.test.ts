@@ -43,9 +43,9 @@ it('answers the stage throttle with 429 RATE_LIMITED and Retry-After: 1', () => 
   expect(THROTTLE_RETRY_AFTER_SECONDS).toBe(1);
 });
 
-it('keeps the stage throttle it answers for (burst 100, 50 requests a second)', () => {
+it('keeps the stage throttle it answers for (burst 1,000, 500 requests a second: ten organizations)', () => {
   synthesized.template.hasResourceProperties('AWS::ApiGateway::Stage', {
-    MethodSettings: Match.arrayWith([Match.objectLike({ ThrottlingBurstLimit: 100, ThrottlingRateLimit: 50 })]),
+    MethodSettings: Match.arrayWith([Match.objectLike({ ThrottlingBurstLimit: 1000, ThrottlingRateLimit: 500 })]),
   });
 });
 

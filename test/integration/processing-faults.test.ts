@@ -189,7 +189,7 @@ describe('a ZIP import the queue gave up on', () => {
         200,
       );
 
-      // A consumer that takes the import and dies before finishing, three times: the queue then dead-letters it.
+      // A consumer that takes the import and dies before finishing, five times: the queue then dead-letters it.
       const queue = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'processing' }))).QueueUrl;
       const deadLetters = (await sqs.send(new GetQueueUrlCommand({ QueueName: 'processing-dlq' }))).QueueUrl;
       const dlqDepth = async () =>

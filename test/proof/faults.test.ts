@@ -39,7 +39,7 @@ const SIZE = proofSize(
 const VISIBILITY_TIMEOUT_SECONDS = 3;
 /**
  * The watchdog: a document `uploaded` this long is queued again, once; then failed (INDEXING_FAILED). Longer than a
- * document may wait in the queue while workers die, so that it only acts on what the queue gave up on (three
+ * document may wait in the queue while workers die, so that it only acts on what the queue gave up on (five
  * receives, then the dead-letter queue).
  */
 const PROCESSING_TIMEOUT_SECONDS = FULL_SIZE ? 30 : 10;
