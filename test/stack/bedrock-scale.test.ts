@@ -362,6 +362,38 @@ describe('a record written before indexedChunks was kept', () => {
   });
 });
 
+describe('an ingest Bedrock throttles', () => {
+  /** Processes a new document while Bedrock throttles the first `throttled` ingests: the outcome and the 429s. */
+  async function throttledWrite(throttled: number, agentRetry?: RetryConfig) {
+    let answered = 0;
+    const w = await world(10, {
+      agentRetry,
+      throttle: ({ operation }) => operation === 'IngestKnowledgeBaseDocuments' && answered++ < throttled,
+    });
+    try {
+      await createDocument(w, 'upload-1', textOf(5, 'Billing'));
+      const outcome = await processDocument(w.deps, REF, 'upload-1').catch((error: Error) => error.name);
+      const status = (await w.store.get(REF, REF.documentId))?.status;
+      return { outcome, status, throttledAnswers: w.standIn.requests.filter((r) => r.status === 429).length };
+    } finally {
+      await w.close();
+    }
+  }
+
+  test('three times in a row is retried with backoff by the deployed clients, and the document ends ready', async () => {
+    expect(BEDROCK_AGENT_RETRY).toEqual({ retryMode: 'adaptive', maxAttempts: 8 });
+    expect(await throttledWrite(3)).toEqual({ outcome: 'ready', status: 'ready', throttledAnswers: 3 });
+  });
+
+  test("with the SDK's default 3 attempts the same throttling fails the message (the queue's receives count down)", async () => {
+    expect(await throttledWrite(3, { retryMode: 'standard', maxAttempts: 3 })).toEqual({
+      outcome: 'ThrottlingException',
+      status: 'uploaded',
+      throttledAnswers: 3,
+    });
+  });
+});
+
 describe('uploads named in the ids keep racing writers apart', () => {
   test('a document deleted and created again before its delete-document runs keeps the new chunks only', async () => {
     const w = await world(10);
