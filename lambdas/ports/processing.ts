@@ -126,7 +126,10 @@ export interface KnowledgeIndex {
     metadata: ChunkMetadata,
     known?: { readonly uploadId: string; readonly indexed: IndexedChunks },
   ): Promise<void>;
-  /** How many chunks of the document (of upload `known`, when given) are retrievable now. */
+  /**
+   * How many chunks of the document (of upload `known`, when given) are retrievable now. An index that can fail a
+   * chunk after taking it (Bedrock) may send such chunks again here: the caller's next count sees them.
+   */
   countDocumentChunks(ref: DocumentRef, known?: ChunkGeneration): Promise<number>;
   query(query: IndexQuery): Promise<IndexHit[]>;
   /** The filter exactly as the backend receives it (SQL where clause, Bedrock RetrievalFilter), for `explain`. */

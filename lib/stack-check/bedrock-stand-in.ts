@@ -53,6 +53,11 @@ export interface BedrockStandInOptions {
   readonly knowledgeBases?: Readonly<Record<string, readonly string[]>>;
   /** How many Get/List observations report an ingested document as STARTING before it is INDEXED (default 0). */
   readonly indexingObservations?: number;
+  /**
+   * Asked at each ingest of a document (by its id): true makes its indexing end FAILED, as Bedrock reports a document
+   * whose embedding or vector write failed (a throttled embedding model, for one). Default: none fails.
+   */
+  readonly failIndexing?: (documentId: string) => boolean;
   /** A deleted document is reported DELETING by one Get/List observation before it disappears (default false). */
   readonly reportDeletingOnce?: boolean;
   /** Converse's answer; default: the text of the last user message. */
@@ -287,7 +292,7 @@ function validationMessage(findings: readonly Finding[]): string {
 // ---------------------------------------------------------------------------------------------------------------
 // State
 
-type DocumentStatus = 'STARTING' | 'INDEXED' | 'DELETING';
+type DocumentStatus = 'STARTING' | 'INDEXED' | 'FAILED' | 'DELETING';
 
 interface StoredDocument {
   readonly id: string;
@@ -298,6 +303,8 @@ interface StoredDocument {
   updatedAt: Date;
   /** Observations still to report STARTING. */
   pendingObservations: number;
+  /** Its indexing ends FAILED instead of INDEXED. */
+  readonly fails?: boolean;
 }
 
 /** A data source's documents, with their ids in order kept between changes (a list of 100,000 sorts once). */
@@ -542,13 +549,15 @@ class StandInService {
     const custom = asObject(asObject(document.content).custom);
     const id = asString(asObject(custom.customDocumentIdentifier).id);
     const pending = this.options.indexingObservations ?? 0;
+    const fails = this.options.failIndexing?.(id) ?? false;
     const stored: StoredDocument = {
       id,
       text: asString(asObject(asObject(custom.inlineContent).textContent).data),
       attributes: asList(asObject(document.metadata).inlineAttributes).map(asObject),
-      status: pending > 0 ? 'STARTING' : 'INDEXED',
+      status: pending > 0 ? 'STARTING' : fails ? 'FAILED' : 'INDEXED',
       updatedAt: this.now(),
       pendingObservations: pending,
+      fails,
     };
     source.documents.set(id, stored);
     return stored;
@@ -602,7 +611,7 @@ class StandInService {
     const detail = detailOf(source, stored.id, stored.status, stored.updatedAt);
     if (stored.status === 'DELETING') source.documents.delete(stored.id);
     if (stored.status === 'STARTING' && --stored.pendingObservations <= 0) {
-      stored.status = 'INDEXED';
+      stored.status = stored.fails ? 'FAILED' : 'INDEXED';
       stored.updatedAt = this.now();
     }
     return detail;

@@ -17,6 +17,7 @@ import { type DocumentRecord, reservationRecord } from '#core/knowledge/document
 import { chunkText } from '#core/processing/chunking';
 import {
   buildChunks,
+  confirmIndexed,
   deleteDocumentChunks,
   type ProcessingDeps,
   processDocument,
@@ -78,12 +79,16 @@ interface World {
 
 async function world(
   otherDocuments: number,
-  options: { throttle?: BedrockStandInOptions['throttle']; agentRetry?: RetryConfig } = {},
+  options: Pick<BedrockStandInOptions, 'throttle' | 'failIndexing'> & { agentRetry?: RetryConfig } = {},
 ): Promise<World> {
   table += 1;
   const tableName = await dynamo.createTable(`documents-${table}`, TABLES.documents);
   const store = new DynamoDocumentStore(dynamo.client, tableName);
-  const standIn = await startBedrockStandIn({ knowledgeBases: DECLARED, throttle: options.throttle });
+  const standIn = await startBedrockStandIn({
+    knowledgeBases: DECLARED,
+    throttle: options.throttle,
+    failIndexing: options.failIndexing,
+  });
   // Other tenants' chunks, named as the adapter names them, on both sides of ours in the listing order.
   standIn.seed(
     STAGING.knowledgeBaseId,
@@ -391,6 +396,38 @@ describe('an ingest Bedrock throttles', () => {
       status: 'uploaded',
       throttledAnswers: 3,
     });
+  });
+});
+
+describe('a chunk Bedrock accepts and then fails to index', () => {
+  test('is ingested again by the next confirm-indexed, and the document ends ready instead of INDEXING_FAILED', async () => {
+    // The chunk at position 3 fails its first indexing inside Bedrock (as when the embedding model throttles it).
+    const failedOnce = new Set<string>();
+    const w = await world(10, {
+      failIndexing: (id) => {
+        if (!id.endsWith('#u:upload-1#3') || failedOnce.has(id)) return false;
+        failedOnce.add(id);
+        return true;
+      },
+    });
+    try {
+      const text = textOf(25, 'Billing');
+      await createDocument(w, 'upload-1', text);
+      expect(await processDocument(w.deps, REF, 'upload-1')).toBe('pending-index');
+      expect(failedOnce.size).toBe(1);
+      // The first confirm finds it FAILED and sends it again; the next one counts every chunk.
+      const first = await w.calls(async () =>
+        expect(await confirmIndexed(w.deps, REF, 'upload-1', 1)).toBe('pending-index'),
+      );
+      expect(first).toEqual({
+        GetKnowledgeBaseDocuments: callsFor(chunkText(text).length),
+        IngestKnowledgeBaseDocuments: 1,
+      });
+      expect(await confirmIndexed(w.deps, REF, 'upload-1', 2)).toBe('ready');
+      expect(ours(w)).toBe(10 + chunkText(text).length);
+    } finally {
+      await w.close();
+    }
   });
 });
 

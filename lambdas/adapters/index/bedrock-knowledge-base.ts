@@ -86,6 +86,9 @@ const LEAVING = new Set(['DELETING', 'DELETE_IN_PROGRESS', 'NOT_FOUND']);
 /** The one status that means "retrievable now". */
 const INDEXED = 'INDEXED';
 
+/** Bedrock took the document, then failed to index it: ingested again by a count of its upload. */
+const FAILED = 'FAILED';
+
 export interface BedrockKnowledgeBase {
   readonly knowledgeBaseId: string;
   readonly dataSourceId: string;
@@ -250,7 +253,8 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     const checked = this.lastCheck;
     this.lastCheck = undefined;
     if (known && checked?.key === checkKey(ref, known)) return checked.indexed;
-    const remembered = known ? uploadChunkIds(ref, [known]) : this.ingestedIds.get(refKey(ref));
+    if (known) return this.countUpload(ref, known);
+    const remembered = this.ingestedIds.get(refKey(ref));
     const details = remembered ? await this.getDocuments(ref.environment, remembered) : await this.listDocument(ref);
     let indexed = 0;
     for (const detail of details.values()) if (detail.status === INDEXED) indexed++;
@@ -367,6 +371,35 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     await this.ingest(ref.environment, documents, (request, batchIds) =>
       clientToken('ingest', request, stateOf(batchIds, existing)),
     );
+  }
+
+  /**
+   * The upload's chunks Bedrock reports INDEXED. Those it reports FAILED (it accepted them, then could not embed or
+   * store them: under a bulk import, a throttled embedding model is one cause) are ingested again, with a fresh
+   * token, from the document's current content, so a transient failure inside Bedrock does not end the document
+   * INDEXING_FAILED; the confirm attempts that call this bound how often.
+   */
+  private async countUpload(ref: DocumentRef, upload: ChunkGeneration): Promise<number> {
+    const ids = uploadChunkIds(ref, [upload]);
+    const details = await this.getDocuments(ref.environment, ids);
+    let indexed = 0;
+    const failed = new Set<string>();
+    for (const [id, detail] of details) {
+      if (detail.status === INDEXED) indexed++;
+      else if (detail.status === FAILED) failed.add(id);
+    }
+    if (failed.size > 0) {
+      const chunks = await this.chunkTexts.chunksOf(ref, upload.uploadId);
+      // Another count means other content (the document moved on): its own processing indexes it.
+      if (chunks.length === upload.count) {
+        const documents = chunks
+          .map((chunk, position) => ({ chunk, id: ids[position] }))
+          .filter(({ id }) => failed.has(id))
+          .map(({ chunk, id }) => toBedrockDocument(chunk, chunk, id));
+        await this.ingest(ref.environment, documents, () => randomUUID());
+      }
+    }
+    return indexed;
   }
 
   /** Deletes those of `ids` Bedrock holds and is not deleting already (looked up first, 10 a call). */
