@@ -156,10 +156,11 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
   /** The ids the last replaceDocument of this process gave each document (insertion-ordered, bounded). */
   private readonly ingestedIds = new Map<string, readonly string[]>();
   /**
-   * What the last replaceDocument of an upload found when it checked the new ids: the count that follows it answers
-   * from this once instead of looking the same ids up again (GetKnowledgeBaseDocuments is 5 calls a second an account).
+   * How many of an upload's new ids its replaceDocument found INDEXED when it checked them (by `checkKey`; a worker
+   * processes several documents at once): the count that follows answers from this once instead of looking the same
+   * ids up again (GetKnowledgeBaseDocuments is 5 calls a second an account). Insertion-ordered, bounded.
    */
-  private lastCheck: { readonly key: string; readonly indexed: number } | undefined;
+  private readonly checks = new Map<string, number>();
 
   constructor(options: BedrockKnowledgeIndexOptions) {
     for (const environment of ENVIRONMENTS) {
@@ -250,10 +251,14 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
    * are counted.
    */
   async countDocumentChunks(ref: DocumentRef, known?: ChunkGeneration): Promise<number> {
-    const checked = this.lastCheck;
-    this.lastCheck = undefined;
-    if (known && checked?.key === checkKey(ref, known)) return checked.indexed;
-    if (known) return this.countUpload(ref, known);
+    if (known) {
+      const checked = this.checks.get(checkKey(ref, known));
+      if (checked !== undefined) {
+        this.checks.delete(checkKey(ref, known));
+        return checked;
+      }
+      return this.countUpload(ref, known);
+    }
     const remembered = this.ingestedIds.get(refKey(ref));
     const details = remembered ? await this.getDocuments(ref.environment, remembered) : await this.listDocument(ref);
     let indexed = 0;
@@ -344,7 +349,8 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     this.remember(ref, ids);
     let indexed = 0;
     for (const detail of details.values()) if (detail.status === INDEXED) indexed++;
-    this.lastCheck = { key: checkKey(ref, { uploadId, count: ids.length }), indexed };
+    this.checks.set(checkKey(ref, { uploadId, count: ids.length }), indexed);
+    if (this.checks.size > REMEMBERED_DOCUMENTS) this.checks.delete(this.checks.keys().next().value as string);
   }
 
   /**
