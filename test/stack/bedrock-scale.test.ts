@@ -455,6 +455,35 @@ describe('uploads named in the ids keep racing writers apart', () => {
     }
   });
 
+  test('a worker killed after its chunks reached Bedrock leaves a record that names them: the deletion removes them all', async () => {
+    const w = await world(10);
+    try {
+      const first = textOf(25, 'Billing');
+      const second = textOf(12, 'Shipping');
+      await createDocument(w, 'upload-1', first);
+      expect(await processDocument(w.deps, REF, 'upload-1')).toBe('ready');
+      await replaceContent(w, 'upload-2', second);
+      // Worker B sends upload-2's chunks and dies before it removes upload-1's or narrows the record.
+      const dying = Object.assign(Object.create(w.index) as BedrockKnowledgeIndex, {
+        replaceDocument: async (...[ref, chunks]: Parameters<BedrockKnowledgeIndex['replaceDocument']>) => {
+          await w.index.replaceDocument(ref, chunks, { uploadId: 'upload-2', previous: [] });
+          throw new Error('worker killed');
+        },
+      });
+      await expect(processDocument({ ...w.deps, index: dying }, REF, 'upload-2')).rejects.toThrow('worker killed');
+      expect(ours(w)).toBe(10 + chunkText(first).length + chunkText(second).length);
+      const removed = (await w.store.delete(REF, REF.documentId)) as DocumentRecord;
+      expect(removed.indexedChunks).toEqual([
+        { uploadId: 'upload-1', count: chunkText(first).length },
+        { uploadId: 'upload-2', count: chunkText(second).length },
+      ]);
+      expect(await deleteDocumentChunks(w.deps, REF, removed.indexedChunks)).toBe('ready');
+      expect(ours(w)).toBe(10);
+    } finally {
+      await w.close();
+    }
+  });
+
   test("a worker whose upload was replaced while it indexed removes its own chunks, not the newer upload's", async () => {
     const w = await world(10);
     try {
