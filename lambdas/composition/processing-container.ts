@@ -94,9 +94,10 @@ export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBase
     index ??= installedKnowledgeIndex()?.index;
     // Bedrock cannot give chunk texts back; a metadata change re-ingests them from the stored file.
     index ??= deployedKnowledgeIndex({
-      chunksOf: async (ref) => {
+      chunksOf: async (ref, uploadId) => {
         const doc = await container.documents.get(ref, ref.documentId);
-        return doc && doc.status !== 'reserved' ? buildChunks(processingContainer, doc) : [];
+        const current = doc && doc.status !== 'reserved' && (uploadId === undefined || doc.uploadId === uploadId);
+        return current ? buildChunks(processingContainer, doc) : [];
       },
     });
     return index;

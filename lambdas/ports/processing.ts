@@ -3,7 +3,9 @@
  * (an embedded index locally, an Amazon Bedrock knowledge base per environment in AWS).
  */
 import { AppError } from '#core/errors';
-import type { DatasetRef } from '#core/knowledge/document';
+import type { ChunkGeneration, DatasetRef } from '#core/knowledge/document';
+
+export type { ChunkGeneration } from '#core/knowledge/document';
 
 export interface ExtractedText {
   readonly text: string;
@@ -79,15 +81,56 @@ export interface IndexHit {
   readonly parts?: { readonly lexical: number; readonly vector: number };
 }
 
+/**
+ * What a document record knows of its chunks in the index: every upload whose chunks may be there (written before
+ * they are indexed, narrowed once the others are removed). Undefined for a record written before this was kept: the
+ * index then finds the chunks by itself (Bedrock: by listing the whole data source).
+ */
+export type IndexedChunks = readonly ChunkGeneration[] | undefined;
+
+/** `indexed` with `generation` in it (the larger count when the upload is there already). */
+export function withGeneration(indexed: readonly ChunkGeneration[], generation: ChunkGeneration): ChunkGeneration[] {
+  const others = indexed.filter((g) => g.uploadId !== generation.uploadId);
+  const count = Math.max(generation.count, indexed.find((g) => g.uploadId === generation.uploadId)?.count ?? 0);
+  return [...others, { uploadId: generation.uploadId, count }];
+}
+
+/**
+ * The index operations take what the document record knows (`known`) as an optional last argument. An index that
+ * finds a document's chunks by the document (the embedded and DynamoDB ones) ignores it; Bedrock addresses the
+ * chunks by the ids it derives from it, and lists its data source only when the record knows nothing (`undefined`).
+ */
 export interface KnowledgeIndex {
-  /** Makes `chunks` the document's only chunks (idempotent: the same call twice leaves one set). */
-  replaceDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): Promise<void>;
+  /**
+   * Makes `chunks` the document's only chunks (idempotent: the same call twice leaves one set). `known.uploadId` is
+   * the upload the chunks are of, `known.previous` what the record knew before: every other upload's chunks go.
+   */
+  replaceDocument(
+    ref: DocumentRef,
+    chunks: readonly IndexedChunk[],
+    known?: { readonly uploadId: string; readonly previous: IndexedChunks },
+  ): Promise<void>;
   /** Removes every chunk of the document; nothing to remove is not an error. */
-  deleteDocument(ref: DocumentRef): Promise<void>;
-  /** Sets labels and custom metadata on every chunk of the document, without re-embedding. */
-  updateDocumentMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void>;
-  /** How many chunks of the document are retrievable now. */
-  countDocumentChunks(ref: DocumentRef): Promise<number>;
+  deleteDocument(ref: DocumentRef, known?: IndexedChunks): Promise<void>;
+  /**
+   * Removes the chunks of these uploads of the document only, leaving those of its other uploads. Only an index that
+   * names chunks by upload has it (Bedrock); the others keep chunks by document, and replaceDocument removes them all.
+   */
+  deleteUploads?(ref: DocumentRef, uploads: readonly ChunkGeneration[]): Promise<void>;
+  /**
+   * Sets labels and custom metadata on every chunk of the document, without re-embedding. `known.uploadId` is the
+   * upload the document holds now; chunks of other uploads are on their way out and are left alone.
+   */
+  updateDocumentMetadata(
+    ref: DocumentRef,
+    metadata: ChunkMetadata,
+    known?: { readonly uploadId: string; readonly indexed: IndexedChunks },
+  ): Promise<void>;
+  /**
+   * How many chunks of the document (of upload `known`, when given) are retrievable now. An index that can fail a
+   * chunk after taking it (Bedrock) may send such chunks again here: the caller's next count sees them.
+   */
+  countDocumentChunks(ref: DocumentRef, known?: ChunkGeneration): Promise<number>;
   query(query: IndexQuery): Promise<IndexHit[]>;
   /** The filter exactly as the backend receives it (SQL where clause, Bedrock RetrievalFilter), for `explain`. */
   describeFilter?(scope: DatasetRef, filters: readonly IndexFilter[]): unknown;

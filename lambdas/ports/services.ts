@@ -1,4 +1,5 @@
 /** Non-persistence ports: object storage, the processing queue, time and identifiers. */
+import type { ChunkGeneration } from '#core/knowledge/document';
 import type { Environment } from '#core/knowledge/fields';
 
 export interface ObjectHead {
@@ -77,8 +78,11 @@ export type ProcessingMessage =
   | (DocumentMessage & { readonly kind: 'confirm-indexed'; readonly uploadId: string; readonly attempt: number })
   /** Labels or custom metadata changed: set them on the indexed chunks. */
   | (DocumentMessage & { readonly kind: 'sync-metadata' })
-  /** The document was deleted: remove its chunks. */
-  | (DocumentMessage & { readonly kind: 'delete-document' })
+  /**
+   * The document was deleted: remove its chunks. `indexedChunks` is what its record knew of them (absent in a message
+   * queued before it was kept, or for a record that knew nothing: the index finds them itself).
+   */
+  | (DocumentMessage & { readonly kind: 'delete-document'; readonly indexedChunks?: readonly ChunkGeneration[] })
   /**
    * One page of the deletion of a knowledge base (`deleting`) in every environment: documents, their objects and
    * chunks, then ZIP jobs and the row. Each page queues the next.

@@ -3,7 +3,13 @@
  * state rules hold under concurrent calls and retries without transactions.
  */
 import type { Scope } from '#core/auth/scopes';
-import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '#core/knowledge/document';
+import type {
+  ChunkGeneration,
+  DatasetRef,
+  DocumentError,
+  DocumentRecord,
+  DocumentStatus,
+} from '#core/knowledge/document';
 import type { Environment, MetadataChanges } from '#core/knowledge/fields';
 import type { UploadCompletion, UploadSession } from '#core/knowledge/upload-session';
 
@@ -376,6 +382,18 @@ export interface DocumentStore {
     uploadId: string,
     retries: number,
     updatedAt: string,
+  ): Promise<DocumentRecord | undefined>;
+  /**
+   * Sets `indexedChunks` (the uploads whose chunks may be in the index) while the document holds `uploadId` and, with
+   * `whileUploaded`, is still `uploaded`; undefined when it does not (it moved on, or is gone). Status, counts and
+   * `updatedAt` are untouched.
+   */
+  recordIndexedChunks(
+    ref: DatasetRef,
+    documentId: string,
+    uploadId: string,
+    indexedChunks: readonly ChunkGeneration[],
+    whileUploaded: boolean,
   ): Promise<DocumentRecord | undefined>;
 }
 

@@ -53,6 +53,11 @@ export interface BedrockStandInOptions {
   readonly knowledgeBases?: Readonly<Record<string, readonly string[]>>;
   /** How many Get/List observations report an ingested document as STARTING before it is INDEXED (default 0). */
   readonly indexingObservations?: number;
+  /**
+   * Asked at each ingest of a document (by its id): true makes its indexing end FAILED, as Bedrock reports a document
+   * whose embedding or vector write failed (a throttled embedding model, for one). Default: none fails.
+   */
+  readonly failIndexing?: (documentId: string) => boolean;
   /** A deleted document is reported DELETING by one Get/List observation before it disappears (default false). */
   readonly reportDeletingOnce?: boolean;
   /** Converse's answer; default: the text of the last user message. */
@@ -70,6 +75,19 @@ export interface BedrockStandInOptions {
    * 403 AccessDeniedException. The stack-check gives each function its own endpoint prefix and checks its role here.
    */
   readonly authorize?: (request: BedrockCall) => Promise<string | undefined>;
+  /**
+   * Asks whether to throttle a request (after it is authorized, before its constraints are checked): true answers it
+   * 429 ThrottlingException, as Bedrock does past a quota, and changes nothing.
+   */
+  readonly throttle?: (request: BedrockCall) => boolean;
+}
+
+/** A document put straight into a data source by `seed`, as if ingested and indexed long ago. */
+export interface SeededDocument {
+  readonly id: string;
+  readonly text: string;
+  /** Its MetadataAttributes, as an ingest would carry them (default: none). */
+  readonly attributes?: readonly Record<string, unknown>[];
 }
 
 /** A request as its authorizer sees it: who sent it (the `caller` path prefix), the operation and its input. */
@@ -85,6 +103,13 @@ export interface BedrockStandIn {
   readonly endpoint: string;
   readonly violations: Violation[];
   readonly requests: RecordedRequest[];
+  /**
+   * Puts documents INDEXED into a data source without a request (none is recorded): a data source of 100,000
+   * documents in a fraction of a second, for tests of how calls grow with it.
+   */
+  seed(knowledgeBaseId: string, dataSourceId: string, documents: Iterable<SeededDocument>): void;
+  /** How many documents a data source holds now (any status). */
+  documentCount(knowledgeBaseId: string, dataSourceId: string): number;
   stop(): Promise<void>;
 }
 
@@ -117,6 +142,8 @@ export async function startBedrockStandIn(options: BedrockStandInOptions = {}): 
     endpoint: `http://127.0.0.1:${port}`,
     violations: service.violations,
     requests: service.requests,
+    seed: (knowledgeBaseId, dataSourceId, documents) => service.seed(knowledgeBaseId, dataSourceId, documents),
+    documentCount: (knowledgeBaseId, dataSourceId) => service.dataSource(knowledgeBaseId, dataSourceId).documents.size,
     stop: () => transport.close(),
   };
 }
@@ -265,7 +292,7 @@ function validationMessage(findings: readonly Finding[]): string {
 // ---------------------------------------------------------------------------------------------------------------
 // State
 
-type DocumentStatus = 'STARTING' | 'INDEXED' | 'DELETING';
+type DocumentStatus = 'STARTING' | 'INDEXED' | 'FAILED' | 'DELETING';
 
 interface StoredDocument {
   readonly id: string;
@@ -276,12 +303,44 @@ interface StoredDocument {
   updatedAt: Date;
   /** Observations still to report STARTING. */
   pendingObservations: number;
+  /** Its indexing ends FAILED instead of INDEXED. */
+  readonly fails?: boolean;
+}
+
+/** A data source's documents, with their ids in order kept between changes (a list of 100,000 sorts once). */
+class Documents extends Map<string, StoredDocument> {
+  private sorted: string[] | undefined;
+
+  override set(id: string, document: StoredDocument): this {
+    if (!this.has(id)) this.sorted = undefined;
+    return super.set(id, document);
+  }
+
+  override delete(id: string): boolean {
+    const deleted = super.delete(id);
+    if (deleted) this.sorted = undefined;
+    return deleted;
+  }
+
+  /** The ids after `after`, in order. */
+  idsAfter(after: string): string[] {
+    this.sorted ??= [...this.keys()].sort();
+    const ids = this.sorted;
+    let low = 0;
+    let high = ids.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (ids[middle] > after) high = middle;
+      else low = middle + 1;
+    }
+    return ids.slice(low);
+  }
 }
 
 interface DataSource {
   readonly knowledgeBaseId: string;
   readonly dataSourceId: string;
-  readonly documents: Map<string, StoredDocument>;
+  readonly documents: Documents;
   /** The answers given to each clientToken of this data source, by operation and token. */
   readonly answered: Map<string, unknown>;
 }
@@ -325,7 +384,7 @@ class KnowledgeBases {
       sources = new Map();
       this.byId.set(knowledgeBaseId, sources);
     }
-    const source = { knowledgeBaseId, dataSourceId, documents: new Map(), answered: new Map() };
+    const source = { knowledgeBaseId, dataSourceId, documents: new Documents(), answered: new Map() };
     sources.set(dataSourceId, source);
     return source;
   }
@@ -377,6 +436,9 @@ class StandInService {
       input = await this.inputOf(request, route, found);
       const denied = await this.options.authorize?.({ caller, operation: route.operation, input });
       if (denied !== undefined) throw new ServiceError(403, 'AccessDeniedException', denied);
+      if (this.options.throttle?.({ caller, operation: route.operation, input })) {
+        throw new ServiceError(429, 'ThrottlingException', 'Rate exceeded');
+      }
       answer = this.serve(route.operation, input, found);
     } catch (error) {
       answer = errorAnswer(error, http2);
@@ -437,6 +499,18 @@ class StandInService {
     }
   }
 
+  dataSource(knowledgeBaseId: string, dataSourceId: string): DataSource {
+    return this.knowledgeBases.dataSource(knowledgeBaseId, dataSourceId);
+  }
+
+  seed(knowledgeBaseId: string, dataSourceId: string, documents: Iterable<SeededDocument>): void {
+    const source = this.dataSource(knowledgeBaseId, dataSourceId);
+    const updatedAt = this.now();
+    for (const { id, text, attributes = [] } of documents) {
+      source.documents.set(id, { id, text, attributes, status: 'INDEXED', updatedAt, pendingObservations: 0 });
+    }
+  }
+
   /** A strictly increasing clock, so two updates never share an updatedAt. */
   private now(): Date {
     this.lastTime = Math.max(Date.now(), this.lastTime + 1);
@@ -475,13 +549,15 @@ class StandInService {
     const custom = asObject(asObject(document.content).custom);
     const id = asString(asObject(custom.customDocumentIdentifier).id);
     const pending = this.options.indexingObservations ?? 0;
+    const fails = this.options.failIndexing?.(id) ?? false;
     const stored: StoredDocument = {
       id,
       text: asString(asObject(asObject(custom.inlineContent).textContent).data),
       attributes: asList(asObject(document.metadata).inlineAttributes).map(asObject),
-      status: pending > 0 ? 'STARTING' : 'INDEXED',
+      status: pending > 0 ? 'STARTING' : fails ? 'FAILED' : 'INDEXED',
       updatedAt: this.now(),
       pendingObservations: pending,
+      fails,
     };
     source.documents.set(id, stored);
     return stored;
@@ -523,7 +599,7 @@ class StandInService {
     // Clamped, so a maxResults that validation refused still pages sensibly when violations are only recorded.
     const requested = typeof input.maxResults === 'number' ? input.maxResults : DEFAULT_LIST_PAGE_SIZE;
     const size = Math.max(1, Math.floor(requested));
-    const ids = [...source.documents.keys()].filter((id) => id > after).sort();
+    const ids = source.documents.idsAfter(after);
     const page = ids.slice(0, size);
     const details = page.map((id) => this.observe(source, source.documents.get(id) as StoredDocument));
     const nextToken = ids.length > size ? Buffer.from(page[page.length - 1], 'utf8').toString('base64url') : undefined;
@@ -535,7 +611,7 @@ class StandInService {
     const detail = detailOf(source, stored.id, stored.status, stored.updatedAt);
     if (stored.status === 'DELETING') source.documents.delete(stored.id);
     if (stored.status === 'STARTING' && --stored.pendingObservations <= 0) {
-      stored.status = 'INDEXED';
+      stored.status = stored.fails ? 'FAILED' : 'INDEXED';
       stored.updatedAt = this.now();
     }
     return detail;

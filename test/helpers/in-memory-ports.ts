@@ -3,7 +3,13 @@
  * adapter (lambdas/adapters/store/dynamodb/*), so a state rule of core/ is tested here without spawning anything.
  */
 
-import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus } from '#core/knowledge/document';
+import type {
+  ChunkGeneration,
+  DatasetRef,
+  DocumentError,
+  DocumentRecord,
+  DocumentStatus,
+} from '#core/knowledge/document';
 import type { Environment, MetadataChanges } from '#core/knowledge/fields';
 import type { KnowledgeDeps, UploadSettings } from '#core/knowledge/knowledge-deps';
 import type { UploadCompletion, UploadSession } from '#core/knowledge/upload-session';
@@ -509,6 +515,21 @@ export class InMemoryDocumentStore implements DocumentStore {
       watchdogRetries: 0,
       updatedAt,
     });
+  }
+
+  async recordIndexedChunks(
+    ref: DatasetRef,
+    documentId: string,
+    uploadId: string,
+    indexedChunks: readonly ChunkGeneration[],
+    whileUploaded: boolean,
+  ) {
+    return this.update(
+      ref,
+      documentId,
+      (doc) => doc.uploadId === uploadId && (whileUploaded ? doc.status === 'uploaded' : doc.status !== 'reserved'),
+      { indexedChunks },
+    );
   }
 
   async recordWatchdogRetry(ref: DatasetRef, documentId: string, uploadId: string, retries: number, updatedAt: string) {

@@ -170,9 +170,9 @@ it('a document the watchdog fails while a worker indexes it ends failed without 
     },
   });
   const workerIndex: KnowledgeIndex = Object.assign(Object.create(index) as LanceKnowledgeIndex, {
-    replaceDocument: async (...args: Parameters<KnowledgeIndex['replaceDocument']>) => {
+    replaceDocument: async (...[ref, chunks]: Parameters<KnowledgeIndex['replaceDocument']>) => {
       await atMost(watchdogDeleted.opened, "the watchdog's delete");
-      await index.replaceDocument(...args);
+      await index.replaceDocument(ref, chunks);
     },
   });
   const worker = processDocument(depsWith({ index: workerIndex }), doc, doc.uploadId).finally(workerDone.open);

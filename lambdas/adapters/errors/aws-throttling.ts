@@ -2,7 +2,9 @@
  * Whether an AWS SDK v3 error says the service is throttling us (or is briefly unavailable), so that the error
  * middleware answers 503 SERVICE_BUSY with Retry-After instead of 500. The SDK's client has already retried such an
  * error by the time it reaches a handler (standard retry mode: 3 attempts, 4 for DynamoDB, waiting a random part of
- * 1 s, 2 s, 4 s between throttled ones).
+ * 1 s, 2 s, 4 s between throttled ones; the Bedrock clients retry adaptively, with more attempts where the caller can
+ * wait: composition/clients/bedrock-retry.ts). The processing worker does not use it: a throttled error there fails
+ * the message, which the queue redelivers.
  *
  * The rule is the SDK's own (`isThrottlingError` of @smithy/core/retry, which is not a dependency of this project, so
  * it is restated here and test/unit/adapters/errors/aws-throttling.test.ts checks it against the SDK's list): HTTP 429, an error

@@ -12,7 +12,13 @@ import type {
 } from '@aws-sdk/client-bedrock-agent';
 import type { KnowledgeBaseRetrievalResult } from '@aws-sdk/client-bedrock-agent-runtime';
 import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
-import { type ChunkMetadata, type DocumentRef, FILTERABLE_KEYS, type IndexedChunk } from '#ports/processing';
+import {
+  type ChunkGeneration,
+  type ChunkMetadata,
+  type DocumentRef,
+  FILTERABLE_KEYS,
+  type IndexedChunk,
+} from '#ports/processing';
 
 /** A custom document identifier is 1 to 2,048 characters. */
 export const MAX_DOCUMENT_ID_LENGTH = 2048;
@@ -86,6 +92,30 @@ export function bedrockDocumentId(chunk: Pick<IndexedChunk, 'agentId' | 'knowled
     );
   }
   return id;
+}
+
+/**
+ * The Bedrock custom document id of chunk `position` of upload `uploadId`:
+ * `<agentId>/<knowledgeBaseId>/<documentId>#u:<uploadId>#<position>`. The document record knows its uploads and their
+ * chunk counts (`indexedChunks`), so every id of a document is known without listing the data source. The `u:` keeps
+ * these apart from the older ids (`…#<position>#<hash>`, whose part after the `#` is a number), and both start with
+ * `bedrockDocumentPrefix`, so the listing fallback still finds both.
+ */
+export function uploadChunkId(ref: DocumentRef, uploadId: string, position: number): string {
+  const id = encodeIdPart(`${ref.agentId}/${ref.knowledgeBaseId}/${ref.documentId}#u:${uploadId}#${position}`);
+  if (id.length > MAX_DOCUMENT_ID_LENGTH) {
+    throw new Error(
+      `Bedrock document id of ${ref.documentId} is ${id.length} characters (max ${MAX_DOCUMENT_ID_LENGTH})`,
+    );
+  }
+  return id;
+}
+
+/** Every id of the chunks of these uploads: positions 0..count-1 of each. */
+export function uploadChunkIds(ref: DocumentRef, uploads: readonly ChunkGeneration[]): string[] {
+  return uploads.flatMap(({ uploadId, count }) =>
+    Array.from({ length: count }, (_, position) => uploadChunkId(ref, uploadId, position)),
+  );
 }
 
 export function customIdentifier(id: string): DocumentIdentifier {
@@ -170,12 +200,17 @@ export function metadataAttributes(chunk: IndexedChunk, metadata: ChunkMetadata 
   return attributes;
 }
 
-export function toBedrockDocument(chunk: IndexedChunk, metadata: ChunkMetadata = chunk): KnowledgeBaseDocument {
+/** The chunk as a Bedrock custom document, under `id` (default: its older, content-named id). */
+export function toBedrockDocument(
+  chunk: IndexedChunk,
+  metadata: ChunkMetadata = chunk,
+  id: string = bedrockDocumentId(chunk),
+): KnowledgeBaseDocument {
   return {
     content: {
       dataSourceType: 'CUSTOM',
       custom: {
-        customDocumentIdentifier: { id: bedrockDocumentId(chunk) },
+        customDocumentIdentifier: { id },
         sourceType: 'IN_LINE',
         inlineContent: { type: 'TEXT', textContent: { data: chunk.text } },
       },

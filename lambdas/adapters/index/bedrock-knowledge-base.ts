@@ -4,6 +4,11 @@
  * metadata (bedrock-documents.ts); retrieval is Bedrock's Retrieve with the tenant scope and the label filters as a
  * RetrievalFilter (bedrock-filters.ts). The mapping, the filter semantics, "ready" and the costs are described in
  * docs/retrieval-aws.md.
+ *
+ * A chunk's Bedrock id names its document, upload and position (`uploadChunkId`), and the document record knows its
+ * uploads and their chunk counts: every write, delete and metadata change addresses its ids directly, in calls that
+ * grow with the document's chunks, never with the data source. Bedrock cannot list by document, so only for a record
+ * older than that knowledge (the operations' `known` argument undefined) is the whole data source listed.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import {
@@ -29,9 +34,11 @@ import type { DatasetRef } from '#core/knowledge/document';
 import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 import {
   assertChunksOfDocument,
+  type ChunkGeneration,
   type ChunkMetadata,
   type DocumentRef,
   type IndexedChunk,
+  type IndexedChunks,
   type IndexFilter,
   type IndexHit,
   type IndexQuery,
@@ -47,6 +54,8 @@ import {
   idOf,
   normalizeScore,
   toBedrockDocument,
+  uploadChunkId,
+  uploadChunkIds,
 } from './bedrock-documents';
 import { matches, toRetrievalFilter } from './bedrock-filters';
 
@@ -77,6 +86,9 @@ const LEAVING = new Set(['DELETING', 'DELETE_IN_PROGRESS', 'NOT_FOUND']);
 /** The one status that means "retrievable now". */
 const INDEXED = 'INDEXED';
 
+/** Bedrock took the document, then failed to index it: ingested again by a count of its upload. */
+const FAILED = 'FAILED';
+
 export interface BedrockKnowledgeBase {
   readonly knowledgeBaseId: string;
   readonly dataSourceId: string;
@@ -89,7 +101,8 @@ export type BedrockKnowledgeBases = Readonly<Record<Environment, BedrockKnowledg
  * documents and no way to read a document's content back, so a metadata change re-ingests the texts from here.
  */
 export interface ChunkTextSource {
-  chunksOf(ref: DocumentRef): Promise<readonly IndexedChunk[]>;
+  /** The chunks of the document's content; of upload `uploadId` only (none when the document holds another now). */
+  chunksOf(ref: DocumentRef, uploadId?: string): Promise<readonly IndexedChunk[]>;
 }
 
 export interface BedrockKnowledgeIndexOptions {
@@ -128,6 +141,10 @@ function refKey(ref: DocumentRef): string {
   return JSON.stringify([ref.environment, ref.agentId, ref.knowledgeBaseId, ref.documentId]);
 }
 
+function checkKey(ref: DocumentRef, upload: ChunkGeneration): string {
+  return JSON.stringify([refKey(ref), upload.uploadId, upload.count]);
+}
+
 /** How many documents' ingested ids one process remembers for countDocumentChunks. */
 const REMEMBERED_DOCUMENTS = 1000;
 
@@ -138,6 +155,12 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
   private readonly chunkTexts: ChunkTextSource;
   /** The ids the last replaceDocument of this process gave each document (insertion-ordered, bounded). */
   private readonly ingestedIds = new Map<string, readonly string[]>();
+  /**
+   * How many of an upload's new ids its replaceDocument found INDEXED when it checked them (by `checkKey`; a worker
+   * processes several documents at once): the count that follows answers from this once instead of looking the same
+   * ids up again (GetKnowledgeBaseDocuments is 5 calls a second an account). Insertion-ordered, bounded.
+   */
+  private readonly checks = new Map<string, number>();
 
   constructor(options: BedrockKnowledgeIndexOptions) {
     for (const environment of ENVIRONMENTS) {
@@ -157,8 +180,13 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
    * new set, then checks that the new ids exist and ingests again any that do not (an ingest Bedrock took for a
    * duplicate of an earlier request whose documents have since been deleted).
    */
-  async replaceDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): Promise<void> {
+  async replaceDocument(
+    ref: DocumentRef,
+    chunks: readonly IndexedChunk[],
+    known?: { readonly uploadId: string; readonly previous: IndexedChunks },
+  ): Promise<void> {
     assertChunksOfDocument(ref, chunks);
+    if (known) return this.replaceUpload(ref, chunks, known.uploadId, known.previous);
     const documents = chunks.map((chunk) => toBedrockDocument(chunk));
     const ids = documents.map(documentIdOf);
     const existing = await this.listDocument(ref);
@@ -184,8 +212,9 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     this.remember(ref, ids);
   }
 
-  async deleteDocument(ref: DocumentRef): Promise<void> {
+  async deleteDocument(ref: DocumentRef, known?: IndexedChunks): Promise<void> {
     this.ingestedIds.delete(refKey(ref));
+    if (known !== undefined) return this.deleteUploads(ref, known);
     const existing = await this.listDocument(ref);
     const ids = [...existing.values()]
       .filter((detail) => !LEAVING.has(detail.status ?? ''))
@@ -198,7 +227,12 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
    * again, with their text from the ChunkTextSource and the new metadata (Bedrock re-embeds them). Chunks the source
    * gives that are not in the index (content changed meanwhile) are left to the processing of that content.
    */
-  async updateDocumentMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void> {
+  async updateDocumentMetadata(
+    ref: DocumentRef,
+    metadata: ChunkMetadata,
+    known?: { readonly uploadId: string; readonly indexed: IndexedChunks },
+  ): Promise<void> {
+    if (known?.indexed !== undefined) return this.updateUploadMetadata(ref, metadata, known.uploadId, known.indexed);
     const existing = await this.listDocument(ref);
     if (existing.size === 0) return;
     const chunks = await this.chunkTexts.chunksOf(ref);
@@ -212,10 +246,19 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
   }
 
   /**
-   * Chunks of the document Bedrock reports INDEXED. After a replaceDocument in this process, exactly the new ids are
-   * looked up (10 a call); otherwise the data source is listed and the document's ids are counted.
+   * Chunks of the document Bedrock reports INDEXED. With the upload known (or after a replaceDocument in this
+   * process), exactly its ids are looked up (10 a call); otherwise the data source is listed and the document's ids
+   * are counted.
    */
-  async countDocumentChunks(ref: DocumentRef): Promise<number> {
+  async countDocumentChunks(ref: DocumentRef, known?: ChunkGeneration): Promise<number> {
+    if (known) {
+      const checked = this.checks.get(checkKey(ref, known));
+      if (checked !== undefined) {
+        this.checks.delete(checkKey(ref, known));
+        return checked;
+      }
+      return this.countUpload(ref, known);
+    }
     const remembered = this.ingestedIds.get(refKey(ref));
     const details = remembered ? await this.getDocuments(ref.environment, remembered) : await this.listDocument(ref);
     let indexed = 0;
@@ -251,7 +294,127 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     return hits.sort((a, b) => b.score - a.score).slice(0, query.limit);
   }
 
+  /**
+   * Removes the chunks of these uploads: their ids are looked up (10 a call) and those Bedrock holds are deleted, so
+   * a repeated deletion sends no delete at all and an id Bedrock never had is never sent.
+   */
+  async deleteUploads(ref: DocumentRef, uploads: readonly ChunkGeneration[]): Promise<void> {
+    await this.deleteIds(ref.environment, uploadChunkIds(ref, uploads));
+  }
+
   // -------------------------------------------------------------------------------------------------------------
+
+  /**
+   * replaceDocument of a document whose record knows its uploads: the chunks go in under the ids of `uploadId`
+   * (re-ingesting an id overwrites it), the other uploads' ids are deleted (and this upload's beyond its new count),
+   * then the new ids are looked up and any Bedrock does not hold is ingested again. Calls: 2 per 10 chunks (ingest,
+   * check; the check also answers the count that follows), plus 2 per 10 chunks removed (look up, delete). `previous` undefined (an older record): the data source is listed once to find
+   * what else the document has there, the older content-named ids included.
+   */
+  private async replaceUpload(
+    ref: DocumentRef,
+    chunks: readonly IndexedChunk[],
+    uploadId: string,
+    previous: IndexedChunks,
+  ): Promise<void> {
+    const ids = chunks.map((_, position) => uploadChunkId(ref, uploadId, position));
+    const documents = chunks.map((chunk, position) => toBedrockDocument(chunk, chunk, ids[position]));
+    // The same upload gives the same request: a redelivered message is deduplicated by Bedrock. An ingest taken for
+    // a duplicate of one whose documents were deleted since is found below and sent again.
+    await this.ingest(ref.environment, documents, (request) => clientToken('ingest', request, uploadId));
+    const keep = new Set(ids);
+    if (previous === undefined) {
+      const existing = await this.listDocument(ref);
+      const stale = [...existing.values()]
+        .filter((detail) => !keep.has(idOf(detail) as string) && !LEAVING.has(detail.status ?? ''))
+        .map((detail) => idOf(detail) as string);
+      await this.delete(ref.environment, stale, existing);
+    } else {
+      const others = previous.filter((upload) => upload.uploadId !== uploadId);
+      const beyond = uploadChunkIds(
+        ref,
+        previous.filter((upload) => upload.uploadId === uploadId),
+      ).filter((id) => !keep.has(id));
+      await this.deleteIds(ref.environment, [...uploadChunkIds(ref, others), ...beyond]);
+    }
+    const details = await this.getDocuments(ref.environment, ids);
+    const missing = new Set(ids.filter((id) => !details.has(id) || LEAVING.has(details.get(id)?.status ?? '')));
+    if (missing.size > 0) {
+      await this.ingest(
+        ref.environment,
+        documents.filter((_, i) => missing.has(ids[i])),
+        () => randomUUID(),
+      );
+    }
+    this.remember(ref, ids);
+    let indexed = 0;
+    for (const detail of details.values()) if (detail.status === INDEXED) indexed++;
+    this.checks.set(checkKey(ref, { uploadId, count: ids.length }), indexed);
+    if (this.checks.size > REMEMBERED_DOCUMENTS) this.checks.delete(this.checks.keys().next().value as string);
+  }
+
+  /**
+   * updateDocumentMetadata of a document whose record knows its uploads: the chunks of its current upload that
+   * Bedrock holds (looked up by id, 10 a call) are ingested again with the new metadata. Other uploads' chunks are on
+   * their way out (the processing of the current upload removes them) and are left alone.
+   */
+  private async updateUploadMetadata(
+    ref: DocumentRef,
+    metadata: ChunkMetadata,
+    uploadId: string,
+    indexed: readonly ChunkGeneration[],
+  ): Promise<void> {
+    const upload = indexed.find((generation) => generation.uploadId === uploadId);
+    if (!upload || upload.count === 0) return;
+    const ids = uploadChunkIds(ref, [upload]);
+    const existing = await this.getDocuments(ref.environment, ids);
+    if (existing.size === 0) return;
+    const chunks = (await this.chunkTexts.chunksOf(ref, uploadId)).slice(0, upload.count);
+    const documents = chunks
+      .map((chunk, position) => ({ chunk, id: ids[position] }))
+      .filter(({ id }) => existing.has(id) && !LEAVING.has(existing.get(id)?.status ?? ''))
+      .map(({ chunk, id }) => toBedrockDocument(chunk, metadata, id));
+    await this.ingest(ref.environment, documents, (request, batchIds) =>
+      clientToken('ingest', request, stateOf(batchIds, existing)),
+    );
+  }
+
+  /**
+   * The upload's chunks Bedrock reports INDEXED. Those it reports FAILED (it accepted them, then could not embed or
+   * store them: under a bulk import, a throttled embedding model is one cause) are ingested again, with a fresh
+   * token, from the document's current content, so a transient failure inside Bedrock does not end the document
+   * INDEXING_FAILED; the confirm attempts that call this bound how often.
+   */
+  private async countUpload(ref: DocumentRef, upload: ChunkGeneration): Promise<number> {
+    const ids = uploadChunkIds(ref, [upload]);
+    const details = await this.getDocuments(ref.environment, ids);
+    let indexed = 0;
+    const failed = new Set<string>();
+    for (const [id, detail] of details) {
+      if (detail.status === INDEXED) indexed++;
+      else if (detail.status === FAILED) failed.add(id);
+    }
+    if (failed.size > 0) {
+      const chunks = await this.chunkTexts.chunksOf(ref, upload.uploadId);
+      // Another count means other content (the document moved on): its own processing indexes it.
+      if (chunks.length === upload.count) {
+        const documents = chunks
+          .map((chunk, position) => ({ chunk, id: ids[position] }))
+          .filter(({ id }) => failed.has(id))
+          .map(({ chunk, id }) => toBedrockDocument(chunk, chunk, id));
+        await this.ingest(ref.environment, documents, () => randomUUID());
+      }
+    }
+    return indexed;
+  }
+
+  /** Deletes those of `ids` Bedrock holds and is not deleting already (looked up first, 10 a call). */
+  private async deleteIds(environment: Environment, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const existing = await this.getDocuments(environment, ids);
+    const present = ids.filter((id) => existing.has(id) && !LEAVING.has(existing.get(id)?.status ?? ''));
+    await this.delete(environment, present, existing);
+  }
 
   private knowledgeBase(environment: Environment): BedrockKnowledgeBase {
     const kb = this.knowledgeBases[environment];

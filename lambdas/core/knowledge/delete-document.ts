@@ -17,6 +17,12 @@ export async function deleteDocument(
   const removed = await deps.documents.delete(datasetOf(doc), doc.documentId);
   if (!removed) throw documentNotFound(request);
   await deps.blobs.delete([...new Set([removed.s3Key, removed.objectKey])]);
-  await deps.queue.send({ kind: 'delete-document', ...datasetOf(removed), documentId: removed.documentId });
+  // The record's knowledge of its chunks goes with the message: the worker finds them without searching the index.
+  await deps.queue.send({
+    kind: 'delete-document',
+    ...datasetOf(removed),
+    documentId: removed.documentId,
+    ...(removed.indexedChunks ? { indexedChunks: removed.indexedChunks } : {}),
+  });
   return { documentId: removed.documentId, s3Key: removed.s3Key, deleted: true };
 }

@@ -16,6 +16,15 @@ export interface DocumentError {
   readonly message: string;
 }
 
+/**
+ * The chunks one upload of a document gave the index: `count` chunks, at positions 0..count-1. An index that cannot
+ * find a document's chunks cheaply (Bedrock, whose data source can only be listed whole) names them from this.
+ */
+export interface ChunkGeneration {
+  readonly uploadId: string;
+  readonly count: number;
+}
+
 export interface DocumentRecord extends DatasetRef, Record<MetadataField, string | null> {
   readonly organizationId: string;
   readonly documentId: string;
@@ -39,6 +48,12 @@ export interface DocumentRecord extends DatasetRef, Record<MetadataField, string
   readonly watchdogRetries?: number;
   /** The ZIP import that created it (its uploadId then is the zipJobId until its content is replaced). */
   readonly zipJobId?: string;
+  /**
+   * The uploads whose chunks may be in the index, with how many each gave (processing writes an upload here before it
+   * indexes it, and leaves only that one once the others are removed). Absent on records written before it was kept:
+   * the index then finds the chunks itself (docs/retrieval-aws.md, "Chunk identifiers").
+   */
+  readonly indexedChunks?: readonly ChunkGeneration[];
 }
 
 /** A `reserved` record: it holds a documentId from upload-link (or a ZIP import) until that upload completes. */
@@ -71,6 +86,8 @@ export function reservationRecord(
     customMeta4: null,
     updatedAt: fields.createdAt,
     error: null,
+    // Nothing indexed yet, and known to be so: the first processing needs no search of the index.
+    indexedChunks: [],
   };
 }
 

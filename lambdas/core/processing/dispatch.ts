@@ -25,7 +25,7 @@ export async function runWork(
     case 'sync-metadata':
       return syncMetadata(deps, message);
     case 'delete-document':
-      return deleteDocumentChunks(deps, message);
+      return deleteDocumentChunks(deps, message, message.indexedChunks);
     case 'process-zip':
       return importZip(deps, message);
     case 'delete-knowledge-base':

@@ -20,7 +20,7 @@
 import type { DocumentRecord } from '#core/knowledge/document';
 import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 import { removeFromDefaultRetrieval } from '#core/retrieval/default-retrieval';
-import type { KnowledgeIndex } from '#ports/processing';
+import { type KnowledgeIndex, withGeneration } from '#ports/processing';
 import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type { BlobStore, Clock, ProcessingMessage, ProcessingQueue } from '#ports/services';
 import type { DocumentStore, KnowledgeBaseRecord, KnowledgeBaseStore } from '#ports/stores';
@@ -211,7 +211,7 @@ async function removeDocuments(deps: KnowledgeBaseDeletionDeps, page: readonly D
     knowledgeBaseId: doc.knowledgeBaseId,
     documentId: doc.documentId,
   });
-  await eachLimited(page, DOCUMENTS_IN_FLIGHT, (doc) => deps.index.deleteDocument(refOf(doc)));
+  await eachLimited(page, DOCUMENTS_IN_FLIGHT, (doc) => deps.index.deleteDocument(refOf(doc), doc.indexedChunks));
   await deps.blobs.delete([...new Set(page.flatMap((doc) => [doc.s3Key, doc.objectKey]))]);
   await eachLimited(page, DOCUMENTS_IN_FLIGHT, async (doc) => {
     const removed = await deps.documents.delete(doc, doc.documentId);
@@ -219,7 +219,11 @@ async function removeDocuments(deps: KnowledgeBaseDeletionDeps, page: readonly D
       removed !== undefined &&
       (doc.status === 'uploaded' || removed.status === 'uploaded' || removed.uploadId !== doc.uploadId);
     if (!raced) return;
-    await deps.index.deleteDocument(refOf(doc));
+    const known =
+      doc.indexedChunks === undefined || removed.indexedChunks === undefined
+        ? undefined
+        : removed.indexedChunks.reduce(withGeneration, [...doc.indexedChunks]);
+    await deps.index.deleteDocument(refOf(doc), known);
     await deps.blobs.delete([...new Set([removed.s3Key, removed.objectKey])]);
   });
 }

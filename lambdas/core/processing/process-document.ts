@@ -7,13 +7,16 @@
 
 import type { DatasetRef, DocumentRecord } from '#core/knowledge/document';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
-import type {
-  ChunkMetadata,
-  DocumentRef,
-  Embedder,
-  IndexedChunk,
-  KnowledgeIndex,
-  TextExtractor,
+import {
+  type ChunkGeneration,
+  type ChunkMetadata,
+  type DocumentRef,
+  type Embedder,
+  type IndexedChunk,
+  type IndexedChunks,
+  type KnowledgeIndex,
+  type TextExtractor,
+  withGeneration,
 } from '#ports/processing';
 import type { BlobStore, Clock, ProcessingQueue } from '#ports/services';
 import type { DocumentStore } from '#ports/stores';
@@ -70,7 +73,7 @@ function refOf(doc: DatasetRef & { documentId: string }): DocumentRef {
 /** The document while it still waits for this upload's processing; undefined for a stale or finished message. */
 async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId: string) {
   const doc = await deps.documents.get(ref, ref.documentId);
-  if (doc?.status === 'failed' && doc.uploadId === uploadId) await removeChunksOfFailed(deps, ref);
+  if (doc?.status === 'failed' && doc.uploadId === uploadId) await removeChunksOfFailed(deps, ref, doc.indexedChunks);
   if (doc?.status !== 'uploaded' || doc.uploadId !== uploadId) return undefined;
   return doc;
 }
@@ -80,8 +83,13 @@ async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId:
  * indexing the same upload at that moment (its `ready` is then refused), or a message of that upload coming again
  * after a crash between the two writes, removes them too (the watchdog queues one before it fails a document).
  */
-async function removeChunksOfFailed(deps: ProcessingDeps, ref: DocumentRef): Promise<void> {
-  await deps.index.deleteDocument(ref);
+async function removeChunksOfFailed(deps: ProcessingDeps, ref: DocumentRef, known: IndexedChunks): Promise<void> {
+  await deps.index.deleteDocument(ref, known);
+}
+
+/** Both records' knowledge of the chunks: undefined (search the index) when either knows nothing. */
+function union(known: IndexedChunks, more: readonly ChunkGeneration[]): IndexedChunks {
+  return known === undefined ? undefined : more.reduce(withGeneration, [...known]);
 }
 
 /** The chunks of the document's current content, with its current metadata. */
@@ -128,7 +136,7 @@ async function fail(deps: ProcessingDeps, doc: DocumentRecord, error: Processing
   if (!updated) return 'skipped';
   deps.metrics.count(METRIC.documentsFailed, 1, { errorCode: error.code });
   // A failed document is not retrievable: chunks of an earlier version go too, so the status tells the truth.
-  await removeChunksOfFailed(deps, refOf(doc));
+  await removeChunksOfFailed(deps, refOf(doc), updated.indexedChunks);
   return 'failed';
 }
 
@@ -144,6 +152,7 @@ export async function failStuck(deps: ProcessingDeps, doc: DocumentRecord, messa
  */
 async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: number): Promise<ProcessingOutcome> {
   const ref = refOf(doc);
+  const generation: ChunkGeneration = { uploadId: doc.uploadId, count: chunkCount };
   const updated = await deps.documents.setStatus(
     doc,
     doc.documentId,
@@ -154,10 +163,17 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: 
   );
   if (!updated) {
     // Deleted, failed (by the watchdog) or replaced while we worked. A deleted or failed document keeps no chunks;
-    // a replaced one is re-indexed by its own message.
+    // a replaced one is re-indexed by its own message. What this worker indexed is known to it even when the record
+    // is gone (its deletion may have read the record before this upload was written to it).
     const now = await deps.documents.get(ref, ref.documentId);
-    if (!now) await deps.index.deleteDocument(ref);
-    else if (now.status === 'failed' && now.uploadId === doc.uploadId) await removeChunksOfFailed(deps, ref);
+    if (!now) await deps.index.deleteDocument(ref, union(doc.indexedChunks, [generation]));
+    else if (now.status === 'failed' && now.uploadId === doc.uploadId) {
+      await removeChunksOfFailed(deps, ref, union(now.indexedChunks, [generation]));
+    } else if (now.uploadId !== doc.uploadId && deps.index.deleteUploads) {
+      // Replaced: the newer upload's processing removes the uploads its record lists, maybe before this one's chunks
+      // arrived. This upload's chunks are removed by their upload, which leaves the newer one's.
+      await deps.index.deleteUploads(ref, [generation]);
+    }
     return 'skipped';
   }
   deps.metrics.count(METRIC.documentsReady);
@@ -168,9 +184,33 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: 
     Math.max(0, deps.clock.now().getTime() - Date.parse(doc.updatedAt)),
   );
   if (!sameMetadata(chunkMetadataOf(updated), chunkMetadataOf(doc))) {
-    await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(updated));
+    await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(updated), {
+      uploadId: updated.uploadId,
+      indexed: updated.indexedChunks,
+    });
   }
   return 'ready';
+}
+
+/**
+ * Indexes the chunks of the document's upload, keeping its record true about what the index may hold: the upload is
+ * written to `indexedChunks` before its chunks are sent, and once the index has removed every other upload's chunks,
+ * it is left alone there. False when the document moved on before its chunks were sent (nothing was indexed).
+ * A record without `indexedChunks` (older than it) is not written first: the index searches for what it holds.
+ */
+async function indexChunks(deps: ProcessingDeps, doc: DocumentRecord, chunks: IndexedChunk[]): Promise<boolean> {
+  const ref = refOf(doc);
+  const generation: ChunkGeneration = { uploadId: doc.uploadId, count: chunks.length };
+  const previous = doc.indexedChunks;
+  if (previous !== undefined) {
+    const ahead = withGeneration(previous, generation);
+    const written = await deps.documents.recordIndexedChunks(ref, ref.documentId, doc.uploadId, ahead, true);
+    if (!written) return false;
+  }
+  await deps.index.replaceDocument(ref, chunks, { uploadId: doc.uploadId, previous });
+  // Only while the document still holds this upload: a newer one has written its own (with this one in it).
+  await deps.documents.recordIndexedChunks(ref, ref.documentId, doc.uploadId, [generation], false);
+  return true;
 }
 
 /** Message `process-document`. Errors other than ProcessingError are transient: the queue retries them. */
@@ -188,8 +228,11 @@ export async function processDocument(
     if (error instanceof ProcessingError) return fail(deps, doc, error);
     throw error;
   }
-  await deps.index.replaceDocument(ref, chunks);
-  if ((await deps.index.countDocumentChunks(ref)) >= chunks.length) return markReady(deps, doc, chunks.length);
+  if (!(await indexChunks(deps, doc, chunks))) return 'skipped';
+  const generation: ChunkGeneration = { uploadId, count: chunks.length };
+  if ((await deps.index.countDocumentChunks(ref, generation)) >= chunks.length) {
+    return markReady(deps, doc, chunks.length);
+  }
   await deps.queue.send(
     { kind: 'confirm-indexed', ...ref, uploadId, attempt: 1 },
     { delaySeconds: deps.settings.confirmDelaySeconds },
@@ -206,8 +249,11 @@ export async function confirmIndexed(
 ): Promise<ProcessingOutcome> {
   const doc = await pendingDocument(deps, ref, uploadId);
   if (!doc) return 'skipped';
-  const expected = (await buildChunks(deps, doc)).length;
-  if ((await deps.index.countDocumentChunks(ref)) >= expected) return markReady(deps, doc, expected);
+  // The record says how many chunks the upload gave. One that does not was indexed by a deployment older than
+  // `indexedChunks` (under the index's older ids): its file is chunked again and the index searches for its chunks.
+  const known = doc.indexedChunks?.find((generation) => generation.uploadId === uploadId);
+  const expected = known ? known.count : (await buildChunks(deps, doc)).length;
+  if ((await deps.index.countDocumentChunks(ref, known)) >= expected) return markReady(deps, doc, expected);
   if (attempt >= deps.settings.confirmAttempts) {
     return fail(
       deps,
@@ -227,14 +273,34 @@ export async function syncMetadata(deps: ProcessingDeps, ref: DocumentRef): Prom
   const doc = await deps.documents.get(ref, ref.documentId);
   // While `uploaded`, processing indexes the current metadata itself (and catches up when it finishes).
   if (doc?.status !== 'ready') return 'skipped';
-  await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(doc));
+  await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(doc), {
+    uploadId: doc.uploadId,
+    indexed: doc.indexedChunks,
+  });
   return 'ready';
 }
 
-/** Message `delete-document`: no chunk of a deleted document stays retrievable. */
-export async function deleteDocumentChunks(deps: ProcessingDeps, ref: DocumentRef): Promise<ProcessingOutcome> {
-  // A document created again under the same id is re-indexed by its own processing, which replaces everything.
-  if (await deps.documents.get(ref, ref.documentId)) return 'skipped';
-  await deps.index.deleteDocument(ref);
+/**
+ * Message `delete-document`: no chunk of a deleted document stays retrievable. `known` is what the deleted record
+ * knew of its chunks (undefined: the index searches for them).
+ */
+export async function deleteDocumentChunks(
+  deps: ProcessingDeps,
+  ref: DocumentRef,
+  known?: IndexedChunks,
+): Promise<ProcessingOutcome> {
+  const again = await deps.documents.get(ref, ref.documentId);
+  if (again) {
+    // Created again under the same id. An index that keeps chunks by document, or one that must search for them,
+    // loses the deleted one's chunks to the new one's processing, which replaces them all; one that names them by
+    // upload (Bedrock) gets them removed here by upload, which leaves the new one's (upload ids are never reused).
+    if (known === undefined || again.indexedChunks === undefined || !deps.index.deleteUploads) return 'skipped';
+    const own = new Set(again.indexedChunks.map((generation) => generation.uploadId));
+    const old = known.filter((generation) => !own.has(generation.uploadId));
+    if (old.length === 0) return 'skipped';
+    await deps.index.deleteUploads(ref, old);
+    return 'ready';
+  }
+  await deps.index.deleteDocument(ref, known);
   return 'ready';
 }

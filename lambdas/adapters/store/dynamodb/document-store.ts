@@ -17,7 +17,14 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { DatasetRef, DocumentError, DocumentRecord, DocumentStatus, StoredStatus } from '#core/knowledge/document';
+import type {
+  ChunkGeneration,
+  DatasetRef,
+  DocumentError,
+  DocumentRecord,
+  DocumentStatus,
+  StoredStatus,
+} from '#core/knowledge/document';
 import type { Environment, MetadataChanges } from '#core/knowledge/fields';
 import {
   type ContentFields,
@@ -332,6 +339,23 @@ export class DynamoDocumentStore implements DocumentStore {
       { watchdogRetries: retries, updatedAt },
       '#status = :uploaded AND uploadId = :upload',
       { ':uploaded': 'uploaded', ':upload': uploadId },
+    );
+  }
+
+  recordIndexedChunks(
+    ref: DatasetRef,
+    documentId: string,
+    uploadId: string,
+    indexedChunks: readonly ChunkGeneration[],
+    whileUploaded: boolean,
+  ): Promise<DocumentRecord | undefined> {
+    return this.update(
+      ref,
+      documentId,
+      { indexedChunks: indexedChunks.map(({ uploadId, count }) => ({ uploadId, count })) },
+      `attribute_exists(documentId) AND uploadId = :upload AND #status ${whileUploaded ? '=' : '<>'} :status`,
+      // A reservation is never indexed: it is not an upload of the document yet.
+      { ':upload': uploadId, ':status': whileUploaded ? 'uploaded' : 'reserved' },
     );
   }
 

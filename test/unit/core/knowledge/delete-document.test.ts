@@ -20,6 +20,8 @@ describe('deleteDocument', () => {
       kind: 'delete-document',
       ...tenant.dataset,
       documentId: link.documentId,
+      // What the record knew of its chunks goes with the message: none yet (it was never processed).
+      indexedChunks: [],
     });
     await expect(
       getDocument(knowledge.deps, tenant.caller, { ...tenant.dataset, s3Key: link.s3Key }),
