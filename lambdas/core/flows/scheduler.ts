@@ -37,6 +37,11 @@ export function fireSessionId(agentId: string, environment: string, trigger: str
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
+/** The invocation of a fire: its analytics keys derive from it, so a fire run again records nothing twice. */
+export function fireInvocationId(sessionId: string): string {
+  return `schedule:${sessionId}`;
+}
+
 export async function runScheduleTick(
   deps: FlowRuntimeDeps,
   now: Date,
@@ -56,7 +61,7 @@ export async function runScheduleTick(
       if (!trigger.cronExpression) continue;
       for (const at of firesBetween(trigger.cronExpression, trigger.timezone ?? 'UTC', from, now)) {
         const sessionId = fireSessionId(record.agentId, record.environment, trigger.name, at);
-        const invocationId = `schedule:${sessionId}`;
+        const invocationId = fireInvocationId(sessionId);
         try {
           // A fire an earlier tick ran is looked up before the invocation pays for its first node: it costs nothing.
           if (await deps.sessions.get(record.agentId, record.environment, sessionId)) {

@@ -22,7 +22,7 @@ import { invoke } from '#core/flows/runtime';
 import { fireSessionId, runScheduleTick } from '#core/flows/scheduler';
 import type { FlowSession } from '#core/flows/session';
 import { FlowWorkExhaustedError, type FlowWorkSettings } from '#core/flows/work-budget';
-import { type BrowserDriver, type FlowRunMessage, OutboundError } from '#ports/flows';
+import { type BrowserDriver, type ContinueRunMessage, OutboundError } from '#ports/flows';
 import { NO_METRICS } from '#ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
@@ -63,7 +63,8 @@ beforeEach(() => {
 });
 
 interface Sent {
-  readonly message: FlowRunMessage;
+  /** What a run's hand-over sends. */
+  readonly message: ContinueRunMessage;
   readonly delaySeconds: number | undefined;
 }
 
@@ -103,7 +104,7 @@ function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
     ids: { uuid: randomUUID },
     runs: {
       send: async (message, options) => {
-        sent.push({ message, delaySeconds: options?.delaySeconds });
+        sent.push({ message: message as ContinueRunMessage, delaySeconds: options?.delaySeconds });
       },
     },
     work: { counters, settings: SETTINGS },
