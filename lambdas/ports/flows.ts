@@ -401,3 +401,14 @@ export interface FlowRunQueue {
    */
   send(message: FlowRunMessage, options?: { readonly delaySeconds?: number }): Promise<void>;
 }
+
+/**
+ * What the schedule tick has sent of each schedule trigger (core/flows/scheduler.ts): the latest fire time whose
+ * message went out, by trigger (`<agentId>#<environment>#<trigger>`). Fires up to it are not sent again.
+ */
+export interface ScheduleFireLog {
+  /** The latest fire time sent (epoch ms), or null when none is known (never, or forgotten after a day). */
+  sentThrough(trigger: string): Promise<number | null>;
+  /** Every fire of the trigger up to `atMs` was sent. Never moves back: an earlier time than the stored one is kept. */
+  markSent(trigger: string, atMs: number): Promise<void>;
+}

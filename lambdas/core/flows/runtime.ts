@@ -67,8 +67,6 @@ export interface InvocationResult {
   readonly memory: Record<string, unknown>;
   readonly outputs: Record<string, unknown>;
   readonly error: FlowSession['error'];
-  /** True when `createOnly` found the session already there and ran nothing. */
-  readonly duplicate?: boolean;
 }
 
 export async function invoke(
@@ -105,7 +103,6 @@ export async function invoke(
     throw error;
   }
   if (claim.refused) await forget();
-  if (claim.duplicate) return { ...resultOf(claim.session, []), duplicate: true };
 
   const context: RunContext = {
     deps,
