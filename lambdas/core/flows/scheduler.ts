@@ -37,7 +37,10 @@ export interface ScheduleTickDeps {
 }
 
 export interface ScheduleTickOptions {
-  /** Told each error: a send or a store that failed (the fire is sent again by the next tick). */
+  /**
+   * Told each error: a send or a store that failed (the fire is sent again by the next tick), or a trigger whose cron
+   * cannot be read (its fires are not sent).
+   */
   readonly onError?: (error: unknown, fire: { agentId: string; trigger: string; scheduledAt?: string }) => void;
   /** No trigger is started at or after this time (epoch ms, the system clock): the next tick takes the rest. */
   readonly deadline?: number;
@@ -81,8 +84,16 @@ interface DueTrigger {
   readonly fires: readonly Date[];
 }
 
-/** The schedule triggers of the definitions with their fires in (max(now − look-back, stored at), now], oldest first. */
-export function dueFires(records: readonly AgentDefinitionRecord[], now: Date): DueTrigger[] {
+/**
+ * The schedule triggers of the definitions with their fires in (max(now − look-back, stored at), now], oldest first.
+ * A trigger whose cron or time zone cannot be read (stored before a rule changed, a zone the runtime no longer knows)
+ * is told to `onError` and left out: the others are due all the same.
+ */
+export function dueFires(
+  records: readonly AgentDefinitionRecord[],
+  now: Date,
+  onError: NonNullable<ScheduleTickOptions['onError']> = () => undefined,
+): DueTrigger[] {
   const due: DueTrigger[] = [];
   for (const record of records) {
     const from = new Date(Math.max(now.getTime() - SCHEDULE_LOOKBACK_MS, Date.parse(record.updatedAt)));
@@ -91,7 +102,13 @@ export function dueFires(records: readonly AgentDefinitionRecord[], now: Date): 
       .filter((n): n is TriggerNode => n.type === 'trigger' && n.triggerType === 'schedule');
     for (const trigger of triggers) {
       if (!trigger.cronExpression) continue;
-      const fires = firesBetween(trigger.cronExpression, trigger.timezone ?? 'UTC', from, now);
+      let fires: Date[];
+      try {
+        fires = firesBetween(trigger.cronExpression, trigger.timezone ?? 'UTC', from, now);
+      } catch (error) {
+        onError(error, { agentId: record.agentId, trigger: trigger.name });
+        continue;
+      }
       if (fires.length > 0) due.push({ record, trigger: trigger.name, fires });
     }
   }
@@ -106,7 +123,7 @@ export async function runScheduleTick(
 ): Promise<TickOutcome> {
   const clock = options.clock ?? Date.now;
   const onError = options.onError ?? (() => undefined);
-  const due = dueFires(await deps.definitions.listScheduled(), now);
+  const due = dueFires(await deps.definitions.listScheduled(), now, onError);
   const counts = { sent: 0, alreadySent: 0, failed: 0, deferred: 0 };
 
   const sendFires = async ({ record, trigger, fires }: DueTrigger): Promise<void> => {

@@ -26,7 +26,8 @@ export const handler = observed(async (event?: { now?: string }, context?: Conte
     runScheduleTick(scheduleContainer, now, {
       deadline,
       onError: (error, fire) =>
-        logger.error('a schedule fire could not be sent; the next tick sends it', { ...fire, error: error as Error }),
+        // A send or a store that failed (the next tick sends the fire), or a trigger whose cron cannot be read.
+        logger.error('a schedule trigger’s fires were not sent', { ...fire, error: error as Error }),
     }),
   );
   if (outcome.sent || outcome.failed || outcome.deferred) logger.info('schedule tick', { ...outcome });

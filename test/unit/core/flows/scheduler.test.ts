@@ -4,7 +4,7 @@
  * reads (the real queue and runner: test/integration/schedule-fires.test.ts). The tick's time is passed by hand.
  *
  * Proves: one message per due fire, in each trigger's time zone, across tenants, and none before the definition was
- * stored; a fire is sent once by ticks that follow one another, a later tick sends only the later fires; a late tick
+ * stored; a trigger whose cron cannot be read is left out, the others sent; a fire is sent once by ticks that follow one another, a later tick sends only the later fires; a late tick
  * catches up the fires of its 15-minute look-back and no older ones; a send that fails stops that trigger there and
  * the next tick sends from that fire on, nothing twice; a fire log that cannot be written makes the next tick send
  * again (the runner runs such a fire once: schedule-fire.test.ts); every tenant's sends are under way at once, none
@@ -132,6 +132,31 @@ it('sends one message per due fire, in each trigger’s time zone, across tenant
   expect(await fireLog.sentThrough(scheduleKey(every5, 'production', 'Every5'))).toBe(
     Date.parse('2026-03-02T04:00:00.000Z'),
   );
+});
+
+it('leaves out a trigger whose cron cannot be read, telling why, and sends the others', async () => {
+  const good = await scheduled({ Hourly: { cron: '0 * * * *' } });
+  // Stored before a rule changed (the store takes what it is given; PUT validates): an unknown time zone.
+  const broken = await scheduled({ Hourly: { cron: '0 * * * *' } });
+  const record = await definitions.get(broken, 'production');
+  if (!record) throw new Error('not stored');
+  const [flow] = record.definition.flows;
+  await definitions.put({
+    ...record,
+    definition: {
+      ...record.definition,
+      flows: [
+        { ...flow, nodes: flow.nodes.map((n) => (n.type === 'trigger' ? { ...n, timezone: 'Mars/Olympus' } : n)) },
+      ],
+    },
+  });
+  const errors: { agentId: string; trigger: string }[] = [];
+  const { deps, sent } = tickDeps();
+  await expect(
+    runScheduleTick(deps, at('2026-03-02T09:00:30.000Z'), { onError: (_error, fire) => errors.push(fire) }),
+  ).resolves.toMatchObject({ triggers: 1, sent: 1 });
+  expect(sent).toEqual([fire(good, 'Hourly', '2026-03-02T09:00:00.000Z')]);
+  expect(errors).toEqual([{ agentId: broken, trigger: 'Hourly' }]);
 });
 
 it('sends a fire once: the same minute again sends nothing, a later tick only the later fires', async () => {
