@@ -39,16 +39,22 @@ function schedulerClock(path: string | undefined): { now(): Date } | undefined {
 }
 
 /**
- * With SCHEDULER_CLOCK_FILE, each tick's outcome is written next to it (`<file>.last-tick`: the "now" it ran at, what
- * it fired, which fires it found already run, a sequence number), so a test knows a tick has run at the clock it set.
+ * With SCHEDULER_CLOCK_FILE, each tick's outcome is written next to it (`<file>.last-tick`: the "now" it ran at, the
+ * fires it sent to the flow runner's queue, those it found sent already, those whose send failed, a sequence number,
+ * and the fires sent by every tick so far), so a test knows a tick has run at the clock it set.
  */
 function tickRecorder(path: string | undefined): ((now: Date, outcome: TickOutcome) => void) | undefined {
   if (!path) return undefined;
   let sequence = 0;
+  let sentTotal = 0;
   return (now, outcome) => {
-    const { fired, duplicates, failed } = outcome;
+    const { sent, alreadySent, failed } = outcome;
     sequence += 1;
-    writeFileSync(`${path}.last-tick`, JSON.stringify({ sequence, now: now.toISOString(), fired, duplicates, failed }));
+    sentTotal += sent;
+    writeFileSync(
+      `${path}.last-tick`,
+      JSON.stringify({ sequence, now: now.toISOString(), sent, alreadySent, failed, sentTotal }),
+    );
   };
 }
 

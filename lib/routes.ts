@@ -833,14 +833,19 @@ export const WORKERS = {
       processingQueue: 'send',
     },
   },
-  /** Every minute: runs the schedule triggers whose cron fired in their time zone since the last tick. */
+  /**
+   * Every minute: sends each fire of the schedule triggers (their cron in their time zone) to the flow runner's queue,
+   * which runs it. Reads the definitions that hold schedule triggers, and reads and moves forward the latest fire
+   * sent of each trigger (an item of the rate limits table); runs no flow, so nothing of the flow runtime.
+   */
   scheduleTick: {
     handler: 'lambdas/handlers/scheduled/schedule-tick.ts',
-    access: flowRun,
+    access: { tables: { agentDefinitions: 'read', rateLimits: 'readUpdate' }, flowRunQueue: 'send' },
   },
   /**
-   * Consumes the flow runner's queue: goes on with runs handed over by a webhook or app event (lib/constructs/
-   * flow-runner.ts). Reads the images of the conversation; sends to its own queue when it reaches its own deadline.
+   * Consumes the flow runner's queue: goes on with runs handed over by a webhook or app event, and runs the fires
+   * the schedule tick sends (lib/constructs/flow-runner.ts). Reads the images of the conversation; sends to its own
+   * queue when it reaches its own deadline.
    */
   flowRunner: {
     handler: 'lambdas/handlers/queue/flow-runner.ts',

@@ -365,13 +365,31 @@ export function sessionPosition(session: Pick<FlowSession, 'createdAt' | 'sessio
  * message names only the session and the invocation. Delivered at least once; the runner does nothing for a
  * message whose invocation is not (or no longer) the session's handed-over run.
  */
-export interface FlowRunMessage {
+export interface ContinueRunMessage {
   readonly kind: 'continue-run';
   readonly agentId: string;
   readonly environment: Environment;
   readonly sessionId: string;
   readonly invocationId: string;
 }
+
+/**
+ * One fire of a schedule trigger, sent by the schedule tick (core/flows/scheduler.ts): the trigger and the minute it
+ * fired. The runner derives the fire's session from them (core/flows/schedule-fire.ts), so a fire delivered twice,
+ * or sent by two ticks, runs once.
+ */
+export interface ScheduleFireMessage {
+  readonly kind: 'schedule-fire';
+  readonly agentId: string;
+  readonly environment: Environment;
+  /** The schedule trigger's node name. */
+  readonly trigger: string;
+  /** The fire time (ISO 8601, UTC), a whole minute. */
+  readonly scheduledAt: string;
+}
+
+/** What the flow runner's queue carries. */
+export type FlowRunMessage = ContinueRunMessage | ScheduleFireMessage;
 
 /** The longest a message can wait before it is delivered: SQS's DelaySeconds allows 0 to 900. */
 export const MAX_RUN_DELAY_SECONDS = 900;
@@ -382,4 +400,15 @@ export interface FlowRunQueue {
    * stopped waits for its window to end (core/flows/work-budget.ts).
    */
   send(message: FlowRunMessage, options?: { readonly delaySeconds?: number }): Promise<void>;
+}
+
+/**
+ * What the schedule tick has sent of each schedule trigger (core/flows/scheduler.ts): the latest fire time whose
+ * message went out, by trigger (`<agentId>#<environment>#<trigger>`). Fires up to it are not sent again.
+ */
+export interface ScheduleFireLog {
+  /** The latest fire time sent (epoch ms), or null when none is known (never, or forgotten after a day). */
+  sentThrough(trigger: string): Promise<number | null>;
+  /** Every fire of the trigger up to `atMs` was sent. Never moves back: an earlier time than the stored one is kept. */
+  markSent(trigger: string, atMs: number): Promise<void>;
 }

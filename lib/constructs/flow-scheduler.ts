@@ -1,7 +1,8 @@
 /**
  * Schedule triggers in AWS: one EventBridge Scheduler schedule invokes the tick function every minute; the tick
  * evaluates each stored schedule trigger's cron in its own time zone (lambdas/core/flows/scheduler.ts), exactly as
- * the local runtime's timer does, so a cron means the same thing in both places.
+ * the local runtime's timer does, so a cron means the same thing in both places, and sends each due fire to the flow
+ * runner's queue (lib/constructs/flow-runner.ts), which runs it. Grants follow WORKERS.scheduleTick in lib/routes.ts.
  */
 import { type CfnElement, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -25,7 +26,7 @@ export class FlowScheduler extends Construct {
     const access = WORKERS.scheduleTick.access;
     this.tick = new ServiceFunction(this, 'ScheduleTickFunction', {
       handlerFile: WORKERS.scheduleTick.handler,
-      description: 'Runs the schedule triggers of agent definitions whose cron fired since the last minute',
+      description: "Sends the due fires of agent definitions' schedule triggers to the flow runner's queue",
       timeout: Duration.seconds(55),
       environment: resourceEnvironment(props.resources, access),
     });
@@ -43,7 +44,7 @@ export class FlowScheduler extends Construct {
     });
     this.schedule = new Schedule(this, 'EveryMinute', {
       schedule: ScheduleExpression.rate(Duration.minutes(1)),
-      // A missed minute is caught up by the next tick (it looks back five minutes), so no retries pile up.
+      // A missed minute is caught up by the next tick (it looks back 15 minutes), so no retries pile up.
       target: new LambdaInvoke(this.tick, { retryAttempts: 0, role }),
       description: 'Tick of the flow scheduler (schedule triggers)',
     });

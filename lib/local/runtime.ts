@@ -15,7 +15,7 @@ import { useKnowledgeIndex } from '#composition/knowledge-index';
 import { membersContainer, printInvitationsWith } from '#composition/members';
 import { reportMetricsAlsoTo } from '#composition/metrics';
 import { bearerToken, generateToken, hashToken, issueToken } from '#core/auth/tokens';
-import { runScheduleTick, type TickOutcome } from '#core/flows/scheduler';
+import type { TickOutcome } from '#core/flows/scheduler';
 import { positiveInteger } from '#shared/config';
 import { corsPolicyFromEnv } from '#shared/cors';
 import { configureHandlerEnvironment, handlerVariable } from '#shared/environment';
@@ -79,7 +79,10 @@ export interface LocalRuntimeOptions {
   readonly devUser?: string;
 }
 
-/** The local stand-in for EventBridge Scheduler: runs due schedule triggers on every tick. */
+/**
+ * The local stand-in for EventBridge Scheduler: every tick sends the due fires of schedule triggers to the flow
+ * runner's queue, which the flow runner (in this process, the worker process, or `npm run worker`) consumes.
+ */
 export interface LocalScheduler {
   tick(): Promise<TickOutcome>;
 }
@@ -340,15 +343,18 @@ export async function startSeparateWorker(options: { dataDir?: string } = {}): P
   }
 }
 
-/** Ticks the schedule handler's use case on a timer, one tick at a time, with the given clock. */
+/**
+ * Calls the schedule tick's handler on a timer, one tick at a time, with the given clock (`{ now }`, as a test moves
+ * it): the handler the stack deploys, so it sends each due fire to the flow runner's queue as it does in AWS.
+ */
 async function startScheduler(options: LocalRuntimeOptions): Promise<LocalScheduler & { stop(): Promise<void> }> {
-  const { flowContainer } = await import('#composition/flow-container');
+  const { handler } = await import('#handlers/scheduled/schedule-tick');
   const clock = options.scheduleClock ?? { now: () => new Date() };
   let running: Promise<TickOutcome> | undefined;
   const tick = async (): Promise<TickOutcome> => {
     while (running) await running.catch(() => undefined);
     const now = clock.now();
-    running = runScheduleTick(flowContainer, now, (error) => console.error('schedule trigger failed', error));
+    running = handler({ now: now.toISOString() });
     try {
       const outcome = await running;
       options.onScheduleTick?.(now, outcome);
@@ -370,7 +376,6 @@ async function startScheduler(options: LocalRuntimeOptions): Promise<LocalSchedu
     stop: async () => {
       if (timer) clearInterval(timer);
       await running?.catch(() => undefined);
-      await flowContainer.browser.close();
     },
   };
 }
@@ -502,6 +507,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         });
         await worker?.stop();
         await flowRunner?.stop();
+        // A browser this process's own requests started (the in-process flow runner closed its own just above).
+        await (await import('#composition/flow-container')).flowContainer.browser.close();
         await index.close();
         releaseWorkerLock?.();
         removeEnginesFile(dataDir);

@@ -2,7 +2,8 @@
  * The flow runner in the synthesized stack (bin/app.ts with cdk.json's context and cdk-nag, handlers not bundled,
  * once for this file): its queue and dead-letter queue (SQS-managed encryption, TLS only, redrive), the function
  * (15 minutes, under the queue's visibility timeout), the event source (one run per invocation, partial batch
- * responses), what the runner may do, and that only the webhook and app-event functions may hand a run over to it.
+ * responses), what the runner may do, that only the webhook and app-event functions may hand a run over to it, and
+ * that the schedule tick sends fires to it and does nothing else of a flow.
  */
 import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
@@ -118,7 +119,31 @@ it('only the webhook and app-event functions may send to the queue, and they are
       expect(variablesOf(fn)).not.toHaveProperty(RESOURCE_ENV.flowRunQueue);
     }
   }
-  expect(actionsOn(statementsOf(synthesized.stack.scheduler.tick), queueId())).toEqual([]);
+});
+
+it('the schedule tick sends fires to the queue: definitions read, its fire log read and updated, no flow runtime', () => {
+  const stack = synthesized.stack;
+  const tick = stack.scheduler.tick;
+  const statements = statementsOf(tick);
+  const sends = actionsOn(statements, queueId());
+  expect(sends).toEqual(expect.arrayContaining(['sqs:SendMessage']));
+  expect(
+    sends.filter((a) => !a.startsWith('sqs:Send') && a !== 'sqs:GetQueueAttributes' && a !== 'sqs:GetQueueUrl'),
+  ).toEqual([]);
+  expect(variablesOf(tick)[RESOURCE_ENV.flowRunQueue]).toEqual({ Ref: queueId() });
+  const tables = stack.data.tables;
+  expect(actionsOn(statements, logicalId(tables.agentDefinitions))).not.toContain('dynamodb:PutItem');
+  expect(actionsOn(statements, logicalId(tables.agentDefinitions))).toContain('dynamodb:Query');
+  expect(actionsOn(statements, logicalId(tables.rateLimits))).toEqual(
+    expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:UpdateItem']),
+  );
+  expect(actionsOn(statements, logicalId(tables.rateLimits))).not.toContain('dynamodb:PutItem');
+  // It runs no flow: no session, analytics, model, browser or knowledge index.
+  for (const table of ['sessions', 'analytics', 'agents', 'knowledgeBases', 'retrievalConfigs'] as const) {
+    expect(actionsOn(statements, logicalId(tables[table]))).toEqual([]);
+  }
+  expect(actionsOn(statements, logicalId(stack.browserTask.function))).toEqual([]);
+  expect(JSON.stringify(statements)).not.toContain('bedrock:');
 });
 
 it('the runner runs flows as the webhook does: sessions, the BrowserTask function, its own queue; images read only', () => {

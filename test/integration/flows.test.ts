@@ -107,8 +107,8 @@ const setClock = (at: Date) => writeFileSync(clockFile, at.toISOString());
 interface LastTick {
   sequence: number;
   now: string;
-  fired: number;
-  duplicates: number;
+  sent: number;
+  alreadySent: number;
 }
 
 /** The runtime writes each schedule tick's outcome beside the clock file (bin/local.ts); waits for one that holds. */
@@ -643,12 +643,12 @@ describe('schedule triggers', () => {
 
     const sessionId = fireSessionId(agentId, 'production', 'Morning', fireAt);
     const sessionPath = `/dashboard/agents/${agentId}/sessions/production/${sessionId}`;
-    // Before the fire time the scheduler ticks (every 200 ms) and runs nothing: two ticks at that clock.
+    // Before the fire time the scheduler ticks (every 200 ms) and sends nothing: two ticks at that clock.
     const before = new Date(fireAt.getTime() - 30_000).toISOString();
     setClock(new Date(before));
     const first = await tickWhere((t) => t.now === before);
     const second = await tickWhere((t) => t.now === before && t.sequence > first.sequence);
-    expect([first.fired, second.fired]).toEqual([0, 0]);
+    expect([first.sent, second.sent]).toEqual([0, 0]);
     expect((await call('GET', sessionPath)).status).toBe(404);
 
     setClock(new Date(fireAt.getTime() + 20_000));
@@ -657,9 +657,9 @@ describe('schedule triggers', () => {
       (r) => r.status === 200 && r.body.status === 'completed',
     );
     expect(fired.status).toBe(200);
-    // Later ticks see the same fire and run nothing more: one invocation_start only.
-    const later = await tickWhere((t) => t.duplicates >= 1);
-    expect(later.fired).toBe(0);
+    // Later ticks see the same fire sent and send nothing more: one invocation_start only.
+    const later = await tickWhere((t) => t.alreadySent >= 1);
+    expect(later.sent).toBe(0);
 
     const session = await call<{ status: string; aiMessages: { content: string }[]; trigger: unknown }>(
       'GET',

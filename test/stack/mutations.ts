@@ -209,6 +209,14 @@ export const MUTATIONS: readonly Mutation[] = [
     expected: /FlowRunnerFlowRunnerFunction.* lambda:InvokeFunction .*BrowserTask/,
   },
   {
+    id: 'schedule-tick-without-send',
+    // The tick runs no flow: it sends each due fire to the flow runner's queue (docs/flows.md, "Schedules").
+    change: "the schedule tick's role loses sqs:SendMessage on the flow runner's queue",
+    caughtBy: 'IAM replay',
+    apply: (t) => withoutAction(t, 'FlowSchedulerScheduleTickFunction', 'sqs:SendMessage'),
+    expected: /FlowSchedulerScheduleTickFunction.* sqs:SendMessage /,
+  },
+  {
     id: 'processor-ingest-grant-removed',
     change: "the processor's role loses bedrock:IngestKnowledgeBaseDocuments (the default variant's knowledge bases)",
     caughtBy: 'IAM replay',

@@ -7,6 +7,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { fireSessionId } from '#core/flows/scheduler';
 import { runtimeNodePath, unusedEnvironmentVariables } from '../../lib/stack-check/asset-checks';
 import {
   type CfnTemplate,
@@ -203,6 +204,45 @@ describe('the synthesized stack, run from its assets', () => {
     expect(Object.keys(report.invocations).some((id) => id.startsWith('BrowserTaskBrowserTaskFunction'))).toBe(true);
     expect(report.denials).toEqual([]);
   }, 90_000);
+
+  test('a schedule fire goes from the tick through the flow run queue to the flow runner, each with its grants', async () => {
+    const call = api(stack, stack.token);
+    const { agentId } = await dataset(call);
+    // The first whole minute after the definition is stored, as a cron that fires then only.
+    const fireAt = new Date(Math.ceil((Date.now() + 2_000) / 60_000) * 60_000);
+    const cron = `${fireAt.getUTCMinutes()} ${fireAt.getUTCHours()} ${fireAt.getUTCDate()} ${fireAt.getUTCMonth() + 1} *`;
+    const definition = {
+      flows: [
+        {
+          name: 'nightly',
+          nodes: [
+            { name: 'Tick', type: 'trigger', triggerType: 'schedule', cronExpression: cron },
+            { name: 'Report', type: 'promptNode', displayName: 'Report', prompt: 'Report for {memory.scheduledAt}.' },
+          ],
+          edges: [{ from: 'Tick', to: 'Report', type: 'stepForward' }],
+        },
+      ],
+    };
+    expect((await call('PUT', `/dashboard/agents/${agentId}/definition/production`, definition)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, fireAt.getTime() - Date.now() + 1_000)));
+    // As EventBridge Scheduler invokes it (the stack's own minute may have sent the fire already: sent once either way).
+    expect((await stack.fireSchedules()).filter((f) => f.error)).toEqual([]);
+    const sessionPath = `/dashboard/agents/${agentId}/sessions/production/${fireSessionId(agentId, 'production', 'Tick', fireAt)}`;
+    const session = await pollUntil(
+      () => call('GET', sessionPath),
+      (r) => r.status === 200 && r.body.status === 'completed',
+      60_000,
+    );
+    expect(session.body).toMatchObject({
+      status: 'completed',
+      trigger: { name: 'Tick', type: 'schedule' },
+      memory: { scheduledAt: fireAt.toISOString() },
+    });
+    const report = await stack.report();
+    expect(Object.keys(report.invocations).some((id) => id.startsWith('FlowRunnerFlowRunnerFunction'))).toBe(true);
+    expect(report.denials).toEqual([]);
+    expect(report.wiringErrors).toEqual([]);
+  }, 150_000);
 
   // Last of this stack's tests: it replays what they made the functions do.
   test.each(MUTATIONS.filter((m) => m.caughtBy === 'IAM replay' && m.variant !== 'bedrock').map((m) => [m.id, m]))(

@@ -2,16 +2,18 @@
  * The flow runner's side of a run handed over by a request (docs/flows.md, "Long runs"). Primary course: the
  * `continue-run` message names a session whose run goes on; the runner takes the session (at once when no runner holds
  * it, or once the lease of the one that did ran out), runs from `run.next`, storing the session after every node, to
- * the end, a pause, a failure, or its own deadline, when it hands the run over again.
+ * the end, a pause, a failure, or its own deadline, when it hands the run over again. A schedule fire is such a run
+ * from its trigger, stored by the runner itself (schedule-fire.ts): its start (`run.start`: invocation_start, default
+ * retrieval) runs here first.
  */
 
 import { ConflictError, NotFoundError } from '#core/errors';
-import type { FlowRunMessage } from '#ports/flows';
+import type { ContinueRunMessage } from '#ports/flows';
 import { type AgentDefinition, nodesOf, type TriggerNode } from './definition';
 import type { AgentDefinitionRecord } from './definition-record';
 import { type FlowRuntimeDeps, fail, type RunContext, SESSION_LEASE_MS, SessionLease } from './run-context';
 import { CheckpointError, finish, handOver, RunLostError } from './run-endings';
-import { execute } from './runtime';
+import { afterTriggerEvent, execute, recordInvocationStart } from './runtime';
 import type { FlowSession, RunPosition, SessionRun } from './session';
 import { loadImages } from './session-claim';
 
@@ -45,7 +47,7 @@ export type ContinueRunOutcome =
  */
 export async function continueRun(
   deps: FlowRuntimeDeps,
-  message: FlowRunMessage,
+  message: ContinueRunMessage,
   options: ContinueRunOptions,
 ): Promise<ContinueRunOutcome> {
   const leaseMs = deps.leaseMs ?? SESSION_LEASE_MS;
@@ -83,6 +85,8 @@ async function runTaken(
   options: ContinueRunOptions,
 ): Promise<ContinueRunOutcome> {
   const run = session.run as SessionRun & { next: RunPosition; runner: string };
+  // A run whose start is still to run here: a schedule fire (schedule-fire.ts), with its trigger's payload.
+  const start = run.start;
   const record = await deps.definitions.get(session.agentId, session.environment);
   const definition: AgentDefinition = record?.definition ?? { flows: [], tools: [], variables: {} };
   const trigger =
@@ -101,7 +105,7 @@ async function runTaken(
       organizationId: session.organizationId,
       trigger: { type: 'webhook', name: session.trigger.name },
       sessionId: session.sessionId,
-      body: {},
+      body: start?.body ?? {},
       invocationId: run.invocationId,
     },
     trigger,
@@ -123,10 +127,20 @@ async function runTaken(
     let next: RunPosition | null = null;
     context.lease.start();
     try {
+      if (start) {
+        // Stored with the first write of this runner (a checkpoint, a hand-over or the end); a runner that died
+        // before it stored nothing of the start, and the next one runs it again under the same event keys.
+        const { start: _begun, ...begun } = run;
+        session.run = begun;
+      }
       if (!record) {
         throw new NotFoundError('DEFINITION_NOT_FOUND', `Agent ${session.agentId} has no definition any more`);
       }
       await loadImages(context);
+      if (start) {
+        recordInvocationStart(context, null);
+        await afterTriggerEvent(context);
+      }
       next = await execute(context, run.next);
     } catch (error) {
       if (error instanceof RunLostError) return { outcome: 'lost' };

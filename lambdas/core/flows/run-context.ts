@@ -181,8 +181,6 @@ export interface Invocation {
   readonly body: Record<string, unknown>;
   /** Unique per invocation; analytics keys derive from it, so a retried write of it does not count twice. */
   readonly invocationId: string;
-  /** Only create the session (a schedule fire that may arrive twice): an existing id is a no-op. */
-  readonly createOnly?: boolean;
 }
 
 /** A flow failed at run time; the session ends `failed` with this code. */

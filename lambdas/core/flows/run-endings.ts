@@ -5,7 +5,7 @@
  */
 
 import { ConflictError } from '#core/errors';
-import type { FlowRunMessage } from '#ports/flows';
+import type { ContinueRunMessage } from '#ports/flows';
 import { MAX_RUN_DELAY_SECONDS, SessionTooLargeError } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
 import { FlowError, fail, metricsOf, now, type RunContext } from './run-context';
@@ -91,7 +91,7 @@ export async function handOver(context: RunContext, next: RunPosition): Promise<
   }
   if (!saved) throw new RunLostError(session.sessionId);
   if (session.run?.next == null) return;
-  const message: FlowRunMessage = {
+  const message: ContinueRunMessage = {
     kind: 'continue-run',
     agentId: session.agentId,
     environment: session.environment,

@@ -67,8 +67,6 @@ export interface InvocationResult {
   readonly memory: Record<string, unknown>;
   readonly outputs: Record<string, unknown>;
   readonly error: FlowSession['error'];
-  /** True when `createOnly` found the session already there and ran nothing. */
-  readonly duplicate?: boolean;
 }
 
 export async function invoke(
@@ -105,7 +103,6 @@ export async function invoke(
     throw error;
   }
   if (claim.refused) await forget();
-  if (claim.duplicate) return { ...resultOf(claim.session, []), duplicate: true };
 
   const context: RunContext = {
     deps,
@@ -208,6 +205,18 @@ export async function run(context: RunContext, claim: Claim): Promise<void> {
 
 /** invocation_start, default retrieval, then the nodes from the trigger (or the paused node's routing). */
 async function runFromTrigger(context: RunContext, claim: Claim, resumeAt: string | null): Promise<RunPosition | null> {
+  recordInvocationStart(context, resumeAt);
+  if (claim.refused) throw claim.refused;
+  await loadImages(context);
+  await afterTriggerEvent(context);
+  return execute(context, resumeAt ? { node: resumeAt, phase: 'route' } : { node: context.trigger.name, phase: 'run' });
+}
+
+/**
+ * TRIGGER_EVENT, queued as `invocation_start` under the invocation's key (recorded again by a runner that starts the
+ * same invocation over, it is stored once). Also the start of a schedule fire in the flow runner (continue-run.ts).
+ */
+export function recordInvocationStart(context: RunContext, resumeAt: string | null): void {
   const { deps, session, invocation, trigger } = context;
   recordBuiltInEvent(
     deps.recorder,
@@ -225,10 +234,6 @@ async function runFromTrigger(context: RunContext, claim: Claim, resumeAt: strin
     },
     { invocationId: invocation.invocationId },
   );
-  if (claim.refused) throw claim.refused;
-  await loadImages(context);
-  await afterTriggerEvent(context);
-  return execute(context, resumeAt ? { node: resumeAt, phase: 'route' } : { node: trigger.name, phase: 'run' });
 }
 
 function resultOf(session: FlowSession, produced: readonly AiMessage[]): InvocationResult {
@@ -268,7 +273,7 @@ function findTrigger(definition: AgentDefinition, selector: TriggerSelector): Tr
 }
 
 /** After TRIGGER_EVENT: default retrieval, when the environment has it on, adds its context as a system message. */
-async function afterTriggerEvent(context: RunContext): Promise<void> {
+export async function afterTriggerEvent(context: RunContext): Promise<void> {
   const { session, invocation, deps } = context;
   const query =
     invocation.message?.trim() || (Object.keys(invocation.body).length ? JSON.stringify(invocation.body) : '');

@@ -16,7 +16,6 @@ export interface Claim {
   readonly session: FlowSession;
   /** The stored version after the claim: the final write is guarded by it. */
   readonly version: number;
-  readonly duplicate: boolean;
   /** The input made the state too large: the session was claimed without it and the invocation fails with this. */
   readonly refused?: SessionTooLargeError;
 }
@@ -67,15 +66,10 @@ export async function claimSession(
       () => deps.sessions.create(blank),
     );
     if (!written) {
-      if (invocation.createOnly) {
-        const stored = await deps.sessions.get(invocation.agentId, invocation.environment, session.sessionId);
-        if (stored) return { session: stored, version: stored.version, duplicate: true };
-      }
       throw new ConflictError('SESSION_BUSY', `Session ${session.sessionId} was started by another invocation`);
     }
-    return { session: refused ? blank : session, version: 1, duplicate: false, refused };
+    return { session: refused ? blank : session, version: 1, refused };
   }
-  if (invocation.createOnly) return { session: existing, version: existing.version, duplicate: true };
   if (existing.status === 'running' && existing.leaseUntil && existing.leaseUntil > at) {
     throw new ConflictError('SESSION_BUSY', `Session ${existing.sessionId} is running another invocation`);
   }
@@ -99,7 +93,7 @@ export async function claimSession(
   if (!written) {
     throw new ConflictError('SESSION_BUSY', `Session ${existing.sessionId} is running another invocation`);
   }
-  return { session: refused ? taken : session, version: existing.version + 1, duplicate: false, refused };
+  return { session: refused ? taken : session, version: existing.version + 1, refused };
 }
 
 /**

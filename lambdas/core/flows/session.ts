@@ -94,6 +94,11 @@ export interface SessionRun {
    * it before the flow work budget had room (core/flows/work-budget.ts).
    */
   readonly takeovers: number;
+  /**
+   * Set while the invocation's start (its `invocation_start` event, default retrieval) is still to run, in the flow
+   * runner, with the trigger's payload: a schedule fire (core/flows/schedule-fire.ts). Gone once a runner stored it.
+   */
+  readonly start?: { readonly body: Record<string, unknown> };
 }
 
 export interface FlowSession {

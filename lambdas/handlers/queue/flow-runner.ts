@@ -1,7 +1,8 @@
 /**
- * The flow runner: consumes the flow runner's queue, one `continue-run` message per invocation (batch size 1), and
- * goes on with a run a webhook or app event handed over past its budget (docs/flows.md, "Long runs";
- * core/flows/runtime.ts, continueRun). It stops starting nodes RUNNER_RESERVE_MS before the function's timeout and
+ * The flow runner: consumes the flow runner's queue, one message per invocation (batch size 1): a `continue-run`
+ * goes on with a run a webhook, an app event or a runner handed over (docs/flows.md, "Long runs";
+ * core/flows/continue-run.ts), a `schedule-fire` runs one fire of a schedule trigger the schedule tick sent
+ * (docs/flows.md, "Schedules"; core/flows/schedule-fire.ts). It stops starting nodes RUNNER_RESERVE_MS before the function's timeout and
  * hands the run over to the next runner. A failure of the service itself (the session store unreachable, another
  * runner still holding the run) fails the record, which comes back after the queue's visibility timeout; after five
  * receives it moves to the dead-letter queue. A failing flow is no such failure: it ends the session `failed`.
@@ -11,6 +12,7 @@ import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as z from 'zod';
 import { flowContainer } from '#composition/flow-container';
 import { continueRun } from '#core/flows/continue-run';
+import { runScheduleFire } from '#core/flows/schedule-fire';
 import { environment, uuid } from '#core/knowledge/fields';
 import type { FlowRunMessage } from '#ports/flows';
 import { logger } from '#shared/logger';
@@ -24,13 +26,22 @@ import { tracedUseCase } from '#shared/tracer';
  */
 export const RUNNER_RESERVE_MS = 5 * 60_000;
 
-const messageSchema = z.strictObject({
-  kind: z.literal('continue-run'),
-  agentId: uuid,
-  environment,
-  sessionId: uuid,
-  invocationId: z.string().min(1).max(200),
-});
+const messageSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('continue-run'),
+    agentId: uuid,
+    environment,
+    sessionId: uuid,
+    invocationId: z.string().min(1).max(200),
+  }),
+  z.strictObject({
+    kind: z.literal('schedule-fire'),
+    agentId: uuid,
+    environment,
+    trigger: z.string().min(1).max(200),
+    scheduledAt: z.iso.datetime(),
+  }),
+]);
 
 const processor = new BatchProcessor(EventType.SQS);
 
@@ -40,21 +51,33 @@ async function runRecord(record: SQSRecord, context: Context): Promise<void> {
     message = messageSchema.parse(JSON.parse(record.body));
   } catch {
     // Nobody can act on it: dropped rather than retried into the dead-letter queue.
-    logger.warn('ignored a flow runner message that is not a continue-run', { messageId: record.messageId });
+    logger.warn('ignored a flow runner message that is neither a continue-run nor a schedule-fire', {
+      messageId: record.messageId,
+    });
     return;
   }
   const remaining = context.getRemainingTimeInMillis();
   const deadline = flowContainer.clock.now().getTime() + remaining - Math.min(RUNNER_RESERVE_MS, remaining / 2);
-  const outcome = await tracedUseCase(
-    'continue-run',
-    { agentId: message.agentId, environment: message.environment },
-    () => continueRun(flowContainer, message, { deadline }),
-  );
+  const scope = { agentId: message.agentId, environment: message.environment };
+  const receiveCount = record.attributes.ApproximateReceiveCount;
+  if (message.kind === 'schedule-fire') {
+    const outcome = await tracedUseCase('schedule-fire', scope, () =>
+      runScheduleFire(flowContainer, message, { deadline }),
+    );
+    logger.info('schedule fire', {
+      ...outcome,
+      trigger: message.trigger,
+      scheduledAt: message.scheduledAt,
+      receiveCount,
+    });
+    return;
+  }
+  const outcome = await tracedUseCase('continue-run', scope, () => continueRun(flowContainer, message, { deadline }));
   logger.info('flow run', {
     ...outcome,
     sessionId: message.sessionId,
     invocationId: message.invocationId,
-    receiveCount: record.attributes.ApproximateReceiveCount,
+    receiveCount,
   });
 }
 

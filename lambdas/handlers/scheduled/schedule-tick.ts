@@ -1,25 +1,35 @@
-/** Every minute (EventBridge Scheduler in AWS, a timer locally): runs due schedule triggers (core/flows/scheduler.ts). */
-
-import { flowContainer } from '#composition/flow-container';
+/**
+ * Every minute (EventBridge Scheduler in AWS, a timer locally): sends each due fire of the schedule triggers to the
+ * flow runner's queue, one `schedule-fire` message per fire (core/flows/scheduler.ts); the flow runner runs them
+ * (handlers/queue/flow-runner.ts). `{ now }` in the event sets the tick's time (the local runtime's clock, tests).
+ */
+import type { Context } from 'aws-lambda';
+import { scheduleContainer } from '#composition/schedule-container';
 import { runScheduleTick } from '#core/flows/scheduler';
-import { FlowWorkExhaustedError } from '#core/flows/work-budget';
 import { logger } from '#shared/logger';
 import { observed } from '#shared/observed';
 import { tracedUseCase } from '#shared/tracer';
 
-export const handler = observed(async (event?: { now?: string }) => {
-  const now = event?.now && !Number.isNaN(Date.parse(event.now)) ? new Date(event.now) : flowContainer.clock.now();
+/**
+ * What the tick keeps of its time (55 s) for the sends in flight when it stops starting triggers; the triggers it
+ * did not start are sent by the next tick.
+ */
+export const TICK_RESERVE_MS = 10_000;
+
+export const handler = observed(async (event?: { now?: string }, context?: Context) => {
+  const now = event?.now && !Number.isNaN(Date.parse(event.now)) ? new Date(event.now) : scheduleContainer.clock.now();
+  // Locally the timer calls the handler without a Lambda context: no deadline.
+  const remaining =
+    typeof context?.getRemainingTimeInMillis === 'function' ? context.getRemainingTimeInMillis() : undefined;
+  const deadline = remaining === undefined ? undefined : Date.now() + remaining - TICK_RESERVE_MS;
   const outcome = await tracedUseCase('schedule-tick', {}, () =>
-    runScheduleTick(flowContainer, now, (error) =>
-      // A fire its organization's flow work budget refused is skipped, not failed: the next ticks try it again.
-      error instanceof FlowWorkExhaustedError
-        ? logger.warn('a schedule trigger was skipped: its flow work budget is used up', {
-            retryAfterSeconds: error.verdict.resetSeconds,
-          })
-        : logger.error('a schedule trigger could not run', { error: error as Error }),
-    ),
+    runScheduleTick(scheduleContainer, now, {
+      deadline,
+      onError: (error, fire) =>
+        // A send or a store that failed (the next tick sends the fire), or a trigger whose cron cannot be read.
+        logger.error('a schedule trigger’s fires were not sent', { ...fire, error: error as Error }),
+    }),
   );
-  if (outcome.fired || outcome.failed || outcome.limited)
-    logger.info('schedule tick', { ...outcome, sessions: undefined });
+  if (outcome.sent || outcome.failed || outcome.deferred) logger.info('schedule tick', { ...outcome });
   return outcome;
 });

@@ -25,7 +25,7 @@ import { OfflineFlowModel } from '#core/flows/offline-model';
 import { type FlowRuntimeDeps, SESSION_LEASE_MS } from '#core/flows/run-context';
 import { invoke } from '#core/flows/runtime';
 import type { FlowSession } from '#core/flows/session';
-import type { FlowRunMessage } from '#ports/flows';
+import type { ContinueRunMessage } from '#ports/flows';
 import { NO_METRICS } from '#ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
@@ -92,7 +92,7 @@ beforeEach(() => {
 
 /** The runtime's dependencies with a queue the test reads; the recorder writes only when flushed. */
 function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
-  const sent: FlowRunMessage[] = [];
+  const sent: ContinueRunMessage[] = [];
   const deps: FlowRuntimeDeps = {
     definitions,
     sessions,
@@ -114,8 +114,9 @@ function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
     clock,
     ids: { uuid: randomUUID },
     runs: {
+      // Only hand-overs send here (the tick's schedule fires: test/unit/core/flows/schedule-fire.test.ts).
       send: async (message) => {
-        sent.push(message);
+        sent.push(message as ContinueRunMessage);
       },
     },
     ...overrides,

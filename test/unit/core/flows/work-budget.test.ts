@@ -8,7 +8,7 @@
  * the next windows, each node run and counted once; an exhausted organization's new invocation is refused (429
  * RATE_LIMITED) leaving no session, while another organization's runs; a browser task's seconds are charged when it
  * ends, however it ended, and the next node pays; without a run queue the run fails WORK_BUDGET_EXCEEDED; a schedule
- * fire of an exhausted organization is skipped with its reason recorded, and runs at a later tick.
+ * fire of an exhausted organization waits in the queue, its message delayed until the window ends, and then runs.
  */
 import { randomUUID } from 'node:crypto';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
@@ -19,10 +19,11 @@ import { validateDefinition } from '#core/flows/definition';
 import { OfflineFlowModel } from '#core/flows/offline-model';
 import { type FlowRuntimeDeps, MAX_STEPS_PER_INVOCATION } from '#core/flows/run-context';
 import { invoke } from '#core/flows/runtime';
-import { fireSessionId, runScheduleTick } from '#core/flows/scheduler';
+import { runScheduleFire } from '#core/flows/schedule-fire';
+import { fireInvocationId, fireSessionId } from '#core/flows/scheduler';
 import type { FlowSession } from '#core/flows/session';
 import { FlowWorkExhaustedError, type FlowWorkSettings } from '#core/flows/work-budget';
-import { type BrowserDriver, type FlowRunMessage, OutboundError } from '#ports/flows';
+import { type BrowserDriver, type ContinueRunMessage, OutboundError } from '#ports/flows';
 import { NO_METRICS } from '#ports/metrics';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
@@ -63,7 +64,8 @@ beforeEach(() => {
 });
 
 interface Sent {
-  readonly message: FlowRunMessage;
+  /** What a run's hand-over sends (the tick, which sends schedule fires, is not part of these tests). */
+  readonly message: ContinueRunMessage;
   readonly delaySeconds: number | undefined;
 }
 
@@ -103,7 +105,7 @@ function runtime(overrides: Partial<FlowRuntimeDeps> = {}) {
     ids: { uuid: randomUUID },
     runs: {
       send: async (message, options) => {
-        sent.push({ message, delaySeconds: options?.delaySeconds });
+        sent.push({ message: message as ContinueRunMessage, delaySeconds: options?.delaySeconds });
       },
     },
     work: { counters, settings: SETTINGS },
@@ -305,7 +307,7 @@ it('fails the run with WORK_BUDGET_EXCEEDED where it cannot be handed over (no r
   expect((await stored(agentId, result.sessionId)).leaseUntil).toBeNull();
 });
 
-it('skips a schedule fire of an exhausted organization, records why, and runs it at a tick once the budget has room', async () => {
+it('holds a schedule fire of an exhausted organization in the queue until its window ends, then runs it once', async () => {
   const agentId = await agentOf('org-scheduled', {
     nodes: [
       { name: 'Tick', type: 'trigger', triggerType: 'schedule', cronExpression: '* * * * *' },
@@ -313,29 +315,45 @@ it('skips a schedule fire of an exhausted organization, records why, and runs it
     ],
     edges: [{ from: 'Tick', to: 'Step', type: 'stepForward' }],
   });
-  // The first minute after the definition was stored: the one fire the ticks below see.
   const fireAt = Math.ceil((nowMs + 1) / 60_000) * 60_000;
-  const { deps } = runtime();
+  const { deps, sent } = runtime();
   nowMs = fireAt + 100;
   await counters.hit('work#org-scheduled', Math.floor(nowMs / WINDOW_MS), 0, SETTINGS.burst);
-  const errors: unknown[] = [];
-  const refused = await runScheduleTick(deps, new Date(nowMs), (error) => errors.push(error));
-  expect(refused).toMatchObject({ fired: 0, failed: 0, limited: 1 });
-  expect(errors).toEqual([expect.any(FlowWorkExhaustedError)]);
-  const sessionId = fireSessionId(agentId, 'production', 'Tick', new Date(fireAt));
-  expect(await sessions.get(agentId, 'production', sessionId)).toBeUndefined();
-  const recorded = await eventsOf(agentId, sessionId);
-  expect(recorded.map((e) => [e.eventName, e.payload.code, e.payload.scheduledAt])).toEqual([
-    ['invocation_error', 'RATE_LIMITED', new Date(fireAt).toISOString()],
-  ]);
-  // Refused at another tick of the same window: the reason is recorded once per fire.
-  await expect(runScheduleTick(deps, new Date(nowMs))).resolves.toMatchObject({ limited: 1 });
-  expect(await eventsOf(agentId, sessionId)).toHaveLength(1);
+  const scheduledAt = new Date(fireAt).toISOString();
+  const fire = { kind: 'schedule-fire', agentId, environment: 'production', trigger: 'Tick', scheduledAt } as const;
 
-  // The next window: the next tick runs the fire (still in the lookback), and a later one finds it done, paying nothing.
+  // The runner stores the fire and starts it; its trigger node is refused: the run is handed over, its message
+  // delayed until the window ends (2.9 s left: 3 s), not dropped.
+  await expect(runScheduleFire(deps, fire, { deadline: farDeadline() })).resolves.toEqual({
+    outcome: 'handed-over',
+    takeovers: 1,
+  });
+  const sessionId = fireSessionId(agentId, 'production', 'Tick', new Date(fireAt));
+  const invocationId = fireInvocationId(sessionId);
+  expect(sent).toEqual([
+    {
+      message: { kind: 'continue-run', agentId, environment: 'production', sessionId, invocationId },
+      delaySeconds: 3,
+    },
+  ]);
+  const waiting = await stored(agentId, sessionId);
+  expect(waiting).toMatchObject({ status: 'running', run: { next: { node: 'Tick', phase: 'run' }, runner: null } });
+  // Its start ran and was stored with the hand-over: it does not run again.
+  expect(waiting.run).not.toHaveProperty('start');
+
+  // The next window: the delayed message runs the fire to its end, each node paid once.
   nowMs += WINDOW_MS;
-  await expect(runScheduleTick(deps, new Date(nowMs))).resolves.toMatchObject({ fired: 1, limited: 0 });
-  expect(await stored(agentId, sessionId)).toMatchObject({ status: 'completed' });
-  await expect(runScheduleTick(deps, new Date(nowMs))).resolves.toMatchObject({ fired: 0, duplicates: 1 });
+  await expect(continueRun(deps, sent[0].message, { deadline: farDeadline() })).resolves.toEqual({
+    outcome: 'ended',
+    status: 'completed',
+    takeovers: 2,
+  });
+  expect(await stored(agentId, sessionId)).toMatchObject({ status: 'completed', memory: { scheduledAt } });
   expect(counters.counted('work#org-scheduled')).toBe(2);
+  const recorded = (await eventsOf(agentId, sessionId)).filter((e) => e.eventName !== 'node_result');
+  expect(recorded.map((e) => [e.eventName, e.payload.nodeName ?? e.payload.triggerName])).toEqual([
+    ['invocation_start', 'Tick'],
+    ['node_execution', 'Tick'],
+    ['node_execution', 'Step'],
+  ]);
 });
