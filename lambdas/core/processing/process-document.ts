@@ -222,19 +222,38 @@ export async function confirmIndexed(
   return 'pending-index';
 }
 
-/** Message `sync-metadata`: the indexed chunks get the document's current labels and custom metadata. */
+/**
+ * Message `sync-metadata`: the indexed chunks get the document's current labels and custom metadata, and the sync
+ * owed since the change is settled. A document not `ready` is owed nothing: while `uploaded`, processing indexes the
+ * current metadata itself (and catches up when it finishes); a failed or deleted one has no chunks.
+ */
 export async function syncMetadata(deps: ProcessingDeps, ref: DocumentRef): Promise<ProcessingOutcome> {
+  const owed = await deps.documents.getOwed(ref, ref.documentId, 'sync-metadata');
   const doc = await deps.documents.get(ref, ref.documentId);
-  // While `uploaded`, processing indexes the current metadata itself (and catches up when it finishes).
-  if (doc?.status !== 'ready') return 'skipped';
-  await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(doc));
-  return 'ready';
+  const ready = doc?.status === 'ready';
+  if (ready) await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(doc));
+  // Settled only by a sync that read the change it owes (a change after the read owes its own sync).
+  if (owed && (!ready || owed.since <= doc.updatedAt)) {
+    await deps.documents.settleOwed(ref, ref.documentId, 'sync-metadata', owed.since);
+  }
+  return ready ? 'ready' : 'skipped';
 }
 
-/** Message `delete-document`: no chunk of a deleted document stays retrievable. */
+/**
+ * Message `delete-document`: no chunk and no object of a deleted document stays, and the erasure owed since the
+ * delete is settled. A document created again under the same id (not merely reserved) is re-indexed by its own
+ * processing, which replaces every chunk, so its chunks and its objects are left alone.
+ */
 export async function deleteDocumentChunks(deps: ProcessingDeps, ref: DocumentRef): Promise<ProcessingOutcome> {
-  // A document created again under the same id is re-indexed by its own processing, which replaces everything.
-  if (await deps.documents.get(ref, ref.documentId)) return 'skipped';
-  await deps.index.deleteDocument(ref);
-  return 'ready';
+  const owed = await deps.documents.getOwed(ref, ref.documentId, 'delete-document');
+  const doc = await deps.documents.get(ref, ref.documentId);
+  const recreated = doc !== undefined && doc.status !== 'reserved';
+  if (!recreated) {
+    await deps.index.deleteDocument(ref);
+    // The request removed them already, unless it was cut off between its writes; a reservation's own are kept.
+    const objects = (owed?.objectKeys ?? []).filter((key) => key !== doc?.s3Key && key !== doc?.objectKey);
+    if (objects.length > 0) await deps.blobs.delete(objects);
+  }
+  if (owed) await deps.documents.settleOwed(ref, ref.documentId, 'delete-document', owed.since);
+  return recreated ? 'skipped' : 'ready';
 }
