@@ -1,6 +1,6 @@
 /**
- * Composition root of the retrieval handlers: the tenancy stores of the API plus the knowledge index (Bedrock in
- * AWS, the DynamoDB chunk table on LocalStack, the runtime's embedded index locally). Nothing of extraction is
+ * Composition root of the retrieval handlers: the tenancy stores of the API, the document records, plus the knowledge
+ * index (Bedrock in AWS, the DynamoDB chunk table on LocalStack, the runtime's embedded index locally). Nothing of extraction is
  * bundled here.
  */
 import type { DefaultRetrievalDeps } from '#core/retrieval/default-retrieval';
@@ -10,6 +10,7 @@ import {
   cachedAgentsStore,
   cachedKnowledgeBasesStore,
   clock,
+  documentRecords,
   knowledgeBasesStore,
   retrievalConfigsStore,
 } from './container';
@@ -29,6 +30,10 @@ export const retrievalContainer: DefaultRetrievalDeps = {
   },
   get knowledgeBases() {
     return cachedKnowledgeBasesStore();
+  },
+  // Never cached: a document deleted is dropped from the results from its DELETE's answer on.
+  get documents() {
+    return documentRecords();
   },
   get index(): KnowledgeIndex {
     index ??=

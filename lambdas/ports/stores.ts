@@ -371,6 +371,11 @@ export interface DocumentStore {
     documentId: string,
     options?: { readonly erasureOwedSince?: string },
   ): Promise<DocumentRecord | undefined>;
+  /**
+   * The ids among `documentIds` whose document may be retrieved now: it exists and is `uploaded` or `ready` (a
+   * deleted, reserved or failed one has no chunks of its own). Read consistently: a delete answered is seen at once.
+   */
+  retrievable(ref: DatasetRef, documentIds: readonly string[]): Promise<Set<string>>;
   /** The work of that kind the document is owed, if any. */
   getOwed(ref: DatasetRef, documentId: string, work: OwedWork): Promise<OwedWorkRecord | undefined>;
   /** The work is done: removes its record if it is still the debt of `since` (a later request's stays); false if not. */

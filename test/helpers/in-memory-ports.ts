@@ -473,6 +473,11 @@ export class InMemoryDocumentStore implements DocumentStore {
     return doc && copy(doc);
   }
 
+  async retrievable(ref: DatasetRef, documentIds: readonly string[]): Promise<Set<string>> {
+    const status = (id: string) => this.dataset(ref).get(id)?.status;
+    return new Set(documentIds.filter((id) => status(id) === 'uploaded' || status(id) === 'ready'));
+  }
+
   async getOwed(ref: DatasetRef, documentId: string, work: OwedWork): Promise<OwedWorkRecord | undefined> {
     const owed = this.owed.get(this.owedKey(ref, documentId, work));
     return owed && { ...owed };

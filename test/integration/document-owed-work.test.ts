@@ -257,6 +257,35 @@ describe('a document created again under the id of a deleted one', () => {
   });
 });
 
+describe('what retrieval may return', () => {
+  it('is the documents uploaded or ready: never a deleted one nor a failed one, read in batches of 100', async () => {
+    const live = await readyDocument();
+    const deleted = await readyDocument();
+    await store.delete(deleted, deleted.documentId, { erasureOwedSince: T0 });
+    const failed = await readyDocument();
+    const record = (await store.get(failed, failed.documentId)) as DocumentRecord;
+    // Failed for its upload: a new upload of it, then the failure.
+    const content = {
+      uploadId: 'upload-broken',
+      objectKey: record.objectKey,
+      fileName: record.fileName,
+      contentType: record.contentType,
+      fileSize: 10,
+      updatedAt: T0,
+    };
+    expect(await store.replaceContent(failed, failed.documentId, content, {})).toBeDefined();
+    const error = { code: 'PARSE_ERROR', message: 'unreadable' };
+    expect(await store.setStatus(failed, failed.documentId, 'upload-broken', 'failed', error, T0)).toBeDefined();
+    const unknown = Array.from({ length: 150 }, (_, i) => `nobody-${i}`);
+    const found = await store.retrievable(live, [...unknown, live.documentId, deleted.documentId, failed.documentId]);
+    expect([...found]).toEqual([live.documentId]);
+    // The chunks of the deleted document are still in the index: retrieval drops them by this answer.
+    expect(await index.countDocumentChunks(deleted)).toBeGreaterThan(0);
+    await runWork(depsWith(), { kind: 'message', message: { kind: 'delete-document', ...refOf(deleted) } });
+    expect(await index.countDocumentChunks(deleted)).toBe(0);
+  });
+});
+
 describe('a metadata change whose message is lost', () => {
   it('reaches the chunks through the sync the watchdog queues again', async () => {
     const doc = await readyDocument('old');

@@ -34,6 +34,7 @@ import {
   type OwedWork,
   type OwedWorkRecord,
 } from '#ports/stores';
+import { retrievableDocuments, tenantKey } from './document-records';
 import { setExpression, unlessConditionFails } from './expressions';
 import { queryAll } from './queries';
 
@@ -84,10 +85,7 @@ function conflicted(error: unknown): boolean {
   );
 }
 
-/** `<agentId>#<environment>#<knowledgeBaseId>`: the partition of one dataset. */
-export function tenantKey(ref: DatasetRef): string {
-  return `${ref.agentId}#${ref.environment}#${ref.knowledgeBaseId}`;
-}
+export { tenantKey };
 
 function datasetOfKey(key: unknown): DatasetRef {
   const [agentId, environment, knowledgeBaseId] = String(key).split('#');
@@ -412,6 +410,10 @@ export class DynamoDocumentStore implements DocumentStore {
       if (removed) return current;
       if (attempt >= MAX_WRITE_TRIES) throw new Error(`document ${documentId} changed too often to be deleted`);
     }
+  }
+
+  retrievable(ref: DatasetRef, documentIds: readonly string[]): Promise<Set<string>> {
+    return retrievableDocuments(this.client, this.tableName, ref, documentIds);
   }
 
   async getOwed(ref: DatasetRef, documentId: string, work: OwedWork): Promise<OwedWorkRecord | undefined> {
