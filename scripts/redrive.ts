@@ -289,7 +289,7 @@ export async function main(argv: readonly string[], print: Print = console.log):
     return 2;
   }
   const [queue, ...rest] = parsed.positionals;
-  if (!(queue in QUEUES) || rest.length > 0) {
+  if (queue === undefined || !Object.hasOwn(QUEUES, queue) || rest.length > 0) {
     console.error(USAGE);
     return 2;
   }

@@ -203,6 +203,8 @@ it('refuses an unknown queue name with its usage, moving nothing', async () => {
   console.error = (line: string) => errors.push(line);
   try {
     expect(await redrive(['documents', '--local', dataDir])).toBe(2);
+    expect(await redrive(['toString', '--local', dataDir])).toBe(2);
+    expect(await redrive(['--local', dataDir])).toBe(2);
     expect(await redrive(['processing', '--rate', '0', '--local', dataDir])).toBe(2);
   } finally {
     console.error = original;
