@@ -250,6 +250,8 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
     new CfnOutput(this, 'UserPoolId', { value: this.people.userPool.userPoolId });
     new CfnOutput(this, 'UserPoolClientId', { value: this.people.client.userPoolClientId });
     new CfnOutput(this, 'ProcessingQueueUrl', { value: this.storage.queue.queueUrl });
+    // `npm run redrive -- flow-run --stage <stage>` finds the flow runner's queue (and from it its DLQ) here.
+    new CfnOutput(this, 'FlowRunQueueUrl', { value: this.flowRunner.queue.queueUrl });
     for (const [name, table] of Object.entries(this.data.tables) as [TableName, { tableName: string }][]) {
       new CfnOutput(this, `${pascalCase(name)}TableName`, { value: table.tableName });
     }

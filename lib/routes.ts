@@ -117,8 +117,9 @@ const DEFINITION = '/dashboard/agents/{agentId}/definition/{environment}';
 
 /**
  * What running a flow touches: the definition, the session, analytics, and retrieval (default retrieval and the
- * retrieval tools: agents, knowledge bases, the knowledge index) with the generate model; and the counters, where each
- * node and browser second is counted against the organization's flow work budget (core/flows/work-budget.ts).
+ * retrieval tools: agents, knowledge bases, the document records, the knowledge index) with the generate model; and
+ * the counters, where each node and browser second is counted against the organization's flow work budget
+ * (core/flows/work-budget.ts).
  */
 const flowRun: ResourceAccess = {
   tables: {
@@ -126,6 +127,8 @@ const flowRun: ResourceAccess = {
     // readUpdate: an agent without a callback secret gets one at its first callback (core/flows/callback-delivery.ts).
     agents: 'readUpdate',
     knowledgeBases: 'read',
+    // Retrieval drops the hits of documents deleted whose chunks are not erased yet.
+    documents: 'read',
     agentDefinitions: 'read',
     sessions: 'readWrite',
     analytics: 'readWrite',
@@ -443,7 +446,8 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/query',
     handler: http('retrieval/query'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read', knowledgeBases: 'read' }, knowledgeIndex: 'retrieve' },
+    // Documents: a hit of a document deleted, its chunks not erased yet, is dropped (docs/processing.md, "Owed work").
+    access: { tables: { agents: 'read', knowledgeBases: 'read', documents: 'read' }, knowledgeIndex: 'retrieve' },
     summary: 'Retrieve chunks of a knowledge base (with filters, minScore and explain)',
   },
   {
@@ -453,7 +457,11 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/generate',
     handler: http('retrieval/generate'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read', knowledgeBases: 'read' }, knowledgeIndex: 'retrieve', model: 'invoke' },
+    access: {
+      tables: { agents: 'read', knowledgeBases: 'read', documents: 'read' },
+      knowledgeIndex: 'retrieve',
+      model: 'invoke',
+    },
     summary: 'Retrieve, then answer with citations that point at the retrieved chunks',
   },
   {
@@ -484,7 +492,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     handler: http('retrieval/preview'),
     scope: 'dashboard',
     access: {
-      tables: { agents: 'read', knowledgeBases: 'read', retrievalConfigs: 'read' },
+      tables: { agents: 'read', knowledgeBases: 'read', documents: 'read', retrievalConfigs: 'read' },
       knowledgeIndex: 'retrieve',
     },
     summary: 'Run default retrieval as the flow runtime would after a trigger, and show the system message',

@@ -68,13 +68,15 @@ export const TABLES: Record<TableName, TableSchema> = {
   },
   /**
    * `tenantKey` = `<agentId>#<environment>#<knowledgeBaseId>`: one partition per dataset, which also holds the
-   * dataset's counters item (documentId `#counts`).
+   * dataset's counters item (documentId `#counts`) and the items of owed work (documentId `#owed#<work>#<id>`).
    */
   documents: {
     partitionKey: 'tenantKey',
     sortKey: 'documentId',
     indexes: [
-      // Sparse: `pendingKey` exists only while a document is `uploaded`, so the watchdog reads just those.
+      // Sparse: `pendingKey` exists only while a document is `uploaded` (value `uploaded`) and on the items of owed
+      // work (`#owed#<work>#<documentId>`, value the work: `delete-document`, `sync-metadata`), so the watchdog reads
+      // just those.
       waitingIndex('pending'),
       // Sparse: `zipPendingKey` (the zipJobId) exists only while a document a ZIP import created still holds that
       // import's content and has not finished (reserved or uploaded): a job's list status reads it.

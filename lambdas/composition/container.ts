@@ -7,6 +7,7 @@ import { S3BlobStore } from '#adapters/blob/s3';
 import { SqsProcessingQueue } from '#adapters/queue/sqs-processing';
 import { DynamoAgentStore } from '#adapters/store/dynamodb/agent-store';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
+import { retrievableDocuments } from '#adapters/store/dynamodb/document-records';
 import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
 import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
 import { DynamoRetrievalConfigStore } from '#adapters/store/dynamodb/retrieval-config-store';
@@ -55,6 +56,16 @@ export const knowledgeBasesStore = /* @__PURE__ */ once(() => knowledgeBaseReads
 export const cachedKnowledgeBasesStore = /* @__PURE__ */ once(() => knowledgeBaseReads().cached);
 const documents = /* @__PURE__ */ once(
   () => new DynamoDocumentStore(dynamoDocumentClient(), config.tableName('documents')),
+);
+/**
+ * The document records as retrieval reads them (a hit of a deleted document is dropped at query time), without the
+ * whole store: the functions that only retrieve stay small.
+ */
+export const documentRecords = /* @__PURE__ */ once(
+  (): Pick<DocumentStore, 'retrievable'> => ({
+    retrievable: (ref, documentIds) =>
+      retrievableDocuments(dynamoDocumentClient(), config.tableName('documents'), ref, documentIds),
+  }),
 );
 const uploads = /* @__PURE__ */ once(
   () => new DynamoUploadSessionStore(dynamoDocumentClient(), config.tableName('uploads')),

@@ -11,21 +11,12 @@ import {
   readKnowledgeBases,
 } from '#adapters/index/bedrock-knowledge-base';
 import { CHUNK_INDEX_TABLE_VARIABLE, DynamoChunkIndex } from '#adapters/index/dynamodb-chunks';
-import type { Embedder, KnowledgeIndex } from '#ports/processing';
+import type { KnowledgeIndex } from '#ports/processing';
 import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 import { bedrockAgentClient, bedrockAgentRuntimeClient } from './clients/bedrock-agent';
 import { dynamoDocumentClient } from './clients/dynamodb';
 
-let installed: { index: KnowledgeIndex; embedder: Embedder | null } | undefined;
-
-/** Installs the index (and optional embedder) this process uses; the local runtime calls this at start. */
-export function useKnowledgeIndex(index: KnowledgeIndex, embedder: Embedder | null = null): void {
-  installed = { index, embedder };
-}
-
-export function installedKnowledgeIndex() {
-  return installed;
-}
+export { installedKnowledgeIndex, useKnowledgeIndex } from './installed-index';
 
 /**
  * The index of a deployed function: the chunk table when the stack named one, else the Bedrock knowledge bases.

@@ -1,22 +1,24 @@
 /**
- * Composition root of the retrieval handlers: the tenancy stores of the API plus the knowledge index (Bedrock in
- * AWS, the DynamoDB chunk table on LocalStack, the runtime's embedded index locally). Nothing of extraction is
+ * Composition root of the retrieval handlers: the tenancy stores of the API, the document records, plus the knowledge
+ * index (Bedrock in AWS, the DynamoDB chunk table on LocalStack, the runtime's embedded index locally). Nothing of extraction is
  * bundled here.
  */
 import type { DefaultRetrievalDeps } from '#core/retrieval/default-retrieval';
-import type { Embedder, KnowledgeIndex } from '#ports/processing';
+import type { Embedder, KnowledgeRetrieval } from '#ports/processing';
 import {
   agentsStore,
   cachedAgentsStore,
   cachedKnowledgeBasesStore,
   clock,
+  documentRecords,
   knowledgeBasesStore,
   retrievalConfigsStore,
 } from './container';
-import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
+import { installedKnowledgeIndex } from './installed-index';
 import { operationalMetrics } from './metrics';
+import { deployedRetrievalIndex } from './retrieval-index';
 
-let index: KnowledgeIndex | undefined;
+let index: KnowledgeRetrieval | undefined;
 
 /** Retrieval reads agents and knowledge bases through the container's 5 s cache (docs/ARCHITECTURE.md, "Caches"). */
 export const retrievalContainer: DefaultRetrievalDeps = {
@@ -30,14 +32,12 @@ export const retrievalContainer: DefaultRetrievalDeps = {
   get knowledgeBases() {
     return cachedKnowledgeBasesStore();
   },
-  get index(): KnowledgeIndex {
-    index ??=
-      installedKnowledgeIndex()?.index ??
-      deployedKnowledgeIndex({
-        chunksOf: async () => {
-          throw new Error('retrieval functions only read the index');
-        },
-      });
+  // Never cached: a document deleted is dropped from the results from its DELETE's answer on.
+  get documents() {
+    return documentRecords();
+  },
+  get index(): KnowledgeRetrieval {
+    index ??= installedKnowledgeIndex()?.index ?? deployedRetrievalIndex();
     return index;
   },
   get embedder(): Embedder | null {

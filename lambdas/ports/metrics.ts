@@ -17,6 +17,11 @@ export const METRIC = {
   chunksIndexed: 'ChunksIndexed',
   /** Documents the watchdog found still `uploaded` past its limit (retried or failed by it). */
   documentsStuckUploaded: 'DocumentsStuckUploaded',
+  /**
+   * Owed work of documents the watchdog queued again (its message lost or dead-lettered): dimension `work`
+   * (`delete-document`, `sync-metadata`).
+   */
+  documentWorkRequeued: 'DocumentWorkRequeued',
   authorizerDenied: 'AuthorizerDenied',
   /** Milliseconds of one retrieval: the query's embedding (if any) and the index query. */
   queryLatency: 'QueryLatency',

@@ -136,6 +136,9 @@ export interface KnowledgeIndex {
   describeFilter?(scope: DatasetRef, filters: readonly IndexFilter[]): unknown;
 }
 
+/** What retrieval needs of an index: the retrieval functions are given only this (and bundle only the read half). */
+export type KnowledgeRetrieval = Pick<KnowledgeIndex, 'query' | 'describeFilter'>;
+
 /** The contract of `replaceDocument`: every chunk is of `ref`, and no chunkId repeats. Throws otherwise. */
 export function assertChunksOfDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): void {
   const seen = new Set<string>();

@@ -293,6 +293,31 @@ export function documentPosition(doc: Pick<DocumentRecord, 'createdAt' | 'docume
   return `${doc.createdAt}#${doc.documentId}`;
 }
 
+/**
+ * Work a document is owed once its request was answered: the chunks' metadata to follow a change (`sync-metadata`),
+ * or the erasure of a deleted document's chunks and objects (`delete-document`). Named as the queue message that
+ * does it (ports/services.ts).
+ */
+export type OwedWork = 'sync-metadata' | 'delete-document';
+
+/**
+ * The record that work is owed, kept beside the document (never shown by the API) from the write that accepts the
+ * request until the worker has done it: the watchdog queues the work again while it stays (docs/processing.md,
+ * "Owed work").
+ */
+export interface OwedWorkRecord extends DatasetRef {
+  readonly documentId: string;
+  readonly work: OwedWork;
+  /** When the request that owes it was accepted: it names this debt (a later request of the same work replaces it). */
+  readonly since: string;
+  /** Its last progress: `since`, or when the watchdog last queued it again. */
+  readonly updatedAt: string;
+  /** How often the watchdog queued it again. */
+  readonly retries: number;
+  /** An erasure's objects: the deleted document's `s3Key` and `objectKey`. */
+  readonly objectKeys?: readonly string[];
+}
+
 export interface DocumentStore {
   get(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined>;
   /**
@@ -321,7 +346,10 @@ export interface DocumentStore {
     content: ContentFields,
     metadata: MetadataChanges,
   ): Promise<DocumentRecord | undefined>;
-  /** Applies metadata changes to an existing document; undefined when it is gone. */
+  /**
+   * Applies metadata changes to an existing document and, in the same write, records a `sync-metadata` owed since
+   * `updatedAt`; undefined (nothing written) when it is gone.
+   */
   patchMetadata(
     ref: DatasetRef,
     documentId: string,
@@ -340,8 +368,40 @@ export interface DocumentStore {
     error: DocumentError | null,
     updatedAt: string,
   ): Promise<DocumentRecord | undefined>;
-  /** Removes the record; returns what was removed. */
-  delete(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined>;
+  /**
+   * Removes the record; returns what was removed. With `erasureOwedSince`, the same write records a
+   * `delete-document` owed since then, with the record's objects (the API's delete: its chunks go after the answer).
+   */
+  delete(
+    ref: DatasetRef,
+    documentId: string,
+    options?: { readonly erasureOwedSince?: string },
+  ): Promise<DocumentRecord | undefined>;
+  /**
+   * The ids among `documentIds` whose document may be retrieved now: it exists and is `uploaded` or `ready` (a
+   * deleted, reserved or failed one has no chunks of its own). Read consistently: a delete answered is seen at once.
+   */
+  retrievable(ref: DatasetRef, documentIds: readonly string[]): Promise<Set<string>>;
+  /** The work of that kind the document is owed, if any. */
+  getOwed(ref: DatasetRef, documentId: string, work: OwedWork): Promise<OwedWorkRecord | undefined>;
+  /** The work is done: removes its record if it is still the debt of `since` (a later request's stays); false if not. */
+  settleOwed(ref: DatasetRef, documentId: string, work: OwedWork, since: string): Promise<boolean>;
+  /** Owed work of either kind whose last progress is before `updatedBefore`, oldest first, at most `limit` of each. */
+  listOwed(
+    updatedBefore: string,
+    limit: number,
+  ): Promise<(DatasetRef & { readonly documentId: string; readonly work: OwedWork })[]>;
+  /**
+   * Counts a watchdog re-queue of the owed work and restarts its clock at `updatedAt`, only while its last progress
+   * is still `seenUpdatedAt` (of two watchdogs, one queues it); false otherwise.
+   */
+  recordOwedRetry(
+    ref: DatasetRef,
+    documentId: string,
+    work: OwedWork,
+    seenUpdatedAt: string,
+    updatedAt: string,
+  ): Promise<boolean>;
   /** How many documents of the dataset are in each status, exact (reservations are not documents). */
   counts(ref: DatasetRef): Promise<DocumentCounts>;
   /**
@@ -359,7 +419,7 @@ export interface DocumentStore {
    */
   list(ref: DatasetRef, query: DocumentListQuery): Promise<{ documents: DocumentRecord[]; next: string | null }>;
   /**
-   * Every record of a dataset, reservations included. `pageSize` bounds each read from the store, for a caller that
+   * Every record of a dataset, reservations included (never the counters nor the records of owed work). `pageSize` bounds each read from the store, for a caller that
    * stops early (the knowledge base deletion takes one page at a time).
    */
   listDataset(ref: DatasetRef, options?: { pageSize?: number }): AsyncIterable<DocumentRecord>;

@@ -8,6 +8,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '#core/analytics/event';
+import { PAGE_MAX_BYTES } from '#core/analytics/query';
 import type { Environment } from '#core/knowledge/fields';
 import { LOCAL_REGION } from '../../lib/local/engine-credentials';
 import { client, startService, type TestService } from '../helpers/service';
@@ -263,6 +264,39 @@ describe('pages', () => {
     const skipped = await query({ agentId, limit: 5, offset: 3, nextToken: first.body.nextToken });
     expect(skipped.body.data).toEqual(all.slice(8, 13));
     expect(skipped.body.offset).toBe(3);
+  });
+
+  it('ends a page of large events before 4 MiB, and walks on from the first one left out', async () => {
+    // 300 events of 30 KB each (about 9 MB): a page of 1,000 would be far over what a function may answer.
+    const bigAgent = await createAgent(orgA, 'Verbose bot');
+    const text = 'x'.repeat(30_000);
+    for (let batch = 0; batch < 12; batch += 1) {
+      clock.ms += 1000;
+      await sink.write(
+        Array.from({ length: 25 }, (_, i) => ({
+          eventKey: `big-${batch}-${i}`,
+          agentId: bigAgent,
+          environment: 'production' as const,
+          sessionId: SESSIONS[0],
+          eventName: 'checkout',
+          payload: { text },
+        })),
+      );
+    }
+    const seen: number[] = [];
+    const counts: number[] = [];
+    let nextToken: string | null = null;
+    do {
+      const response: { status: number; body: Page } = await query({ agentId: bigAgent, limit: 1000, nextToken });
+      expect(response.status).toBe(200);
+      expect(Buffer.byteLength(JSON.stringify(response.body))).toBeLessThan(PAGE_MAX_BYTES);
+      seen.push(...response.body.data.map((e) => e.id));
+      counts.push(response.body.count);
+      nextToken = response.body.nextToken;
+    } while (nextToken);
+    expect(counts.length).toBeGreaterThan(2);
+    expect(counts.slice(0, -1).every((n) => n > 100 && n < 300)).toBe(true);
+    expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => 300 - i));
   });
 
   it('refuses a nextToken given with other filters', async () => {

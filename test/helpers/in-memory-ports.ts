@@ -50,6 +50,8 @@ import {
   type MembershipStore,
   type OrganizationRecord,
   type OrganizationStore,
+  type OwedWork,
+  type OwedWorkRecord,
   type TokenRecord,
   type TokenStore,
   type UploadSessionStore,
@@ -345,6 +347,27 @@ export class InMemoryKnowledgeBaseStore implements KnowledgeBaseStore {
 export class InMemoryDocumentStore implements DocumentStore {
   /** By dataset, then documentId. */
   readonly records = new Map<string, Map<string, DocumentRecord>>();
+  /** Owed work by `<dataset>|<work>|<documentId>`. */
+  readonly owed = new Map<string, OwedWorkRecord>();
+
+  private owedKey(ref: DatasetRef, documentId: string, work: OwedWork): string {
+    return `${datasetKey(ref)}|${work}|${documentId}`;
+  }
+
+  private owe(ref: DatasetRef, documentId: string, work: OwedWork, since: string, objectKeys?: string[]): void {
+    const { agentId, environment, knowledgeBaseId } = ref;
+    this.owed.set(this.owedKey(ref, documentId, work), {
+      agentId,
+      environment,
+      knowledgeBaseId,
+      documentId,
+      work,
+      since,
+      updatedAt: since,
+      retries: 0,
+      ...(objectKeys ? { objectKeys } : {}),
+    });
+  }
 
   private dataset(ref: DatasetRef): Map<string, DocumentRecord> {
     const key = datasetKey(ref);
@@ -423,7 +446,9 @@ export class InMemoryDocumentStore implements DocumentStore {
     metadata: MetadataChanges,
     updatedAt: string,
   ): Promise<DocumentRecord | undefined> {
-    return this.update(ref, documentId, (doc) => doc.status !== 'reserved', { ...metadata, updatedAt });
+    const updated = this.update(ref, documentId, (doc) => doc.status !== 'reserved', { ...metadata, updatedAt });
+    if (updated) this.owe(ref, documentId, 'sync-metadata', updatedAt);
+    return updated;
   }
 
   async setStatus(
@@ -441,10 +466,62 @@ export class InMemoryDocumentStore implements DocumentStore {
     });
   }
 
-  async delete(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined> {
+  async delete(
+    ref: DatasetRef,
+    documentId: string,
+    options: { readonly erasureOwedSince?: string } = {},
+  ): Promise<DocumentRecord | undefined> {
     const doc = this.dataset(ref).get(documentId);
     this.dataset(ref).delete(documentId);
+    if (doc && options.erasureOwedSince !== undefined) {
+      this.owe(ref, documentId, 'delete-document', options.erasureOwedSince, [...new Set([doc.s3Key, doc.objectKey])]);
+    }
     return doc && copy(doc);
+  }
+
+  async retrievable(ref: DatasetRef, documentIds: readonly string[]): Promise<Set<string>> {
+    const status = (id: string) => this.dataset(ref).get(id)?.status;
+    return new Set(documentIds.filter((id) => status(id) === 'uploaded' || status(id) === 'ready'));
+  }
+
+  async getOwed(ref: DatasetRef, documentId: string, work: OwedWork): Promise<OwedWorkRecord | undefined> {
+    const owed = this.owed.get(this.owedKey(ref, documentId, work));
+    return owed && { ...owed };
+  }
+
+  async settleOwed(ref: DatasetRef, documentId: string, work: OwedWork, since: string): Promise<boolean> {
+    const key = this.owedKey(ref, documentId, work);
+    return this.owed.get(key)?.since === since && this.owed.delete(key);
+  }
+
+  async listOwed(updatedBefore: string, limit: number) {
+    return (['delete-document', 'sync-metadata'] as const).flatMap((work) =>
+      [...this.owed.values()]
+        .filter((owed) => owed.work === work && owed.updatedAt < updatedBefore)
+        .sort((a, b) => a.updatedAt.localeCompare(b.updatedAt))
+        .slice(0, limit)
+        .map(({ agentId, environment, knowledgeBaseId, documentId }) => ({
+          agentId,
+          environment,
+          knowledgeBaseId,
+          documentId,
+          work,
+        })),
+    );
+  }
+
+  async recordOwedRetry(
+    ref: DatasetRef,
+    documentId: string,
+    work: OwedWork,
+    seenUpdatedAt: string,
+    updatedAt: string,
+  ): Promise<boolean> {
+    const key = this.owedKey(ref, documentId, work);
+    const owed = this.owed.get(key);
+    if (owed?.updatedAt !== seenUpdatedAt) return false;
+    this.owed.set(key, { ...owed, updatedAt, retries: owed.retries + 1 });
+    return true;
   }
 
   async counts(ref: DatasetRef): Promise<DocumentCounts> {

@@ -24,12 +24,7 @@ import {
   ListKnowledgeBaseDocumentsCommand,
   type ListKnowledgeBaseDocumentsCommandInput,
 } from '@aws-sdk/client-bedrock-agent';
-import {
-  type BedrockAgentRuntimeClient,
-  type RetrievalFilter,
-  RetrieveCommand,
-  type RetrieveCommandInput,
-} from '@aws-sdk/client-bedrock-agent-runtime';
+import type { BedrockAgentRuntimeClient, RetrievalFilter } from '@aws-sdk/client-bedrock-agent-runtime';
 import type { DatasetRef } from '#core/knowledge/document';
 import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 import {
@@ -44,23 +39,25 @@ import {
   type IndexQuery,
   type KnowledgeIndex,
 } from '#ports/processing';
-import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 import {
   bedrockDocumentId,
   bedrockDocumentPrefix,
-  chunkOfResult,
   customIdentifier,
   documentIdOf,
   idOf,
-  normalizeScore,
   toBedrockDocument,
   uploadChunkId,
   uploadChunkIds,
 } from './bedrock-documents';
-import { matches, toRetrievalFilter } from './bedrock-filters';
+import { type BedrockKnowledgeBase, type BedrockKnowledgeBases, BedrockRetrieval } from './bedrock-retrieval';
 
-/** The environment variable `bedrockIndexFromEnv` reads: JSON `{ "<environment>": { knowledgeBaseId, dataSourceId } }`. */
-export const BEDROCK_KNOWLEDGE_BASES_VARIABLE = 'BEDROCK_KNOWLEDGE_BASES';
+export {
+  BEDROCK_KNOWLEDGE_BASES_VARIABLE,
+  type BedrockKnowledgeBase,
+  type BedrockKnowledgeBases,
+  MAX_RETRIEVE_RESULTS,
+  readKnowledgeBases,
+} from './bedrock-retrieval';
 
 /**
  * Documents an IngestKnowledgeBaseDocuments call sends. The API reference gives 1 to 10 items; the User Guide's direct
@@ -77,9 +74,6 @@ export const MAX_GET_DOCUMENTS = 10;
 /** ListKnowledgeBaseDocuments returns at most 1,000 documents a page. */
 export const LIST_PAGE_SIZE = 1000;
 
-/** Retrieve returns 1 to 100 results. */
-export const MAX_RETRIEVE_RESULTS = 100;
-
 /** Bedrock statuses of a document that is on its way out: neither retrievable for long nor worth deleting again. */
 const LEAVING = new Set(['DELETING', 'DELETE_IN_PROGRESS', 'NOT_FOUND']);
 
@@ -88,13 +82,6 @@ const INDEXED = 'INDEXED';
 
 /** Bedrock took the document, then failed to index it: ingested again by a count of its upload. */
 const FAILED = 'FAILED';
-
-export interface BedrockKnowledgeBase {
-  readonly knowledgeBaseId: string;
-  readonly dataSourceId: string;
-}
-
-export type BedrockKnowledgeBases = Readonly<Record<Environment, BedrockKnowledgeBase>>;
 
 /**
  * The chunks of a document's current content with their text. Bedrock has no metadata-only update for custom
@@ -150,7 +137,8 @@ const REMEMBERED_DOCUMENTS = 1000;
 
 export class BedrockKnowledgeIndex implements KnowledgeIndex {
   private readonly agent: BedrockAgentClient;
-  private readonly runtime: BedrockAgentRuntimeClient;
+  /** Retrieve: the half of this index the retrieval functions bundle alone (bedrock-retrieval.ts). */
+  private readonly retrieval: BedrockRetrieval;
   private readonly knowledgeBases: BedrockKnowledgeBases;
   private readonly chunkTexts: ChunkTextSource;
   /** The ids the last replaceDocument of this process gave each document (insertion-ordered, bounded). */
@@ -170,7 +158,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
       }
     }
     this.agent = options.agentClient;
-    this.runtime = options.runtimeClient;
+    this.retrieval = new BedrockRetrieval(options.runtimeClient, options.knowledgeBases);
     this.knowledgeBases = options.knowledgeBases;
     this.chunkTexts = options.chunkTexts;
   }
@@ -266,32 +254,12 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     return indexed;
   }
 
-  /** The Bedrock RetrievalFilter a query with this scope and these filters sends (for `explain`). */
   describeFilter(scope: DatasetRef, filters: readonly IndexFilter[]): RetrievalFilter {
-    return toRetrievalFilter(scope, filters);
+    return this.retrieval.describeFilter(scope, filters);
   }
 
-  async query(query: IndexQuery): Promise<IndexHit[]> {
-    if (!(query.limit > 0) || query.text.trim() === '') return [];
-    const { knowledgeBaseId } = this.knowledgeBase(query.scope.environment);
-    const input: RetrieveCommandInput = {
-      knowledgeBaseId,
-      retrievalQuery: { text: query.text },
-      retrievalConfiguration: {
-        vectorSearchConfiguration: {
-          numberOfResults: Math.min(MAX_RETRIEVE_RESULTS, Math.floor(query.limit)),
-          filter: toRetrievalFilter(query.scope, query.filters),
-        },
-      },
-    };
-    const response = await this.runtime.send(new RetrieveCommand(input));
-    const hits: IndexHit[] = [];
-    for (const result of response.retrievalResults ?? []) {
-      const chunk = chunkOfResult(result);
-      if (chunk && matches(chunk, query.scope, query.filters))
-        hits.push({ chunk, score: normalizeScore(result.score) });
-    }
-    return hits.sort((a, b) => b.score - a.score).slice(0, query.limit);
+  query(query: IndexQuery): Promise<IndexHit[]> {
+    return this.retrieval.query(query);
   }
 
   /**
@@ -509,36 +477,4 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
       await this.agent.send(new DeleteKnowledgeBaseDocumentsCommand(input));
     }
   }
-}
-
-/** Reads BEDROCK_KNOWLEDGE_BASES; a missing or malformed value fails loudly, naming the variable. */
-export function readKnowledgeBases(env: EnvironmentValues = handlerEnvironment()): BedrockKnowledgeBases {
-  const raw = env[BEDROCK_KNOWLEDGE_BASES_VARIABLE];
-  if (raw === undefined || raw === '') {
-    throw new Error(`Missing configuration: environment variable ${BEDROCK_KNOWLEDGE_BASES_VARIABLE}`);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    throw new Error(`Invalid configuration: ${BEDROCK_KNOWLEDGE_BASES_VARIABLE} is not JSON`);
-  }
-  const result = {} as Record<Environment, BedrockKnowledgeBase>;
-  for (const environment of ENVIRONMENTS) {
-    const entry = (parsed as Record<string, unknown> | null)?.[environment] as Record<string, unknown> | undefined;
-    const knowledgeBaseId = entry?.knowledgeBaseId;
-    const dataSourceId = entry?.dataSourceId;
-    if (
-      typeof knowledgeBaseId !== 'string' ||
-      knowledgeBaseId === '' ||
-      typeof dataSourceId !== 'string' ||
-      dataSourceId === ''
-    ) {
-      throw new Error(
-        `Invalid configuration: ${BEDROCK_KNOWLEDGE_BASES_VARIABLE} needs "${environment}": { "knowledgeBaseId", "dataSourceId" }`,
-      );
-    }
-    result[environment] = { knowledgeBaseId, dataSourceId };
-  }
-  return result;
 }

@@ -1,7 +1,8 @@
 /**
  * POST /api/v1/events/agent. Primary course: the agent must be the caller's organization's (else the 404 of an
  * unknown agent); the filters become one key range of one index (lambdas/adapters/store/dynamodb/analytics-store.ts);
- * the page starts after the cursor (when given), skips `offset` records, and holds at most `limit`, newest first.
+ * the page starts after the cursor (when given), skips `offset` records, and holds at most `limit`, newest first,
+ * and at most PAGE_MAX_BYTES of them: a page that would pass it ends before, its `nextToken` at its last record.
  */
 
 import type { Environment } from '#core/knowledge/fields';
@@ -16,6 +17,31 @@ import type { AnalyticsEventRecord } from './event';
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
 export const DEFAULT_ENVIRONMENT: Environment = 'production';
+
+/**
+ * What a page's records may weigh at most, counted as the function's answer carries them (eventBytes): a Lambda
+ * function answers at most 6 MB, and 1,000 records of up to 32 KiB of payload each could be 32 MiB. 4 MiB leaves the
+ * answer's envelope, headers and other fields far below the 6 MB.
+ */
+export const PAGE_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The bytes a record adds to the function's answer: its JSON text as it stands in the body, which is itself a JSON
+ * string in the Lambda proxy answer (every quote and backslash escaped once more), and the comma after it.
+ */
+export function eventBytes(record: AnalyticsEventRecord): number {
+  return Buffer.byteLength(JSON.stringify(JSON.stringify(record))) - 2 + 1;
+}
+
+/** The records up to PAGE_MAX_BYTES (always the first: one record weighs far less), and whether any was left out. */
+function withinBudget(events: readonly AnalyticsEventRecord[]): { kept: AnalyticsEventRecord[]; cut: boolean } {
+  let bytes = 0;
+  for (let i = 0; i < events.length; i++) {
+    bytes += eventBytes(events[i]);
+    if (bytes > PAGE_MAX_BYTES && i > 0) return { kept: events.slice(0, i), cut: true };
+  }
+  return { kept: [...events], cut: false };
+}
 
 export interface QueryEventsRequest {
   readonly agentId: string;
@@ -66,11 +92,15 @@ export async function queryEvents(
     limit: request.limit,
     now: deps.clock.now(),
   });
+  // Cut by bytes: the token points at the last record kept, so the next page starts with the first left out.
+  const { kept, cut } = withinBudget(page.events);
+  const last = kept[kept.length - 1];
+  const next = cut ? { createdAt: last.created_at, id: last.id } : page.next;
   return {
-    data: page.events,
-    count: page.events.length,
+    data: kept,
+    count: kept.length,
     limit: request.limit,
     offset: request.offset,
-    nextToken: page.next ? encodeCursor(page.next, identity) : null,
+    nextToken: next ? encodeCursor(next, identity) : null,
   };
 }

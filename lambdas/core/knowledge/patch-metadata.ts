@@ -1,6 +1,7 @@
 /**
  * PATCH /knowledge/documents/metadata. Primary course: at least one field changes; the document's labels and
- * custom metadata are written, and its indexed chunks follow asynchronously without re-embedding.
+ * custom metadata are written (with the sync of its chunks recorded owed, in the same write), and its indexed chunks
+ * follow asynchronously without re-embedding.
  */
 import { ValidationError } from '#core/errors';
 import type { Caller } from '#core/tenancy/tenancy';
@@ -32,7 +33,8 @@ export async function patchMetadata(
     deps.clock.now().toISOString(),
   );
   if (!updated) throw documentNotFound(request);
-  // The indexed chunks follow asynchronously, without re-embedding.
+  // The indexed chunks follow asynchronously, without re-embedding. The write above recorded the sync owed, so a
+  // message lost or dead-lettered is queued again by the watchdog.
   await deps.queue.send({ kind: 'sync-metadata', ...datasetOf(doc), documentId: doc.documentId });
   return documentView(updated);
 }

@@ -268,39 +268,58 @@ export async function confirmIndexed(
   return 'pending-index';
 }
 
-/** Message `sync-metadata`: the indexed chunks get the document's current labels and custom metadata. */
+/**
+ * Message `sync-metadata`: the indexed chunks get the document's current labels and custom metadata, and the sync
+ * owed since the change is settled. A document not `ready` is owed nothing: while `uploaded`, processing indexes the
+ * current metadata itself (and catches up when it finishes); a failed or deleted one has no chunks.
+ */
 export async function syncMetadata(deps: ProcessingDeps, ref: DocumentRef): Promise<ProcessingOutcome> {
+  const owed = await deps.documents.getOwed(ref, ref.documentId, 'sync-metadata');
   const doc = await deps.documents.get(ref, ref.documentId);
-  // While `uploaded`, processing indexes the current metadata itself (and catches up when it finishes).
-  if (doc?.status !== 'ready') return 'skipped';
-  await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(doc), {
-    uploadId: doc.uploadId,
-    indexed: doc.indexedChunks,
-  });
-  return 'ready';
+  const ready = doc?.status === 'ready';
+  if (ready) {
+    await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(doc), {
+      uploadId: doc.uploadId,
+      indexed: doc.indexedChunks,
+    });
+  }
+  // Settled only by a sync that read the change it owes (a change after the read owes its own sync).
+  if (owed && (!ready || owed.since <= doc.updatedAt)) {
+    await deps.documents.settleOwed(ref, ref.documentId, 'sync-metadata', owed.since);
+  }
+  return ready ? 'ready' : 'skipped';
 }
 
 /**
- * Message `delete-document`: no chunk of a deleted document stays retrievable. `known` is what the deleted record
- * knew of its chunks (undefined: the index searches for them).
+ * Message `delete-document`: no chunk and no object of a deleted document stays, and the erasure owed since the
+ * delete is settled. `known` is what the deleted record knew of its chunks (undefined, as in a message the watchdog
+ * queued again: the index searches for them). A document created again under the same id (not merely reserved) is
+ * re-indexed by its own processing: an index that keeps chunks by document loses the deleted one's to that
+ * processing, which replaces them all; one that names them by upload (Bedrock) gets the deleted one's removed here by
+ * upload, which leaves the new one's (upload ids are never reused). Its objects are left alone.
  */
 export async function deleteDocumentChunks(
   deps: ProcessingDeps,
   ref: DocumentRef,
   known?: IndexedChunks,
 ): Promise<ProcessingOutcome> {
-  const again = await deps.documents.get(ref, ref.documentId);
-  if (again) {
-    // Created again under the same id. An index that keeps chunks by document, or one that must search for them,
-    // loses the deleted one's chunks to the new one's processing, which replaces them all; one that names them by
-    // upload (Bedrock) gets them removed here by upload, which leaves the new one's (upload ids are never reused).
-    if (known === undefined || again.indexedChunks === undefined || !deps.index.deleteUploads) return 'skipped';
-    const own = new Set(again.indexedChunks.map((generation) => generation.uploadId));
+  const owed = await deps.documents.getOwed(ref, ref.documentId, 'delete-document');
+  const doc = await deps.documents.get(ref, ref.documentId);
+  const recreated = doc !== undefined && doc.status !== 'reserved';
+  let removedOld = false;
+  if (!recreated) {
+    await deps.index.deleteDocument(ref, known);
+    // The request removed them already, unless it was cut off between its writes; a reservation's own are kept.
+    const objects = (owed?.objectKeys ?? []).filter((key) => key !== doc?.s3Key && key !== doc?.objectKey);
+    if (objects.length > 0) await deps.blobs.delete(objects);
+  } else if (known !== undefined && doc.indexedChunks !== undefined && deps.index.deleteUploads) {
+    const own = new Set(doc.indexedChunks.map((generation) => generation.uploadId));
     const old = known.filter((generation) => !own.has(generation.uploadId));
-    if (old.length === 0) return 'skipped';
-    await deps.index.deleteUploads(ref, old);
-    return 'ready';
+    if (old.length > 0) {
+      await deps.index.deleteUploads(ref, old);
+      removedOld = true;
+    }
   }
-  await deps.index.deleteDocument(ref, known);
-  return 'ready';
+  if (owed) await deps.documents.settleOwed(ref, ref.documentId, 'delete-document', owed.since);
+  return recreated && !removedOld ? 'skipped' : 'ready';
 }

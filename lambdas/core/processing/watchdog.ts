@@ -6,9 +6,12 @@
  * lost, or dead-lettered after the import was cut off three times) is queued again once, then `failed` with
  * IMPORT_FAILED; the documents it had created by then go on as any other.
  * Knowledge base deletions: a job that has not moved for `timeoutSeconds` is resumed (knowledge-base-deletion.ts).
+ * Owed work (a document's erasure after its delete, its chunks' metadata after a change): work not done
+ * `timeoutSeconds` after it was owed, or after the watchdog last queued it, is queued again, as often as it stalls
+ * (each message is idempotent, and neither work has a failed outcome: a delete always ends erased).
  */
 import { METRIC } from '#ports/metrics';
-import type { AgentStore, KnowledgeBaseStore } from '#ports/stores';
+import type { AgentStore, KnowledgeBaseStore, OwedWork } from '#ports/stores';
 import type { ZipJobStore } from '#ports/zip-jobs';
 import { resumeStuckAgentDeletions } from './agent-deletion';
 import { resumeStuckDeletions } from './knowledge-base-deletion';
@@ -22,6 +25,10 @@ export interface WatchdogReport {
   readonly importsFailed: number;
   readonly deletionsResumed: number;
   readonly agentDeletionsResumed: number;
+  /** Erasures of deleted documents queued again. */
+  readonly erasuresRequeued: number;
+  /** Metadata syncs queued again. */
+  readonly metadataSyncsRequeued: number;
 }
 
 export async function runWatchdog(
@@ -101,5 +108,41 @@ export async function runWatchdog(
         { timeoutSeconds: options.timeoutSeconds, batch: options.batch },
       )
     : 0;
-  return { retried, failed, importsRetried, importsFailed, deletionsResumed, agentDeletionsResumed };
+  const owed = await requeueOwedWork(deps, cutoff, now.toISOString(), options.batch ?? 100);
+  return {
+    retried,
+    failed,
+    importsRetried,
+    importsFailed,
+    deletionsResumed,
+    agentDeletionsResumed,
+    erasuresRequeued: owed['delete-document'],
+    metadataSyncsRequeued: owed['sync-metadata'],
+  };
+}
+
+/**
+ * Owed work whose last progress is before `cutoff` lost its message (or the queue gave up on it): its clock restarts
+ * and its message is queued again. The restart is conditional, so of two watchdogs reading the same debt one queues.
+ */
+async function requeueOwedWork(
+  deps: Pick<ProcessingDeps, 'documents' | 'queue' | 'metrics'>,
+  cutoff: string,
+  now: string,
+  batch: number,
+): Promise<Record<OwedWork, number>> {
+  const requeued: Record<OwedWork, number> = { 'delete-document': 0, 'sync-metadata': 0 };
+  for (const ref of await deps.documents.listOwed(cutoff, batch)) {
+    const owed = await deps.documents.getOwed(ref, ref.documentId, ref.work);
+    if (!owed || owed.updatedAt >= cutoff) continue;
+    if (!(await deps.documents.recordOwedRetry(ref, ref.documentId, ref.work, owed.updatedAt, now))) continue;
+    const { agentId, environment, knowledgeBaseId, documentId } = ref;
+    await deps.queue.send({ kind: ref.work, agentId, environment, knowledgeBaseId, documentId });
+    requeued[ref.work] += 1;
+  }
+  // Every run, zero included, so an alarm on it sees a value rather than missing data.
+  for (const work of Object.keys(requeued) as OwedWork[]) {
+    deps.metrics.count(METRIC.documentWorkRequeued, requeued[work], { work });
+  }
+  return requeued;
 }

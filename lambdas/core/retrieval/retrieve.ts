@@ -1,14 +1,23 @@
 /**
  * Retrieval from one knowledge base of an agent in one environment. Primary course: the knowledge base must be the
- * caller's; filters are resolved against memory; the index is queried inside the tenant scope; results under
- * minScore are dropped (scores are on a fixed 0..1 scale, higher is better, on every backend).
+ * caller's; filters are resolved against memory; the index is queried inside the tenant scope; a hit whose document
+ * is no longer retrievable (deleted, its chunks not erased yet; failed; only reserved again) is dropped, as read from
+ * the document records at query time; results under minScore are dropped (scores are on a fixed 0..1 scale, higher
+ * is better, on every backend).
  */
 
 import type { DatasetRef } from '#core/knowledge/document';
 import { type Caller, requireKnowledgeBase } from '#core/tenancy/tenancy';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
-import type { ChunkMetadata, Embedder, IndexedChunk, IndexFilter, IndexHit, KnowledgeIndex } from '#ports/processing';
-import type { AgentStore, KnowledgeBaseStore } from '#ports/stores';
+import type {
+  ChunkMetadata,
+  Embedder,
+  IndexedChunk,
+  IndexFilter,
+  IndexHit,
+  KnowledgeRetrieval,
+} from '#ports/processing';
+import type { AgentStore, DocumentStore, KnowledgeBaseStore } from '#ports/stores';
 import { type FilterEntry, resolveFilters, type SkippedFilter } from './filters';
 
 export const DEFAULT_NUMBER_OF_RESULTS = 5;
@@ -17,7 +26,12 @@ export const MAX_NUMBER_OF_RESULTS = 100;
 export interface RetrievalDeps {
   readonly agents: AgentStore;
   readonly knowledgeBases: KnowledgeBaseStore;
-  readonly index: KnowledgeIndex;
+  readonly index: KnowledgeRetrieval;
+  /**
+   * The document records: hits of documents that may not be retrieved are dropped (docs/processing.md, "Owed work").
+   * Absent only in tests of retrieval alone.
+   */
+  readonly documents?: Pick<DocumentStore, 'retrievable'>;
   readonly embedder: Embedder | null;
   /** QueryLatency, Results and EmptyResults of each retrieval (ports/metrics.ts). */
   readonly metrics: OperationalMetrics;
@@ -96,7 +110,16 @@ export async function retrieve(
   const minScore = request.minScore ?? 0;
   const started = performance.now();
   const vector = deps.embedder ? (await deps.embedder.embed([request.query]))[0] : undefined;
-  const candidates = await deps.index.query({ scope, text: request.query, vector, filters, limit: numberOfResults });
+  const found = await deps.index.query({ scope, text: request.query, vector, filters, limit: numberOfResults });
+  // The index may still hold a deleted document's chunks (its erasure follows the DELETE's answer): they are dropped.
+  const live =
+    deps.documents && found.length > 0
+      ? await deps.documents.retrievable(
+          scope,
+          found.map((hit) => hit.chunk.documentId),
+        )
+      : undefined;
+  const candidates = live ? found.filter((hit) => live.has(hit.chunk.documentId)) : found;
   const hits = candidates.filter((hit) => hit.score >= minScore);
   const results = hits.map(resultOf);
   deps.metrics.milliseconds(METRIC.queryLatency, performance.now() - started);

@@ -2334,7 +2334,10 @@ export interface operations {
                         /** @description Inclusive at the precision written: a date alone ends at 23:59:59.999 UTC that day; a date-time without a zone is UTC */
                         endDate?: string;
                     };
-                    /** @default 100 */
+                    /**
+                     * @description Records a page holds at most; a page also ends before its records pass 4 MiB, with a nextToken: a page shorter than limit is the last only when nextToken is null
+                     * @default 100
+                     */
                     limit?: number;
                     /**
                      * @description Records to skip, counted after nextToken when both are given
@@ -7809,7 +7812,10 @@ export interface operations {
                         /** @description Inclusive at the precision written: a date alone ends at 23:59:59.999 UTC that day; a date-time without a zone is UTC */
                         endDate?: string;
                     };
-                    /** @default 100 */
+                    /**
+                     * @description Records a page holds at most; a page also ends before its records pass 4 MiB, with a nextToken: a page shorter than limit is the last only when nextToken is null
+                     * @default 100
+                     */
                     limit?: number;
                     /**
                      * @description Records to skip, counted after nextToken when both are given

@@ -6,6 +6,11 @@
  * start with a letter or digit): how many documents are `uploaded`, `ready` and `failed`. Every write that changes a
  * document's counted status is one transaction with the counters' `ADD`, so the counts are exact whatever races and
  * retries happen; a write whose condition fails changes neither.
+ *
+ * And the records of owed work (documentId `#owed#<work>#<documentId>`, no document id starts with `#` either): a
+ * metadata sync or an erasure accepted by the API and not yet done by the worker, written in the same transaction
+ * as the change that owes it. Their `pendingKey` is the work's name, so the watchdog finds those that stalled in the
+ * same sparse index as the documents still `uploaded`.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
@@ -33,7 +38,10 @@ import {
   type DocumentListQuery,
   type DocumentStore,
   documentPosition,
+  type OwedWork,
+  type OwedWorkRecord,
 } from '#ports/stores';
+import { retrievableDocuments, tenantKey } from './document-records';
 import { setExpression, unlessConditionFails } from './expressions';
 import { queryAll } from './queries';
 
@@ -41,6 +49,13 @@ import { queryAll } from './queries';
 const PENDING = 'uploaded';
 /** The sort key of a dataset's counters item. */
 const COUNTS_ID = '#counts';
+/** The sort keys of owed work start so: `#owed#<work>#<documentId>`. */
+const OWED_PREFIX = '#owed#';
+const OWED_WORK: readonly OwedWork[] = ['delete-document', 'sync-metadata'];
+
+function owedId(work: OwedWork, documentId: string): string {
+  return `${OWED_PREFIX}${work}#${documentId}`;
+}
 /** The index of listed documents by `listKey` (`<createdAt>#<documentId>`, written when a document is created). */
 const BY_CREATION = 'byCreation';
 /** The sparse index of ZIP imports' unfinished documents, by zipJobId. */
@@ -77,10 +92,14 @@ function conflicted(error: unknown): boolean {
   );
 }
 
-/** `<agentId>#<environment>#<knowledgeBaseId>`: the partition of one dataset. */
-export function tenantKey(ref: DatasetRef): string {
-  return `${ref.agentId}#${ref.environment}#${ref.knowledgeBaseId}`;
+export { tenantKey };
+
+function datasetOfKey(key: unknown): DatasetRef {
+  const [agentId, environment, knowledgeBaseId] = String(key).split('#');
+  return { agentId, environment: environment as Environment, knowledgeBaseId };
 }
+
+type TransactItem = Record<string, Record<string, unknown>>;
 
 function withoutKeys(item: Record<string, unknown> | undefined): DocumentRecord | undefined {
   if (!item) return undefined;
@@ -132,6 +151,7 @@ export class DynamoDocumentStore implements DocumentStore {
     ref: DatasetRef,
     write: { Update: Record<string, unknown> } | { Delete: Record<string, unknown> },
     change: StatusChange,
+    alongside: readonly TransactItem[] = [],
   ): Promise<boolean> {
     const from = counted(change.from);
     const to = counted(change.to);
@@ -148,30 +168,48 @@ export class DynamoDocumentStore implements DocumentStore {
       values[':one'] = 1;
       adds.push('#to :one');
     }
+    const counters = {
+      Update: {
+        TableName: this.tableName,
+        Key: this.countsKey(ref),
+        UpdateExpression: `ADD ${adds.join(', ')}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      },
+    };
+    return this.transact([write, ...(adds.length > 0 ? [counters] : []), ...alongside]);
+  }
+
+  /** One transaction, tried again when it meets another; false when its first item's condition failed. */
+  private async transact(items: readonly TransactItem[]): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.client.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              write,
-              {
-                Update: {
-                  TableName: this.tableName,
-                  Key: this.countsKey(ref),
-                  UpdateExpression: `ADD ${adds.join(', ')}`,
-                  ExpressionAttributeNames: names,
-                  ExpressionAttributeValues: values,
-                },
-              },
-            ] as never,
-          }),
-        );
+        await this.client.send(new TransactWriteCommand({ TransactItems: items as never }));
         return true;
       } catch (error) {
         if (conditionFailedFirst(error)) return false;
         if (!conflicted(error) || attempt >= MAX_WRITE_TRIES) throw error;
       }
     }
+  }
+
+  /** The Put of an owed-work record (replacing an earlier debt of the same work: this one includes it). */
+  private owedPut(ref: DatasetRef, documentId: string, work: OwedWork, since: string, objectKeys?: string[]) {
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: {
+          tenantKey: tenantKey(ref),
+          documentId: owedId(work, documentId),
+          pendingKey: work,
+          work,
+          since,
+          updatedAt: since,
+          retries: 0,
+          ...(objectKeys ? { objectKeys } : {}),
+        },
+      },
+    };
   }
 
   private async update(
@@ -268,19 +306,27 @@ export class DynamoDocumentStore implements DocumentStore {
     }
   }
 
-  patchMetadata(
+  async patchMetadata(
     ref: DatasetRef,
     documentId: string,
     metadata: MetadataChanges,
     updatedAt: string,
   ): Promise<DocumentRecord | undefined> {
-    return this.update(
-      ref,
-      documentId,
-      { ...metadata, updatedAt },
-      'attribute_exists(documentId) AND #status <> :reserved',
-      { ':reserved': 'reserved' },
-    );
+    const parts = setExpression({ ...metadata, updatedAt }, { ':reserved': 'reserved' });
+    const written = await this.transact([
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: this.key(ref, documentId),
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: 'attribute_exists(documentId) AND #status <> :reserved',
+        },
+      },
+      this.owedPut(ref, documentId, 'sync-metadata', updatedAt),
+    ]);
+    // A transaction returns no attributes: the record is read back (a later write may already show in it).
+    return written ? this.get(ref, documentId) : undefined;
   }
 
   setStatus(
@@ -312,10 +358,7 @@ export class DynamoDocumentStore implements DocumentStore {
         Limit: limit,
       }),
     );
-    return (Items ?? []).map((item) => {
-      const [agentId, environment, knowledgeBaseId] = String(item.tenantKey).split('#');
-      return { agentId, environment: environment as Environment, knowledgeBaseId, documentId: String(item.documentId) };
-    });
+    return (Items ?? []).map((item) => ({ ...datasetOfKey(item.tenantKey), documentId: String(item.documentId) }));
   }
 
   async retryFailed(ref: DatasetRef, documentId: string, uploadId: string, updatedAt: string) {
@@ -359,7 +402,11 @@ export class DynamoDocumentStore implements DocumentStore {
     );
   }
 
-  async delete(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined> {
+  async delete(
+    ref: DatasetRef,
+    documentId: string,
+    options: { readonly erasureOwedSince?: string } = {},
+  ): Promise<DocumentRecord | undefined> {
     // What is removed is read first; the delete holds only while the record is still that (status and upload).
     for (let attempt = 1; ; attempt++) {
       const current = await this.get(ref, documentId);
@@ -371,13 +418,99 @@ export class DynamoDocumentStore implements DocumentStore {
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ':status': current.status, ':upload': current.uploadId },
       };
+      const { erasureOwedSince } = options;
+      const erasure =
+        erasureOwedSince === undefined
+          ? []
+          : [
+              this.owedPut(ref, documentId, 'delete-document', erasureOwedSince, [
+                ...new Set([current.s3Key, current.objectKey]),
+              ]),
+            ];
       const removed =
-        counted(current.status) === undefined
+        counted(current.status) === undefined && erasure.length === 0
           ? (await unlessConditionFails(() => this.client.send(new DeleteCommand(write)))) !== undefined
-          : await this.writeCounted(ref, { Delete: write }, { from: current.status, to: undefined });
+          : await this.writeCounted(ref, { Delete: write }, { from: current.status, to: undefined }, erasure);
       if (removed) return current;
       if (attempt >= MAX_WRITE_TRIES) throw new Error(`document ${documentId} changed too often to be deleted`);
     }
+  }
+
+  retrievable(ref: DatasetRef, documentIds: readonly string[]): Promise<Set<string>> {
+    return retrievableDocuments(this.client, this.tableName, ref, documentIds);
+  }
+
+  async getOwed(ref: DatasetRef, documentId: string, work: OwedWork): Promise<OwedWorkRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: this.key(ref, owedId(work, documentId)), ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    return {
+      ...ref,
+      documentId,
+      work,
+      since: String(Item.since),
+      updatedAt: String(Item.updatedAt),
+      retries: Number(Item.retries ?? 0),
+      ...(Item.objectKeys ? { objectKeys: Item.objectKeys as string[] } : {}),
+    };
+  }
+
+  async settleOwed(ref: DatasetRef, documentId: string, work: OwedWork, since: string): Promise<boolean> {
+    const removed = await unlessConditionFails(() =>
+      this.client.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: this.key(ref, owedId(work, documentId)),
+          ConditionExpression: 'since = :since',
+          ExpressionAttributeValues: { ':since': since },
+        }),
+      ),
+    );
+    return removed !== undefined;
+  }
+
+  async listOwed(updatedBefore: string, limit: number) {
+    const found: (DatasetRef & { documentId: string; work: OwedWork })[] = [];
+    for (const work of OWED_WORK) {
+      const { Items } = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: 'pending',
+          KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
+          ExpressionAttributeValues: { ':p': work, ':before': updatedBefore },
+          Limit: limit,
+        }),
+      );
+      const prefix = owedId(work, '');
+      for (const item of Items ?? []) {
+        const id = String(item.documentId);
+        if (id.startsWith(prefix))
+          found.push({ ...datasetOfKey(item.tenantKey), documentId: id.slice(prefix.length), work });
+      }
+    }
+    return found;
+  }
+
+  async recordOwedRetry(
+    ref: DatasetRef,
+    documentId: string,
+    work: OwedWork,
+    seenUpdatedAt: string,
+    updatedAt: string,
+  ): Promise<boolean> {
+    const written = await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.key(ref, owedId(work, documentId)),
+          UpdateExpression: 'SET updatedAt = :now ADD retries :one',
+          ConditionExpression: 'updatedAt = :seen',
+          ExpressionAttributeValues: { ':now': updatedAt, ':seen': seenUpdatedAt, ':one': 1 },
+        }),
+      ),
+    );
+    return written !== undefined;
   }
 
   async counts(ref: DatasetRef): Promise<DocumentCounts> {
@@ -459,7 +592,8 @@ export class DynamoDocumentStore implements DocumentStore {
       ExpressionAttributeValues: { ':t': tenantKey(ref) },
       ...(options.pageSize ? { Limit: options.pageSize } : {}),
     })) {
-      if (item.documentId === COUNTS_ID) continue;
+      // The counters and the records of owed work are no documents.
+      if (String(item.documentId).startsWith('#')) continue;
       yield withoutKeys(item) as DocumentRecord;
     }
   }

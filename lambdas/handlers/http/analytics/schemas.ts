@@ -50,7 +50,16 @@ export const queryEventsSchema = z.strictObject({
   agentId: uuid,
   // `prefault` parses the default, so an absent `filters` still gets environment `production`.
   filters: filters.prefault({}),
-  limit: z.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_LIMIT)
+    .default(DEFAULT_LIMIT)
+    .describe(
+      'Records a page holds at most; a page also ends before its records pass 4 MiB, with a nextToken: ' +
+        'a page shorter than limit is the last only when nextToken is null',
+    ),
   offset: z.number().int().min(0).default(0).describe('Records to skip, counted after nextToken when both are given'),
   /** The `nextToken` of the previous page: the page continues after its last record (then skips `offset`). */
   nextToken: z

@@ -4,7 +4,8 @@
  */
 import { decodeCursor, encodeCursor } from '#core/analytics/cursor';
 import { parseIsoSpan } from '#core/analytics/dates';
-import { queryEvents } from '#core/analytics/query';
+import type { AnalyticsEventRecord } from '#core/analytics/event';
+import { eventBytes, PAGE_MAX_BYTES, queryEvents } from '#core/analytics/query';
 import { type AppError, ValidationError } from '#core/errors';
 import { parseInput } from '#core/validation';
 import { queryEventsSchema } from '#handlers/http/analytics/schemas';
@@ -250,5 +251,73 @@ describe('queryEvents', () => {
     const second = readerReturning();
     await queryEvents({ ...deps, analytics: second.analytics }, orgA, request({ nextToken, offset: 3 }));
     expect(second.queries[0]).toMatchObject({ before: position, offset: 3 });
+  });
+
+  describe('a page bounded by bytes', () => {
+    /** `count` records of the agent, newest first, each with a payload of `text`. */
+    const records = (count: number, text: string): AnalyticsEventRecord[] =>
+      Array.from({ length: count }, (_, i) => ({
+        id: count - i,
+        agentId: AGENT,
+        sessionId: 's',
+        environment: 'production',
+        eventName: 'big',
+        payload: { text },
+        created_at: new Date(Date.parse('2024-05-01T00:00:00.000Z') + (count - i) * 1000).toISOString(),
+      }));
+    /** A reader of `all` that honours `before` and `limit`, as the store does. */
+    const readerOf = (all: AnalyticsEventRecord[]): AnalyticsEventReader => ({
+      query: async (query) => {
+        const after = all.filter((e) => !query.before || e.id < query.before.id);
+        const events = after.slice(0, query.limit);
+        const last = events[events.length - 1];
+        return after.length > query.limit ? { events, next: { createdAt: last.created_at, id: last.id } } : { events };
+      },
+    });
+
+    it.each([
+      ['plain text', 'x'.repeat(32 * 1024 - 20)],
+      ['quotes, which the answer escapes twice', '"'.repeat(16 * 1024 - 20)],
+    ])(
+      'stops 1,000 records of 32 KiB (%s) before the budget, and the next page goes on with the first left out',
+      async (_, text) => {
+        const all = records(1000, text);
+        const deps = { agents, analytics: readerOf(all), clock: { now: () => now } };
+        const seen: number[] = [];
+        let nextToken: string | null = null;
+        let pages = 0;
+        do {
+          const page: Awaited<ReturnType<typeof queryEvents>> = await queryEvents(
+            deps,
+            orgA,
+            request({ limit: 1000, nextToken }),
+          );
+          expect(page.count).toBe(page.data.length);
+          expect(page.data.reduce((sum, e) => sum + eventBytes(e), 0)).toBeLessThanOrEqual(PAGE_MAX_BYTES);
+          // What the function answers (the body, a JSON string in the proxy answer) stays under Lambda's 6 MB.
+          const answer = JSON.stringify({ statusCode: 200, body: JSON.stringify({ success: true, ...page }) });
+          expect(Buffer.byteLength(answer)).toBeLessThan(PAGE_MAX_BYTES + 4096);
+          seen.push(...page.data.map((e) => e.id));
+          nextToken = page.nextToken;
+          pages += 1;
+        } while (nextToken);
+        expect(pages).toBeGreaterThan(1);
+        expect(seen).toEqual(all.map((e) => e.id));
+      },
+    );
+
+    it("keeps a page of small records whole, with the store's nextToken", async () => {
+      const all = records(1500, 'small');
+      const page = await queryEvents(
+        { agents, analytics: readerOf(all), clock: { now: () => now } },
+        orgA,
+        request({ limit: 1000 }),
+      );
+      expect(page.count).toBe(1000);
+      expect(decodeCursor(page.nextToken as string, { agentId: AGENT, environment: 'production' })).toEqual({
+        createdAt: all[999].created_at,
+        id: all[999].id,
+      });
+    });
   });
 });

@@ -6,7 +6,7 @@ import { inMemoryKnowledgeDeps } from '../../../helpers/in-memory-ports';
 import { uploadDocument } from '../../../helpers/knowledge-steps';
 
 describe('deleteDocument', () => {
-  it('removes the record and its object and queues delete-document', async () => {
+  it('removes the record and its object, owes its erasure and queues delete-document', async () => {
     const knowledge = inMemoryKnowledgeDeps();
     const tenant = await knowledge.tenant();
     const { link } = await uploadDocument(knowledge, tenant);
@@ -15,6 +15,13 @@ describe('deleteDocument', () => {
 
     expect(answer).toEqual({ documentId: link.documentId, s3Key: link.s3Key, deleted: true });
     expect(knowledge.documents.all()).toEqual([]);
+    // Owed until the worker has removed the chunks: the watchdog queues the work again should the message be lost.
+    expect(
+      await knowledge.documents.getOwed(tenant.dataset, link.documentId as string, 'delete-document'),
+    ).toMatchObject({
+      objectKeys: [link.s3Key],
+      retries: 0,
+    });
     expect(knowledge.blobs.objects.size).toBe(0);
     expect(knowledge.queue.messages.at(-1)).toEqual({
       kind: 'delete-document',

@@ -10,7 +10,7 @@ async function uploaded() {
 }
 
 describe('patchMetadata', () => {
-  it('writes the given fields, clears the null ones, keeps the others and queues sync-metadata', async () => {
+  it('writes the given fields, clears the null ones, keeps the others, owes and queues sync-metadata', async () => {
     const { knowledge, tenant, link } = await uploaded();
     knowledge.clock.advanceSeconds(120);
 
@@ -34,6 +34,9 @@ describe('patchMetadata', () => {
       customMeta1: 'kept',
       status: 'uploaded',
     });
+    expect(await knowledge.documents.getOwed(tenant.dataset, link.documentId as string, 'sync-metadata')).toMatchObject(
+      { since: '2026-01-01T00:02:00.000Z' },
+    );
     expect(knowledge.queue.messages.at(-1)).toEqual({
       kind: 'sync-metadata',
       ...tenant.dataset,
