@@ -14,6 +14,7 @@ import {
   PROCESSING_VISIBILITY_TIMEOUT,
 } from './constructs/document-processing';
 import { DocumentStorage } from './constructs/document-storage';
+import { EdgeIdentity } from './constructs/edge-identity';
 import { FlowRunner } from './constructs/flow-runner';
 import { FlowScheduler } from './constructs/flow-scheduler';
 import { type KnowledgeIndexBackend, KnowledgeIndexInfra } from './constructs/knowledge-index';
@@ -161,6 +162,9 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       apiThrottle: props.apiThrottle ?? { rateLimit: 500, burstLimit: 1000 },
     });
 
+    // With both the console's distribution and the web ACL, the ACL counts console requests by their viewer.
+    const edgeIdentity =
+      props.waf !== false && props.console !== false ? new EdgeIdentity(this, 'EdgeIdentity') : undefined;
     if (props.waf === false) {
       this.firewall = undefined;
       Validations.of(this.api.api.deploymentStage).acknowledge({
@@ -175,6 +179,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
         api: this.api.api,
         rateLimitPer5Minutes: props.wafRateLimit,
         cors: this.api.cors,
+        edgeIdentity,
       });
     }
 
@@ -187,6 +192,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
             client: this.people.client,
             signUp: this.people.signUpMode,
             documentsBucket: this.storage.bucket,
+            edgeIdentity,
           });
 
     this.processing = new DocumentProcessing(this, 'DocumentProcessing', {

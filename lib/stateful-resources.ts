@@ -18,7 +18,6 @@ export const STATEFUL_TYPES: readonly string[] = [
   'AWS::Bedrock::DataSource',
   'AWS::Cognito::UserPool',
   'AWS::Backup::BackupVault',
-  'AWS::SecretsManager::Secret',
 ];
 
 /** What a deploy would do to a stateful resource that loses it. */

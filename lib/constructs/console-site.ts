@@ -34,6 +34,7 @@ import { BucketDeployment, Source } from 'aws-cdk-lib/aws-s3-deployment';
 import { Construct } from 'constructs';
 import type { ConsoleConfig } from '../../web/src/config';
 import { type ConsoleSecurityHeaders, consoleSecurityHeaders } from '../console-security-headers';
+import { type EdgeIdentity, ORIGIN_VERIFY_HEADER, VIEWER_ADDRESS_CODE } from './edge-identity';
 import type { SignUpMode } from './people';
 
 const ROOT = resolve(__dirname, '../..');
@@ -58,6 +59,11 @@ export interface ConsoleSiteProps {
   readonly signUp: SignUpMode;
   /** The bucket the console's uploads PUT to (pre-signed URLs): the CSP allows it. */
   readonly documentsBucket: IBucket;
+  /**
+   * With a web ACL on the API: each request to the API origin carries the viewer's address and the edge's secret
+   * (edge-identity.ts), so the ACL counts viewers, not CloudFront's addresses.
+   */
+  readonly edgeIdentity?: EdgeIdentity;
 }
 
 export class ConsoleSite extends Construct {
@@ -102,8 +108,20 @@ export class ConsoleSite extends Construct {
       comment: 'A console route (no file extension) is index.html',
     });
 
+    const viewerAddress = props.edgeIdentity
+      ? new EdgeFunction(this, 'ViewerAddress', {
+          code: FunctionCode.fromInline(VIEWER_ADDRESS_CODE),
+          runtime: FunctionRuntime.JS_2_0,
+          comment: "The viewer's address for the API's web ACL (x-viewer-address)",
+        })
+      : undefined;
     const api = {
-      origin: new RestApiOrigin(props.api),
+      origin: new RestApiOrigin(props.api, {
+        ...(props.edgeIdentity ? { customHeaders: { [ORIGIN_VERIFY_HEADER]: props.edgeIdentity.secretValue } } : {}),
+      }),
+      ...(viewerAddress
+        ? { functionAssociations: [{ function: viewerAddress, eventType: FunctionEventType.VIEWER_REQUEST }] }
+        : {}),
       viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
       allowedMethods: AllowedMethods.ALLOW_ALL,
       // Every answer is per caller: never cached; Authorization and the rest reach the API (Host is the API's own).

@@ -6,6 +6,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { runInNewContext } from 'node:vm';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
@@ -53,6 +54,26 @@ function acknowledged(construct: IConstruct): string[] {
 
 let on: Synthesized;
 let off: Synthesized;
+
+/** The statement true of requests through the console's distribution: its secret header, resolved at deploy. */
+function fromEdge(): { ByteMatchStatement: { SearchString: string } } {
+  const acl = Object.values(on.template.findResources('AWS::WAFv2::WebACL'))[0].Properties as {
+    Rules: { Name: string; Statement: { RateBasedStatement: { ScopeDownStatement: unknown } } }[];
+  };
+  const statement = acl.Rules.find((rule) => rule.Name === 'RateLimitPerViewerAddress')?.Statement.RateBasedStatement
+    .ScopeDownStatement as { ByteMatchStatement: { SearchString: string } };
+  expect(statement).toEqual({
+    ByteMatchStatement: {
+      FieldToMatch: { SingleHeader: { Name: 'x-origin-verify' } },
+      PositionalConstraint: 'EXACTLY',
+      SearchString: expect.anything(),
+      TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+    },
+  });
+  // A CloudFormation dynamic reference to the generated secret: the value itself is in no template.
+  expect(JSON.stringify(statement.ByteMatchStatement.SearchString)).toContain('{{resolve:secretsmanager:');
+  return statement;
+}
 
 beforeAll(() => {
   on = synthesize({});
@@ -118,6 +139,8 @@ describe('by default', () => {
                         })),
                       },
                     },
+                    // Not through the console's distribution: those are counted by viewer (below).
+                    { NotStatement: { Statement: fromEdge() } },
                   ],
                 },
               },
@@ -184,6 +207,87 @@ describe('by default', () => {
   it('satisfies cdk-nag without acknowledging the missing-WAF rule (AwsSolutions-APIG3)', () => {
     expect(on.violations).toEqual([]);
     expect(acknowledged(on.stack.api.api.deploymentStage).filter((id) => id.endsWith('APIG3'))).toEqual([]);
+  });
+});
+
+describe("console requests, which reach the API from CloudFront's addresses", () => {
+  type Json = Record<string, unknown>;
+  const rules = (from: Synthesized) =>
+    (Object.values(from.template.findResources('AWS::WAFv2::WebACL'))[0].Properties as { Rules: Json[] }).Rules;
+
+  it('are counted by the viewer address CloudFront sets, trusted only with the edge secret CloudFront sends', () => {
+    const byName = Object.fromEntries(rules(on).map((rule) => [rule.Name, rule]));
+    expect(rules(on).map((rule) => [rule.Name, rule.Priority])).toEqual([
+      ['RateLimitPerSourceIp', 0],
+      ['SignUpLimitPerSourceIp', 1],
+      ['RateLimitPerViewerAddress', 2],
+      ['SignUpLimitPerViewerAddress', 3],
+      ['AWSManagedRulesCommonRuleSet', 4],
+      ['AWSManagedRulesKnownBadInputsRuleSet', 5],
+    ]);
+    // Every other request (a caller of the API's own URL) is counted by its source address, as before.
+    expect(byName.RateLimitPerSourceIp.Statement).toEqual({
+      RateBasedStatement: {
+        Limit: 2000,
+        AggregateKeyType: 'IP',
+        EvaluationWindowSec: 300,
+        ScopeDownStatement: { NotStatement: { Statement: fromEdge() } },
+      },
+    });
+    expect(byName.RateLimitPerViewerAddress).toMatchObject({
+      Action: { Block: { CustomResponse: { ResponseCode: 429, CustomResponseBodyKey: 'rateLimited' } } },
+      Statement: {
+        RateBasedStatement: {
+          Limit: 2000,
+          AggregateKeyType: 'FORWARDED_IP',
+          ForwardedIPConfig: { HeaderName: 'x-viewer-address', FallbackBehavior: 'MATCH' },
+          ScopeDownStatement: fromEdge(),
+        },
+      },
+    });
+    const signUps = byName.SignUpLimitPerViewerAddress.Statement as { RateBasedStatement: Json };
+    expect(signUps.RateBasedStatement).toMatchObject({ Limit: 10, AggregateKeyType: 'FORWARDED_IP' });
+    expect(JSON.stringify(signUps)).toContain('/dashboard/signup');
+    expect(JSON.stringify(signUps)).toContain(JSON.stringify(fromEdge()));
+  });
+
+  it("the distribution sends the same secret to the API origin and sets the viewer's address itself", () => {
+    const distribution = Object.values(on.template.findResources('AWS::CloudFront::Distribution'))[0].Properties
+      .DistributionConfig as { Origins: Json[]; CacheBehaviors: Json[] };
+    const apiOrigin = distribution.Origins.find((origin) => 'CustomOriginConfig' in origin);
+    expect(apiOrigin?.OriginCustomHeaders).toEqual([
+      { HeaderName: 'x-origin-verify', HeaderValue: fromEdge().ByteMatchStatement.SearchString },
+    ]);
+    const functions = on.template.findResources('AWS::CloudFront::Function');
+    const [viewerId, viewer] = Object.entries(functions).find(([, fn]) =>
+      String(fn.Properties.FunctionCode).includes('x-viewer-address'),
+    ) as [string, { Properties: { FunctionCode: string } }];
+    for (const behavior of distribution.CacheBehaviors) {
+      expect(behavior.FunctionAssociations).toEqual([
+        { EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': [viewerId, 'FunctionARN'] } },
+      ]);
+    }
+    // What a viewer sends under that name is replaced by the address CloudFront saw.
+    const handler = runInNewContext(`${viewer.Properties.FunctionCode}; handler`) as (event: unknown) => {
+      headers: Record<string, { value: string }>;
+    };
+    const request = handler({
+      viewer: { ip: '203.0.113.7' },
+      request: { headers: { 'x-viewer-address': { value: '198.51.100.1' } } },
+    });
+    expect(request.headers['x-viewer-address']).toEqual({ value: '203.0.113.7' });
+  });
+
+  it('without the console there is no edge, no secret, and every request is counted by its source address', () => {
+    const alone = synthesize({ console: 'off' });
+    expect(rules(alone).map((rule) => rule.Name)).toEqual([
+      'RateLimitPerSourceIp',
+      'SignUpLimitPerSourceIp',
+      'AWSManagedRulesCommonRuleSet',
+      'AWSManagedRulesKnownBadInputsRuleSet',
+    ]);
+    expect(JSON.stringify(rules(alone))).not.toContain('x-origin-verify');
+    expect(alone.template.findResources('AWS::SecretsManager::Secret')).toEqual({});
   });
 });
 

@@ -805,8 +805,9 @@ describe('generate model', () => {
     try {
       expect(synth.violations).toEqual([]);
       const parent = Template.fromStack(synth.stack).toJSON();
+      // Besides the console's edge secret (test/infra/api-firewall.test.ts): the model's key.
       const secrets = Object.entries(parent.Resources as Resources).filter(
-        ([, r]) => r.Type === 'AWS::SecretsManager::Secret',
+        ([id, r]) => r.Type === 'AWS::SecretsManager::Secret' && id.startsWith('ModelApiKey'),
       );
       expect(secrets).toHaveLength(1);
       const [secretId, secret] = secrets[0];

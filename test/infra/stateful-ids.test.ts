@@ -62,6 +62,8 @@ const PINNED: Record<string, string> = {
   // Added after the split: the recovery points' vault, and the API's execution logs once API Gateway's own group.
   BackupVaultADF21B19: 'AWS::Backup::BackupVault',
   PlatformApiExecutionLogsBC66BF8F: 'AWS::Logs::LogGroup',
+  // The console's edge secret (the web ACL trusts x-viewer-address only with it): a new id would be a new value.
+  EdgeIdentityOriginVerifySecret8A1F03E2: 'AWS::SecretsManager::Secret',
 };
 
 /** The default variant's knowledge index: a knowledge base, data source and vector index per environment. */
