@@ -117,6 +117,18 @@ async function webhook(trigger: string, body: Record<string, unknown>) {
   );
 }
 
+/**
+ * The run's events of a name once `count` are there: the recorder writes them in the background, so they may land
+ * a moment after the session ends (seen once on a loaded CI machine: none yet when the failed session was read).
+ */
+function recorded(sessionId: string, eventName: string, count: number): Promise<RecordedEvent[]> {
+  return pollUntil(
+    () => events(sessionId, eventName),
+    (found) => found.length >= count,
+    10_000,
+  );
+}
+
 async function events(sessionId: string, eventName: string): Promise<RecordedEvent[]> {
   const page = await call<{ data: RecordedEvent[] }>('POST', '/api/v1/events/agent', {
     body: { agentId, filters: { environment: 'production', sessionId, eventName }, limit: 1000 },
@@ -182,7 +194,7 @@ describe('a browserTask node operating a page', () => {
     );
     expect(model.requests).toHaveLength(5);
 
-    const steps = await events(result.body.sessionId, 'browser_step');
+    const steps = await recorded(result.body.sessionId, 'browser_step', 5);
     expect(steps.map((e) => e.payload)).toEqual([
       expect.objectContaining({
         nodeName: 'PlaceOrder',
@@ -215,8 +227,8 @@ describe('a browserTask node operating a page', () => {
     expect(output).toMatchObject({ answer: null, title: 'Endless', url: `${site.base}/endless` });
     expect(output.steps).toHaveLength(BROWSER_MAX_STEPS);
     expect(model.requests).toHaveLength(BROWSER_MAX_STEPS);
-    expect(await events(result.body.sessionId, 'browser_step')).toHaveLength(BROWSER_MAX_STEPS);
-    const errors = await events(result.body.sessionId, 'invocation_error');
+    expect(await recorded(result.body.sessionId, 'browser_step', BROWSER_MAX_STEPS)).toHaveLength(BROWSER_MAX_STEPS);
+    const errors = await recorded(result.body.sessionId, 'invocation_error', 1);
     expect(errors.map((e) => e.payload.code)).toEqual(['BROWSER_STEP_LIMIT']);
   });
 
