@@ -440,6 +440,29 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     summary: 'Delete a knowledge base and its documents in every environment (a job: 202)',
   },
   {
+    id: 'ReindexKnowledgeBase',
+    area: 'knowledge',
+    method: 'POST',
+    path: `${BASES}/{knowledgeBaseId}/reindex`,
+    handler: http('dashboard/reindex-knowledge-base'),
+    scope: 'dashboard',
+    // readUpdate: the job is set on the row with one conditional UpdateItem; the documents' counters give its total.
+    access: { tables: { agents: 'read', knowledgeBases: 'readUpdate', documents: 'read' }, processingQueue: 'send' },
+    successStatus: 202,
+    summary:
+      "Write the chunks of a knowledge base's ready documents to the index again, from their stored files, in one environment or all three (a job: 202)",
+  },
+  {
+    id: 'GetKnowledgeBaseReindex',
+    area: 'knowledge',
+    method: 'GET',
+    path: `${BASES}/{knowledgeBaseId}/reindex`,
+    handler: http('dashboard/get-knowledge-base-reindex'),
+    scope: 'dashboard',
+    access: { tables: { agents: 'read', knowledgeBases: 'read' } },
+    summary: "The knowledge base's last reindex: running or completed, with its counts",
+  },
+  {
     id: 'QueryKnowledgeBase',
     area: 'knowledge',
     method: 'POST',
@@ -809,7 +832,8 @@ export const AUTHORIZER = {
 export const WORKERS = {
   processing: {
     handler: 'lambdas/handlers/queue/process-documents.ts',
-    // Knowledge bases and retrieval configurations: the deletion job of a knowledge base ends with its row. Agents,
+    // Knowledge bases and retrieval configurations: the deletion job of a knowledge base ends with its row, and its
+    // reindex job moves on its row. Agents,
     // definitions and sessions: the deletion job of an agent removes them.
     access: {
       tables: {
@@ -828,7 +852,7 @@ export const WORKERS = {
   watchdog: {
     handler: 'lambdas/handlers/scheduled/watchdog.ts',
     // The bucket and the upload sessions: it deletes what uploads nobody completed wrote. Knowledge bases and
-    // agents: it resumes a deletion job whose message was lost.
+    // agents: it resumes a deletion job or a reindex whose message was lost.
     access: {
       tables: {
         documents: 'readWrite',

@@ -64,7 +64,17 @@ export const TABLES: Record<TableName, TableSchema> = {
   knowledgeBases: {
     partitionKey: 'agentId',
     sortKey: 'knowledgeBaseId',
-    indexes: [waitingIndex('deleting')],
+    indexes: [
+      waitingIndex('deleting'),
+      // Sparse: `reindexKey` exists only while a reindex runs, `reindexUpdatedAt` its last progress, so the
+      // watchdog finds a reindex whose message was lost (the row's own `updatedAt` is the knowledge base's).
+      {
+        indexName: 'reindexing',
+        partitionKey: { name: 'reindexKey' },
+        sortKey: { name: 'reindexUpdatedAt' },
+        nonKeyAttributes: [],
+      },
+    ],
   },
   /**
    * `tenantKey` = `<agentId>#<environment>#<knowledgeBaseId>`: one partition per dataset, which also holds the

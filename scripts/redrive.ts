@@ -33,6 +33,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { readEnginesFile } from '../lib/local/data-folder';
 import { LOCAL_REGION } from '../lib/local/engine-credentials';
+import { stackOutputs } from './stack-outputs';
 
 const USAGE =
   'usage: npm run redrive -- <processing|flow-run> [--peek] [--stage <stage> | --outputs <cdk-outputs.json> | ' +
@@ -220,32 +221,6 @@ interface Target {
   readonly sqs: SQSClient;
   readonly queueUrl: string;
   readonly local: boolean;
-}
-
-/** The stack's outputs through CloudFormation (DescribeStacks), when its client is installed. */
-async function stackOutputs(stackName: string): Promise<Record<string, string>> {
-  // Loaded by name: the CloudFormation client is a dev dependency of the deploy tooling, not of the functions.
-  const moduleName = '@aws-sdk/client-cloudformation';
-  let cloudFormation: {
-    CloudFormationClient: new (config: object) => { send(command: unknown): Promise<unknown>; destroy(): void };
-    DescribeStacksCommand: new (input: { StackName: string }) => unknown;
-  };
-  try {
-    cloudFormation = await import(moduleName);
-  } catch {
-    throw new Error(`${moduleName} is not installed: give --outputs <cdk-outputs.json> or --queue-url <url>`);
-  }
-  const client = new cloudFormation.CloudFormationClient({});
-  try {
-    const answer = (await client.send(new cloudFormation.DescribeStacksCommand({ StackName: stackName }))) as {
-      Stacks?: { Outputs?: { OutputKey?: string; OutputValue?: string }[] }[];
-    };
-    return Object.fromEntries(
-      (answer.Stacks?.[0]?.Outputs ?? []).map((output) => [output.OutputKey ?? '', output.OutputValue ?? '']),
-    );
-  } finally {
-    client.destroy();
-  }
 }
 
 async function target(queue: QueueName, values: Record<string, string | boolean | undefined>): Promise<Target> {

@@ -16,6 +16,11 @@ import {
   type KnowledgeBaseDeletionDeps,
   type KnowledgeBaseDeletionSettings,
 } from '#core/processing/knowledge-base-deletion';
+import {
+  DEFAULT_REINDEX_SETTINGS,
+  type KnowledgeBaseReindexDeps,
+  type KnowledgeBaseReindexSettings,
+} from '#core/processing/knowledge-base-reindex';
 import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '#core/processing/process-document';
 import type { ZipImportDeps } from '#core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '#ports/processing';
@@ -48,8 +53,13 @@ export function extractionLimits() {
 }
 
 let deletionSettings: KnowledgeBaseDeletionSettings | undefined;
+let reindexSettings: KnowledgeBaseReindexSettings | undefined;
 
-export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps & AgentDeletionDeps = {
+export const processingContainer: ProcessingDeps &
+  ZipImportDeps &
+  KnowledgeBaseDeletionDeps &
+  KnowledgeBaseReindexDeps &
+  AgentDeletionDeps = {
   get documents() {
     return container.documents;
   },
@@ -76,6 +86,12 @@ export const processingContainer: ProcessingDeps & ZipImportDeps & KnowledgeBase
       pageSize: positiveInteger('KNOWLEDGE_BASE_DELETION_PAGE_SIZE', DEFAULT_DELETION_SETTINGS.pageSize),
     };
     return deletionSettings;
+  },
+  get knowledgeBaseReindex(): KnowledgeBaseReindexSettings {
+    reindexSettings ??= {
+      pageSize: positiveInteger('KNOWLEDGE_BASE_REINDEX_PAGE_SIZE', DEFAULT_REINDEX_SETTINGS.pageSize),
+    };
+    return reindexSettings;
   },
   get blobs() {
     return container.blobs;

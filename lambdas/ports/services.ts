@@ -94,6 +94,16 @@ export type ProcessingMessage =
       readonly page: number;
     }
   /**
+   * One page of the reindex of a knowledge base (its `reindex` job): the `ready` documents of the page get their
+   * chunks written again from their stored objects. Each page queues the next.
+   */
+  | {
+      readonly kind: 'reindex-knowledge-base';
+      readonly agentId: string;
+      readonly knowledgeBaseId: string;
+      readonly page: number;
+    }
+  /**
    * One page of the deletion of an agent (`deleting`): its definitions, retrieval configurations, knowledge bases
    * (each by its own job) and sessions, then its row. Each page queues the next.
    */

@@ -207,6 +207,89 @@ export interface KnowledgeBaseRecord {
   /** Absent: in use. `deleting`: its deletion job runs; to every caller it no longer exists. */
   readonly status?: 'deleting';
   readonly deletion?: KnowledgeBaseDeletion;
+  /** The last reindex of its documents (core/processing/knowledge-base-reindex.ts), running or completed. */
+  readonly reindex?: KnowledgeBaseReindex;
+}
+
+/** Where a reindex goes on from: the environment, and the last document id of it done (null: its first). */
+export interface ReindexCursor {
+  readonly environment: Environment;
+  readonly after: string | null;
+}
+
+/** A document a reindex could not index again (it stays as it is: `ready`, with the chunks it had, if any). */
+export interface ReindexFailure {
+  readonly environment: Environment;
+  readonly documentId: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/**
+ * The reindex job of a knowledge base, on its row: `running` while pages go, `completed` once every environment
+ * was read through. Counters are of documents: `reindexed` (chunks written again), `skipped` (not `ready`: their
+ * own processing indexes them), `failed` (their stored object could not be chunked).
+ */
+export interface KnowledgeBaseReindex {
+  readonly status: 'running' | 'completed';
+  readonly startedAt: string;
+  /** Its last progress (the watchdog resumes a running job that has not moved for its timeout). */
+  readonly updatedAt: string;
+  readonly completedAt: string | null;
+  /** The environments (datasets) it reindexes, in order: one asked for, or all three. */
+  readonly environments: readonly Environment[];
+  /** The page the job is at: each queue message names its page, so a stale copy of an earlier one does nothing. */
+  readonly page: number;
+  /** Where the next page starts; null once completed. */
+  readonly cursor: ReindexCursor | null;
+  /**
+   * Pages still to take one document each, counting any error of it as a failure: set when the watchdog resumes the job
+   * (its page was lost, or failed every delivery), to the page size, so the span of the page that stalled is gone
+   * through one document at a time and a document that fails every attempt cannot hold the job. Absent: 0.
+   */
+  readonly slowPages?: number;
+  /** `ready` documents of the knowledge base when the job started (every environment). */
+  readonly total: number;
+  readonly reindexed: number;
+  readonly skipped: number;
+  readonly failed: number;
+  /** The first failures (at most REINDEX_FAILURES_KEPT). */
+  readonly failures: readonly ReindexFailure[];
+}
+
+/** What one move of a reindex adds to its job: a page's counts and next cursor, or (the watchdog) none. */
+export interface ReindexProgress {
+  /** Where the next page starts; null: the job is completed. */
+  readonly cursor: ReindexCursor | null;
+  readonly reindexed: number;
+  readonly skipped: number;
+  readonly failed: number;
+  readonly failures: readonly ReindexFailure[];
+  /** The job's `slowPages` after this move. */
+  readonly slowPages: number;
+}
+
+export const REINDEX_FAILURES_KEPT = 20;
+
+/** The job after one move (page + 1, `progress` added; cursor null: completed at `updatedAt`). */
+export function advancedReindex(
+  job: KnowledgeBaseReindex,
+  progress: ReindexProgress,
+  updatedAt: string,
+): KnowledgeBaseReindex {
+  return {
+    ...job,
+    page: job.page + 1,
+    updatedAt,
+    cursor: progress.cursor,
+    status: progress.cursor === null ? 'completed' : 'running',
+    completedAt: progress.cursor === null ? updatedAt : null,
+    reindexed: job.reindexed + progress.reindexed,
+    skipped: job.skipped + progress.skipped,
+    failed: job.failed + progress.failed,
+    failures: [...job.failures, ...progress.failures].slice(0, REINDEX_FAILURES_KEPT),
+    slowPages: progress.slowPages,
+  };
 }
 
 /** The deletion job of a knowledge base, kept on its row until the row itself goes (core/processing/knowledge-base-deletion.ts). */
@@ -255,6 +338,25 @@ export interface KnowledgeBaseStore {
   listDeleting(updatedBefore: string, limit: number): Promise<{ agentId: string; knowledgeBaseId: string }[]>;
   /** Removes the row, only while it is `deleting` (the job's last step); false when it is not. */
   removeDeleted(agentId: string, knowledgeBaseId: string): Promise<boolean>;
+  /**
+   * Starts a reindex job (replacing a completed one); undefined when the knowledge base is gone, being deleted, or
+   * a reindex of it is running.
+   */
+  startReindex(
+    agentId: string,
+    knowledgeBaseId: string,
+    job: KnowledgeBaseReindex,
+  ): Promise<KnowledgeBaseRecord | undefined>;
+  /** Moves a running reindex from `page` to `page + 1` with `progress`; false when it is not running at `page`. */
+  advanceReindex(
+    agentId: string,
+    knowledgeBaseId: string,
+    page: number,
+    progress: ReindexProgress,
+    updatedAt: string,
+  ): Promise<boolean>;
+  /** Knowledge bases whose running reindex last moved before `updatedBefore`, oldest first, at most `limit`. */
+  listReindexing(updatedBefore: string, limit: number): Promise<{ agentId: string; knowledgeBaseId: string }[]>;
 }
 
 /** Fields written when an upload's content becomes the document's content. */
@@ -420,9 +522,10 @@ export interface DocumentStore {
   list(ref: DatasetRef, query: DocumentListQuery): Promise<{ documents: DocumentRecord[]; next: string | null }>;
   /**
    * Every record of a dataset, reservations included (never the counters nor the records of owed work). `pageSize` bounds each read from the store, for a caller that
-   * stops early (the knowledge base deletion takes one page at a time).
+   * stops early (the knowledge base deletion takes one page at a time). In documentId order; `after`: only the
+   * records whose id sorts after it (a reindex goes on from there).
    */
-  listDataset(ref: DatasetRef, options?: { pageSize?: number }): AsyncIterable<DocumentRecord>;
+  listDataset(ref: DatasetRef, options?: { pageSize?: number; after?: string }): AsyncIterable<DocumentRecord>;
   /** Documents `uploaded` since before `updatedBefore`, oldest first, at most `limit`. */
   listPending(updatedBefore: string, limit: number): Promise<(DatasetRef & { documentId: string })[]>;
   /**

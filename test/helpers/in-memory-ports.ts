@@ -32,6 +32,7 @@ import type {
 import {
   type AgentRecord,
   type AgentStore,
+  advancedReindex,
   type CallbackSecrets,
   type ContentFields,
   DOCUMENT_LIST_SCAN,
@@ -43,6 +44,7 @@ import {
   type InvitationStore,
   type KnowledgeBaseDeletion,
   type KnowledgeBaseRecord,
+  type KnowledgeBaseReindex,
   type KnowledgeBaseStore,
   type MemberRecord,
   type MemberStore,
@@ -52,6 +54,7 @@ import {
   type OrganizationStore,
   type OwedWork,
   type OwedWorkRecord,
+  type ReindexProgress,
   type TokenRecord,
   type TokenStore,
   type UploadSessionStore,
@@ -341,6 +344,38 @@ export class InMemoryKnowledgeBaseStore implements KnowledgeBaseStore {
     if (this.records.get(this.key(agentId, knowledgeBaseId))?.status !== 'deleting') return false;
     return this.records.delete(this.key(agentId, knowledgeBaseId));
   }
+
+  async startReindex(agentId: string, knowledgeBaseId: string, job: KnowledgeBaseReindex) {
+    const record = this.inUse(agentId, knowledgeBaseId);
+    if (!record || record.reindex?.status === 'running') return undefined;
+    const updated: KnowledgeBaseRecord = { ...record, reindex: copy(job) };
+    this.records.set(this.key(agentId, knowledgeBaseId), updated);
+    return copy(updated);
+  }
+
+  async advanceReindex(
+    agentId: string,
+    knowledgeBaseId: string,
+    page: number,
+    progress: ReindexProgress,
+    updatedAt: string,
+  ) {
+    const record = this.records.get(this.key(agentId, knowledgeBaseId));
+    if (record?.reindex?.status !== 'running' || record.reindex.page !== page) return false;
+    this.records.set(this.key(agentId, knowledgeBaseId), {
+      ...record,
+      reindex: advancedReindex(record.reindex, copy(progress), updatedAt),
+    });
+    return true;
+  }
+
+  async listReindexing(updatedBefore: string, limit: number) {
+    return [...this.records.values()]
+      .filter((kb) => kb.reindex?.status === 'running' && kb.reindex.updatedAt < updatedBefore)
+      .sort((a, b) => (a.reindex?.updatedAt ?? '').localeCompare(b.reindex?.updatedAt ?? ''))
+      .slice(0, limit)
+      .map(({ agentId, knowledgeBaseId }) => ({ agentId, knowledgeBaseId }));
+  }
 }
 
 /** DocumentStore with the conditions of DynamoDocumentStore: reserved → uploaded → ready | failed. */
@@ -562,9 +597,10 @@ export class InMemoryDocumentStore implements DocumentStore {
     return { documents, next: null };
   }
 
-  async *listDataset(ref: DatasetRef): AsyncIterable<DocumentRecord> {
+  async *listDataset(ref: DatasetRef, options: { after?: string } = {}): AsyncIterable<DocumentRecord> {
     // DynamoDB returns a partition in sort-key order.
-    const ids = [...this.dataset(ref).keys()].sort();
+    const after = options.after;
+    const ids = [...this.dataset(ref).keys()].sort().filter((id) => after === undefined || id > after);
     for (const id of ids) {
       const doc = this.dataset(ref).get(id);
       if (doc) yield copy(doc);

@@ -108,6 +108,8 @@ export interface ServiceAndWorker {
   /** The runtime's first organization's token. */
   readonly call: ReturnType<typeof client>;
   readonly engines: EngineReader;
+  /** The runtime's data folder (its engines' files). */
+  readonly dataDir: string;
   /** Stops the worker, if one runs: queued work then waits (what callers see meanwhile is checked without a race). */
   stopWorker(): Promise<void>;
   /** Starts a worker, unless one runs. */
@@ -147,6 +149,9 @@ export function serviceAndWorker(prefix: string, workerEnv: Record<string, strin
     },
     get engines() {
       return ready().engines;
+    },
+    get dataDir() {
+      return ready().dataDir;
     },
     async stopWorker() {
       await worker?.stop();

@@ -349,6 +349,21 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body, f) => expect(body).toMatchObject({ knowledgeBaseId: f.kbToDelete, status: 'deleting' }),
   },
+  // The right cell starts the knowledge base's reindex (each fixture's once: ROUTES orders it before its GET).
+  ReindexKnowledgeBase: {
+    request: (f) => ({ params: kbPath(f), body: { environment: f.a.environment } }),
+    success: 202,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) =>
+      expect(body).toMatchObject({ knowledgeBaseId: f.a.knowledgeBaseId, environments: [f.a.environment] }),
+  },
+  GetKnowledgeBaseReindex: {
+    request: (f) => ({ params: kbPath(f) }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) =>
+      expect(body).toMatchObject({ knowledgeBaseId: f.a.knowledgeBaseId, environments: [f.a.environment] }),
+  },
   QueryKnowledgeBase: {
     request: (f) => ({ params: kbInEnvPath(f), body: { query: 'power button' } }),
     success: 200,

@@ -4,9 +4,16 @@ import { earlierEnd, excessOver, issuerOf, MAX_LINEAGE, requireRevocable } from 
 import { isPerson, requireOwner } from '#core/auth/people';
 import type { Scope } from '#core/auth/scopes';
 import { isExpired, issueToken } from '#core/auth/tokens';
-import { ForbiddenError, NotFoundError, UnauthorizedError } from '#core/errors';
+import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '#core/errors';
 import { rotatedSecrets } from '#core/flows/callback-signing';
+import type { Environment } from '#core/knowledge/fields';
 import { type DeletionJobView, startKnowledgeBaseDeletion } from '#core/processing/knowledge-base-deletion';
+import {
+  type KnowledgeBaseReindexDeps,
+  type ReindexView,
+  reindexView,
+  startKnowledgeBaseReindex,
+} from '#core/processing/knowledge-base-reindex';
 import {
   type Caller,
   requireAgent,
@@ -160,6 +167,46 @@ export async function deleteKnowledgeBase(
   const job = await startKnowledgeBaseDeletion(deps, kb);
   if (!job) throw new NotFoundError('KNOWLEDGE_BASE_NOT_FOUND', `Knowledge base ${knowledgeBaseId} was not found`);
   return job;
+}
+
+/**
+ * Starts a reindex of the knowledge base's `ready` documents (core/processing/knowledge-base-reindex.ts), of one
+ * environment or all three: 202 with the job. While one runs, 409 REINDEX_RUNNING (a reindex is not queued twice;
+ * GET …/reindex follows the running one).
+ */
+export async function reindexKnowledgeBase(
+  deps: Pick<DashboardDeps, 'agents' | 'knowledgeBases' | 'queue' | 'clock'> &
+    Pick<KnowledgeBaseReindexDeps, 'documents'>,
+  caller: Caller,
+  request: { agentId: string; knowledgeBaseId: string; environment?: Environment },
+): Promise<ReindexView> {
+  const kb = await requireKnowledgeBase(deps, caller, request.agentId, request.knowledgeBaseId);
+  const result = await startKnowledgeBaseReindex(deps, kb, request.environment ? [request.environment] : undefined);
+  if (result.started) return result.view;
+  if (result.reason === 'running') {
+    const running = result.view;
+    throw new ConflictError(
+      'REINDEX_RUNNING',
+      `A reindex of knowledge base ${request.knowledgeBaseId} is running` +
+        (running
+          ? ` (started ${running.startedAt}, ${running.reindexed + running.skipped + running.failed} of ${running.total} documents done)`
+          : ''),
+      [{ field: 'knowledgeBaseId', rule: 'reindex.running', message: 'wait for it to complete (GET …/reindex)' }],
+    );
+  }
+  throw new NotFoundError('KNOWLEDGE_BASE_NOT_FOUND', `Knowledge base ${request.knowledgeBaseId} was not found`);
+}
+
+/** The knowledge base's last reindex, running or completed; 404 REINDEX_NOT_FOUND when it was never reindexed. */
+export async function getKnowledgeBaseReindex(
+  deps: Pick<DashboardDeps, 'agents' | 'knowledgeBases'>,
+  caller: Caller,
+  agentId: string,
+  knowledgeBaseId: string,
+): Promise<ReindexView> {
+  const view = reindexView(await requireKnowledgeBase(deps, caller, agentId, knowledgeBaseId));
+  if (!view) throw new NotFoundError('REINDEX_NOT_FOUND', `Knowledge base ${knowledgeBaseId} was never reindexed`);
+  return view;
 }
 
 /**

@@ -1,13 +1,14 @@
 /** Runs the work of one queue message. Transient errors propagate, so the queue redelivers the message. */
 import { type AgentDeletionDeps, runAgentDeletionPage } from './agent-deletion';
 import { type KnowledgeBaseDeletionDeps, runKnowledgeBaseDeletionPage } from './knowledge-base-deletion';
+import { type KnowledgeBaseReindexDeps, runKnowledgeBaseReindexPage } from './knowledge-base-reindex';
 import type { ProcessingDeps, ProcessingOutcome } from './process-document';
 import { confirmIndexed, deleteDocumentChunks, processDocument, syncMetadata } from './process-document';
 import type { Work } from './work';
 import { importZip, type ZipImportDeps } from './zip-job';
 
 export async function runWork(
-  deps: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps & AgentDeletionDeps,
+  deps: ProcessingDeps & ZipImportDeps & KnowledgeBaseDeletionDeps & KnowledgeBaseReindexDeps & AgentDeletionDeps,
   work: Work,
 ): Promise<ProcessingOutcome> {
   if (work.kind === 'ignore') return 'skipped';
@@ -30,6 +31,8 @@ export async function runWork(
       return importZip(deps, message);
     case 'delete-knowledge-base':
       return runKnowledgeBaseDeletionPage(deps, message);
+    case 'reindex-knowledge-base':
+      return runKnowledgeBaseReindexPage(deps, message);
     case 'delete-agent':
       return runAgentDeletionPage(deps, message);
   }

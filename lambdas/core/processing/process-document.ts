@@ -92,11 +92,24 @@ function union(known: IndexedChunks, more: readonly ChunkGeneration[]): IndexedC
   return known === undefined ? undefined : more.reduce(withGeneration, [...known]);
 }
 
-/** The chunks of the document's current content, with its current metadata. */
-export async function buildChunks(deps: ProcessingDeps, doc: DocumentRecord): Promise<IndexedChunk[]> {
+/**
+ * The chunks of the document's current content, with its current metadata. A file over the limit is deleted, unless
+ * `keepTooLarge` (a reindex of a document that is `ready` leaves its stored content alone).
+ */
+export async function buildChunks(
+  deps: Pick<ProcessingDeps, 'blobs' | 'extractor' | 'embedder' | 'settings'>,
+  doc: DocumentRecord,
+  options: { keepTooLarge?: boolean } = {},
+): Promise<IndexedChunk[]> {
   const head = await deps.blobs.head(doc.objectKey);
   if (!head) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
   if (head.size > deps.settings.maxFileBytes) {
+    if (options.keepTooLarge) {
+      throw new ProcessingError(
+        'FILE_TOO_LARGE',
+        `The file is ${head.size} bytes; the limit is ${deps.settings.maxFileBytes} bytes.`,
+      );
+    }
     await deps.blobs.delete([doc.objectKey]);
     throw new ProcessingError(
       'FILE_TOO_LARGE',
@@ -198,13 +211,18 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: 
  * it is left alone there. False when the document moved on before its chunks were sent (nothing was indexed).
  * A record without `indexedChunks` (older than it) is not written first: the index searches for what it holds.
  */
-async function indexChunks(deps: ProcessingDeps, doc: DocumentRecord, chunks: IndexedChunk[]): Promise<boolean> {
+async function indexChunks(
+  deps: ProcessingDeps,
+  doc: DocumentRecord,
+  chunks: IndexedChunk[],
+  whileUploaded = true,
+): Promise<boolean> {
   const ref = refOf(doc);
   const generation: ChunkGeneration = { uploadId: doc.uploadId, count: chunks.length };
   const previous = doc.indexedChunks;
   if (previous !== undefined) {
     const ahead = withGeneration(previous, generation);
-    const written = await deps.documents.recordIndexedChunks(ref, ref.documentId, doc.uploadId, ahead, true);
+    const written = await deps.documents.recordIndexedChunks(ref, ref.documentId, doc.uploadId, ahead, whileUploaded);
     if (!written) return false;
   }
   await deps.index.replaceDocument(ref, chunks, { uploadId: doc.uploadId, previous });
@@ -322,4 +340,66 @@ export async function deleteDocumentChunks(
   }
   if (owed) await deps.documents.settleOwed(ref, ref.documentId, 'delete-document', owed.since);
   return recreated && !removedOld ? 'skipped' : 'ready';
+}
+
+/** How often a reindex follows a document whose content changed while its chunks were written (then gives up). */
+const REINDEX_FOLLOWS = 3;
+
+/**
+ * A reindex of one document (core/processing/knowledge-base-reindex.ts): the chunks of its stored content are
+ * built again and written to the index in place of whatever it holds of them, the way processing writes them
+ * (`indexedChunks` ahead, then the index, then narrowed), and its status, counts and `updatedAt` are left alone.
+ * Only a `ready` document is reindexed: one `uploaded` is indexed by its own processing, a failed one has no chunks.
+ * Throws ProcessingError when its stored object cannot be chunked (its record and chunks stay as they were).
+ *
+ * Processing, a delete or a metadata change may run at the same time. After the write the record is read again:
+ * deleted or failed meanwhile, what was written is removed; metadata changed meanwhile, it is set on the chunks; new
+ * content meanwhile, an index that names chunks by upload (Bedrock) removes this upload's, and one that keeps chunks
+ * by document (whose new content's chunks this write may have replaced) gets the new content's chunks written
+ * again, which its processing would write too.
+ */
+export async function reindexDocument(deps: ProcessingDeps, ready: DocumentRecord): Promise<'reindexed' | 'skipped'> {
+  const ref = refOf(ready);
+  let doc = ready;
+  if (doc.status !== 'ready') return 'skipped';
+  for (let follow = 0; follow < REINDEX_FOLLOWS; follow++) {
+    const chunks = await buildChunks(deps, doc, { keepTooLarge: true });
+    if (!(await indexChunks(deps, doc, chunks, false))) {
+      // It moved on before the chunks were sent: nothing was written.
+      const now = await deps.documents.get(ref, ref.documentId);
+      if (now?.status !== 'ready' || deps.index.deleteUploads) return 'skipped';
+      doc = now;
+      continue;
+    }
+    const generation: ChunkGeneration = { uploadId: doc.uploadId, count: chunks.length };
+    const now = await deps.documents.get(ref, ref.documentId);
+    if (!now || now.status === 'reserved') {
+      await deps.index.deleteDocument(ref, union(doc.indexedChunks, [generation]));
+      return 'skipped';
+    }
+    if (now.uploadId === doc.uploadId) {
+      if (now.status === 'failed') {
+        await removeChunksOfFailed(deps, ref, union(now.indexedChunks, [generation]));
+        return 'skipped';
+      }
+      if (!sameMetadata(chunkMetadataOf(now), chunkMetadataOf(doc))) {
+        await deps.index.updateDocumentMetadata(ref, chunkMetadataOf(now), {
+          uploadId: now.uploadId,
+          indexed: now.indexedChunks,
+        });
+      }
+      return doc === ready ? 'reindexed' : 'skipped';
+    }
+    if (deps.index.deleteUploads) {
+      await deps.index.deleteUploads(ref, [generation]);
+      return 'skipped';
+    }
+    if (now.status === 'failed') {
+      await removeChunksOfFailed(deps, ref, union(now.indexedChunks, [generation]));
+      return 'skipped';
+    }
+    // New content (`uploaded` or `ready`) in an index that keeps chunks by document: its chunks are written again.
+    doc = now;
+  }
+  return 'skipped';
 }

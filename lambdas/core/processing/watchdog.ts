@@ -5,7 +5,8 @@
  * ZIP imports alike: a job whose archive is not read through `timeoutSeconds` after its last change (its message
  * lost, or dead-lettered after the import was cut off three times) is queued again once, then `failed` with
  * IMPORT_FAILED; the documents it had created by then go on as any other.
- * Knowledge base deletions: a job that has not moved for `timeoutSeconds` is resumed (knowledge-base-deletion.ts).
+ * Knowledge base deletions and reindexes: a job that has not moved for `timeoutSeconds` is resumed
+ * (knowledge-base-deletion.ts, knowledge-base-reindex.ts).
  * Owed work (a document's erasure after its delete, its chunks' metadata after a change): work not done
  * `timeoutSeconds` after it was owed, or after the watchdog last queued it, is queued again, as often as it stalls
  * (each message is idempotent, and neither work has a failed outcome: a delete always ends erased).
@@ -15,6 +16,11 @@ import type { AgentStore, KnowledgeBaseStore, OwedWork } from '#ports/stores';
 import type { ZipJobStore } from '#ports/zip-jobs';
 import { resumeStuckAgentDeletions } from './agent-deletion';
 import { resumeStuckDeletions } from './knowledge-base-deletion';
+import {
+  DEFAULT_REINDEX_SETTINGS,
+  type KnowledgeBaseReindexSettings,
+  resumeStuckReindexes,
+} from './knowledge-base-reindex';
 import { failStuck, type ProcessingDeps } from './process-document';
 import { wasRead } from './zip-job';
 
@@ -24,6 +30,7 @@ export interface WatchdogReport {
   readonly importsRetried: number;
   readonly importsFailed: number;
   readonly deletionsResumed: number;
+  readonly reindexesResumed: number;
   readonly agentDeletionsResumed: number;
   /** Erasures of deleted documents queued again. */
   readonly erasuresRequeued: number;
@@ -37,6 +44,8 @@ export async function runWatchdog(
     /** Absent where only documents and imports are watched (tests of those races). */
     readonly knowledgeBases?: KnowledgeBaseStore;
     readonly agents?: AgentStore;
+    /** The page size a resumed reindex goes through one document at a time (default: DEFAULT_REINDEX_SETTINGS). */
+    readonly knowledgeBaseReindex?: KnowledgeBaseReindexSettings;
   },
   options: { timeoutSeconds: number; maxRetries?: number; batch?: number },
 ): Promise<WatchdogReport> {
@@ -101,6 +110,16 @@ export async function runWatchdog(
         { timeoutSeconds: options.timeoutSeconds, batch: options.batch },
       )
     : 0;
+  const reindexesResumed = knowledgeBases
+    ? await resumeStuckReindexes(
+        { knowledgeBases, queue: deps.queue, clock: deps.clock },
+        {
+          timeoutSeconds: options.timeoutSeconds,
+          batch: options.batch,
+          pageSize: (deps.knowledgeBaseReindex ?? DEFAULT_REINDEX_SETTINGS).pageSize,
+        },
+      )
+    : 0;
   const { agents } = deps;
   const agentDeletionsResumed = agents
     ? await resumeStuckAgentDeletions(
@@ -115,6 +134,7 @@ export async function runWatchdog(
     importsRetried,
     importsFailed,
     deletionsResumed,
+    reindexesResumed,
     agentDeletionsResumed,
     erasuresRequeued: owed['delete-document'],
     metadataSyncsRequeued: owed['sync-metadata'],

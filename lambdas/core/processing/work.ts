@@ -27,6 +27,7 @@ const MESSAGE_KINDS = new Set([
   'delete-document',
   'process-zip',
   'delete-knowledge-base',
+  'reindex-knowledge-base',
   'delete-agent',
 ]);
 

@@ -45,6 +45,8 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   GetKnowledgeBase: dashboard.knowledgeBasePathSchema,
   UpdateKnowledgeBase: dashboard.updateKnowledgeBaseSchema,
   DeleteKnowledgeBase: dashboard.knowledgeBasePathSchema,
+  ReindexKnowledgeBase: dashboard.reindexKnowledgeBaseSchema,
+  GetKnowledgeBaseReindex: dashboard.knowledgeBasePathSchema,
   CreateToken: dashboard.createTokenSchema,
   ListTokens: dashboard.noInputSchema,
   RevokeToken: dashboard.tokenPathSchema,

@@ -585,11 +585,15 @@ export class DynamoDocumentStore implements DocumentStore {
     }
   }
 
-  async *listDataset(ref: DatasetRef, options: { pageSize?: number } = {}): AsyncIterable<DocumentRecord> {
+  async *listDataset(
+    ref: DatasetRef,
+    options: { pageSize?: number; after?: string } = {},
+  ): AsyncIterable<DocumentRecord> {
+    const after = options.after !== undefined;
     for await (const item of queryAll<Record<string, unknown>>(this.client, {
       TableName: this.tableName,
-      KeyConditionExpression: 'tenantKey = :t',
-      ExpressionAttributeValues: { ':t': tenantKey(ref) },
+      KeyConditionExpression: after ? 'tenantKey = :t AND documentId > :after' : 'tenantKey = :t',
+      ExpressionAttributeValues: { ':t': tenantKey(ref), ...(after ? { ':after': options.after } : {}) },
       ...(options.pageSize ? { Limit: options.pageSize } : {}),
     })) {
       // The counters and the records of owed work are no documents.

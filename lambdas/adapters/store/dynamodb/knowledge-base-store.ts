@@ -1,17 +1,34 @@
 /**
- * KnowledgeBaseStore on DynamoDB: knowledge bases by agent, and the deletion job a knowledge base being deleted
- * carries (lib/tables.ts).
+ * KnowledgeBaseStore on DynamoDB: knowledge bases by agent, the deletion job a knowledge base being deleted carries,
+ * and its reindex job (lib/tables.ts). While a reindex runs, `reindexKey` and `reindexUpdatedAt` (its last progress)
+ * put the row in the sparse index `reindexing`, where the watchdog finds a job that stopped moving.
  */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import type { Environment } from '#core/knowledge/fields';
-import type { KnowledgeBaseDeletion, KnowledgeBaseRecord, KnowledgeBaseStore } from '#ports/stores';
+import {
+  advancedReindex,
+  type KnowledgeBaseDeletion,
+  type KnowledgeBaseRecord,
+  type KnowledgeBaseReindex,
+  type KnowledgeBaseStore,
+  type ReindexProgress,
+} from '#ports/stores';
 import { DELETING, DeletionJobRows } from './deletion-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
-import { collect, queryAll } from './queries';
+import { collect, queryAll, unlessIndexMissing } from './queries';
+
+/** Value of `reindexKey` while a reindex runs. */
+const REINDEXING = 'reindexing';
 
 function knowledgeBaseOf(item: Record<string, unknown> | undefined): KnowledgeBaseRecord | undefined {
   if (!item) return undefined;
-  const { pendingKey: _pending, ...record } = item;
+  const { pendingKey: _pending, reindexKey: _reindexing, reindexUpdatedAt: _progress, ...record } = item;
   return record as unknown as KnowledgeBaseRecord;
 }
 
@@ -128,5 +145,82 @@ export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
 
   removeDeleted(agentId: string, knowledgeBaseId: string): Promise<boolean> {
     return this.jobs.remove({ agentId, knowledgeBaseId });
+  }
+
+  async startReindex(
+    agentId: string,
+    knowledgeBaseId: string,
+    job: KnowledgeBaseReindex,
+  ): Promise<KnowledgeBaseRecord | undefined> {
+    return unlessConditionFails(async () => {
+      const { Attributes } = await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          UpdateExpression: 'SET #reindex = :job, reindexKey = :key, reindexUpdatedAt = :now',
+          ConditionExpression:
+            'attribute_exists(knowledgeBaseId) AND attribute_not_exists(#status) AND ' +
+            '(attribute_not_exists(#reindex) OR #reindex.#status <> :running)',
+          ExpressionAttributeNames: { '#status': 'status', '#reindex': 'reindex' },
+          ExpressionAttributeValues: { ':job': job, ':key': REINDEXING, ':now': job.updatedAt, ':running': 'running' },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return knowledgeBaseOf(Attributes);
+    });
+  }
+
+  async advanceReindex(
+    agentId: string,
+    knowledgeBaseId: string,
+    page: number,
+    progress: ReindexProgress,
+    updatedAt: string,
+  ): Promise<boolean> {
+    const kb = await this.get(agentId, knowledgeBaseId);
+    if (kb?.reindex?.status !== 'running' || kb.reindex.page !== page) return false;
+    const job = advancedReindex(kb.reindex, progress, updatedAt);
+    const running = job.status === 'running';
+    // Conditional on the page read: of two copies of a page, or a page and the watchdog, one moves the job.
+    const written = await unlessConditionFails(() =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { agentId, knowledgeBaseId },
+          UpdateExpression: running
+            ? 'SET #reindex = :job, reindexUpdatedAt = :now'
+            : 'SET #reindex = :job REMOVE reindexKey, reindexUpdatedAt',
+          ConditionExpression: '#reindex.#status = :running AND #reindex.#page = :page',
+          ExpressionAttributeNames: { '#reindex': 'reindex', '#status': 'status', '#page': 'page' },
+          ExpressionAttributeValues: {
+            ':job': job,
+            ':running': 'running',
+            ':page': page,
+            ...(running ? { ':now': updatedAt } : {}),
+          },
+        }),
+      ),
+    );
+    return written !== undefined;
+  }
+
+  async listReindexing(updatedBefore: string, limit: number): Promise<{ agentId: string; knowledgeBaseId: string }[]> {
+    const { Items } = await unlessIndexMissing(
+      () =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            IndexName: 'reindexing',
+            KeyConditionExpression: 'reindexKey = :k AND reindexUpdatedAt < :before',
+            ExpressionAttributeValues: { ':k': REINDEXING, ':before': updatedBefore },
+            Limit: limit,
+          }),
+        ),
+      { Items: [] } as { Items?: Record<string, unknown>[] },
+    );
+    return (Items ?? []).map((item) => ({
+      agentId: String(item.agentId),
+      knowledgeBaseId: String(item.knowledgeBaseId),
+    }));
   }
 }

@@ -1,7 +1,7 @@
 /** Request schemas of the dashboard endpoints. */
 import * as z from 'zod';
 import { SCOPES } from '#core/auth/scopes';
-import { uuid } from '#core/knowledge/fields';
+import { environment, uuid } from '#core/knowledge/fields';
 
 const trimmed = (max: number) => z.string().trim().min(1).max(max);
 
@@ -10,6 +10,13 @@ export const noInputSchema = z.strictObject({});
 export const agentPathSchema = z.strictObject({ agentId: uuid });
 export const renameAgentSchema = z.strictObject({ agentId: uuid, displayName: trimmed(200) });
 export const knowledgeBasePathSchema = z.strictObject({ agentId: uuid, knowledgeBaseId: uuid });
+
+/** POST …/reindex: one environment's dataset, or (no body, or no `environment`) all three. */
+export const reindexKnowledgeBaseSchema = z.strictObject({
+  agentId: uuid,
+  knowledgeBaseId: uuid,
+  environment: environment.optional(),
+});
 
 export const createKnowledgeBaseSchema = z.strictObject({
   agentId: uuid,

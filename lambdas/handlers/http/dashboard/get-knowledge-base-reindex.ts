@@ -1,0 +1,8 @@
+import { container } from '#composition/container';
+import { getKnowledgeBaseReindex } from '#core/dashboard/dashboard';
+import { httpHandler } from '#shared/http';
+import { knowledgeBasePathSchema } from './schemas';
+
+export const handler = httpHandler('GetKnowledgeBaseReindex', knowledgeBasePathSchema, async (input, caller) => ({
+  body: { ...(await getKnowledgeBaseReindex(container, caller, input.agentId, input.knowledgeBaseId)) },
+}));
