@@ -185,10 +185,7 @@ export function readConfig(app: App): AppConfig {
   if (knowledgeIndex !== 'bedrock' && knowledgeIndex !== 'dynamodb') {
     throw new Error(`Invalid context knowledgeIndex=${JSON.stringify(knowledgeIndex)}: expected bedrock or dynamodb`);
   }
-  const waf: unknown = setting('waf') ?? 'on';
-  if (waf !== 'on' && waf !== 'off' && waf !== true && waf !== false) {
-    throw new Error(`Invalid context waf=${JSON.stringify(waf)}: expected on or off`);
-  }
+  const waf = contextSwitch(setting, 'waf', true);
   const rawLimit: unknown = setting('wafRateLimit') ?? DEFAULT_RATE_LIMIT_PER_5_MINUTES;
   const wafRateLimit = typeof rawLimit === 'string' && /^\d+$/.test(rawLimit) ? Number(rawLimit) : rawLimit;
   if (typeof wafRateLimit !== 'number' || !Number.isInteger(wafRateLimit) || wafRateLimit < 10 || wafRateLimit > 2e9) {
@@ -200,10 +197,7 @@ export function readConfig(app: App): AppConfig {
   if (signUp !== 'open' && signUp !== 'invite') {
     throw new Error(`Invalid context signUp=${JSON.stringify(signUp)}: expected open or invite`);
   }
-  const consoleSite: unknown = setting('console') ?? 'on';
-  if (consoleSite !== 'on' && consoleSite !== 'off' && consoleSite !== true && consoleSite !== false) {
-    throw new Error(`Invalid context console=${JSON.stringify(consoleSite)}: expected on or off`);
-  }
+  const consoleSite = contextSwitch(setting, 'console', true);
   const rawCors: unknown = setting('corsAllowedOrigins') ?? '';
   if (typeof rawCors !== 'string') {
     throw new Error(`Invalid context corsAllowedOrigins=${JSON.stringify(rawCors)}: expected comma-separated origins`);
@@ -281,8 +275,8 @@ export function readConfig(app: App): AppConfig {
     knowledgeIndex,
     signUp,
     cors,
-    waf: waf === 'on' || waf === true,
-    console: consoleSite === 'on' || consoleSite === true,
+    waf,
+    console: consoleSite,
     wafRateLimit,
     models: modelList as string[],
     ...(openAiCompatible ? { openAiCompatible } : {}),

@@ -33,7 +33,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { readEnginesFile } from '../lib/local/data-folder';
 import { LOCAL_REGION } from '../lib/local/engine-credentials';
-import { stackOutputs } from './stack-outputs';
+import { runMain, stackOutputs, withLocalDefault } from './operator';
 
 const USAGE =
   'usage: npm run redrive -- <processing|flow-run> [--peek] [--stage <stage> | --outputs <cdk-outputs.json> | ' +
@@ -254,10 +254,7 @@ async function target(queue: QueueName, values: Record<string, string | boolean 
 export async function main(argv: readonly string[], print: Print = console.log): Promise<number> {
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof OPTIONS }>>;
   try {
-    // `--local` alone (or before another option) means the default DATA_DIR.
-    const args = argv.map((arg, i) =>
-      arg === '--local' && (i + 1 >= argv.length || argv[i + 1].startsWith('--')) ? '--local=' : arg,
-    );
+    const args = withLocalDefault(argv);
     parsed = parseArgs({ args, allowPositionals: true, options: OPTIONS });
   } catch (error) {
     console.error(`${(error as Error).message}\n${USAGE}`);
@@ -301,12 +298,4 @@ const OPTIONS = {
   rate: { type: 'string' },
 } as const;
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (error: unknown) => {
-      console.error(error instanceof Error ? error.message : error);
-      process.exit(1);
-    },
-  );
-}
+runMain(module, main);

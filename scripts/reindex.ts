@@ -25,7 +25,7 @@ import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 import { reindexView, startKnowledgeBaseReindex } from '#core/processing/knowledge-base-reindex';
 import { readEnginesFile } from '../lib/local/data-folder';
 import { LOCAL_REGION } from '../lib/local/engine-credentials';
-import { requiredOutputs } from './stack-outputs';
+import { requiredOutputs, runMain, withLocalDefault } from './operator';
 
 const USAGE =
   'usage: npm run reindex -- [--stage <stage> | --outputs <cdk-outputs.json> | --local [DATA_DIR]] ' +
@@ -159,10 +159,7 @@ const OPTIONS = {
 export async function main(argv: readonly string[], print: Print = console.log): Promise<number> {
   let values: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS }>>['values'];
   try {
-    // `--local` alone (or before another option) means the default DATA_DIR.
-    const args = argv.map((arg, i) =>
-      arg === '--local' && (i + 1 >= argv.length || argv[i + 1].startsWith('--')) ? '--local=' : arg,
-    );
+    const args = withLocalDefault(argv);
     values = parseArgs({ args, options: OPTIONS }).values;
   } catch (error) {
     console.error(`${(error as Error).message}\n${USAGE}`);
@@ -196,12 +193,4 @@ export async function main(argv: readonly string[], print: Print = console.log):
   }
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (error: unknown) => {
-      console.error(error instanceof Error ? error.message : error);
-      process.exit(1);
-    },
-  );
-}
+runMain(module, main);

@@ -32,6 +32,7 @@ import { TABLES } from '../../lib/tables';
 import { inMemoryBlobStore } from '../helpers/blobs';
 import { NO_METADATA } from '../helpers/chunks';
 import { type LocalDynamo, startDynalite } from '../helpers/dynalite';
+import { knowledgeBaseFixture, type QueuedMessage, recordingQueue } from '../helpers/job-harness';
 
 let dynamo: LocalDynamo;
 let dir: string;
@@ -66,7 +67,7 @@ interface Harness {
   readonly kb: KnowledgeBaseRecord;
   readonly objects: Map<string, Buffer>;
   /** Messages queued and not yet delivered, with their delay. */
-  readonly queued: { message: ProcessingMessage; delaySeconds?: number }[];
+  readonly queued: QueuedMessage[];
   /** Delivers the oldest queued message; what the job answered. */
   deliverNext(): Promise<string>;
   /** Delivers until the queue is empty; how many messages that took. */
@@ -76,18 +77,10 @@ interface Harness {
 
 async function harness(overrides: Partial<KnowledgeBaseDeletionDeps> = {}, pageSize = 3): Promise<Harness> {
   kbs += 1;
-  const kb: KnowledgeBaseRecord = {
-    organizationId: 'org-1',
-    agentId: 'agent-1',
-    knowledgeBaseId: `kb-${kbs}`,
-    name: 'Manuals',
-    description: null,
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: '2026-01-01T00:00:00.000Z',
-  };
+  const kb = knowledgeBaseFixture(`kb-${kbs}`);
   await knowledgeBases.put(kb);
   const objects = new Map<string, Buffer>();
-  const queued: Harness['queued'] = [];
+  const { queue, queued } = recordingQueue();
   const h: Harness = {
     kb,
     objects,
@@ -100,14 +93,7 @@ async function harness(overrides: Partial<KnowledgeBaseDeletionDeps> = {}, pageS
       retrievalConfigs,
       blobs: inMemoryBlobStore(objects),
       index,
-      queue: {
-        send: async (message, options) => {
-          queued.push({ message, delaySeconds: options?.delaySeconds });
-        },
-        sendAll: async (messages) => {
-          for (const message of messages) queued.push({ message });
-        },
-      },
+      queue,
       clock: { now: () => h.now },
       knowledgeBaseDeletion: { pageSize, importWaitSeconds: 10 },
       ...overrides,

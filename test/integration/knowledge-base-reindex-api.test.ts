@@ -40,6 +40,19 @@ async function found(dataset: Dataset, query: string): Promise<string[]> {
   return answer.body.results.map((hit) => hit.metadata.documentId);
 }
 
+/** The index loses every chunk of the datasets (what an index replacement does), written from a process of its own. */
+async function loseChunks(datasets: readonly Dataset[]): Promise<void> {
+  const index = await LanceKnowledgeIndex.open(join(harness.dataDir, 'index'));
+  try {
+    for (const dataset of datasets) {
+      for (const chunk of await index.listChunks(dataset)) await index.deleteDocument(chunk);
+      expect(await index.listChunks(dataset)).toEqual([]);
+    }
+  } finally {
+    await index.close();
+  }
+}
+
 async function documentOf(dataset: Dataset, s3Key: string) {
   return (await call('GET', '/api/v1/knowledge/documents', { query: { ...dataset, s3Key } })).body;
 }
@@ -64,13 +77,7 @@ it('writes every ready document to an index that lost them, as a job with a stat
 
   // No worker from here; the index loses the knowledge base's chunks.
   await harness.stopWorker();
-  const index = await LanceKnowledgeIndex.open(join(harness.dataDir, 'index'));
-  try {
-    for (const chunk of await index.listChunks(dataset)) await index.deleteDocument(chunk);
-    expect(await index.listChunks(dataset)).toEqual([]);
-  } finally {
-    await index.close();
-  }
+  await loseChunks([dataset]);
   expect(
     await pollUntil(
       () => found(dataset, 'printer paper grams'),
@@ -157,14 +164,7 @@ it('npm run reindex starts a reindex of every knowledge base of the stage, once,
   );
   const secondDoc = await readyDocument(call, second, 'toaster.txt', 'The toaster browns bread on six levels.');
   await harness.stopWorker();
-  const index = await LanceKnowledgeIndex.open(join(harness.dataDir, 'index'));
-  try {
-    for (const dataset of [first, second]) {
-      for (const chunk of await index.listChunks(dataset)) await index.deleteDocument(chunk);
-    }
-  } finally {
-    await index.close();
-  }
+  await loseChunks([first, second]);
   expect(
     await pollUntil(
       () => found(first, 'kettle water boils'),

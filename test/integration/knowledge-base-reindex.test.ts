@@ -31,6 +31,7 @@ import type { KnowledgeBaseRecord } from '#ports/stores';
 import { TABLES } from '../../lib/tables';
 import { inMemoryBlobStore } from '../helpers/blobs';
 import { type LocalDynamo, startDynalite } from '../helpers/dynalite';
+import { knowledgeBaseFixture, type QueuedMessage, recordingQueue } from '../helpers/job-harness';
 
 type ReindexMessage = Extract<ProcessingMessage, { kind: 'reindex-knowledge-base' }>;
 
@@ -72,7 +73,7 @@ interface Harness {
   deps: KnowledgeBaseReindexDeps;
   readonly kb: KnowledgeBaseRecord;
   readonly objects: Map<string, Buffer>;
-  readonly queued: ProcessingMessage[];
+  readonly queued: QueuedMessage[];
   /** Delivers the oldest queued reindex page; what it answered. */
   deliverNext(): Promise<string>;
   /** Delivers until no reindex page is queued; how many pages that took. */
@@ -82,18 +83,10 @@ interface Harness {
 
 async function harness(pageSize = 3): Promise<Harness> {
   kbs += 1;
-  const kb: KnowledgeBaseRecord = {
-    organizationId: 'org-1',
-    agentId: 'agent-1',
-    knowledgeBaseId: `kb-${kbs}`,
-    name: 'Manuals',
-    description: null,
-    createdAt: '2026-01-01T00:00:00.000Z',
-    updatedAt: '2026-01-01T00:00:00.000Z',
-  };
+  const kb = knowledgeBaseFixture(`kb-${kbs}`);
   await knowledgeBases.put(kb);
   const objects = new Map<string, Buffer>();
-  const queued: ProcessingMessage[] = [];
+  const { queue, queued } = recordingQueue();
   const h: Harness = {
     kb,
     objects,
@@ -108,27 +101,20 @@ async function harness(pageSize = 3): Promise<Harness> {
       embedder: null,
       metrics: NO_METRICS,
       settings: { maxFileBytes: 1_000_000, confirmAttempts: 1, confirmDelaySeconds: 1 },
-      queue: {
-        send: async (message) => {
-          queued.push(message);
-        },
-        sendAll: async (messages) => {
-          queued.push(...messages);
-        },
-      },
+      queue,
       clock: { now: () => h.now },
       knowledgeBaseReindex: { pageSize },
     },
     async deliverNext() {
-      const at = queued.findIndex((message) => message.kind === 'reindex-knowledge-base');
+      const at = queued.findIndex(({ message }) => message.kind === 'reindex-knowledge-base');
       if (at < 0) throw new Error('no reindex page queued');
-      const [message] = queued.splice(at, 1);
+      const [{ message }] = queued.splice(at, 1);
       h.now = new Date(h.now.getTime() + 1000);
       return runKnowledgeBaseReindexPage(h.deps, message as ReindexMessage);
     },
     async deliverAll() {
       let delivered = 0;
-      while (queued.some((message) => message.kind === 'reindex-knowledge-base')) {
+      while (queued.some(({ message }) => message.kind === 'reindex-knowledge-base')) {
         await h.deliverNext();
         delivered += 1;
         if (delivered > 100) throw new Error('the job does not end');
@@ -233,7 +219,7 @@ it('makes every ready document retrievable again from an empty index, page by pa
     view: { knowledgeBaseId: h.kb.knowledgeBaseId, status: 'running', total: 10, reindexed: 0, completedAt: null },
   });
   expect(started.view?.environments).toEqual([...ENVIRONMENTS]);
-  const first = h.queued[0] as ReindexMessage;
+  const first = h.queued[0].message as ReindexMessage;
   expect(await h.deliverNext()).toBe('ready');
   expect(await jobOf(h)).toMatchObject({ status: 'running', page: 1, reindexed: 3, skipped: 0, failed: 0 });
   // A second start while it runs is refused, and the job is not queued twice.
@@ -313,13 +299,15 @@ it('goes on after a page cut off half-way, counts a document whose file is gone,
 
   // The next page's message is lost. Before the timeout the watchdog leaves the job alone; after it, it moves the
   // job on and queues the next page itself, and a late copy of the lost one then does nothing.
-  const lost = h.queued.shift() as ReindexMessage;
+  const lost = h.queued.shift()?.message as ReindexMessage;
   const watchdog = () => runWatchdog({ ...h.deps, zipJobs }, { timeoutSeconds: 60 });
   expect((await watchdog()).reindexesResumed).toBe(0);
   h.now = new Date(h.now.getTime() + 61_000);
   expect((await watchdog()).reindexesResumed).toBe(1);
   // (The watchdog retries an `uploaded` document of an earlier test as well: the tables are shared.)
-  expect(h.queued.filter((message) => message.kind === 'reindex-knowledge-base')).toEqual([{ ...lost, page: 2 }]);
+  expect(h.queued.filter(({ message }) => message.kind === 'reindex-knowledge-base')).toEqual([
+    { message: { ...lost, page: 2 } },
+  ]);
   expect(await runKnowledgeBaseReindexPage(h.deps, lost)).toBe('skipped');
   await h.deliverAll();
 
@@ -412,7 +400,7 @@ it('passes over a document that fails every attempt once the watchdog resumed th
     },
   };
   await startKnowledgeBaseReindex(h.deps, h.kb, ['development']);
-  const page0 = h.queued.shift() as ProcessingMessage;
+  const page0 = h.queued.shift() as QueuedMessage;
   for (let delivery = 0; delivery < 5; delivery++) {
     h.queued.push(page0);
     await expect(h.deliverNext()).rejects.toThrow('extractor crashed');

@@ -187,16 +187,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
       .map((detail) => idOf(detail) as string);
     await this.delete(ref.environment, stale, existing);
 
-    const details = await this.getDocuments(ref.environment, ids);
-    const missing = new Set(ids.filter((id) => !details.has(id) || LEAVING.has(details.get(id)?.status ?? '')));
-    if (missing.size > 0) {
-      // A fresh token: the deterministic one is exactly what Bedrock took for a duplicate.
-      await this.ingest(
-        ref.environment,
-        documents.filter((_, i) => missing.has(ids[i])),
-        () => randomUUID(),
-      );
-    }
+    await this.ingestMissing(ref.environment, documents, ids);
     this.remember(ref, ids);
   }
 
@@ -279,6 +270,28 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
    * check; the check also answers the count that follows), plus 2 per 10 chunks removed (look up, delete). `previous` undefined (an older record): the data source is listed once to find
    * what else the document has there, the older content-named ids included.
    */
+  /**
+   * Ingests again, with a fresh token, those of `documents` (whose ids are `ids`) Bedrock does not hold or is removing:
+   * an ingest it took for a duplicate of an earlier one (the deterministic token) whose documents were deleted since.
+   * Returns what it found of them before.
+   */
+  private async ingestMissing(
+    environment: DocumentRef['environment'],
+    documents: readonly ReturnType<typeof toBedrockDocument>[],
+    ids: readonly string[],
+  ) {
+    const details = await this.getDocuments(environment, ids);
+    const missing = new Set(ids.filter((id) => !details.has(id) || LEAVING.has(details.get(id)?.status ?? '')));
+    if (missing.size > 0) {
+      await this.ingest(
+        environment,
+        documents.filter((_, i) => missing.has(ids[i])),
+        () => randomUUID(),
+      );
+    }
+    return details;
+  }
+
   private async replaceUpload(
     ref: DocumentRef,
     chunks: readonly IndexedChunk[],
@@ -305,15 +318,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
       ).filter((id) => !keep.has(id));
       await this.deleteIds(ref.environment, [...uploadChunkIds(ref, others), ...beyond]);
     }
-    const details = await this.getDocuments(ref.environment, ids);
-    const missing = new Set(ids.filter((id) => !details.has(id) || LEAVING.has(details.get(id)?.status ?? '')));
-    if (missing.size > 0) {
-      await this.ingest(
-        ref.environment,
-        documents.filter((_, i) => missing.has(ids[i])),
-        () => randomUUID(),
-      );
-    }
+    const details = await this.ingestMissing(ref.environment, documents, ids);
     this.remember(ref, ids);
     let indexed = 0;
     for (const detail of details.values()) if (detail.status === INDEXED) indexed++;

@@ -3,9 +3,9 @@
  * kept the same way in both tables: `status: deleting`, `deletion.page`, `updatedAt` (the job's last progress), and
  * `pendingKey` for the table's sparse `deleting` index, through which the watchdog finds a job that stopped moving.
  */
-import { DeleteCommand, type DynamoDBDocumentClient, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { unlessConditionFails } from './expressions';
-import { unlessIndexMissing } from './queries';
+import { waitingBefore } from './queries';
 
 /** Value of `status` and of `pendingKey` while a row is being deleted. */
 export const DELETING = 'deleting';
@@ -35,20 +35,14 @@ export class DeletionJobRows {
 
   /** The keys of rows `deleting` whose job last moved before `updatedBefore`, oldest first, at most `limit`. */
   async listStale(updatedBefore: string, limit: number): Promise<Record<string, unknown>[]> {
-    const { Items } = await unlessIndexMissing(
-      () =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: 'deleting',
-            KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
-            ExpressionAttributeValues: { ':p': DELETING, ':before': updatedBefore },
-            Limit: limit,
-          }),
-        ),
-      { Items: [] } as { Items?: Record<string, unknown>[] },
-    );
-    return Items ?? [];
+    return waitingBefore(this.client, {
+      table: this.tableName,
+      index: 'deleting',
+      key: ['pendingKey', DELETING],
+      sortKey: 'updatedAt',
+      before: updatedBefore,
+      limit,
+    });
   }
 
   /** Removes the row at `key`, only while it is `deleting` (the job's last step); false when it is not. */

@@ -43,7 +43,7 @@ import {
 } from '#ports/stores';
 import { retrievableDocuments, tenantKey } from './document-records';
 import { setExpression, unlessConditionFails } from './expressions';
-import { queryAll } from './queries';
+import { queryAll, waitingBefore } from './queries';
 
 /** Value of `pendingKey` while a document waits for processing (the watchdog's sparse index). */
 const PENDING = 'uploaded';
@@ -349,16 +349,15 @@ export class DynamoDocumentStore implements DocumentStore {
   }
 
   async listPending(updatedBefore: string, limit: number): Promise<(DatasetRef & { documentId: string })[]> {
-    const { Items } = await this.client.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: 'pending',
-        KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
-        ExpressionAttributeValues: { ':p': PENDING, ':before': updatedBefore },
-        Limit: limit,
-      }),
-    );
-    return (Items ?? []).map((item) => ({ ...datasetOfKey(item.tenantKey), documentId: String(item.documentId) }));
+    const items = await waitingBefore(this.client, {
+      table: this.tableName,
+      index: 'pending',
+      key: ['pendingKey', PENDING],
+      sortKey: 'updatedAt',
+      before: updatedBefore,
+      limit,
+    });
+    return items.map((item) => ({ ...datasetOfKey(item.tenantKey), documentId: String(item.documentId) }));
   }
 
   async retryFailed(ref: DatasetRef, documentId: string, uploadId: string, updatedAt: string) {
@@ -473,17 +472,16 @@ export class DynamoDocumentStore implements DocumentStore {
   async listOwed(updatedBefore: string, limit: number) {
     const found: (DatasetRef & { documentId: string; work: OwedWork })[] = [];
     for (const work of OWED_WORK) {
-      const { Items } = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: 'pending',
-          KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
-          ExpressionAttributeValues: { ':p': work, ':before': updatedBefore },
-          Limit: limit,
-        }),
-      );
+      const items = await waitingBefore(this.client, {
+        table: this.tableName,
+        index: 'pending',
+        key: ['pendingKey', work],
+        sortKey: 'updatedAt',
+        before: updatedBefore,
+        limit,
+      });
       const prefix = owedId(work, '');
-      for (const item of Items ?? []) {
+      for (const item of items) {
         const id = String(item.documentId);
         if (id.startsWith(prefix))
           found.push({ ...datasetOfKey(item.tenantKey), documentId: id.slice(prefix.length), work });

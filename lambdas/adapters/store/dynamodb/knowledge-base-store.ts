@@ -3,13 +3,7 @@
  * and its reindex job (lib/tables.ts). While a reindex runs, `reindexKey` and `reindexUpdatedAt` (its last progress)
  * put the row in the sparse index `reindexing`, where the watchdog finds a job that stopped moving.
  */
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Environment } from '#core/knowledge/fields';
 import {
   advancedReindex,
@@ -21,7 +15,7 @@ import {
 } from '#ports/stores';
 import { DELETING, DeletionJobRows } from './deletion-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
-import { collect, queryAll, unlessIndexMissing } from './queries';
+import { collect, queryAll, waitingBefore } from './queries';
 
 /** Value of `reindexKey` while a reindex runs. */
 const REINDEXING = 'reindexing';
@@ -205,20 +199,15 @@ export class DynamoKnowledgeBaseStore implements KnowledgeBaseStore {
   }
 
   async listReindexing(updatedBefore: string, limit: number): Promise<{ agentId: string; knowledgeBaseId: string }[]> {
-    const { Items } = await unlessIndexMissing(
-      () =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            IndexName: 'reindexing',
-            KeyConditionExpression: 'reindexKey = :k AND reindexUpdatedAt < :before',
-            ExpressionAttributeValues: { ':k': REINDEXING, ':before': updatedBefore },
-            Limit: limit,
-          }),
-        ),
-      { Items: [] } as { Items?: Record<string, unknown>[] },
-    );
-    return (Items ?? []).map((item) => ({
+    const items = await waitingBefore(this.client, {
+      table: this.tableName,
+      index: 'reindexing',
+      key: ['reindexKey', REINDEXING],
+      sortKey: 'reindexUpdatedAt',
+      before: updatedBefore,
+      limit,
+    });
+    return items.map((item) => ({
       agentId: String(item.agentId),
       knowledgeBaseId: String(item.knowledgeBaseId),
     }));

@@ -71,6 +71,38 @@ export async function unlessIndexMissing<T>(read: () => Promise<T>, missing: T):
   }
 }
 
+/**
+ * The items a watchdog looks for in a sparse index (lib/tables.ts): those under the partition `key` whose sort
+ * attribute is before `before` (the oldest first), at most `limit`; none where the index is missing.
+ */
+export async function waitingBefore(
+  client: DynamoDBDocumentClient,
+  query: {
+    readonly table: string;
+    readonly index: string;
+    readonly key: readonly [name: string, value: string];
+    readonly sortKey: string;
+    readonly before: string;
+    readonly limit: number;
+  },
+): Promise<Record<string, unknown>[]> {
+  const { Items } = await unlessIndexMissing(
+    () =>
+      client.send(
+        new QueryCommand({
+          TableName: query.table,
+          IndexName: query.index,
+          KeyConditionExpression: '#key = :key AND #sort < :before',
+          ExpressionAttributeNames: { '#key': query.key[0], '#sort': query.sortKey },
+          ExpressionAttributeValues: { ':key': query.key[1], ':before': query.before },
+          Limit: query.limit,
+        }),
+      ),
+    { Items: [] } as { Items?: Record<string, unknown>[] },
+  );
+  return Items ?? [];
+}
+
 /** Every item of a Query, page after page. */
 export async function* queryAll<T>(client: DynamoDBDocumentClient, input: QueryCommandInput): AsyncGenerator<T> {
   let ExclusiveStartKey: Record<string, unknown> | undefined;

@@ -2,16 +2,11 @@
  * UploadSessionStore on DynamoDB: upload sessions by uploadId, their completion, and a sparse index of the open
  * ones the watchdog cleans up after (lib/tables.ts).
  */
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { UploadCompletion, UploadSession } from '#core/knowledge/upload-session';
 import type { UploadSessionStore } from '#ports/stores';
 import { unlessConditionFails } from './expressions';
+import { waitingBefore } from './queries';
 
 /** Sessions stay readable for a day after they end, so a late repeat of upload-complete still gets its answer. */
 const SESSION_RETENTION_SECONDS = 24 * 3600;
@@ -46,16 +41,15 @@ export class DynamoUploadSessionStore implements UploadSessionStore {
   }
 
   async listOpenEndedBefore(endedBefore: string, limit: number): Promise<string[]> {
-    const { Items } = await this.client.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: 'open',
-        KeyConditionExpression: 'openKey = :open AND expiresAt < :before',
-        ExpressionAttributeValues: { ':open': OPEN, ':before': endedBefore },
-        Limit: limit,
-      }),
-    );
-    return (Items ?? []).map((item) => String(item.uploadId));
+    const items = await waitingBefore(this.client, {
+      table: this.tableName,
+      index: 'open',
+      key: ['openKey', OPEN],
+      sortKey: 'expiresAt',
+      before: endedBefore,
+      limit,
+    });
+    return items.map((item) => String(item.uploadId));
   }
 
   async markSwept(uploadId: string): Promise<void> {

@@ -19,7 +19,7 @@ import {
   zipJobPosition,
 } from '#ports/zip-jobs';
 import { setExpression, unlessConditionFails } from './expressions';
-import { collect, deleteKeys, putItems, queryAll, unlessIndexMissing } from './queries';
+import { collect, deleteKeys, putItems, queryAll, unlessIndexMissing, waitingBefore } from './queries';
 
 const JOB_ITEM = 'job';
 /** The index of a dataset's jobs by `listKey` (lib/tables.ts). */
@@ -135,16 +135,15 @@ export class DynamoZipJobStore implements ZipJobStore {
   }
 
   async listPending(updatedBefore: string, limit: number): Promise<string[]> {
-    const { Items } = await this.client.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: 'pending',
-        KeyConditionExpression: 'pendingKey = :p AND updatedAt < :before',
-        ExpressionAttributeValues: { ':p': UNREAD, ':before': updatedBefore },
-        Limit: limit,
-      }),
-    );
-    return (Items ?? []).map((item) => String(item.zipJobId));
+    const items = await waitingBefore(this.client, {
+      table: this.tableName,
+      index: 'pending',
+      key: ['pendingKey', UNREAD],
+      sortKey: 'updatedAt',
+      before: updatedBefore,
+      limit,
+    });
+    return items.map((item) => String(item.zipJobId));
   }
 
   private async updateUnread(zipJobId: string, fields: Record<string, unknown>, remove: readonly string[] = []) {

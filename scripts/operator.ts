@@ -1,4 +1,4 @@
-/** What the operator scripts (redrive, reindex) read of a deployed stage: its stack's outputs. */
+/** What the operator scripts (redrive, reindex) share: a deployed stage's outputs, their `--local` option, their exit. */
 import { readFileSync } from 'node:fs';
 
 /** The stack's outputs through CloudFormation (DescribeStacks), when its client is installed. */
@@ -48,4 +48,23 @@ export async function requiredOutputs<K extends string>(
   const missing = names.find((name) => !found[name]);
   if (missing) throw new Error(`${where} has no output ${missing}`);
   return Object.fromEntries(names.map((name) => [name, found[name]])) as Record<K, string>;
+}
+
+/** `--local` alone (last, or before another option) means the default DATA_DIR: given to parseArgs as `--local=`. */
+export function withLocalDefault(argv: readonly string[]): string[] {
+  return argv.map((arg, i) =>
+    arg === '--local' && (i + 1 >= argv.length || argv[i + 1].startsWith('--')) ? '--local=' : arg,
+  );
+}
+
+/** Runs a script's `main` when the file is run (not imported by a test): its code is the exit code; a throw, 1. */
+export function runMain(module: NodeJS.Module, main: (argv: readonly string[]) => Promise<number>): void {
+  if (require.main !== module) return;
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(error instanceof Error ? error.message : error);
+      process.exit(1);
+    },
+  );
 }
