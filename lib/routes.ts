@@ -67,7 +67,7 @@ export const ROUTE_AREAS = {
   knowledge: 'documents, ZIP imports, knowledge bases and retrieval',
   flows: "agents' definitions, their sessions, webhooks and app events",
   dashboard: 'agents, tokens, sign-up, organizations and their people',
-  analytics: 'the analytics API: the agent list and the events query',
+  analytics: 'the analytics API: the agent list, the events query and custom events',
   service: 'the public health check and OpenAPI document',
 } as const;
 
@@ -318,6 +318,17 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     scope: 'analytics',
     access: { tables: { agents: 'read', analytics: 'read' } },
     summary: "Query an agent's analytics events, newest first",
+  },
+  {
+    id: 'TrackEvent',
+    area: 'analytics',
+    method: 'POST',
+    path: '/api/v1/events/track',
+    handler: http('analytics/track-event'),
+    scope: 'analytics',
+    access: { tables: { agents: 'read', analytics: 'readWrite' } },
+    successStatus: 201,
+    summary: 'Record a custom analytics event of an agent from agent code (ANALYTICS_EVENT), outside a flow',
   },
   {
     id: 'CreateAgent',

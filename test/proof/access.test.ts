@@ -257,6 +257,13 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect((body.data as unknown[]).length).toBeGreaterThan(0),
   },
+  TrackEvent: {
+    request: (f) => ({ body: { agentId: f.a.agentId, eventName: 'matrix.checked', payload: { cell: true } } }),
+    success: 201,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) =>
+      expect(body).toMatchObject({ agentId: f.a.agentId, eventName: 'matrix.checked', duplicate: false }),
+  },
   CreateAgent: {
     request: () => ({ body: { displayName: 'Matrix bot' } }),
     // An agent it made would be one it cannot use: creating agents is the organization's.

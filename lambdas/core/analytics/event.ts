@@ -79,7 +79,7 @@ export const eventKey = withRules(z.string().min(1).max(EVENT_KEY_MAX_LENGTH), (
     : [],
 );
 
-const payload = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+export const eventPayload = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -104,7 +104,7 @@ export const newEventSchema = z.strictObject({
   environment,
   sessionId,
   eventName,
-  payload,
+  payload: eventPayload,
 });
 
 /** Validates an event and returns it with its payload reduced to plain JSON (what is stored is what is returned). */

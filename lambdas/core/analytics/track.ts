@@ -149,12 +149,17 @@ export function trackAnalyticsEvent(
   payload: Record<string, unknown> = {},
   options: { readonly eventKey?: string } = {},
 ): string {
+  refuseReservedName(eventName);
+  return recorder.record({ ...scope, eventName, payload, eventKey: options.eventKey });
+}
+
+/** 400 `eventName.reserved` for a built-in name: those are recorded by the runtime alone. */
+export function refuseReservedName(eventName: string): void {
   if ((BUILT_IN_EVENTS as readonly string[]).includes(eventName)) {
     throw new ValidationError([
       { field: 'eventName', rule: 'eventName.reserved', message: `eventName ${eventName} is recorded by the runtime` },
     ]);
   }
-  return recorder.record({ ...scope, eventName, payload, eventKey: options.eventKey });
 }
 
 /**

@@ -6,7 +6,7 @@ import * as z from 'zod';
 import { definitionSchema } from '#core/flows/definition';
 import { environment, uuid } from '#core/knowledge/fields';
 import { ROUTES } from '../../../lib/routes';
-import { queryEventsSchema } from './analytics/schemas';
+import { queryEventsSchema, trackEventSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
 import * as flows from './flows/schemas';
 import * as knowledge from './knowledge/schemas';
@@ -33,6 +33,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   RotateCallbackSecret: dashboard.agentPathSchema,
   AgentsList: dashboard.noInputSchema,
   QueryEvents: queryEventsSchema,
+  TrackEvent: trackEventSchema,
   GetZipJob: knowledge.zipJobPathSchema,
   ListZipJobs: knowledge.listZipJobsSchema,
   QueryKnowledgeBase: retrieval.retrievalSchema,

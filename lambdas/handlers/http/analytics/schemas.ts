@@ -1,7 +1,7 @@
 /** Request schema of POST /api/v1/events/agent; the OpenAPI document is generated from it. */
 import * as z from 'zod';
 import { parseIsoSpan } from '#core/analytics/dates';
-import { eventName, sessionId } from '#core/analytics/event';
+import { eventKey, eventName, eventPayload, sessionId } from '#core/analytics/event';
 import { DEFAULT_ENVIRONMENT, DEFAULT_LIMIT, MAX_LIMIT } from '#core/analytics/query';
 import { environment, uuid } from '#core/knowledge/fields';
 import { withRules } from '#core/validation';
@@ -71,4 +71,19 @@ export const queryEventsSchema = z.strictObject({
     .describe(
       'The nextToken of the previous answer: continue after its last record, with the same agentId and filters',
     ),
+});
+
+/**
+ * POST /api/v1/events/track: one custom event. `sessionId` defaults to `external` (tracked outside a session),
+ * `eventKey` to a new UUID; give your own key to make a retried call store the event once.
+ */
+export const trackEventSchema = z.strictObject({
+  agentId: uuid,
+  environment: environment.default(DEFAULT_ENVIRONMENT),
+  sessionId: sessionId.optional(),
+  eventName,
+  payload: eventPayload.optional().describe('A JSON object of at most 32 KiB'),
+  eventKey: eventKey
+    .optional()
+    .describe('Idempotency key, unique within the agent: a second call with the same key stores nothing (200)'),
 });
