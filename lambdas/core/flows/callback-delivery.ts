@@ -29,6 +29,8 @@ export interface SignedCallback {
   /** `webhook-id`: callback-signing.ts, callbackMessageId. */
   readonly messageId: string;
   readonly payload: Readonly<Record<string, unknown>>;
+  /** For the whole request (the adapter's default otherwise). */
+  readonly timeoutMs?: number;
 }
 
 export async function postSignedCallback(deps: CallbackDeps, callback: SignedCallback): Promise<OutboundResponse> {
@@ -41,7 +43,13 @@ export async function postSignedCallback(deps: CallbackDeps, callback: SignedCal
     body,
     secrets: signingSecrets(secrets, now),
   });
-  return deps.http.request({ url: callback.url, method: 'POST', headers, serializedBody: body });
+  return deps.http.request({
+    url: callback.url,
+    method: 'POST',
+    headers,
+    serializedBody: body,
+    ...(callback.timeoutMs ? { timeoutMs: callback.timeoutMs } : {}),
+  });
 }
 
 /** The agent's secrets; made and stored at its first callback when it has none (two tries: one race is enough). */

@@ -137,11 +137,13 @@ async function runTaken(
         throw new NotFoundError('DEFINITION_NOT_FOUND', `Agent ${session.agentId} has no definition any more`);
       }
       await loadImages(context);
+      let goOn = true;
       if (start) {
         recordInvocationStart(context, null);
-        await afterTriggerEvent(context);
+        // The trigger handler may stop the run before its first node.
+        goOn = await afterTriggerEvent(context);
       }
-      next = await execute(context, run.next);
+      next = goOn ? await execute(context, run.next) : null;
     } catch (error) {
       if (error instanceof RunLostError) return { outcome: 'lost' };
       if (error instanceof CheckpointError) throw error.cause;

@@ -82,6 +82,9 @@ export const MAX_TOOL_TIMEOUT_SECONDS = 300;
 
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 const nodeName = z.string().regex(NAME, 'must start with a letter and hold at most 64 letters, digits, "_" or "-"');
+/** The trigger handler runs inside the request that triggered the run: it must leave the flow most of its time. */
+export const MAX_AGENT_CODE_TIMEOUT_SECONDS = 10;
+
 const httpUrl = z
   .string()
   .max(2000)
@@ -256,6 +259,19 @@ export const definitionSchema = z.strictObject({
   instructions: z.string().max(LIMITS.promptLength).optional(),
   /** Where each AI message is POSTed as JSON (besides being stored on the session). */
   callbackUrl: httpUrl.optional(),
+  /**
+   * The agent's code (docs/agent-code.md): called, signed, with each TRIGGER_EVENT before default retrieval (its
+   * answer may set memory, add messages or stop the run), and sent the AI messages when there is no `callbackUrl`.
+   */
+  agentCode: z
+    .strictObject({
+      url: httpUrl,
+      /** How long the trigger handler may take (default 5 s, at most 10). */
+      timeoutSeconds: z.number().int().min(1).max(MAX_AGENT_CODE_TIMEOUT_SECONDS).default(5),
+      /** A handler that fails or times out: the run goes on (default), or fails with the handler's code. */
+      onFailure: z.enum(['continue', 'stop']).default('continue'),
+    })
+    .optional(),
   /** `{env.NAME}` reads these; the process environment is never exposed to a definition. */
   variables: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/), z.string().max(2000))

@@ -213,12 +213,14 @@ async function emitAiMessage(context: RunContext, node: PromptNode, content: str
     at,
   };
   let delivered: AiMessage = message;
-  if (definition.callbackUrl) {
+  // The callback URL, else the agent's code (docs/agent-code.md).
+  const callbackUrl = definition.callbackUrl ?? definition.agentCode?.url;
+  if (callbackUrl) {
     try {
       const response = await postSignedCallback(deps, {
         organizationId: context.record.organizationId,
         agentId: session.agentId,
-        url: definition.callbackUrl,
+        url: callbackUrl,
         messageId: callbackMessageId(invocation.invocationId, node.name, context.step),
         payload: {
           event: AgentEvents.AI_MESSAGE,

@@ -22,6 +22,7 @@
 
 import { boundedValue, recordBuiltInEvent } from '#core/analytics/track';
 import { ConflictError, NotFoundError } from '#core/errors';
+import { callTriggerHandler } from './agent-code';
 import { forgetAttachments } from './attachments';
 import { type AgentDefinition, type FlowNode, nodesOf, type TriggerNode } from './definition';
 import { type EdgeTaken, routeWithReason } from './route';
@@ -208,7 +209,7 @@ async function runFromTrigger(context: RunContext, claim: Claim, resumeAt: strin
   recordInvocationStart(context, resumeAt);
   if (claim.refused) throw claim.refused;
   await loadImages(context);
-  await afterTriggerEvent(context);
+  if (!(await afterTriggerEvent(context))) return null;
   return execute(context, resumeAt ? { node: resumeAt, phase: 'route' } : { node: context.trigger.name, phase: 'run' });
 }
 
@@ -272,12 +273,16 @@ function findTrigger(definition: AgentDefinition, selector: TriggerSelector): Tr
   return found;
 }
 
-/** After TRIGGER_EVENT: default retrieval, when the environment has it on, adds its context as a system message. */
-export async function afterTriggerEvent(context: RunContext): Promise<void> {
+/**
+ * After TRIGGER_EVENT: the agent's trigger handler, when it has one (agent-code.ts), then default retrieval, when the
+ * environment has it on, adds its context as a system message. False when the handler stopped the run (`completed`).
+ */
+export async function afterTriggerEvent(context: RunContext): Promise<boolean> {
+  if (!(await callTriggerHandler(context))) return false;
   const { session, invocation, deps } = context;
   const query =
     invocation.message?.trim() || (Object.keys(invocation.body).length ? JSON.stringify(invocation.body) : '');
-  if (query === '') return;
+  if (query === '') return true;
   const systemMessage = await deps.defaultRetrieval({
     agentId: session.agentId,
     environment: session.environment,
@@ -286,6 +291,7 @@ export async function afterTriggerEvent(context: RunContext): Promise<void> {
     memory: session.memory,
   });
   if (systemMessage) session.messages.push({ role: 'system', content: systemMessage, at: now(context) });
+  return true;
 }
 
 /** What a node's `node_result` adds to its status: the edge taken and why, or the error it failed with. */

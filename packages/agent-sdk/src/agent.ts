@@ -2,8 +2,9 @@
  * `defineAgent`: an agent's handlers, served from one definition as a `node:http` request handler and as an AWS Lambda
  * handler (API Gateway or a function URL). Every request is verified (webhooks.ts) before a handler sees it.
  *
- * Today the platform delivers AI messages (`AgentEvents.AI_MESSAGE`, from a definition's `callbackUrl`): point the
- * `callbackUrl` at where this handler is served.
+ * Point the definition's `agentCode.url` at where it is served: the platform then calls `onTrigger` with each
+ * TRIGGER_EVENT (before default retrieval; its answer may set memory, add messages or stop the run) and `onAiMessage`
+ * with each AI message (unless the definition has a `callbackUrl` of its own).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Environment, PlatformClient, type PlatformClientOptions } from './client';
@@ -27,6 +28,32 @@ export interface AiMessage {
   readonly at: string;
 }
 
+/** What the platform POSTs when a trigger starts (or a message resumes) a run of the agent. */
+export interface TriggerEvent {
+  readonly event: 'TRIGGER_EVENT';
+  readonly agentId: string;
+  readonly environment: Environment;
+  readonly sessionId: string;
+  readonly invocationId: string;
+  readonly trigger: { readonly name: string; readonly type: 'webhook' | 'app' | 'schedule' };
+  /** The trigger's body (a large one as `{ truncated, bytes, preview }`), and the user's message when there is one. */
+  readonly body: unknown;
+  readonly message?: string;
+  /** The session's memory before the run. */
+  readonly memory: Readonly<Record<string, unknown>>;
+  readonly at: string;
+}
+
+/** What `onTrigger` may answer: memory to merge, messages to add to the conversation, or a decision to stop. */
+export interface TriggerAnswer {
+  readonly memory?: Readonly<Record<string, unknown>>;
+  readonly messages?: readonly { readonly role: 'system' | 'user' | 'assistant'; readonly content: string }[];
+  readonly stop?: boolean;
+}
+
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing lets the run go on as it is
+type TriggerResult = TriggerAnswer | void;
+
 export interface HandlerContext {
   /** `webhook-id`: the same when the platform sends a message again; drop repeats by it. */
   readonly messageId: string;
@@ -38,6 +65,7 @@ export interface AgentDefinition {
   /** The agent's callback secret (its creation or rotation answer); several while you switch after a rotation. */
   readonly secrets: string | readonly string[];
   readonly onAiMessage?: (message: AiMessage, context: HandlerContext) => Promise<void> | void;
+  readonly onTrigger?: (event: TriggerEvent, context: HandlerContext) => Promise<TriggerResult> | TriggerResult;
   /** Base URL and token for `context.platform`; its agent and environment are the message's. */
   readonly platform?: Omit<PlatformClientOptions, 'agentId' | 'environment'>;
   /** Default 300 s. */
@@ -84,14 +112,21 @@ export function defineAgent(definition: AgentDefinition): DefinedAgent {
     } catch {
       return refusal(400, 'the body is not JSON');
     }
-    if (event.event !== 'AgentEvents.AI_MESSAGE') return refusal(422, `no handler for event ${String(event.event)}`);
-    const message = event as AiMessage;
+    const scoped = event as { agentId: string; environment: Environment };
     const platform = definition.platform
-      ? new PlatformClient({ ...definition.platform, agentId: message.agentId, environment: message.environment })
+      ? new PlatformClient({ ...definition.platform, agentId: scoped.agentId, environment: scoped.environment })
       : undefined;
-    if (!definition.onAiMessage) return refusal(422, 'no onAiMessage handler is defined');
-    await definition.onAiMessage(message, { messageId, ...(platform ? { platform } : {}) });
-    return { statusCode: 204 };
+    const context: HandlerContext = { messageId, ...(platform ? { platform } : {}) };
+    if (event.event === 'TRIGGER_EVENT' && definition.onTrigger) {
+      const answer = await definition.onTrigger(event as TriggerEvent, context);
+      return answer ? { statusCode: 200, body: JSON.stringify(answer) } : { statusCode: 204 };
+    }
+    if (event.event === 'AgentEvents.AI_MESSAGE' && definition.onAiMessage) {
+      await definition.onAiMessage(event as AiMessage, context);
+      return { statusCode: 204 };
+    }
+    if (event.event === 'TRIGGER_EVENT') return { statusCode: 204 };
+    return refusal(422, `no handler for event ${String(event.event)}`);
   };
 
   const answer = (response: ServerResponse, result: Answer) => {

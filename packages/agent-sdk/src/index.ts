@@ -6,6 +6,8 @@ export {
   defineAgent,
   type HandlerContext,
   MAX_BODY_BYTES,
+  type TriggerAnswer,
+  type TriggerEvent,
 } from './agent';
 export {
   type Environment,

@@ -4758,6 +4758,16 @@ export interface operations {
                 "application/json": {
                     instructions?: string;
                     callbackUrl?: string;
+                    agentCode?: {
+                        url: string;
+                        /** @default 5 */
+                        timeoutSeconds?: number;
+                        /**
+                         * @default continue
+                         * @enum {string}
+                         */
+                        onFailure?: "continue" | "stop";
+                    };
                     /** @default {} */
                     variables?: {
                         [key: string]: string;
@@ -4987,6 +4997,16 @@ export interface operations {
                 "application/json": {
                     instructions?: string;
                     callbackUrl?: string;
+                    agentCode?: {
+                        url: string;
+                        /** @default 5 */
+                        timeoutSeconds?: number;
+                        /**
+                         * @default continue
+                         * @enum {string}
+                         */
+                        onFailure?: "continue" | "stop";
+                    };
                     /** @default {} */
                     variables?: {
                         [key: string]: string;

@@ -1,0 +1,121 @@
+/**
+ * TRIGGER_EVENT to the agent's code (docs/agent-code.md): when the definition names `agentCode`, each run that starts
+ * from a trigger POSTs the event to it, signed as AI-message callbacks are (callback-delivery.ts), before default
+ * retrieval. Primary course: the handler answers 2xx, with nothing or with `{ memory?, messages?, stop? }`: memory is
+ * merged into the session's (so default retrieval's filters and the prompts read it), messages are added to the
+ * conversation, and `stop: true` ends the run `completed` before any node. A handler that fails, answers something
+ * else or outlives `timeoutSeconds` is recorded as `invocation_error` (AGENT_CODE_FAILED, AGENT_CODE_TIMEOUT) and the
+ * run goes on, unless the agent chose `onFailure: 'stop'`: then the run fails with that code.
+ */
+import { createHash } from 'node:crypto';
+import * as z from 'zod';
+import { boundedValue, EventRecordingError, recordBuiltInEvent } from '#core/analytics/track';
+import { OutboundError } from '#ports/flows';
+import { postSignedCallback } from './callback-delivery';
+import { analyticsScope, FlowError, now, PAYLOAD_PART_MAX_BYTES, type RunContext } from './run-context';
+
+/** The most messages and memory keys one answer may add; past them it is a failed handler (AGENT_CODE_FAILED). */
+export const MAX_ANSWER_MESSAGES = 20;
+export const MAX_ANSWER_MEMORY_KEYS = 50;
+
+const answerSchema = z.strictObject({
+  memory: z
+    .record(z.string().min(1).max(100), z.unknown())
+    .refine((memory) => Object.keys(memory).length <= MAX_ANSWER_MEMORY_KEYS, {
+      message: `at most ${MAX_ANSWER_MEMORY_KEYS} keys`,
+    })
+    .optional(),
+  messages: z
+    .array(z.strictObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string().min(1).max(20_000) }))
+    .max(MAX_ANSWER_MESSAGES)
+    .optional(),
+  stop: z.boolean().optional(),
+});
+
+export type TriggerAnswer = z.output<typeof answerSchema>;
+
+/** `webhook-id` of an invocation's TRIGGER_EVENT: the same when a runner starts the invocation over. */
+export function triggerEventId(invocationId: string): string {
+  return `trg_${createHash('sha256').update(invocationId, 'utf8').digest('base64url').slice(0, 32)}`;
+}
+
+/** Calls the trigger handler, when there is one; false when its answer stops the run. */
+export async function callTriggerHandler(context: RunContext): Promise<boolean> {
+  const code = context.definition.agentCode;
+  if (!code) return true;
+  const { session, invocation, trigger, deps } = context;
+  let answer: TriggerAnswer;
+  try {
+    const response = await postSignedCallback(deps, {
+      organizationId: context.record.organizationId,
+      agentId: session.agentId,
+      url: code.url,
+      messageId: triggerEventId(invocation.invocationId),
+      timeoutMs: code.timeoutSeconds * 1000,
+      payload: {
+        event: 'TRIGGER_EVENT',
+        agentId: session.agentId,
+        environment: session.environment,
+        sessionId: session.sessionId,
+        invocationId: invocation.invocationId,
+        trigger: { name: trigger.name, type: trigger.triggerType },
+        body: boundedValue(invocation.body, PAYLOAD_PART_MAX_BYTES),
+        ...(invocation.message === undefined ? {} : { message: invocation.message }),
+        memory: session.memory,
+        at: now(context),
+      },
+    });
+    if (response.status < 200 || response.status >= 300) {
+      throw new FlowError('AGENT_CODE_FAILED', `The trigger handler answered ${response.status}`);
+    }
+    const body = response.body === '' || response.body === undefined || response.body === null ? {} : response.body;
+    const parsed = answerSchema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new FlowError(
+        'AGENT_CODE_FAILED',
+        `The trigger handler's answer is not { memory?, messages?, stop? }: ${issue.path.join('.') || 'body'} ${issue.message}`,
+      );
+    }
+    answer = parsed.data;
+  } catch (error) {
+    const failure = handlerFailure(error);
+    if (code.onFailure === 'stop') throw failure;
+    recordHandlerFailure(context, failure);
+    return true;
+  }
+  if (answer.memory) Object.assign(session.memory, answer.memory);
+  for (const message of answer.messages ?? []) session.messages.push({ ...message, at: now(context) });
+  if (answer.stop) {
+    session.status = 'completed';
+    session.currentNode = null;
+    return false;
+  }
+  return true;
+}
+
+function handlerFailure(error: unknown): FlowError {
+  if (error instanceof FlowError) return error;
+  if (error instanceof OutboundError && /timed out/.test(error.message)) {
+    return new FlowError('AGENT_CODE_TIMEOUT', error.message);
+  }
+  if (error instanceof Error && 'code' in error) {
+    return new FlowError('AGENT_CODE_FAILED', `The trigger handler could not be called: ${error.message}`);
+  }
+  throw error;
+}
+
+/** `invocation_error` of a handler the run went on without, keyed apart from the run's own. */
+function recordHandlerFailure(context: RunContext, failure: FlowError): void {
+  try {
+    recordBuiltInEvent(
+      context.deps.recorder,
+      analyticsScope(context.session),
+      'invocation_error',
+      { code: failure.code, message: failure.message.slice(0, 1000), nodeName: context.trigger.name },
+      { invocationId: context.invocation.invocationId, step: 'agent-code' },
+    );
+  } catch (recording) {
+    if (!(recording instanceof EventRecordingError)) throw recording;
+  }
+}
