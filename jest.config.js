@@ -12,6 +12,10 @@ module.exports = {
   transformIgnorePatterns: ['/node_modules/(?!@middy/|jose/)'],
   testTimeout: 60000,
   // s3rver's XML parser, as lib/local/s3rver.ts gives it outside jest (jest resolves modules by itself).
-  moduleNameMapper: { '^fast-xml-parser$': '<rootDir>/lib/local/fast-xml-parser-v3-compat.cjs' },
+  moduleNameMapper: {
+    '^fast-xml-parser$': '<rootDir>/lib/local/fast-xml-parser-v3-compat.cjs',
+    // The repository's own packages from their sources (examples/ imports them by name, as a customer would).
+    '^@agent-platform/agent-sdk$': '<rootDir>/packages/agent-sdk/src',
+  },
   maxWorkers: 2,
 };

@@ -1,14 +1,16 @@
 /**
- * Agent code (issue 37, item 1) on the local runtime: a definition's `agentCode.url` served by the agent SDK's
- * `node:http` handler. A webhook run calls the trigger handler, signed (the SDK verifies it), before default
- * retrieval: the memory it answers reaches default retrieval's filter and the prompt, its message is in the
- * conversation before retrieval's; the AI message reaches the same handler, which tracks a custom event that
- * POST /api/v1/events/agent returns. A handler that times out leaves `invocation_error` (AGENT_CODE_TIMEOUT) and the run
- * going on; with `onFailure: 'stop'` a failing handler fails the run; `stop: true` ends it before any node.
+ * Agent code (issue 37, items 1 and 5) on the local runtime. A definition's `agentCode.url` served by the desk agent of
+ * examples/desk-agent (the SDK's `node:http` handler): a webhook run calls its trigger handler, signed (the SDK
+ * verifies it), before default retrieval, and the tier it loads from the CRM reaches default retrieval's filter and the
+ * prompt; the AI message reaches the same code, which posts it to the chat and tracks a custom event that
+ * POST /api/v1/events/agent returns. With a handler of the test's own: its messages join the conversation before
+ * retrieval's; `stop: true` ends the run before any node; a handler that times out leaves `invocation_error`
+ * (AGENT_CODE_TIMEOUT) and the run going on; with `onFailure: 'stop'` a failing handler fails the run.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { defineAgent, type PlatformClient, type TriggerEvent } from '../../packages/agent-sdk/src';
+import { defineAgent, type TriggerEvent } from '@agent-platform/agent-sdk';
+import { deskAgent, stubCrm } from '../../examples/desk-agent/agent';
 import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
@@ -19,12 +21,13 @@ let service: TestService;
 let call: ReturnType<typeof client>;
 let dataset: Dataset;
 let secret: string;
-let server: Server;
-let slow: Server;
+let servers: Server[] = [];
+let deskUrl: string;
 let agentUrl: string;
 let slowUrl: string;
 const triggers: TriggerEvent[] = [];
-const messages: { content: string; sessionId: string }[] = [];
+/** What the desk agent posted to the chat. */
+const chat: { text: string }[] = [];
 
 interface Run {
   status: string;
@@ -36,7 +39,8 @@ interface Run {
 const listen = async (handler: Parameters<typeof createServer>[1]) => {
   const made = createServer(handler);
   await new Promise<void>((done) => made.listen(0, '127.0.0.1', done));
-  return { server: made, url: `http://127.0.0.1:${(made.address() as AddressInfo).port}/agent` };
+  servers.push(made);
+  return `http://127.0.0.1:${(made.address() as AddressInfo).port}/agent`;
 };
 
 const definition = (agentCode: Record<string, unknown>) => ({
@@ -46,7 +50,12 @@ const definition = (agentCode: Record<string, unknown>) => ({
       name: 'desk',
       nodes: [
         { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-        { name: 'Greet', type: 'promptNode', displayName: 'Greet', prompt: 'Hello {memory.name}, {memory.tier}.' },
+        {
+          name: 'Greet',
+          type: 'promptNode',
+          displayName: 'Greet',
+          prompt: 'Hello {memory.customerId}, {memory.tier}.',
+        },
       ],
       edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
     },
@@ -109,59 +118,85 @@ beforeAll(async () => {
     body: { scopes: ['analytics', 'dashboard'], agentIds: [dataset.agentId], name: 'desk agent code' },
   });
 
+  const platform = { baseUrl: service.baseUrl, token: token.body.token };
+  const chatUrl = await listen((request, response) => {
+    const parts: Buffer[] = [];
+    request.on('data', (part: Buffer) => parts.push(part));
+    request.on('end', () => {
+      chat.push(JSON.parse(Buffer.concat(parts).toString('utf8')) as { text: string });
+      response.writeHead(200).end('ok');
+    });
+  });
+  deskUrl = await listen(deskAgent({ secrets: secret, platform, crm: stubCrm, chatWebhookUrl: chatUrl }).http);
   const agent = defineAgent({
     secrets: secret,
-    platform: { baseUrl: service.baseUrl, token: token.body.token },
+    platform,
     onTrigger(event) {
       triggers.push(event);
       const body = event.body as { stop?: boolean; fail?: boolean };
       if (body.fail) throw new Error('the CRM is down');
       if (body.stop) return { stop: true };
-      // The customer's tier from a (stub) CRM, for default retrieval and the prompt.
       return {
-        memory: { name: 'Ada', tier: 'tier:gold' },
-        messages: [{ role: 'system', content: 'CRM: Ada is a gold customer since 2021.' }],
+        memory: { customerId: 'cust-9', tier: 'tier:gold' },
+        messages: [{ role: 'system', content: 'CRM: cust-9 is a gold customer since 2021.' }],
       };
     },
-    async onAiMessage(message, context) {
-      messages.push({ content: message.content, sessionId: message.sessionId });
-      await (context.platform as PlatformClient).trackAnalyticsEvent(
-        'ai_message.routed',
-        { channel: 'chat' },
-        { sessionId: message.sessionId, eventKey: context.messageId },
-      );
-    },
   });
-  ({ server, url: agentUrl } = await listen(agent.http));
+  agentUrl = await listen(agent.http);
   // Answers after 3 s: past a 1 s handler timeout.
-  ({ server: slow, url: slowUrl } = await listen((_request, response) => {
+  slowUrl = await listen((_request, response) => {
     setTimeout(() => response.writeHead(204).end(), 3000).unref();
-  }));
+  });
 });
 
 afterAll(async () => {
   await service?.stop();
-  for (const made of [server, slow]) if (made) made.closeAllConnections();
-  await Promise.all(
-    [server, slow].map((made) => new Promise<void>((done) => (made ? made.close(() => done()) : done()))),
-  );
+  for (const made of servers) made.closeAllConnections();
+  await Promise.all(servers.map((made) => new Promise<void>((done) => made.close(() => done()))));
+  servers = [];
 });
 
-it('calls the trigger handler before default retrieval, and sends it the AI message', async () => {
-  await useDefinition({ url: agentUrl });
-  const answer = await run({ question: 'When do I get a replacement router?' });
+it('calls the desk agent before default retrieval with the trigger, and sends it the AI message', async () => {
+  await useDefinition({ url: deskUrl });
+  const answer = await run({ customerId: 'cust-1', question: 'When do I get a replacement router?' });
   expect(answer.status).toBe(200);
   expect(answer.body).toMatchObject({ status: 'completed', error: null });
-  // The handler's memory reached the prompt, and default retrieval's gold document the model (the offline model
+  // The tier the CRM gave reached the prompt, and default retrieval's gold document the model (the offline model
   // answers with its prompt and the knowledge it was given).
   const [content] = answer.body.aiMessages.map((m) => m.content);
   expect(content).toMatch(
-    /^Hello Ada, tier:gold\.\nKnowledge: Gold customers get a replacement router the next day\.$/,
+    /^Hello cust-1, tier:gold\.\nKnowledge: Gold customers get a replacement router the next day\.$/,
   );
   expect(answer.body.aiMessages[0].callback).toEqual({ delivered: true, status: 204 });
 
-  expect(triggers).toHaveLength(1);
-  expect(triggers[0]).toMatchObject({
+  // Default retrieval ran after the handler, filtered by the tier it set: the gold document alone.
+  const session = await call<{ messages: { role: string; content: string }[]; memory: Record<string, unknown> }>(
+    'GET',
+    `/dashboard/agents/${dataset.agentId}/sessions/production/${answer.body.sessionId}`,
+  );
+  const system = session.body.messages.filter((m) => m.role === 'system').map((m) => m.content);
+  expect(system).toHaveLength(1);
+  expect(system[0]).toContain('Gold customers get a replacement router the next day.');
+  expect(system[0]).not.toContain('Silver');
+  expect(session.body.memory).toMatchObject({ customerId: 'cust-1', tier: 'tier:gold' });
+
+  // The AI message reached the desk agent, which posted it to the chat and tracked an event the events query returns.
+  expect(chat).toEqual([{ text: content }]);
+  expect(await eventsNamed('ai_message.posted')).toEqual([
+    expect.objectContaining({ sessionId: answer.body.sessionId, payload: { channel: 'chat', node: 'Greet' } }),
+  ]);
+
+  // A customer the CRM does not know: no tier, so the filter is skipped and both documents may come back.
+  const unknown = await run({ customerId: 'cust-404', question: 'replacement router' });
+  expect(unknown.body.aiMessages[0].content.split('\n')[0]).toBe('Hello cust-404, {memory.tier}.');
+  expect(await eventsNamed('invocation_error')).toEqual([]);
+});
+
+it("adds the handler's messages before default retrieval's, with what the trigger carried", async () => {
+  await useDefinition({ url: agentUrl });
+  const answer = await run({ question: 'When do I get a replacement router?' });
+  expect(answer.body).toMatchObject({ status: 'completed', error: null });
+  expect(triggers.at(-1)).toMatchObject({
     event: 'TRIGGER_EVENT',
     agentId: dataset.agentId,
     environment: 'production',
@@ -170,25 +205,14 @@ it('calls the trigger handler before default retrieval, and sends it the AI mess
     body: { question: 'When do I get a replacement router?' },
     memory: {},
   });
-
-  // Its message first, then default retrieval's, filtered by the tier it set: the gold document alone.
-  const session = await call<{ messages: { role: string; content: string }[]; memory: Record<string, unknown> }>(
+  const session = await call<{ messages: { role: string; content: string }[] }>(
     'GET',
     `/dashboard/agents/${dataset.agentId}/sessions/production/${answer.body.sessionId}`,
   );
   const system = session.body.messages.filter((m) => m.role === 'system').map((m) => m.content);
   expect(system).toHaveLength(2);
-  expect(system[0]).toBe('CRM: Ada is a gold customer since 2021.');
+  expect(system[0]).toBe('CRM: cust-9 is a gold customer since 2021.');
   expect(system[1]).toContain('Gold customers get a replacement router the next day.');
-  expect(system[1]).not.toContain('Silver');
-  expect(session.body.memory).toMatchObject({ name: 'Ada', tier: 'tier:gold' });
-
-  // The AI message reached the handler, which tracked an event the events query returns.
-  expect(messages).toEqual([{ content, sessionId: answer.body.sessionId }]);
-  expect(await eventsNamed('ai_message.routed')).toEqual([
-    expect.objectContaining({ sessionId: answer.body.sessionId, payload: { channel: 'chat' } }),
-  ]);
-  expect(await eventsNamed('invocation_error')).toEqual([]);
 });
 
 it('ends the run before any node when the handler says stop', async () => {
@@ -203,7 +227,9 @@ it('goes on without a handler that times out, recording invocation_error; fails 
   expect(slowRun.body).toMatchObject({ status: 'completed', error: null });
   // No memory from the handler: the prompt's placeholders stay as written. (Its AI message went to the same slow URL,
   // within the callback's own timeout.)
-  expect(slowRun.body.aiMessages.map((m) => m.content.split('\n')[0])).toEqual(['Hello {memory.name}, {memory.tier}.']);
+  expect(slowRun.body.aiMessages.map((m) => m.content.split('\n')[0])).toEqual([
+    'Hello {memory.customerId}, {memory.tier}.',
+  ]);
   const errors = await pollUntil(
     () => eventsNamed('invocation_error'),
     (found) => found.length > 0,

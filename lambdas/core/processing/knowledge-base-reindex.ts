@@ -10,9 +10,10 @@
  * `pageSize` documents, each page moving the job on in one conditional write with its progress and queueing the
  * next. A page cut off is done again from the same cursor (every document write is idempotent); a copy of a page
  * the job has moved past does nothing, and of two copies of the same page only one moves it; a message lost is
- * found by the watchdog (`resumeStuckReindexes`), and the page after such a stall takes one document and counts any
- * error of it as a failure, so no document can hold the job forever. A reindex has no failed outcome: a document whose object cannot be
- * chunked is counted `failed` (and named, the first REINDEX_FAILURES_KEPT) and left as it is; the job goes on.
+ * found by the watchdog (`resumeStuckReindexes`), and the span of a page that stalled is then gone through one
+ * document a page, any error counted as a failure, so no document can hold the job forever. A reindex has no failed
+ * outcome: a document whose object cannot be chunked is counted `failed` (and named, the first REINDEX_FAILURES_KEPT)
+ * and left as it is; the job goes on.
  */
 
 import type { DocumentRecord } from '#core/knowledge/document';
