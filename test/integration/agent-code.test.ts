@@ -186,6 +186,18 @@ it('calls the desk agent before default retrieval with the trigger, and sends it
     expect.objectContaining({ sessionId: answer.body.sessionId, payload: { channel: 'chat', node: 'Greet' } }),
   ]);
 
+  // The trace shows the call, before the run's node, with the handler's answer.
+  const trace = await call<{ steps: { kind: string; node: string; status: string; output: unknown }[] }>(
+    'GET',
+    `/dashboard/agents/${dataset.agentId}/sessions/production/${answer.body.sessionId}/trace`,
+  );
+  expect(trace.body.steps.map((step) => [step.kind, step.node, step.status])).toEqual([
+    ['agentCode', 'Start', 'succeeded'],
+    ['node', 'Start', 'succeeded'],
+    ['node', 'Greet', 'succeeded'],
+  ]);
+  expect(trace.body.steps[0].output).toEqual({ memory: { customerId: 'cust-1', tier: 'tier:gold' } });
+
   // A customer the CRM does not know: no tier, so the filter is skipped and both documents may come back.
   const unknown = await run({ customerId: 'cust-404', question: 'replacement router' });
   expect(unknown.body.aiMessages[0].content.split('\n')[0]).toBe('Hello cust-404, {memory.tier}.');
@@ -243,6 +255,17 @@ it('goes on without a handler that times out, recording invocation_error; fails 
         nodeName: 'Start',
       },
     }),
+  ]);
+
+  // In the trace: the failed call, once (its invocation_error is that step's), then the run's nodes.
+  const slowTrace = await call<{ steps: { kind: string; status: string; error: { code: string } | null }[] }>(
+    'GET',
+    `/dashboard/agents/${dataset.agentId}/sessions/production/${slowRun.body.sessionId}/trace`,
+  );
+  expect(slowTrace.body.steps.map((step) => [step.kind, step.status, step.error?.code ?? null])).toEqual([
+    ['agentCode', 'failed', 'AGENT_CODE_TIMEOUT'],
+    ['node', 'succeeded', null],
+    ['node', 'succeeded', null],
   ]);
 
   await useDefinition({ url: agentUrl, onFailure: 'stop' });

@@ -14,6 +14,7 @@ export const BUILT_IN_EVENTS = [
   'tool_call',
   'browser_step',
   'invocation_error',
+  'agent_code_call',
 ] as const;
 export type BuiltInEventName = (typeof BUILT_IN_EVENTS)[number];
 

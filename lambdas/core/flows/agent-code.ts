@@ -5,7 +5,8 @@
  * merged into the session's (so default retrieval's filters and the prompts read it), messages are added to the
  * conversation, and `stop: true` ends the run `completed` before any node. A handler that fails, answers something
  * else or outlives `timeoutSeconds` is recorded as `invocation_error` (AGENT_CODE_FAILED, AGENT_CODE_TIMEOUT) and the
- * run goes on, unless the agent chose `onFailure: 'stop'`: then the run fails with that code.
+ * run goes on, unless the agent chose `onFailure: 'stop'`: then the run fails with that code. Every call is recorded as
+ * `agent_code_call` (its outcome, time and answer, bounded), a step of the session's trace (trace.ts).
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
@@ -44,6 +45,7 @@ export async function callTriggerHandler(context: RunContext): Promise<boolean> 
   const code = context.definition.agentCode;
   if (!code) return true;
   const { session, invocation, trigger, deps } = context;
+  const startedMs = deps.clock.now().getTime();
   let answer: TriggerAnswer;
   try {
     const response = await postSignedCallback(deps, {
@@ -80,10 +82,15 @@ export async function callTriggerHandler(context: RunContext): Promise<boolean> 
     answer = parsed.data;
   } catch (error) {
     const failure = handlerFailure(error);
+    recordCall(context, code.url, startedMs, {
+      status: 'failed',
+      error: { code: failure.code, message: failure.message },
+    });
     if (code.onFailure === 'stop') throw failure;
     recordHandlerFailure(context, failure);
     return true;
   }
+  recordCall(context, code.url, startedMs, { status: 'succeeded', answer });
   if (answer.memory) Object.assign(session.memory, answer.memory);
   for (const message of answer.messages ?? []) session.messages.push({ ...message, at: now(context) });
   if (answer.stop) {
@@ -103,6 +110,47 @@ function handlerFailure(error: unknown): FlowError {
     return new FlowError('AGENT_CODE_FAILED', `The trigger handler could not be called: ${error.message}`);
   }
   throw error;
+}
+
+/**
+ * `agent_code_call`: one call of the agent's code, for the trace. The URL only as its origin and path (a query may
+ * carry a secret); the answer bounded as a node's output is.
+ */
+function recordCall(
+  context: RunContext,
+  url: string,
+  startedMs: number,
+  outcome:
+    | { readonly status: 'succeeded'; readonly answer: TriggerAnswer }
+    | { readonly status: 'failed'; readonly error: { readonly code: string; readonly message: string } },
+): void {
+  let target: string;
+  try {
+    const parsed = new URL(url);
+    target = `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    target = 'the agent code';
+  }
+  try {
+    recordBuiltInEvent(
+      context.deps.recorder,
+      analyticsScope(context.session),
+      'agent_code_call',
+      {
+        nodeName: context.trigger.name,
+        event: 'TRIGGER_EVENT',
+        status: outcome.status,
+        durationMs: Math.max(0, context.deps.clock.now().getTime() - startedMs),
+        request: { url: target.slice(0, 2000) },
+        ...(outcome.status === 'succeeded'
+          ? { answer: boundedValue(outcome.answer, PAYLOAD_PART_MAX_BYTES) }
+          : { error: { code: outcome.error.code, message: outcome.error.message.slice(0, 1000) } }),
+      },
+      { invocationId: context.invocation.invocationId, step: 'agent-code' },
+    );
+  } catch (recording) {
+    if (!(recording instanceof EventRecordingError)) throw recording;
+  }
 }
 
 /** `invocation_error` of a handler the run went on without, keyed apart from the run's own. */

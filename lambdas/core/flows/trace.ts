@@ -22,7 +22,8 @@ export const TRACE_MAX_EVENTS = 5 * MAX_LIMIT;
 export interface TraceStep {
   /** 1, 2, … in the order the steps ran, across the session's invocations. */
   readonly index: number;
-  readonly kind: 'node' | 'invocation';
+  /** `agentCode`: a call of the agent's code (its trigger handler, docs/agent-code.md), before the run's nodes. */
+  readonly kind: 'node' | 'invocation' | 'agentCode';
   /** The node; for an invocation step, the node the run was at (null: none). */
   readonly node: string | null;
   readonly nodeType: string | null;
@@ -132,6 +133,30 @@ export function traceSteps(events: readonly AnalyticsEventRecord[]): TraceStep[]
         steps.push(open);
         break;
       }
+      case 'agent_code_call': {
+        const failed = payload.status === 'failed';
+        steps.push({
+          index: steps.length + 1,
+          kind: 'agentCode',
+          node: nodeName,
+          nodeType: null,
+          displayName: text(payload.event),
+          status: failed ? 'failed' : 'succeeded',
+          startedAt: event.created_at,
+          durationMs: typeof payload.durationMs === 'number' ? payload.durationMs : null,
+          model: null,
+          tokens: null,
+          input: payload.request ?? null,
+          output: payload.answer ?? null,
+          toolCalls: [],
+          browserSteps: [],
+          edge: null,
+          error:
+            failed && payload.error && typeof payload.error === 'object' ? (payload.error as TraceStep['error']) : null,
+        });
+        open = null;
+        break;
+      }
       case 'tool_call':
         if (open && open.node === nodeName) open.toolCalls = [...open.toolCalls, payload];
         break;
@@ -152,8 +177,8 @@ export function traceSteps(events: readonly AnalyticsEventRecord[]): TraceStep[]
       case 'invocation_error': {
         const error = { code: text(payload.code) ?? 'INTERNAL_ERROR', message: text(payload.message) ?? '' };
         const last = steps.at(-1);
-        // The failure of a node run already says it: the invocation's error is that step's.
-        if (last?.kind === 'node' && last.status === 'failed' && last.error?.code === error.code) break;
+        // The failure of a node run (or of a call of the agent's code) already says it: the error is that step's.
+        if (last?.kind !== 'invocation' && last?.status === 'failed' && last.error?.code === error.code) break;
         steps.push({
           index: steps.length + 1,
           kind: 'invocation',

@@ -280,7 +280,8 @@ function Session(props: {
 /** One step of a session's trace (GET …/sessions/…/trace: docs/flows.md, "The trace"). */
 interface TraceStep {
   readonly index: number;
-  readonly kind: 'node' | 'invocation';
+  /** `agentCode`: a call of the agent's code (its trigger handler) before the run's nodes. */
+  readonly kind: 'node' | 'invocation' | 'agentCode';
   readonly node: string | null;
   readonly nodeType: string | null;
   readonly status: 'succeeded' | 'paused' | 'failed' | 'running';
@@ -344,7 +345,7 @@ function Trace(props: { api: Api; agentId: string; environment: Environment; ses
                 <Table.Td>
                   {step.node ?? '(no node)'}
                   <Text span size="xs" c="dimmed" ml={4}>
-                    {step.kind === 'invocation' ? 'run' : step.nodeType}
+                    {step.kind === 'invocation' ? 'run' : step.kind === 'agentCode' ? 'agent code' : step.nodeType}
                   </Text>
                   {failed && (
                     <Badge color="red.9" variant="outline" ml="xs">
