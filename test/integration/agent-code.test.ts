@@ -137,7 +137,8 @@ beforeAll(async () => {
       if (body.fail) throw new Error('the CRM is down');
       if (body.stop) return { stop: true };
       return {
-        memory: { customerId: 'cust-9', tier: 'tier:gold' },
+        // A `__proto__` key (JSON can carry one) never becomes memory's prototype, nor anything it stores.
+        memory: JSON.parse('{"customerId":"cust-9","tier":"tier:gold","__proto__":{"polluted":true}}'),
         messages: [{ role: 'system', content: 'CRM: cust-9 is a gold customer since 2021.' }],
       };
     },
@@ -225,6 +226,13 @@ it("adds the handler's messages before default retrieval's, with what the trigge
   expect(system).toHaveLength(2);
   expect(system[0]).toBe('CRM: cust-9 is a gold customer since 2021.');
   expect(system[1]).toContain('Gold customers get a replacement router the next day.');
+  const stored = await call<{ memory: Record<string, unknown> }>(
+    'GET',
+    `/dashboard/agents/${dataset.agentId}/sessions/production/${answer.body.sessionId}`,
+  );
+  expect(stored.body.memory).toMatchObject({ customerId: 'cust-9', tier: 'tier:gold' });
+  expect(Object.keys(stored.body.memory).sort()).toEqual(['customerId', 'question', 'tier']);
+  expect(stored.body.memory.polluted).toBeUndefined();
 });
 
 it('ends the run before any node when the handler says stop', async () => {

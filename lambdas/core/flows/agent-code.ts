@@ -91,7 +91,8 @@ export async function callTriggerHandler(context: RunContext): Promise<boolean> 
     return true;
   }
   recordCall(context, code.url, startedMs, { status: 'succeeded', answer });
-  if (answer.memory) Object.assign(session.memory, answer.memory);
+  // Spread, as setMemory does: only own properties are copied, and a `__proto__` key never sets memory's prototype.
+  if (answer.memory) session.memory = { ...session.memory, ...answer.memory };
   for (const message of answer.messages ?? []) session.messages.push({ ...message, at: now(context) });
   if (answer.stop) {
     session.status = 'completed';
