@@ -157,7 +157,8 @@ it('refuses a tampered, stale or unsigned message, in its node:http and its Lamb
   });
   expect((await agent.lambda(lambdaEvent(signed(now, body), `${body} `))).statusCode).toBe(401);
   expect((await agent.lambda(lambdaEvent(signed(now, body), body))).statusCode).toBe(204);
-  // Signed, but not an event it has a handler for.
+  // Signed, but not an object, or not an event it has a handler for.
+  expect((await agent.lambda(lambdaEvent(signed(now, 'null'), 'null'))).statusCode).toBe(400);
   const other = JSON.stringify({ event: 'SOMETHING_ELSE' });
   expect((await agent.lambda(lambdaEvent(signed(now, other), other))).statusCode).toBe(422);
 });

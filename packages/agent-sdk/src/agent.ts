@@ -106,12 +106,16 @@ export function defineAgent(definition: AgentDefinition): DefinedAgent {
       if (error instanceof WebhookVerificationError) return refusal(401, error.message);
       throw error;
     }
-    let event: { event?: unknown };
+    let parsed: unknown;
     try {
-      event = JSON.parse(rawBody) as { event?: unknown };
+      parsed = JSON.parse(rawBody);
     } catch {
       return refusal(400, 'the body is not JSON');
     }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      return refusal(400, 'the body is not a JSON object');
+    }
+    const event = parsed as { event?: unknown };
     const scoped = event as { agentId: string; environment: Environment };
     const platform = definition.platform
       ? new PlatformClient({ ...definition.platform, agentId: scoped.agentId, environment: scoped.environment })
