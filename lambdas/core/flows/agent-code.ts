@@ -82,15 +82,13 @@ export async function callTriggerHandler(context: RunContext): Promise<boolean> 
     answer = parsed.data;
   } catch (error) {
     const failure = handlerFailure(error);
-    recordCall(context, code.url, startedMs, {
-      status: 'failed',
-      error: { code: failure.code, message: failure.message },
-    });
+    recordCall(context, startedMs, { error: failure });
     if (code.onFailure === 'stop') throw failure;
-    recordHandlerFailure(context, failure);
+    // The run goes on without the handler: an invocation_error of its own, keyed apart from the run's.
+    record(context, 'invocation_error', { ...errorPart(failure), nodeName: context.trigger.name });
     return true;
   }
-  recordCall(context, code.url, startedMs, { status: 'succeeded', answer });
+  recordCall(context, startedMs, { answer });
   // Spread, as setMemory does: only own properties are copied, and a `__proto__` key never sets memory's prototype.
   if (answer.memory) session.memory = { ...session.memory, ...answer.memory };
   for (const message of answer.messages ?? []) session.messages.push({ ...message, at: now(context) });
@@ -114,56 +112,37 @@ function handlerFailure(error: unknown): FlowError {
 }
 
 /**
- * `agent_code_call`: one call of the agent's code, for the trace. The URL only as its origin and path (a query may
- * carry a secret); the answer bounded as a node's output is.
+ * `agent_code_call`: one call of the agent's code, for the trace: its outcome, time, and the answer bounded as a node's
+ * output is. (The URL is the definition's own, shown there.)
  */
 function recordCall(
   context: RunContext,
-  url: string,
   startedMs: number,
-  outcome:
-    | { readonly status: 'succeeded'; readonly answer: TriggerAnswer }
-    | { readonly status: 'failed'; readonly error: { readonly code: string; readonly message: string } },
+  outcome: { readonly answer: TriggerAnswer } | { readonly error: FlowError },
 ): void {
-  let target: string;
-  try {
-    const parsed = new URL(url);
-    target = `${parsed.origin}${parsed.pathname}`;
-  } catch {
-    target = 'the agent code';
-  }
-  try {
-    recordBuiltInEvent(
-      context.deps.recorder,
-      analyticsScope(context.session),
-      'agent_code_call',
-      {
-        nodeName: context.trigger.name,
-        event: 'TRIGGER_EVENT',
-        status: outcome.status,
-        durationMs: Math.max(0, context.deps.clock.now().getTime() - startedMs),
-        request: { url: target.slice(0, 2000) },
-        ...(outcome.status === 'succeeded'
-          ? { answer: boundedValue(outcome.answer, PAYLOAD_PART_MAX_BYTES) }
-          : { error: { code: outcome.error.code, message: outcome.error.message.slice(0, 1000) } }),
-      },
-      { invocationId: context.invocation.invocationId, step: 'agent-code' },
-    );
-  } catch (recording) {
-    if (!(recording instanceof EventRecordingError)) throw recording;
-  }
+  const failed = 'error' in outcome;
+  record(context, 'agent_code_call', {
+    nodeName: context.trigger.name,
+    event: 'TRIGGER_EVENT',
+    status: failed ? 'failed' : 'succeeded',
+    durationMs: Math.max(0, context.deps.clock.now().getTime() - startedMs),
+    ...(failed
+      ? { error: errorPart(outcome.error) }
+      : { answer: boundedValue(outcome.answer, PAYLOAD_PART_MAX_BYTES) }),
+  });
 }
 
-/** `invocation_error` of a handler the run went on without, keyed apart from the run's own. */
-function recordHandlerFailure(context: RunContext, failure: FlowError): void {
+function errorPart(failure: FlowError): { code: string; message: string } {
+  return { code: failure.code, message: failure.message.slice(0, 1000) };
+}
+
+/** Records one of the agent code's events, keyed apart from the run's own; a recording that fails loses only it. */
+function record(context: RunContext, name: 'agent_code_call' | 'invocation_error', payload: Record<string, unknown>) {
   try {
-    recordBuiltInEvent(
-      context.deps.recorder,
-      analyticsScope(context.session),
-      'invocation_error',
-      { code: failure.code, message: failure.message.slice(0, 1000), nodeName: context.trigger.name },
-      { invocationId: context.invocation.invocationId, step: 'agent-code' },
-    );
+    recordBuiltInEvent(context.deps.recorder, analyticsScope(context.session), name, payload, {
+      invocationId: context.invocation.invocationId,
+      step: 'agent-code',
+    });
   } catch (recording) {
     if (!(recording instanceof EventRecordingError)) throw recording;
   }

@@ -146,7 +146,7 @@ export function traceSteps(events: readonly AnalyticsEventRecord[]): TraceStep[]
           durationMs: typeof payload.durationMs === 'number' ? payload.durationMs : null,
           model: null,
           tokens: null,
-          input: payload.request ?? null,
+          input: null,
           output: payload.answer ?? null,
           toolCalls: [],
           browserSteps: [],
