@@ -901,6 +901,25 @@ export const WORKERS = {
   },
 } as const satisfies Record<string, { handler: string; access: ResourceAccess }>;
 
+/** What a handler reads of its routes when it runs (lambdas/shared/http.ts). */
+export type RouteFacts = Pick<HttpRoute, 'id' | 'method' | 'path' | 'scope' | 'personal' | 'maxBodyBytes'>;
+
+/** Replaced in a function's bundle by the JSON of its routes' facts (bundledRoutesDefine); unset anywhere else. */
+export const BUNDLED_ROUTES_EXPRESSION = 'process.env.AGENT_PLATFORM_BUNDLED_ROUTES';
+
+/**
+ * The esbuild `define` that gives the bundle of `handlerFile` the facts of every route it handles (its own, its
+ * dashboard mirrors, the routes that share the file), so that the bundle carries those instead of this whole table:
+ * about 18 KB less in every API function. None for a file that no route names.
+ */
+export function bundledRoutesDefine(handlerFile: string): Record<string, string> {
+  const facts: RouteFacts[] = ROUTES.filter((route) => route.handler === handlerFile).map(
+    ({ id, method, path, scope, personal, maxBodyBytes }) => ({ id, method, path, scope, personal, maxBodyBytes }),
+  );
+  // The replacement is an expression: a string literal of the JSON.
+  return facts.length === 0 ? {} : { [BUNDLED_ROUTES_EXPRESSION]: JSON.stringify(JSON.stringify(facts)) };
+}
+
 export function routeById(id: string): HttpRoute {
   const route = ROUTES.find((r) => r.id === id);
   if (!route) throw new Error(`no route with id ${id}`);

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { BUNDLING, REPO_ROOT } from '../lib/constructs/service-function';
-import { AUTHORIZER, ROUTES } from '../lib/routes';
+import { AUTHORIZER, bundledRoutesDefine, ROUTES } from '../lib/routes';
 
 const BUDGET_BYTES = 300 * 1024;
 const OUT_DIR = path.join(REPO_ROOT, '.bundle-check');
@@ -38,6 +38,7 @@ async function bundle(entry: Entry): Promise<Result> {
     target: BUNDLING.target,
     format: BUNDLING.format === 'esm' ? 'esm' : 'cjs',
     external: BUNDLING.externalModules,
+    define: bundledRoutesDefine(entry.handler),
     metafile: true,
     logLevel: 'warning',
   });

@@ -23,7 +23,7 @@ import {
 } from '#core/errors';
 import type { Caller } from '#core/tenancy/tenancy';
 import { parseInput } from '#core/validation';
-import { dashboardMirrorsOf, type HttpRoute, routeById } from '../../lib/routes';
+import type { RouteFacts } from '../../lib/routes';
 import { config } from './config';
 import { corsResponseHeaders } from './cors';
 import { MAX_JSON_DEPTH, nestingDepthOver } from './json-depth';
@@ -31,6 +31,22 @@ import { logger } from './logger';
 import { metrics } from './metrics';
 
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
+
+/**
+ * The routes of lib/routes.ts this code may serve. In a function's bundle the variable is replaced by the facts of
+ * its own routes (lib/routes.ts, bundledRoutesDefine), and esbuild leaves the table out; run from source (the local
+ * runtime, the tests) the table is read.
+ */
+const KNOWN_ROUTES: readonly RouteFacts[] = process.env.AGENT_PLATFORM_BUNDLED_ROUTES
+  ? JSON.parse(process.env.AGENT_PLATFORM_BUNDLED_ROUTES)
+  : // A require, not an import: the bundle's define makes it dead code, and esbuild leaves the table out.
+    (require('../../lib/routes') as typeof import('../../lib/routes')).ROUTES;
+
+function routeById(id: string): RouteFacts {
+  const route = KNOWN_ROUTES.find((r) => r.id === id);
+  if (!route) throw new Error(`no route with id ${id}`);
+  return route;
+}
 
 /**
  * Retry-After of a 503 SERVICE_BUSY. The SDK has already spent its own retries (up to 3 s of backoff, 7 s for
@@ -68,7 +84,7 @@ function header(event: APIGatewayProxyEvent, name: string): string | undefined {
   return undefined;
 }
 
-/** `maxBytes`: the route's own limit (HttpRoute.maxBodyBytes), else MAX_JSON_BODY_BYTES. */
+/** `maxBytes`: the route's own limit (RouteFacts.maxBodyBytes), else MAX_JSON_BODY_BYTES. */
 function readJsonBody(
   event: APIGatewayProxyEvent,
   maxBytes = MAX_JSON_BODY_BYTES,
@@ -111,7 +127,7 @@ function queryObject(event: APIGatewayProxyEvent): Record<string, unknown> | und
 }
 
 /** GET reads the query; POST and PATCH the JSON body; DELETE the body, or the query when it has no body. */
-function requestInput(route: HttpRoute, event: APIGatewayProxyEvent): Record<string, unknown> {
+function requestInput(route: RouteFacts, event: APIGatewayProxyEvent): Record<string, unknown> {
   let fields: Record<string, unknown> | undefined;
   if (route.method === 'GET') fields = queryObject(event);
   else if (route.method === 'DELETE') fields = readJsonBody(event) ?? queryObject(event);
@@ -186,12 +202,12 @@ const rateLimitHeaders = (): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewa
  * The route of lib/routes.ts an event came by: the only one of `routes`, or, for a handler that serves several
  * routes, the one whose path template API Gateway (and the local router) put in `event.resource`.
  */
-function matchingRoute(routes: readonly HttpRoute[], event: APIGatewayProxyEvent): HttpRoute | undefined {
+function matchingRoute(routes: readonly RouteFacts[], event: APIGatewayProxyEvent): RouteFacts | undefined {
   if (routes.length === 1) return routes[0];
   return routes.find((r) => r.path === event.resource && r.method === event.httpMethod);
 }
 
-function routeOf(routes: readonly HttpRoute[], event: APIGatewayProxyEvent): HttpRoute {
+function routeOf(routes: readonly RouteFacts[], event: APIGatewayProxyEvent): RouteFacts {
   const route = matchingRoute(routes, event);
   if (!route) throw new Error(`no route of this handler for ${event.httpMethod} ${event.resource}`);
   return route;
@@ -219,7 +235,9 @@ function annotateRequest(input: unknown): void {
  * method, the status, the time it took, with the request's log keys (request id, organization, the ids above).
  * Nothing of the request's body, query or headers.
  */
-const requestLog = (routes: readonly HttpRoute[]): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
+const requestLog = (
+  routes: readonly RouteFacts[],
+): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> => {
   // Per request, not per handler: the local runtime runs one handler's requests concurrently.
   const started = new WeakMap<object, number>();
   const line = async (request: middy.Request<APIGatewayProxyEvent, APIGatewayProxyResult>) => {
@@ -242,11 +260,11 @@ const requestLog = (routes: readonly HttpRoute[]): middy.MiddlewareObj<APIGatewa
 
 /**
  * Who a request of `route` comes from: the caller (a token, or a person in the organization their X-Organization-Id
- * header names: core/auth/people.ts), or, for a person's own routes (HttpRoute.personal), the person. Refusals are errors:
+ * header names: core/auth/people.ts), or, for a person's own routes (RouteFacts.personal), the person. Refusals are errors:
  * no valid credential 401, a person outside the dashboard 401, a token on a person's route 403, the scope 403.
  */
 function whoCalls(
-  route: HttpRoute,
+  route: RouteFacts,
   event: APIGatewayProxyEvent,
 ): { caller?: Caller; person?: Person; counted: Pick<Caller, 'tokenId'> & { organizationId?: string } } | undefined {
   if (route.scope === null) return undefined;
@@ -278,8 +296,8 @@ function handlerFor<S extends z.ZodType, W>(
 ) {
   // The routes named, and the dashboard's routes to the same handler (lib/routes.ts, DASHBOARD_MIRRORS).
   const routes = (typeof routeId === 'string' ? [routeId] : routeId).flatMap((id) => {
-    const route = routeById(id);
-    return [route, ...dashboardMirrorsOf(id).map((mirror) => routeById(mirror.id))];
+    // Its dashboard mirrors (lib/routes.ts, DASHBOARD_MIRRORS) are named after it.
+    return [routeById(id), ...KNOWN_ROUTES.filter((route) => route.id === `Dashboard${id}`)];
   });
   for (const route of routes) {
     if (Boolean(route.personal) !== personal) {

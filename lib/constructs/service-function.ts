@@ -8,6 +8,7 @@ import { Architecture, type RecursiveLoop, Runtime, Tracing } from 'aws-cdk-lib/
 import { type BundlingOptions, LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { bundledRoutesDefine } from '../routes';
 
 /** Handler paths in lib/routes.ts are relative to the repository root. */
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -145,7 +146,11 @@ export class ServiceFunction extends NodejsFunction {
       recursiveLoop: props.recursiveLoop,
       tracing: Tracing.ACTIVE,
       logGroup,
-      bundling: { ...BUNDLING, ...props.bundling },
+      bundling: {
+        ...BUNDLING,
+        ...props.bundling,
+        define: { ...bundledRoutesDefine(props.handlerFile), ...props.bundling?.define },
+      },
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
         ...powertoolsEnvironment(scope),

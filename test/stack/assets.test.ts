@@ -66,6 +66,25 @@ test('the functions that ingest into Bedrock carry the Bedrock Agent client; the
   expect(query.includes('"IngestKnowledgeBaseDocuments"')).toBe(false);
 });
 
+test("an API function's bundle carries its own routes' facts, not the route table", () => {
+  const code = (prefix: string) => {
+    const fn = nodeFunctions(assemblies.default).find((f) => f.logicalId.startsWith(prefix));
+    if (!fn) throw new Error(`no ${prefix} function in the template`);
+    return fs.readFileSync(path.join(fn.assetDirectory, 'index.js'), 'utf8');
+  };
+  // GetMe's file serves four routes, each its own function: each bundle knows all four, and no other route.
+  const me = code('GetMeFunction');
+  for (const id of ['GetMe', 'AcceptInvitation', 'DeclineInvitation', 'CreateOrganization']) {
+    expect([id, me.includes(`"id":"${id}"`)]).toEqual([id, true]);
+  }
+  expect(me.includes('UploadLink')).toBe(false);
+  // A table entry's summary and a route of another function are nowhere in the webhook's bundle.
+  const webhook = code('InvokeWebhookFunction');
+  expect(webhook.includes('/dashboard/agents/{agentId}/webhooks/{environment}/{triggerName}')).toBe(true);
+  expect(webhook.includes('Get a pre-signed URL for a new document')).toBe(false);
+  expect(webhook.includes('upload-link')).toBe(false);
+});
+
 describe('what the checks catch (on a copy of a function entry)', () => {
   const uploadLink = () => {
     const fn = nodeFunctions(assemblies.default).find((f) => f.logicalId.startsWith('UploadLinkFunction'));
