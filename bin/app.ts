@@ -5,6 +5,7 @@
  */
 import { Annotations, App, type AppProps, Duration, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { LAMBDA_FUNCTION_ARN } from '#core/flows/definition';
 import { type CorsPolicy, parseCorsAllowedOrigins } from '#shared/cors';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
 import { DEFAULT_RATE_LIMIT_PER_5_MINUTES } from '../lib/constructs/api-firewall';
@@ -40,6 +41,11 @@ export interface AppConfig {
    * model (ChatOpenAICompatible), its API key in a secret the stack creates empty (README, "Models").
    */
   readonly openAiCompatible?: { readonly baseUrl: string; readonly model: string };
+  /**
+   * `-c agentCodeFunctions=arn:aws:lambda:eu-west-1:111122223333:function:desk-agent,…`: Lambda functions that
+   * definitions may name as agent code; the flow functions are granted exactly these (docs/agent-code.md).
+   */
+  readonly agentCodeFunctions: readonly string[];
   /** `-c knowledgeIndex=dynamodb`: a DynamoDB chunk table instead of Bedrock knowledge bases (for LocalStack). */
   readonly knowledgeIndex: 'bedrock' | 'dynamodb';
   /** `-c waf=off` leaves the WAF web ACL out of the stack; on by default. */
@@ -147,6 +153,32 @@ function readOpenAiCompatible(setting: Setting): AppConfig['openAiCompatible'] {
 }
 
 /** Reads and validates the context once; a bad value stops the synth instead of deploying a surprise. */
+/** How many agent code functions one deployment may register: each is a resource of the flow functions' policies. */
+const MAX_AGENT_CODE_FUNCTIONS = 20;
+
+function readAgentCodeFunctions(setting: Setting): string[] {
+  const raw: unknown = setting('agentCodeFunctions') ?? [];
+  const list =
+    typeof raw === 'string'
+      ? raw
+          .split(',')
+          .map((arn) => arn.trim())
+          .filter((arn) => arn !== '')
+      : raw;
+  if (
+    !Array.isArray(list) ||
+    list.length > MAX_AGENT_CODE_FUNCTIONS ||
+    new Set(list).size !== list.length ||
+    list.some((arn) => typeof arn !== 'string' || !LAMBDA_FUNCTION_ARN.test(arn))
+  ) {
+    throw new Error(
+      `Invalid context agentCodeFunctions=${JSON.stringify(raw)}: expected up to ${MAX_AGENT_CODE_FUNCTIONS} distinct ` +
+        'Lambda function ARNs (arn:aws:lambda:<region>:<account>:function:<name>), comma-separated',
+    );
+  }
+  return list as string[];
+}
+
 export function readConfig(app: App): AppConfig {
   const stage: unknown = app.node.tryGetContext('stage') ?? 'dev';
   if (typeof stage !== 'string' || !STAGE_PATTERN.test(stage)) {
@@ -181,6 +213,7 @@ export function readConfig(app: App): AppConfig {
   }
   for (const id of modelList as string[]) bedrockModel(id);
   const openAiCompatible = readOpenAiCompatible(setting);
+  const agentCodeFunctions = readAgentCodeFunctions(setting);
   const knowledgeIndex: unknown = setting('knowledgeIndex') ?? 'bedrock';
   if (knowledgeIndex !== 'bedrock' && knowledgeIndex !== 'dynamodb') {
     throw new Error(`Invalid context knowledgeIndex=${JSON.stringify(knowledgeIndex)}: expected bedrock or dynamodb`);
@@ -279,6 +312,7 @@ export function readConfig(app: App): AppConfig {
     console: consoleSite,
     wafRateLimit,
     models: modelList as string[],
+    agentCodeFunctions,
     ...(openAiCompatible ? { openAiCompatible } : {}),
     ...(uploadUrlTtlSeconds !== undefined ? { uploadUrlTtlSeconds } : {}),
   };
@@ -296,6 +330,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     description: `Agent platform (${config.stage}): knowledge documents and dashboard API`,
     stage: config.stage,
     models: config.models,
+    agentCodeFunctions: config.agentCodeFunctions,
     openAiCompatible: config.openAiCompatible,
     knowledgeIndex: config.knowledgeIndex,
     waf: config.waf,

@@ -6,7 +6,8 @@
  * line `@@stack {"report":{...}}`: the calls checked, the calls refused, wiring errors and each function's output;
  * for each `replay <template file>` line one `@@stack {"replay":[...]}`: the calls made so far that the roles of
  * that template (a mutation of this one) would refuse; for each `fire` line one `@@stack {"fired":[...]}`: every
- * scheduled rule and schedule invoked now.
+ * scheduled rule and schedule invoked now. STACK_CHECK_EXTERNAL_FUNCTIONS (JSON: function ARN → URL) serves Lambda
+ * functions outside the stack, such as a customer's agent code.
  * test/stack/run.test.ts drives it; jest itself cannot load the ES-module-only SQS engine.
  */
 import { randomUUID } from 'node:crypto';
@@ -29,7 +30,12 @@ async function main(): Promise<void> {
     ? (JSON.parse(fs.readFileSync(templateFile, 'utf8')) as CfnTemplate)
     : assembly.template;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-stack-'));
-  const stack = await runStack({ ...assembly, template }, { dataDir });
+  // Functions outside the stack that its functions invoke (a customer's agent code): ARN → the URL serving each.
+  const external = process.env.STACK_CHECK_EXTERNAL_FUNCTIONS;
+  const stack = await runStack(
+    { ...assembly, template },
+    { dataDir, externalFunctions: external ? (JSON.parse(external) as Record<string, string>) : undefined },
+  );
   // Two organizations, as the HTTP suites' TEST_TOKENS want them.
   const organizationId = randomUUID();
   const token = await stack.createToken(SCOPES, organizationId);

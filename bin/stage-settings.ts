@@ -22,6 +22,7 @@ export const STAGE_SETTINGS = z
     /** The stage's Region (us-east-1, eu-west-1, …). */
     region: z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d$/, 'a Region name such as eu-west-1'),
     models: z.union([text, z.array(text).max(10)]),
+    agentCodeFunctions: z.union([z.string().max(8192), z.array(text).max(20)]),
     generateModelId: text,
     modelBaseUrl: text,
     modelName: text,

@@ -39,6 +39,11 @@ export interface AgentPlatformStackProps extends StackProps {
    */
   readonly models?: readonly string[];
   /**
+   * Lambda functions in customers' accounts that definitions may name as agent code (`agentCode.functionArn`,
+   * docs/agent-code.md): the flow functions may invoke exactly these. Default none.
+   */
+  readonly agentCodeFunctions?: readonly string[];
+  /**
    * An OpenAI-compatible server as the default model: its base URL and model name; the stack creates the secret its
    * API key goes in (ModelApiKey).
    */
@@ -136,6 +141,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       processingQueue: this.storage.queue,
       knowledgeIndex: this.knowledgeIndex,
       models: props.models ?? [],
+      agentCodeFunctions: props.agentCodeFunctions ?? [],
       ...(props.openAiCompatible && modelApiKey
         ? { openAiCompatible: { ...props.openAiCompatible, apiKey: modelApiKey.secret } }
         : {}),

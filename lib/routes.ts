@@ -48,6 +48,11 @@ export interface ResourceAccess {
    * bedrock:InvokeModel on each); `list`: know them only (BEDROCK_MODELS), to list them and check definitions.
    */
   readonly model?: 'invoke' | 'list';
+  /**
+   * Agent code deployed as Lambda functions (`-c agentCodeFunctions`, docs/agent-code.md): `invoke` = lambda:
+   * InvokeFunction on exactly those functions; `list` = only know them (AGENT_CODE_FUNCTIONS), to check definitions.
+   */
+  readonly agentCode?: 'invoke' | 'list';
   /** Run browser tasks in the BrowserTask function (Lambda Invoke); it gets BROWSER_DRIVER=lambda. */
   readonly browserTask?: 'invoke';
   /**
@@ -137,6 +142,7 @@ const flowRun: ResourceAccess = {
   knowledgeIndex: 'retrieve',
   model: 'invoke',
   browserTask: 'invoke',
+  agentCode: 'invoke',
 };
 
 /**
@@ -538,7 +544,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: `${DEFINITION}`,
     handler: http('flows/put-definition'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read', agentDefinitions: 'readWrite' }, model: 'list' },
+    access: { tables: { agents: 'read', agentDefinitions: 'readWrite' }, model: 'list', agentCode: 'list' },
     summary: "Validate and store an agent's definition (its flows, tools and variables) in one environment",
   },
   {
@@ -558,7 +564,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: `${DEFINITION}/validate`,
     handler: http('flows/validate-definition'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read' }, model: 'list' },
+    access: { tables: { agents: 'read' }, model: 'list', agentCode: 'list' },
     summary: 'Check a definition without storing it: every problem at once, with its flow, node, field and rule',
   },
   {

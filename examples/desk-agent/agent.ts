@@ -13,11 +13,11 @@ export interface Crm {
 export interface DeskAgentOptions {
   /** The agent's callback secret (two while you switch after a rotation). */
   readonly secrets: string | readonly string[];
-  /** The platform's API and a token restricted to the agent (scope analytics). */
-  readonly platform: Omit<PlatformClientOptions, 'agentId' | 'environment'>;
+  /** The platform's API and a token restricted to the agent (scope analytics); without it no event is recorded. */
+  readonly platform?: Omit<PlatformClientOptions, 'agentId' | 'environment'>;
   readonly crm: Crm;
-  /** A chat's incoming webhook (Slack, Teams, Mattermost: each takes `{ text }`). */
-  readonly chatWebhookUrl: string;
+  /** A chat's incoming webhook (Slack, Teams, Mattermost: each takes `{ text }`); without one, the message is printed. */
+  readonly chatWebhookUrl?: string;
 }
 
 export function deskAgent(options: DeskAgentOptions): DefinedAgent {
@@ -31,6 +31,10 @@ export function deskAgent(options: DeskAgentOptions): DefinedAgent {
       return tier ? { memory: { customerId, tier } } : { memory: { customerId } };
     },
     async onAiMessage(message, { messageId, platform }) {
+      if (!options.chatWebhookUrl) {
+        console.log(`[desk agent] ${message.node}: ${message.content}`);
+        return;
+      }
       const posted = await fetch(options.chatWebhookUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

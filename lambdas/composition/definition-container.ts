@@ -9,7 +9,7 @@ import type { SessionStore } from '#ports/flows';
 import { config, positiveInteger } from '#shared/config';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { agentsStore, clock } from './container';
-import { bedrockModelsFromEnv, modelCatalogFromEnv } from './model-catalog';
+import { agentCodeFunctionsFromEnv, bedrockModelsFromEnv, modelCatalogFromEnv } from './model-catalog';
 import { once } from './once';
 
 export const definitionStore = once(
@@ -37,6 +37,9 @@ export const definitionContainer = {
   clock: clock,
   get bedrockModels() {
     return bedrockModelsFromEnv();
+  },
+  get agentCodeFunctions() {
+    return agentCodeFunctionsFromEnv();
   },
   get defaultModelClass() {
     return modelCatalogFromEnv().find((model) => model.default)?.llmConfigName;

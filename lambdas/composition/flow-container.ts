@@ -11,9 +11,10 @@ import { allowPrivateNetworkFromEnv } from '#adapters/network/url-guard';
 import { SqsFlowRunQueue } from '#adapters/queue/sqs-flow-runs';
 import { AnalyticsRecorder } from '#core/analytics/track';
 import type { AttachmentDeps } from '#core/flows/attachments';
+import { signingSecrets } from '#core/flows/callback-signing';
 import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '#core/flows/run-context';
 import { runDefaultRetrieval } from '#core/retrieval/default-retrieval';
-import { type BrowserDriver, OutboundError } from '#ports/flows';
+import { type AgentCodeFunctions, type BrowserDriver, OutboundError } from '#ports/flows';
 import { config } from '#shared/config';
 import { handlerEnvironment, handlerVariable } from '#shared/environment';
 import { logger } from '#shared/logger';
@@ -92,6 +93,32 @@ const browserDriver: BrowserDriver = {
   },
 };
 
+/**
+ * Agent code deployed as Lambda functions (docs/agent-code.md), loaded at the first call: Lambda's Invoke API; or,
+ * in the local runtime started with AGENT_CODE=<module>, that module in this process for every function.
+ */
+let codeFunctions: AgentCodeFunctions | undefined;
+const agentCodeFunctions: AgentCodeFunctions = {
+  invoke: async (request) => {
+    codeFunctions ??= await loadAgentCodeFunctions();
+    return codeFunctions.invoke(request);
+  },
+};
+
+async function loadAgentCodeFunctions(): Promise<AgentCodeFunctions> {
+  const modulePath = handlerVariable('AGENT_CODE');
+  if (!modulePath) return (await import('./clients/lambda')).lambdaAgentCodeFunctionsFromEnv();
+  // Left out of the functions' bundles (lib/constructs/service-function.ts), as the Playwright driver is.
+  const { ModuleAgentCodeFunctions } = await import('#adapters/agent-code/module-functions');
+  return new ModuleAgentCodeFunctions({
+    modulePath,
+    secretsOf: async (organizationId, agentId) => {
+      const secrets = (await cachedAgentsStore().get(organizationId, agentId))?.callbackSecrets;
+      return secrets ? signingSecrets(secrets, clock.now()) : [];
+    },
+  });
+}
+
 const defaultRetrieval: DefaultRetrievalRunner = async (request) => {
   const outcome = await runDefaultRetrieval(
     retrievalContainer,
@@ -118,6 +145,7 @@ export const flowContainer = {
   get http() {
     return http();
   },
+  agentCodeFunctions,
   get attachments() {
     return attachments();
   },

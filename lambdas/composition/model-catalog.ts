@@ -29,12 +29,19 @@ export interface ModelInfo {
 
 /** The Bedrock models of BEDROCK_MODELS; undefined where the variable is not set (a local run: not checked). */
 export function bedrockModelsFromEnv(env: EnvironmentValues = handlerEnvironment()): string[] | undefined {
-  const raw = env.BEDROCK_MODELS;
-  if (raw === undefined) return undefined;
+  return commaList(env.BEDROCK_MODELS);
+}
+
+function commaList(raw: string | undefined): string[] | undefined {
   return raw
-    .split(',')
-    .map((id) => id.trim())
-    .filter((id) => id !== '');
+    ?.split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+/** The Lambda functions of AGENT_CODE_FUNCTIONS a definition may name as agent code; undefined where it is not set. */
+export function agentCodeFunctionsFromEnv(env: EnvironmentValues = handlerEnvironment()): string[] | undefined {
+  return commaList(env.AGENT_CODE_FUNCTIONS);
 }
 
 export function modelCatalogFromEnv(env: EnvironmentValues = handlerEnvironment()): ModelInfo[] {

@@ -284,6 +284,25 @@ export interface OutboundHttp {
   request(request: OutboundRequest): Promise<OutboundResponse>;
 }
 
+/**
+ * An agent's code deployed as an AWS Lambda function in the customer's account (docs/agent-code.md): invoked
+ * synchronously with a function URL event that carries the signed request (its headers and exact body), so the SDK's
+ * `lambda` handler verifies it as it would over HTTP. The function's `{ statusCode, body }` is the answer. Rejects
+ * with OutboundError OUTBOUND_FAILED when the function cannot be invoked, fails, or does not answer in time ("timed
+ * out" in its message).
+ */
+export interface AgentCodeFunctions {
+  invoke(request: {
+    /** The agent whose code it is (the local runtime's module is built with its secrets). */
+    readonly organizationId: string;
+    readonly agentId: string;
+    readonly functionArn: string;
+    readonly headers: Readonly<Record<string, string>>;
+    readonly body: string;
+    readonly timeoutMs: number;
+  }): Promise<OutboundResponse>;
+}
+
 export type OutboundErrorCode = 'TARGET_REFUSED' | 'OUTBOUND_FAILED' | 'BROWSER_UNAVAILABLE' | 'BROWSER_FAILED';
 
 /** A node's outbound call failed; the session fails with this code (never echoed with internal addresses). */

@@ -34,6 +34,11 @@ export interface PlatformResources {
   readonly models: readonly string[];
   /** An OpenAI-compatible server (`-c modelBaseUrl`, `-c modelName`) and the secret of its API key (model-api-key.ts). */
   readonly openAiCompatible?: { readonly baseUrl: string; readonly model: string; readonly apiKey: ISecret };
+  /**
+   * The Lambda functions (in the customers' accounts) registered as agent code (`-c agentCodeFunctions`): functions
+   * with `agentCode: 'invoke'` may invoke exactly these; `list` ones check definitions against them. Default none.
+   */
+  readonly agentCodeFunctions?: readonly string[];
   /** The BrowserTask function (lib/constructs/browser-task.ts); functions with `browserTask: 'invoke'` invoke it. */
   readonly browserTask?: IFunction;
   /** People's accounts (lib/constructs/people.ts); functions with `people` get its ids, `manage` its admin calls. */
@@ -75,6 +80,8 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
     }
     if (access.people === 'signUp' || access.people === 'signUpMode') environment.SIGNUP_MODE = people.signUpMode;
   }
+  // Empty too: a definition naming a function is then refused when stored, not when it runs.
+  if (access.agentCode === 'list') environment.AGENT_CODE_FUNCTIONS = (resources.agentCodeFunctions ?? []).join(',');
   if (access.browserTask) {
     environment.BROWSER_DRIVER = 'lambda';
     environment[RESOURCE_ENV.browserTask] = requireBrowserTask(resources).functionName;
@@ -132,6 +139,12 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
         resources: [requireBrowserTask(resources).functionArn],
       }),
     );
+  }
+  const codeFunctions = resources.agentCodeFunctions ?? [];
+  if (access.agentCode === 'invoke' && codeFunctions.length > 0) {
+    // Exactly the registered ARNs, as registered (an unqualified one is not its versions and aliases): the grant is
+    // half of the permission; the customer's function policy, which names this role, is the other (README).
+    fn.addToRolePolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [...codeFunctions] }));
   }
   if (access.people === 'manage') {
     // The invitation's call of the people directory (adapters/auth/cognito-directory.ts); no account is ever deleted.

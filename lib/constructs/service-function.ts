@@ -63,7 +63,13 @@ export const BUNDLING: BundlingOptions = {
   // browser, so playwright-core and the driver over it (loaded only when BROWSER_DRIVER=playwright, which is the local
   // runtime's: every function that may run a browser task gets BROWSER_DRIVER=lambda) stay out as well. The
   // BrowserTask function, which does run Playwright, has bundling of its own (browser-task.ts).
-  externalModules: ['@aws-sdk/*', 'playwright-core', '#adapters/browser/playwright-driver'],
+  externalModules: [
+    '@aws-sdk/*',
+    'playwright-core',
+    '#adapters/browser/playwright-driver',
+    // The local runtime's AGENT_CODE module runner (composition/flow-container.ts): never set in Lambda.
+    '#adapters/agent-code/module-functions',
+  ],
   forceDockerBundling: false,
   // esbuild's per-bundle size listing adds nothing to `cdk synth`; `npm run bundle-sizes` reports sizes.
   logLevel: LogLevel.WARNING,

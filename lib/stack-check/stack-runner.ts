@@ -276,7 +276,14 @@ function apiMethods(resources: Resources): Method[] {
     });
 }
 
-export async function runStack(assembly: CloudAssembly, options: { dataDir: string }): Promise<RunningStack> {
+export async function runStack(
+  assembly: CloudAssembly,
+  options: {
+    readonly dataDir: string;
+    /** Lambda functions outside the stack, by ARN: the URL that serves each (triggers.ts, serveLambdaInvoke). */
+    readonly externalFunctions?: Readonly<Record<string, string>>;
+  },
+): Promise<RunningStack> {
   const resources = assembly.template.Resources;
   const wiring = engineNames(resources);
   const visibility = (queue: string) => Number(propsOf(resources, queue).VisibilityTimeout ?? 30);
@@ -361,8 +368,9 @@ export async function runStack(assembly: CloudAssembly, options: { dataDir: stri
     );
     stops.push(() => secrets.stop());
     // Lambda's Invoke API for the functions' own calls (BrowserTask from the flow functions).
-    const lambdaServer = serveLambdaInvoke((name) =>
-      [...hosts.values()].find((h) => names.physicalName(h.fn.logicalId) === name),
+    const lambdaServer = serveLambdaInvoke(
+      (name) => [...hosts.values()].find((h) => names.physicalName(h.fn.logicalId) === name),
+      options.externalFunctions,
     );
     const lambdaAddress = await new Promise<AddressInfo>((resolve) =>
       lambdaServer.listen(0, '127.0.0.1', () => resolve(lambdaServer.address() as AddressInfo)),

@@ -112,8 +112,13 @@ export async function scheduledTriggers(
  * Lambda's Invoke API (`POST /2015-03-31/functions/<name or ARN>/invocations`) for the functions' own calls. The call
  * was authorized in the caller's process against its role (lambda-child.cjs); here it reaches the function it names,
  * synchronously (RequestResponse) or not (Event), with Lambda's answer: the result, or `X-Amz-Function-Error`.
+ * `external` are functions outside the stack (a customer's agent code, registered with `-c agentCodeFunctions`): by
+ * their ARN, a URL that takes the event as a POST body and answers the function's result.
  */
-export function serveLambdaInvoke(functionNamed: (name: string) => FunctionHost | undefined): Server {
+export function serveLambdaInvoke(
+  functionNamed: (name: string) => FunctionHost | undefined,
+  external: Readonly<Record<string, string>> = {},
+): Server {
   return createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -128,7 +133,10 @@ export function serveLambdaInvoke(functionNamed: (name: string) => FunctionHost 
         return;
       }
       const name = decodeURIComponent(match[1]);
-      const host = functionNamed(name.includes(':function:') ? name.split(':function:')[1].split(':')[0] : name);
+      const externalUrl = Object.hasOwn(external, name) ? external[name] : undefined;
+      const host = externalUrl
+        ? externalHost(externalUrl)
+        : functionNamed(name.includes(':function:') ? name.split(':function:')[1].split(':')[0] : name);
       if (!host) {
         reply(
           404,
@@ -173,4 +181,20 @@ export function serveLambdaInvoke(functionNamed: (name: string) => FunctionHost 
       );
     });
   });
+}
+
+/** A function outside the stack, served at `url`: the event POSTed, the result answered (a 5xx: the function failed). */
+function externalHost(url: string): Pick<FunctionHost, 'invoke'> {
+  return {
+    invoke: async <T>(event: unknown): Promise<T> => {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(event),
+      });
+      const text = await response.text();
+      if (!response.ok) throw new InvocationError(url, 'Error', `the function failed (${response.status})`);
+      return (text === '' ? null : JSON.parse(text)) as T;
+    },
+  };
 }

@@ -46,7 +46,11 @@ export interface StackProcess {
   stop(): Promise<void>;
 }
 
-export function startStackProcess(cloudAssembly: string, templateFile?: string): Promise<StackProcess> {
+export function startStackProcess(
+  cloudAssembly: string,
+  templateFile?: string,
+  options: { readonly externalFunctions?: Readonly<Record<string, string>> } = {},
+): Promise<StackProcess> {
   const args = [
     '--import',
     'tsx',
@@ -54,7 +58,13 @@ export function startStackProcess(cloudAssembly: string, templateFile?: string):
     cloudAssembly,
     ...(templateFile ? ['--template', templateFile] : []),
   ];
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: options.externalFunctions
+      ? { ...process.env, STACK_CHECK_EXTERNAL_FUNCTIONS: JSON.stringify(options.externalFunctions) }
+      : process.env,
+  });
   let stdout = '';
   let stderr = '';
   const waiting: ((value: Record<string, unknown>) => void)[] = [];

@@ -13,7 +13,7 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { createApp, DEFAULT_MODEL } from '../../bin/app';
+import { createApp, DEFAULT_MODEL, readConfig } from '../../bin/app';
 import type { AgentPlatformStack } from '../../lib/agent-platform-stack';
 import { GATEWAY_ERROR_TEMPLATES } from '../../lib/constructs/platform-api';
 import {
@@ -221,6 +221,8 @@ describe('functions', () => {
       // default, where a model is called.
       ...(route.access.model === 'list' ? ['BEDROCK_MODELS'] : []),
       ...(route.access.model === 'invoke' ? ['BEDROCK_GENERATE_MODEL_ID'] : []),
+      // The registered agent code functions (none in this synth: the variable empty), where definitions are checked.
+      ...(route.access.agentCode === 'list' ? ['AGENT_CODE_FUNCTIONS'] : []),
       ...(route.access.browserTask ? ['BROWSER_DRIVER', RESOURCE_ENV.browserTask] : []),
       ...(route.access.people && route.access.people !== 'signUpMode'
         ? ['COGNITO_CLIENT_ID', 'COGNITO_USER_POOL_ID']
@@ -844,6 +846,25 @@ describe('generate model', () => {
     expect(config({ models: 'a.b:0', generateModelId: 'a.b:0' })).toThrow(/models or generateModelId, not both/);
     expect(config({ models: 'Amazon Nova' })).toThrow(/Invalid context models/);
     expect(config({ models: 'amazon.nova-lite-v1:0,amazon.nova-lite-v1:0' })).toThrow(/Invalid context models/);
+  });
+
+  test('agentCodeFunctions: Lambda function ARNs only, distinct, at most 20; read from a list or comma-separated', () => {
+    const config = (context: Record<string, unknown>) => () =>
+      readConfig(new App({ context: { ...cdkJson.context, ...context } }));
+    const arn = (name: string) => `arn:aws:lambda:eu-west-1:111122223333:function:${name}`;
+    expect(config({ agentCodeFunctions: `${arn('a')}, ${arn('b')}:live` })().agentCodeFunctions).toEqual([
+      arn('a'),
+      `${arn('b')}:live`,
+    ]);
+    expect(config({ agentCodeFunctions: [arn('a')] })().agentCodeFunctions).toEqual([arn('a')]);
+    expect(config({})().agentCodeFunctions).toEqual([]);
+    for (const wrong of [
+      'arn:aws:s3:::bucket',
+      `${arn('a')},${arn('a')}`,
+      Array.from({ length: 21 }, (_, i) => arn(`f${i}`)).join(','),
+    ]) {
+      expect(config({ agentCodeFunctions: wrong })).toThrow(/Invalid context agentCodeFunctions/);
+    }
   });
 });
 

@@ -5,9 +5,12 @@
  * through the event source mapping. Then a grant and an environment variable removed from copies of the template.
  */
 import * as fs from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fireSessionId } from '#core/flows/scheduler';
+import { deskAgent, stubCrm } from '../../examples/desk-agent/agent';
 import { runtimeNodePath, unusedEnvironmentVariables } from '../../lib/stack-check/asset-checks';
 import {
   type CfnTemplate,
@@ -27,9 +30,17 @@ let workdir: string;
 let assembly: CloudAssembly;
 let nodePath: string;
 
+/** A customer's agent code function, registered with the deployment (`-c agentCodeFunctions`), and one that is not. */
+const AGENT_CODE_ARN = 'arn:aws:lambda:us-east-1:111122223333:function:desk-agent';
+const UNREGISTERED_ARN = 'arn:aws:lambda:us-east-1:111122223333:function:someone-else';
+
 beforeAll(() => {
   workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-run-'));
-  assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), { knowledgeIndex: 'dynamodb', models: 'offline' });
+  assembly = synthesizeCloudAssembly(path.join(workdir, 'cdk.out'), {
+    knowledgeIndex: 'dynamodb',
+    models: 'offline',
+    agentCodeFunctions: AGENT_CODE_ARN,
+  });
   nodePath = runtimeNodePath();
 }, 300_000);
 
@@ -46,9 +57,50 @@ describe('its assets', () => {
   );
 });
 
+/**
+ * The customer's function behind AGENT_CODE_ARN: examples/desk-agent's Lambda handler, served for the stack-check's
+ * Lambda stand-in (in AWS the function's own resource policy lets the platform's roles invoke it: README). What it
+ * was invoked with and answered is kept; `secret` is the agent's, once the test has it.
+ */
+const agentCode = {
+  secret: 'whsec_c2V0IGJ5IHRoZSB0ZXN0',
+  calls: [] as { event: string; statusCode: number }[],
+  chat: [] as string[],
+  server: undefined as Server | undefined,
+};
+
+async function startAgentCode(): Promise<string> {
+  const server = createServer((request, response) => {
+    const parts: Buffer[] = [];
+    request.on('data', (part: Buffer) => parts.push(part));
+    request.on('end', async () => {
+      const body = Buffer.concat(parts).toString('utf8');
+      if (request.url === '/chat') {
+        agentCode.chat.push((JSON.parse(body) as { text: string }).text);
+        response.end('{}');
+        return;
+      }
+      const agent = deskAgent({
+        secrets: agentCode.secret,
+        crm: stubCrm,
+        chatWebhookUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/chat`,
+      });
+      const event = JSON.parse(body) as { body?: string; headers?: Record<string, string> };
+      const result = await agent.lambda(event);
+      const sent = JSON.parse(event.body ?? '{}') as { event?: string };
+      agentCode.calls.push({ event: String(sent.event), statusCode: result.statusCode });
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(result));
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  agentCode.server = server;
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/invoke`;
+}
+
 /** The stack of the assembly, or of a changed copy of its template (the same asset folders). */
-async function started(template?: CfnTemplate): Promise<StackProcess> {
-  if (!template) return startStackProcess(assembly.directory);
+async function started(template?: CfnTemplate, externalFunctions?: Record<string, string>): Promise<StackProcess> {
+  if (!template) return startStackProcess(assembly.directory, undefined, { externalFunctions });
   const file = path.join(workdir, `template-${Date.now()}.json`);
   fs.writeFileSync(file, JSON.stringify(template));
   return startStackProcess(assembly.directory, file);
@@ -69,7 +121,7 @@ describe('the synthesized stack, run from its assets', () => {
 
   beforeAll(async () => {
     startedAt = Date.now();
-    stack = await started();
+    stack = await started(undefined, { [AGENT_CODE_ARN]: await startAgentCode() });
   }, 60_000);
 
   afterAll(async () => {
@@ -83,6 +135,7 @@ describe('the synthesized stack, run from its assets', () => {
         'generate answers extractively.',
     );
     await stack.stop();
+    agentCode.server?.close();
   });
 
   test('upload-link → PUT → upload-complete → processed ready → found by a query, every call allowed', async () => {
@@ -203,6 +256,70 @@ describe('the synthesized stack, run from its assets', () => {
     );
     expect(Object.keys(report.invocations).some((id) => id.startsWith('BrowserTaskBrowserTaskFunction'))).toBe(true);
     expect(report.denials).toEqual([]);
+  }, 90_000);
+
+  test('agent code registered as a Lambda function is invoked through the grant the stack made: signed trigger event first, then the AI message', async () => {
+    const call = api(stack, stack.token);
+    const { agentId } = await dataset(call);
+    const rotated = await call('POST', `/dashboard/agents/${agentId}/callback-secret`, {});
+    expect(rotated.status).toBe(201);
+    agentCode.secret = String(rotated.body.secret);
+    const definition = (functionArn: string) => ({
+      agentCode: { functionArn },
+      flows: [
+        {
+          name: 'desk',
+          nodes: [
+            { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+            {
+              name: 'Greet',
+              type: 'promptNode',
+              displayName: 'Greet',
+              llmConfig: { name: 'ChatOffline' },
+              prompt: 'Hello, {memory.tier}.',
+            },
+          ],
+          edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
+        },
+      ],
+    });
+    const refused = await call(
+      'PUT',
+      `/dashboard/agents/${agentId}/definition/production`,
+      definition(UNREGISTERED_ARN),
+    );
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('agentCode.functionNotRegistered');
+    expect(
+      (await call('PUT', `/dashboard/agents/${agentId}/definition/production`, definition(AGENT_CODE_ARN))).status,
+    ).toBe(200);
+
+    const run = await call('POST', `/api/v1/webhooks/${agentId}/production/Start`, { customerId: 'cust-1' });
+    expect(run.status).toBe(200);
+    const [message] = run.body.aiMessages as { content: string; callback: { delivered: boolean } }[];
+    // The tier the trigger handler loaded reached the prompt; the AI message reached the same function, and the chat.
+    expect(message.content).toContain('Hello, tier:gold.');
+    expect(message.callback.delivered).toBe(true);
+    expect(agentCode.calls).toEqual([
+      { event: 'TRIGGER_EVENT', statusCode: 200 },
+      { event: 'AgentEvents.AI_MESSAGE', statusCode: 204 },
+    ]);
+    expect(agentCode.chat).toEqual([message.content]);
+    const report = await stack.report();
+    expect(report.denials).toEqual([]);
+    // The grant names the registered function alone (and BrowserTask): no wildcard, nothing unregistered.
+    const invokable = new Set(
+      Object.values(assembly.template.Resources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy')
+        .flatMap(
+          (r) =>
+            (r.Properties as unknown as { PolicyDocument: { Statement: PolicyStatement[] } }).PolicyDocument.Statement,
+        )
+        .filter((statement) => ([] as string[]).concat(statement.Action ?? []).includes('lambda:InvokeFunction'))
+        .flatMap((statement) => ([] as unknown[]).concat(statement.Resource ?? []))
+        .map((resource) => (typeof resource === 'string' ? resource : 'BrowserTask')),
+    );
+    expect([...invokable].sort()).toEqual(['BrowserTask', AGENT_CODE_ARN]);
   }, 90_000);
 
   test('a schedule fire goes from the tick through the flow run queue to the flow runner, each with its grants', async () => {

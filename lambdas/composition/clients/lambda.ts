@@ -1,8 +1,10 @@
 /**
- * The Lambda client of a flow function, built with the driver that uses it: the BrowserTask function is invoked from
- * the flow functions of the stack (BROWSER_DRIVER=lambda), once per browser task.
+ * The Lambda clients of a flow function, built with what uses them: the BrowserTask function is invoked from the flow
+ * functions of the stack (BROWSER_DRIVER=lambda), once per browser task; agent code deployed as a Lambda function, once
+ * per call of it (docs/agent-code.md).
  */
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { LambdaAgentCodeFunctions } from '#adapters/agent-code/lambda-functions';
 import { LambdaBrowserDriver, unavailable } from '#adapters/browser/lambda-driver';
 import { type EnvironmentValues, handlerEnvironment } from '#shared/environment';
 
@@ -16,8 +18,27 @@ export function lambdaBrowserDriverFromEnv(env: EnvironmentValues = handlerEnvir
   if (!functionName || !region) {
     throw unavailable('BROWSER_DRIVER=lambda needs BROWSER_TASK_FUNCTION and AWS_REGION');
   }
+  return new LambdaBrowserDriver({ functionName, client: lambdaClient(env, region) });
+}
+
+/**
+ * Agent code functions, invoked with the function's own role (its grant names exactly the registered functions);
+ * the region of the invoke is the function ARN's own, as the SDK takes it from a full ARN.
+ */
+export function lambdaAgentCodeFunctionsFromEnv(
+  env: EnvironmentValues = handlerEnvironment(),
+): LambdaAgentCodeFunctions {
+  return new LambdaAgentCodeFunctions(lambdaClient(env, env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1'));
+}
+
+/**
+ * The endpoint (AWS_ENDPOINT_URL_LAMBDA or AWS_ENDPOINT_URL, as the SDK reads them) and the function's credentials
+ * from `env`. One attempt: a retried invoke would run a second browser task, or a second handler call, with the same
+ * effects.
+ */
+function lambdaClient(env: EnvironmentValues, region: string): LambdaClient {
   const { AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN } = env;
-  const client = new LambdaClient({
+  return new LambdaClient({
     region,
     endpoint: env.AWS_ENDPOINT_URL_LAMBDA || env.AWS_ENDPOINT_URL || undefined,
     // Without keys in the environment nothing can sign the invoke: said at the call, not as a provider chain search.
@@ -29,8 +50,6 @@ export function lambdaBrowserDriverFromEnv(env: EnvironmentValues = handlerEnvir
         sessionToken: AWS_SESSION_TOKEN,
       };
     },
-    // One attempt: a retried invoke would run a second browser task with the same effects on the page's site.
     maxAttempts: 1,
   });
-  return new LambdaBrowserDriver({ functionName, client });
 }

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { boundedValue, EventRecordingError, recordBuiltInEvent } from '#core/analytics/track';
 import { OutboundError } from '#ports/flows';
-import { postSignedCallback } from './callback-delivery';
+import { agentCodeTarget, postSignedCallback } from './callback-delivery';
 import { analyticsScope, FlowError, now, PAYLOAD_PART_MAX_BYTES, type RunContext } from './run-context';
 
 /** The most messages and memory keys one answer may add; past them it is a failed handler (AGENT_CODE_FAILED). */
@@ -43,7 +43,8 @@ export function triggerEventId(invocationId: string): string {
 /** Calls the trigger handler, when there is one; false when its answer stops the run. */
 export async function callTriggerHandler(context: RunContext): Promise<boolean> {
   const code = context.definition.agentCode;
-  if (!code) return true;
+  const target = agentCodeTarget(code);
+  if (!code || !target) return true;
   const { session, invocation, trigger, deps } = context;
   const startedMs = deps.clock.now().getTime();
   let answer: TriggerAnswer;
@@ -51,7 +52,7 @@ export async function callTriggerHandler(context: RunContext): Promise<boolean> 
     const response = await postSignedCallback(deps, {
       organizationId: context.record.organizationId,
       agentId: session.agentId,
-      url: code.url,
+      target,
       messageId: triggerEventId(invocation.invocationId),
       timeoutMs: code.timeoutSeconds * 1000,
       payload: {

@@ -6,11 +6,12 @@
  * 1. Read the agent's callback secrets; an agent that has none yet (made before callbacks were signed) gets one here,
  *    stored only if it still has none, so a rotation or another first callback at the same time keeps its own.
  * 2. Serialize the payload once, sign those bytes with every secret in force (callback-signing.ts).
- * 3. POST exactly those bytes with the three `webhook-*` headers.
+ * 3. POST exactly those bytes with the three `webhook-*` headers, or, to agent code deployed as a Lambda function,
+ *    invoke it with them as a function URL event (ports/flows.ts, AgentCodeFunctions).
  * Nothing is sent unsigned: without a secret (the agent is gone) the callback fails before any request.
  */
 
-import type { OutboundHttp, OutboundResponse } from '#ports/flows';
+import type { AgentCodeFunctions, OutboundHttp, OutboundResponse } from '#ports/flows';
 import type { Clock } from '#ports/services';
 import type { AgentStore, CallbackSecrets } from '#ports/stores';
 import { rotatedSecrets, signatureHeaders, signingSecrets } from './callback-signing';
@@ -19,19 +20,34 @@ import { FlowError } from './run-context';
 export interface CallbackDeps {
   readonly agents: Pick<AgentStore, 'get' | 'replaceCallbackSecrets'>;
   readonly http: OutboundHttp;
+  /** Where a definition's `agentCode.functionArn` is invoked; absent: a deployment that invokes none. */
+  readonly agentCodeFunctions?: AgentCodeFunctions;
   readonly clock: Clock;
+}
+
+/** Where a signed callback goes: a URL (POSTed), or the agent's code as a Lambda function (invoked). */
+export type CallbackTarget = { readonly url: string } | { readonly functionArn: string };
+
+/** The target of the agent's code a definition names (`agentCode`), or undefined when it names none. */
+export function agentCodeTarget(code: { url?: string; functionArn?: string } | undefined): CallbackTarget | undefined {
+  if (code?.url !== undefined) return { url: code.url };
+  if (code?.functionArn !== undefined) return { functionArn: code.functionArn };
+  return undefined;
 }
 
 export interface SignedCallback {
   readonly organizationId: string;
   readonly agentId: string;
-  readonly url: string;
+  readonly target: CallbackTarget;
   /** `webhook-id`: callback-signing.ts, callbackMessageId. */
   readonly messageId: string;
   readonly payload: Readonly<Record<string, unknown>>;
   /** For the whole request (the adapter's default otherwise). */
   readonly timeoutMs?: number;
 }
+
+/** How long an AI message to a Lambda function may take (an HTTP callback has the adapter's own default). */
+const DEFAULT_FUNCTION_TIMEOUT_MS = 10_000;
 
 export async function postSignedCallback(deps: CallbackDeps, callback: SignedCallback): Promise<OutboundResponse> {
   const secrets = await callbackSecretsOf(deps, callback.organizationId, callback.agentId);
@@ -43,8 +59,21 @@ export async function postSignedCallback(deps: CallbackDeps, callback: SignedCal
     body,
     secrets: signingSecrets(secrets, now),
   });
+  if ('functionArn' in callback.target) {
+    if (!deps.agentCodeFunctions) {
+      throw new FlowError('AGENT_CODE_FAILED', 'This deployment invokes no Lambda function as agent code');
+    }
+    return deps.agentCodeFunctions.invoke({
+      organizationId: callback.organizationId,
+      agentId: callback.agentId,
+      functionArn: callback.target.functionArn,
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+      timeoutMs: callback.timeoutMs ?? DEFAULT_FUNCTION_TIMEOUT_MS,
+    });
+  }
   return deps.http.request({
-    url: callback.url,
+    url: callback.target.url,
     method: 'POST',
     headers,
     serializedBody: body,

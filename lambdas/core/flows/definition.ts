@@ -85,6 +85,10 @@ const nodeName = z.string().regex(NAME, 'must start with a letter and hold at mo
 /** The trigger handler runs inside the request that triggered the run: it must leave the flow most of its time. */
 export const MAX_AGENT_CODE_TIMEOUT_SECONDS = 10;
 
+/** A Lambda function's ARN, unqualified or with a version or alias (Lambda's own pattern, partition included). */
+export const LAMBDA_FUNCTION_ARN =
+  /^arn:aws[a-z-]*:lambda:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:function:[A-Za-z0-9_-]{1,64}(?::[A-Za-z0-9_$-]{1,128})?$/;
+
 const httpUrl = z
   .string()
   .max(2000)
@@ -265,11 +269,28 @@ export const definitionSchema = z.strictObject({
    */
   agentCode: z
     .strictObject({
-      url: httpUrl,
+      /** An HTTPS endpoint that serves the code (the SDK's `http` handler)… */
+      url: httpUrl.optional(),
+      /** …or, in AWS, a Lambda function the deployment registered (`-c agentCodeFunctions`): its `lambda` handler. */
+      functionArn: z
+        .string()
+        .max(300)
+        .regex(LAMBDA_FUNCTION_ARN, 'must be a Lambda function ARN (arn:aws:lambda:<region>:<account>:function:<name>)')
+        .optional(),
       /** How long the trigger handler may take (default 5 s, at most 10). */
       timeoutSeconds: z.number().int().min(1).max(MAX_AGENT_CODE_TIMEOUT_SECONDS).default(5),
       /** A handler that fails or times out: the run goes on (default), or fails with the handler's code. */
       onFailure: z.enum(['continue', 'stop']).default('continue'),
+    })
+    .superRefine((code, ctx) => {
+      if ((code.url === undefined) === (code.functionArn === undefined)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['url'],
+          message: 'give exactly one of url (an HTTPS endpoint) and functionArn (a Lambda function)',
+          params: { rule: 'agentCode.oneTarget' },
+        });
+      }
     })
     .optional(),
   /** `{env.NAME}` reads these; the process environment is never exposed to a definition. */

@@ -27,6 +27,27 @@ export interface DefinitionDeps {
   readonly bedrockModels?: readonly string[];
   /** The class of the deployment's default model (GET /dashboard/models), which a browser task's `model` names into. */
   readonly defaultModelClass?: LlmClassName;
+  /**
+   * The Lambda functions this deployment may invoke as agent code (AGENT_CODE_FUNCTIONS, from `-c
+   * agentCodeFunctions`): a definition naming another is a problem when it is stored. Undefined: not checked.
+   */
+  readonly agentCodeFunctions?: readonly string[];
+}
+
+/** A definition's `agentCode.functionArn` that the deployment did not register (its functions are not granted it). */
+export function agentCodeProblems(definition: AgentDefinition, registered: readonly string[]): DefinitionProblem[] {
+  const arn = definition.agentCode?.functionArn;
+  if (arn === undefined || registered.includes(arn)) return [];
+  return [
+    {
+      field: 'agentCode.functionArn',
+      rule: 'agentCode.functionNotRegistered',
+      message:
+        registered.length === 0
+          ? 'this deployment invokes no Lambda function as agent code: register it with -c agentCodeFunctions (README, "Agent code")'
+          : `${arn} is not one of the functions this deployment may invoke: ${registered.join(', ')}`,
+    },
+  ];
 }
 
 /**
@@ -81,7 +102,12 @@ export function modelProblems(
   });
 }
 
-export function checkDefinition(input: unknown, bedrockModels?: readonly string[], defaultClass?: LlmClassName) {
+export function checkDefinition(
+  input: unknown,
+  bedrockModels?: readonly string[],
+  defaultClass?: LlmClassName,
+  agentCodeFunctions?: readonly string[],
+) {
   const size = Buffer.byteLength(JSON.stringify(input) ?? '', 'utf8');
   if (size > DEFINITION_MAX_BYTES) {
     const problem: DefinitionProblem = {
@@ -92,14 +118,17 @@ export function checkDefinition(input: unknown, bedrockModels?: readonly string[
     return { valid: false as const, problems: [problem] };
   }
   const outcome = validateDefinition(input);
-  if (!outcome.valid || bedrockModels === undefined) return outcome;
-  const problems = modelProblems(outcome.definition, bedrockModels, defaultClass);
+  if (!outcome.valid) return outcome;
+  const problems = [
+    ...(bedrockModels === undefined ? [] : modelProblems(outcome.definition, bedrockModels, defaultClass)),
+    ...(agentCodeFunctions === undefined ? [] : agentCodeProblems(outcome.definition, agentCodeFunctions)),
+  ];
   return problems.length === 0 ? outcome : { valid: false as const, problems };
 }
 
 export async function validateAgentDefinition(deps: DefinitionDeps, caller: Caller, agentId: string, input: unknown) {
   await requireAgent(deps, caller, agentId);
-  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass);
+  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass, deps.agentCodeFunctions);
   return { valid: outcome.valid, problems: outcome.problems };
 }
 
@@ -111,7 +140,7 @@ export async function putAgentDefinition(
   input: unknown,
 ): Promise<AgentDefinitionRecord> {
   await requireAgent(deps, caller, agentId);
-  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass);
+  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass, deps.agentCodeFunctions);
   if (!outcome.valid) throw new ValidationError(outcome.problems);
   const previous = await deps.definitions.get(agentId, environment);
   const record: AgentDefinitionRecord = {

@@ -19,6 +19,7 @@ import { AppError } from '#core/errors';
 import type { Environment } from '#core/knowledge/fields';
 import type { RetrievalDeps } from '#core/retrieval/retrieve';
 import type {
+  AgentCodeFunctions,
   BrowserDriver,
   DefinitionStore,
   FlowModelContext,
@@ -127,6 +128,8 @@ export interface FlowRuntimeDeps {
   readonly models: FlowModelResolver;
   readonly browser: BrowserDriver;
   readonly http: OutboundHttp;
+  /** Agent code deployed as Lambda functions (docs/agent-code.md); absent: a definition naming one fails to call it. */
+  readonly agentCodeFunctions?: AgentCodeFunctions;
   /** The agents' callback secrets, which sign AI-message callbacks (one is made at an agent's first if it has none). */
   readonly agents: Pick<AgentStore, 'get' | 'replaceCallbackSecrets'>;
   readonly recorder: AnalyticsRecorder;

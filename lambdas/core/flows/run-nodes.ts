@@ -8,7 +8,7 @@ import { boundedValue, recordBuiltInEvent, truncatedText } from '#core/analytics
 import type { FlowModel } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
 import { BROWSER_TIME_LIMIT_MS } from './browser-task';
-import { postSignedCallback } from './callback-delivery';
+import { agentCodeTarget, postSignedCallback } from './callback-delivery';
 import { callbackMessageId } from './callback-signing';
 import type { AgentDefinition, BrowserTaskNode, FlowNode, PromptNode } from './definition';
 import { renderText } from './placeholders';
@@ -214,13 +214,13 @@ async function emitAiMessage(context: RunContext, node: PromptNode, content: str
   };
   let delivered: AiMessage = message;
   // The callback URL, else the agent's code (docs/agent-code.md).
-  const callbackUrl = definition.callbackUrl ?? definition.agentCode?.url;
-  if (callbackUrl) {
+  const target = definition.callbackUrl ? { url: definition.callbackUrl } : agentCodeTarget(definition.agentCode);
+  if (target) {
     try {
       const response = await postSignedCallback(deps, {
         organizationId: context.record.organizationId,
         agentId: session.agentId,
-        url: callbackUrl,
+        target,
         messageId: callbackMessageId(invocation.invocationId, node.name, context.step),
         payload: {
           event: AgentEvents.AI_MESSAGE,

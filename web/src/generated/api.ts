@@ -4759,7 +4759,8 @@ export interface operations {
                     instructions?: string;
                     callbackUrl?: string;
                     agentCode?: {
-                        url: string;
+                        url?: string;
+                        functionArn?: string;
                         /** @default 5 */
                         timeoutSeconds?: number;
                         /**
@@ -4998,7 +4999,8 @@ export interface operations {
                     instructions?: string;
                     callbackUrl?: string;
                     agentCode?: {
-                        url: string;
+                        url?: string;
+                        functionArn?: string;
                         /** @default 5 */
                         timeoutSeconds?: number;
                         /**

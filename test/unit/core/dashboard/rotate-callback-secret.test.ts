@@ -60,7 +60,7 @@ async function sendCallback(deps: Awaited<ReturnType<typeof setup>>['deps'], age
     {
       organizationId: 'org-a',
       agentId,
-      url: 'https://receiver.example.com/hook',
+      target: { url: 'https://receiver.example.com/hook' },
       messageId: 'msg_x',
       payload: { content: 'Hello' },
     },

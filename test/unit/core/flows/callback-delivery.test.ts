@@ -34,7 +34,7 @@ function verify(secret: string, request: OutboundRequest): boolean {
 const callback = (content: string): SignedCallback => ({
   organizationId: ORG,
   agentId: AGENT,
-  url: 'https://receiver.example.com/ai-messages',
+  target: { url: 'https://receiver.example.com/ai-messages' },
   messageId: 'msg_0123456789abcdef0123456789abcdef',
   payload: { event: 'AgentEvents.AI_MESSAGE', agentId: AGENT, content },
 });
