@@ -14,7 +14,7 @@ import type { AttachmentDeps } from '#core/flows/attachments';
 import { signingSecrets } from '#core/flows/callback-signing';
 import type { DefaultRetrievalRunner, FlowRuntimeDeps } from '#core/flows/run-context';
 import { runDefaultRetrieval } from '#core/retrieval/default-retrieval';
-import { type AgentCodeFunctions, type BrowserDriver, OutboundError } from '#ports/flows';
+import { type AgentCodeFunctions, type BrowserDriver, MAX_RUN_DELAY_SECONDS, OutboundError } from '#ports/flows';
 import { config } from '#shared/config';
 import { handlerEnvironment, handlerVariable } from '#shared/environment';
 import { logger } from '#shared/logger';
@@ -119,6 +119,17 @@ async function loadAgentCodeFunctions(): Promise<AgentCodeFunctions> {
   });
 }
 
+/**
+ * AI_MESSAGE_RETRY_DELAYS_SECONDS (comma-separated whole seconds, 0 to 900): the waits between an AI message's
+ * delivery attempts; unset or unreadable: the default (core/flows/ai-message-retry.ts). Tests shorten them.
+ */
+const aiMessageRetryDelaysFromEnv = once((): readonly number[] | undefined => {
+  const raw = handlerVariable('AI_MESSAGE_RETRY_DELAYS_SECONDS');
+  if (!raw) return undefined;
+  const delays = raw.split(',').map((part) => Number(part.trim()));
+  return delays.every((d) => Number.isInteger(d) && d >= 0 && d <= MAX_RUN_DELAY_SECONDS) ? delays : undefined;
+});
+
 const defaultRetrieval: DefaultRetrievalRunner = async (request) => {
   const outcome = await runDefaultRetrieval(
     retrievalContainer,
@@ -160,6 +171,9 @@ export const flowContainer = {
   knowledge: retrievalContainer,
   get generateModel() {
     return generateModel();
+  },
+  get aiMessageRetryDelays() {
+    return aiMessageRetryDelaysFromEnv();
   },
   get runs() {
     return runQueue();

@@ -407,8 +407,32 @@ export interface ScheduleFireMessage {
   readonly scheduledAt: string;
 }
 
+/** Where a signed callback goes: a URL (POSTed), or the agent's code as a Lambda function (invoked). */
+export type CallbackTarget = { readonly url: string } | { readonly functionArn: string };
+
+/**
+ * One more attempt at an AI message whose delivery failed (core/flows/ai-message-retry.ts): the signed payload as it
+ * was sent, its `webhook-id` and target, and which attempt this is (2 for the first retry).
+ */
+export interface AiMessageDeliveryMessage {
+  readonly kind: 'deliver-ai-message';
+  readonly organizationId: string;
+  readonly agentId: string;
+  readonly environment: Environment;
+  readonly sessionId: string;
+  readonly invocationId: string;
+  /** The prompt node that produced the message. */
+  readonly node: string;
+  readonly messageId: string;
+  readonly target: CallbackTarget;
+  /** The target is the agent's code (a failure is AGENT_CODE_FAILED / _TIMEOUT), not a callbackUrl (CALLBACK_FAILED). */
+  readonly agentCode: boolean;
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly attempt: number;
+}
+
 /** What the flow runner's queue carries. */
-export type FlowRunMessage = ContinueRunMessage | ScheduleFireMessage;
+export type FlowRunMessage = ContinueRunMessage | ScheduleFireMessage | AiMessageDeliveryMessage;
 
 /** The longest a message can wait before it is delivered: SQS's DelaySeconds allows 0 to 900. */
 export const MAX_RUN_DELAY_SECONDS = 900;

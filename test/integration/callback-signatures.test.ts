@@ -242,7 +242,8 @@ it('gives an agent made before callbacks were signed a secret at its first callb
   const made = (await stored()).callbackSecrets?.current.secret as string;
   expect(made).toMatch(/^whsec_/);
   expect(made).not.toBe(agent.callbackSecret);
-  expect(message.callback).toEqual({ delivered: false, status: 401 });
+  // Refused: sent again later through the flow runner's queue (ai-message-retry.ts), the same webhook-id.
+  expect(message.callback).toEqual({ delivered: false, status: 401, retrying: true });
   expect(verifyCallback(made, delivery.headers, delivery.rawBody)).toBe(true);
 
   const rotation = await call<Rotation>('POST', `/dashboard/agents/${agent.agentId}/callback-secret`, {});

@@ -15,6 +15,7 @@ export const BUILT_IN_EVENTS = [
   'browser_step',
   'invocation_error',
   'agent_code_call',
+  'ai_message_delivery',
 ] as const;
 export type BuiltInEventName = (typeof BUILT_IN_EVENTS)[number];
 

@@ -11,7 +11,7 @@
  * Nothing is sent unsigned: without a secret (the agent is gone) the callback fails before any request.
  */
 
-import type { AgentCodeFunctions, OutboundHttp, OutboundResponse } from '#ports/flows';
+import type { AgentCodeFunctions, CallbackTarget, OutboundHttp, OutboundResponse } from '#ports/flows';
 import type { Clock } from '#ports/services';
 import type { AgentStore, CallbackSecrets } from '#ports/stores';
 import { rotatedSecrets, signatureHeaders, signingSecrets } from './callback-signing';
@@ -24,9 +24,6 @@ export interface CallbackDeps {
   readonly agentCodeFunctions?: AgentCodeFunctions;
   readonly clock: Clock;
 }
-
-/** Where a signed callback goes: a URL (POSTed), or the agent's code as a Lambda function (invoked). */
-export type CallbackTarget = { readonly url: string } | { readonly functionArn: string };
 
 /** The target of the agent's code a definition names (`agentCode`), or undefined when it names none. */
 export function agentCodeTarget(code: { url?: string; functionArn?: string } | undefined): CallbackTarget | undefined {

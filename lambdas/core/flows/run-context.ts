@@ -144,8 +144,13 @@ export interface FlowRuntimeDeps {
   readonly attachments?: AttachmentDeps;
   /** Told every failed invocation with its error, stack included: the service log (analytics never get a stack). */
   readonly onFailure?: (failure: InvocationFailure, error: unknown) => void;
-  /** The flow runner's queue, where a run that outlives its request's budget goes on; absent: runs never hand over. */
+  /**
+   * The flow runner's queue, where a run that outlives its request's budget goes on, and an AI message whose delivery
+   * failed is sent again (ai-message-retry.ts); absent: runs never hand over, and a failed delivery is not retried.
+   */
   readonly runs?: FlowRunQueue;
+  /** The waits between an AI message's delivery attempts (default AI_MESSAGE_RETRY_DELAYS_SECONDS). */
+  readonly aiMessageRetryDelays?: readonly number[];
   /** The organizations' flow work budget (work-budget.ts): each node and browser second is counted; absent: none. */
   readonly work?: FlowWorkBudget;
   /** Runs, NodeFailures, ModelCalls, ToolCalls, BrowserSteps (ports/metrics.ts); none collected when absent. */

@@ -7,8 +7,9 @@
 import { boundedValue, recordBuiltInEvent, truncatedText } from '#core/analytics/track';
 import type { FlowModel } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
+import { deliverOnce, queueAiMessageAttempt } from './ai-message-retry';
 import { BROWSER_TIME_LIMIT_MS } from './browser-task';
-import { agentCodeTarget, postSignedCallback } from './callback-delivery';
+import { agentCodeTarget } from './callback-delivery';
 import { callbackMessageId } from './callback-signing';
 import type { AgentDefinition, BrowserTaskNode, FlowNode, PromptNode } from './definition';
 import { renderText } from './placeholders';
@@ -17,7 +18,6 @@ import {
   analyticsScope,
   BROWSER_STEP_TEXT_MAX_CHARS,
   BROWSER_TASK_OUTPUT_MAX_BYTES,
-  describeFailure,
   FlowError,
   type Located,
   locate,
@@ -216,25 +216,36 @@ async function emitAiMessage(context: RunContext, node: PromptNode, content: str
   // The callback URL, else the agent's code (docs/agent-code.md).
   const target = definition.callbackUrl ? { url: definition.callbackUrl } : agentCodeTarget(definition.agentCode);
   if (target) {
-    try {
-      const response = await postSignedCallback(deps, {
-        organizationId: context.record.organizationId,
+    const delivery = {
+      organizationId: context.record.organizationId,
+      agentId: session.agentId,
+      environment: session.environment,
+      sessionId: session.sessionId,
+      invocationId: invocation.invocationId,
+      node: node.name,
+      messageId: callbackMessageId(invocation.invocationId, node.name, context.step),
+      target,
+      agentCode: !definition.callbackUrl,
+      payload: {
+        event: AgentEvents.AI_MESSAGE,
         agentId: session.agentId,
-        target,
-        messageId: callbackMessageId(invocation.invocationId, node.name, context.step),
-        payload: {
-          event: AgentEvents.AI_MESSAGE,
-          agentId: session.agentId,
-          environment: session.environment,
-          sessionId: session.sessionId,
-          ...message,
-        },
-      });
-      const ok = response.status >= 200 && response.status < 300;
-      delivered = { ...message, callback: { delivered: ok, status: response.status } };
-    } catch (error) {
-      delivered = { ...message, callback: { delivered: false, error: describeFailure(error).message } };
-    }
+        environment: session.environment,
+        sessionId: session.sessionId,
+        ...message,
+      },
+    };
+    const outcome = await deliverOnce(deps, delivery);
+    // A failed delivery is sent again by the flow runner (ai-message-retry.ts); the run does not wait for it.
+    const retrying = !outcome.delivered && (await queueAiMessageAttempt(deps, delivery, 2));
+    delivered = {
+      ...message,
+      callback: {
+        delivered: outcome.delivered,
+        ...(outcome.status === undefined ? {} : { status: outcome.status }),
+        ...(outcome.delivered || outcome.error === undefined ? {} : { error: outcome.error }),
+        ...(retrying ? { retrying: true as const } : {}),
+      },
+    };
   }
   session.aiMessages.push(delivered);
   context.produced.push(delivered);

@@ -50,8 +50,16 @@ export interface AiMessage {
   readonly model: string;
   readonly invocationId: string;
   readonly at: string;
-  /** The POST to the callback URL: absent when the agent has none. */
-  readonly callback?: { readonly delivered: boolean; readonly status?: number; readonly error?: string };
+  /**
+   * Its delivery during the run (to the callback URL, else the agent's code): absent when there is none. `retrying`:
+   * it failed and was queued to be sent again (ai-message-retry.ts; the attempts are `ai_message_delivery` events).
+   */
+  readonly callback?: {
+    readonly delivered: boolean;
+    readonly status?: number;
+    readonly error?: string;
+    readonly retrying?: true;
+  };
 }
 
 export interface SessionError {
