@@ -10,6 +10,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { defineAgent, type TriggerEvent } from '@agent-platform/agent-sdk';
+import { triggerEventSchema } from '#core/flows/agent-events';
 import { deskAgent, stubCrm } from '../../examples/desk-agent/agent';
 import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
@@ -218,6 +219,8 @@ it("adds the handler's messages before default retrieval's, with what the trigge
     body: { question: 'When do I get a replacement router?' },
     memory: {},
   });
+  // What was sent is what the schema the SDK's types are generated from says (core/flows/agent-events.ts).
+  expect(triggerEventSchema.safeParse(triggers.at(-1)).error).toBeUndefined();
   const session = await call<{ messages: { role: string; content: string }[] }>(
     'GET',
     `/dashboard/agents/${dataset.agentId}/sessions/production/${answer.body.sessionId}`,

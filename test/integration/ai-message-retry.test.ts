@@ -8,6 +8,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '@agent-platform/agent-sdk';
+import { aiMessageEventSchema } from '#core/flows/agent-events';
 import { createDataset, type Dataset } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
@@ -111,6 +112,8 @@ it('sends a message again until it is delivered, with the same webhook-id, each 
   expect(new Set(ids).size).toBe(1);
   expect(deliveries[0].payload.messageId).toBe(ids[0]);
   expect(new Set(attempts.map((attempt) => attempt.body)).size).toBe(1);
+  // What was sent is what the schema the SDK's types are generated from says (core/flows/agent-events.ts).
+  expect(aiMessageEventSchema.safeParse(JSON.parse(attempts[0].body)).error).toBeUndefined();
   expect(await events('invocation_error', run.sessionId)).toEqual([]);
 });
 

@@ -9,31 +9,11 @@
  * `agent_code_call` (its outcome, time and answer, bounded), a step of the session's trace (trace.ts).
  */
 import { createHash } from 'node:crypto';
-import * as z from 'zod';
 import { boundedValue, EventRecordingError, recordBuiltInEvent } from '#core/analytics/track';
 import { OutboundError } from '#ports/flows';
+import { type TriggerAnswer, type TriggerEventPayload, triggerAnswerSchema } from './agent-events';
 import { agentCodeTarget, postSignedCallback } from './callback-delivery';
 import { analyticsScope, FlowError, now, PAYLOAD_PART_MAX_BYTES, type RunContext } from './run-context';
-
-/** The most messages and memory keys one answer may add; past them it is a failed handler (AGENT_CODE_FAILED). */
-export const MAX_ANSWER_MESSAGES = 20;
-export const MAX_ANSWER_MEMORY_KEYS = 50;
-
-const answerSchema = z.strictObject({
-  memory: z
-    .record(z.string().min(1).max(100), z.unknown())
-    .refine((memory) => Object.keys(memory).length <= MAX_ANSWER_MEMORY_KEYS, {
-      message: `at most ${MAX_ANSWER_MEMORY_KEYS} keys`,
-    })
-    .optional(),
-  messages: z
-    .array(z.strictObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string().min(1).max(20_000) }))
-    .max(MAX_ANSWER_MESSAGES)
-    .optional(),
-  stop: z.boolean().optional(),
-});
-
-export type TriggerAnswer = z.output<typeof answerSchema>;
 
 /** `webhook-id` of an invocation's TRIGGER_EVENT: the same when a runner starts the invocation over. */
 export function triggerEventId(invocationId: string): string {
@@ -66,13 +46,13 @@ export async function callTriggerHandler(context: RunContext): Promise<boolean> 
         ...(invocation.message === undefined ? {} : { message: invocation.message }),
         memory: session.memory,
         at: now(context),
-      },
+      } satisfies TriggerEventPayload,
     });
     if (response.status < 200 || response.status >= 300) {
       throw new FlowError('AGENT_CODE_FAILED', `The trigger handler answered ${response.status}`);
     }
     const body = response.body === '' || response.body === undefined || response.body === null ? {} : response.body;
-    const parsed = answerSchema.safeParse(body);
+    const parsed = triggerAnswerSchema.safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new FlowError(

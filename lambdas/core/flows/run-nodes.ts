@@ -7,6 +7,7 @@
 import { boundedValue, recordBuiltInEvent, truncatedText } from '#core/analytics/track';
 import type { FlowModel } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
+import type { AiMessageEventPayload } from './agent-events';
 import { deliverOnce, queueAiMessageAttempt } from './ai-message-retry';
 import { BROWSER_TIME_LIMIT_MS } from './browser-task';
 import { agentCodeTarget } from './callback-delivery';
@@ -232,7 +233,7 @@ async function emitAiMessage(context: RunContext, node: PromptNode, content: str
         environment: session.environment,
         sessionId: session.sessionId,
         ...message,
-      },
+      } satisfies AiMessageEventPayload,
     };
     const outcome = await deliverOnce(deps, delivery);
     // A failed delivery is sent again by the flow runner (ai-message-retry.ts); the run does not wait for it.

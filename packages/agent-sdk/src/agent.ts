@@ -8,48 +8,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Environment, PlatformClient, type PlatformClientOptions } from './client';
+import type { AiMessage, TriggerAnswer, TriggerEvent } from './generated/events';
 import { type HeaderSource, verifyWebhook, WebhookVerificationError } from './webhooks';
 
 /** Largest body read: an AI message is far smaller; a larger request is refused (413) before it is read whole. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** What the platform POSTs for each AI message of a run (docs/flows.md, "AI messages"). */
-export interface AiMessage {
-  readonly event: 'AgentEvents.AI_MESSAGE';
-  readonly agentId: string;
-  readonly environment: Environment;
-  readonly sessionId: string;
-  /** The prompt node that produced it, and its display name. */
-  readonly node: string;
-  readonly displayName?: string;
-  readonly content: string;
-  readonly model: string;
-  readonly invocationId: string;
-  readonly at: string;
-}
-
-/** What the platform POSTs when a trigger starts (or a message resumes) a run of the agent. */
-export interface TriggerEvent {
-  readonly event: 'TRIGGER_EVENT';
-  readonly agentId: string;
-  readonly environment: Environment;
-  readonly sessionId: string;
-  readonly invocationId: string;
-  readonly trigger: { readonly name: string; readonly type: 'webhook' | 'app' | 'schedule' };
-  /** The trigger's body (a large one as `{ truncated, bytes, preview }`), and the user's message when there is one. */
-  readonly body: unknown;
-  readonly message?: string;
-  /** The session's memory before the run. */
-  readonly memory: Readonly<Record<string, unknown>>;
-  readonly at: string;
-}
-
-/** What `onTrigger` may answer: memory to merge, messages to add to the conversation, or a decision to stop. */
-export interface TriggerAnswer {
-  readonly memory?: Readonly<Record<string, unknown>>;
-  readonly messages?: readonly { readonly role: 'system' | 'user' | 'assistant'; readonly content: string }[];
-  readonly stop?: boolean;
-}
+// The events and the answer, generated from the schemas the platform builds and checks them with (npm run sdk:types).
+export type { AiMessage, TriggerAnswer, TriggerEvent } from './generated/events';
 
 // biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing lets the run go on as it is
 type TriggerResult = TriggerAnswer | void;
