@@ -3,8 +3,8 @@
  *
  *   AGENT_CODE=./examples/desk-agent/local.ts npm start
  *
- * then name any Lambda function as the definition's `agentCode.functionArn` (the one it will be in AWS): the runtime
- * runs this module for it, built with the calling agent's secrets. PLATFORM_TOKEN (a token restricted to the agent,
+ * and keep the definition's `agentCode` as it will be deployed (a `functionArn` or a `url`): the runtime runs this
+ * module for it, built with the calling agent's secrets. PLATFORM_TOKEN (a token restricted to the agent,
  * scope analytics) lets it record an event per post; CHAT_WEBHOOK_URL posts there instead of printing.
  */
 import { deskAgent, stubCrm } from './agent';

@@ -95,10 +95,14 @@ const browserDriver: BrowserDriver = {
 
 /**
  * Agent code deployed as Lambda functions (docs/agent-code.md), loaded at the first call: Lambda's Invoke API; or,
- * in the local runtime started with AGENT_CODE=<module>, that module in this process for every function.
+ * in the local runtime started with AGENT_CODE=<module>, that module in this process for every function and URL.
  */
 let codeFunctions: AgentCodeFunctions | undefined;
 const agentCodeFunctions: AgentCodeFunctions = {
+  // The module of AGENT_CODE is the agent's code whatever the definition names (its url too).
+  get servesEveryTarget() {
+    return Boolean(handlerVariable('AGENT_CODE'));
+  },
   invoke: async (request) => {
     codeFunctions ??= await loadAgentCodeFunctions();
     return codeFunctions.invoke(request);

@@ -292,10 +292,16 @@ export interface OutboundHttp {
  * out" in its message).
  */
 export interface AgentCodeFunctions {
+  /**
+   * The local runtime's AGENT_CODE module (adapters/agent-code/module-functions.ts): it is the agent's code whatever
+   * the definition names, so calls to an `agentCode.url` come here too.
+   */
+  readonly servesEveryTarget?: boolean;
   invoke(request: {
     /** The agent whose code it is (the local runtime's module is built with its secrets). */
     readonly organizationId: string;
     readonly agentId: string;
+    /** The function's ARN (or, to a module that serves every target, the definition's URL). */
     readonly functionArn: string;
     readonly headers: Readonly<Record<string, string>>;
     readonly body: string;

@@ -1,6 +1,7 @@
 /**
  * The local loop of agent code (issue 37, item 4; docs/agent-code.md, "The local loop"): the local runtime started
- * with AGENT_CODE=examples/desk-agent/local.ts runs that module for the Lambda function a definition names, as AWS
+ * with AGENT_CODE=examples/desk-agent/local.ts runs that module for the agent code a definition names (a Lambda
+ * function, or a URL), as AWS
  * would run the function: the module is built with the calling agent's secrets and verifies every call with them. A
  * webhook run gets the customer's tier from the module's trigger handler before default retrieval, its AI message is
  * posted by the module to the chat, and the trace shows the call.
@@ -46,10 +47,10 @@ afterAll(async () => {
   await new Promise((done) => chatServer?.close(done));
 });
 
-it('runs the module for the function the definition names, verified with the agent’s own secret', async () => {
+const useDefinition = async (agentCode: Record<string, unknown>) => {
   const put = await call('PUT', `/dashboard/agents/${dataset.agentId}/definition/production`, {
     body: {
-      agentCode: { functionArn: FUNCTION_ARN },
+      agentCode,
       flows: [
         {
           name: 'desk',
@@ -68,6 +69,10 @@ it('runs the module for the function the definition names, verified with the age
     },
   });
   expect(put.status).toBe(200);
+};
+
+it('runs the module for the function the definition names, verified with the agent’s own secret', async () => {
+  await useDefinition({ functionArn: FUNCTION_ARN });
   const run = await call<{
     status: string;
     sessionId: string;
@@ -98,6 +103,18 @@ it('runs the module for the function the definition names, verified with the age
     { body: { customerId: 'cust-1' } },
   );
   expect(again.body.aiMessages.map((m) => [m.content, m.callback?.delivered])).toEqual([
+    ['Hello cust-1, tier:gold.', true],
+  ]);
+});
+
+it('runs the module for an agentCode url too: the definition need not change to iterate locally', async () => {
+  await useDefinition({ url: 'https://desk.example.com/agent' });
+  const run = await call<{ aiMessages: { content: string; callback?: { delivered: boolean } }[] }>(
+    'POST',
+    `/api/v1/webhooks/${dataset.agentId}/production/Start`,
+    { body: { customerId: 'cust-1' } },
+  );
+  expect(run.body.aiMessages.map((m) => [m.content, m.callback?.delivered])).toEqual([
     ['Hello cust-1, tier:gold.', true],
   ]);
 });

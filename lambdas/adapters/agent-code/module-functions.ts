@@ -1,7 +1,7 @@
 /**
  * AgentCodeFunctions of the local runtime started with AGENT_CODE=<module> (docs/agent-code.md, "The local loop"):
- * every agent code function a definition names is that module, run in this process with the event a Lambda function
- * would get. Its default export is the SDK's DefinedAgent, or a function that makes one from `{ secrets }`: the
+ * the agent code a definition names (its `functionArn` or its `url`) is that module, run in this process with the
+ * event a Lambda function would get. Its default export is the SDK's DefinedAgent, or a function that makes one from `{ secrets }`: the
  * calling agent's callback secrets, so the module verifies each call exactly as it will in AWS, with no secret to
  * copy by hand. Left out of the functions' bundles (lib/constructs/service-function.ts): only the local runtime has it.
  */
@@ -23,6 +23,8 @@ export interface ModuleAgentCodeOptions {
 }
 
 export class ModuleAgentCodeFunctions implements AgentCodeFunctions {
+  /** The module is the agent's code: a definition's `agentCode.url` is served by it as well. */
+  readonly servesEveryTarget = true;
   private loaded: Promise<AgentModule> | undefined;
 
   constructor(private readonly options: ModuleAgentCodeOptions) {}

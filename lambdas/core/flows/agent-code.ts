@@ -33,6 +33,7 @@ export async function callTriggerHandler(context: RunContext): Promise<boolean> 
       organizationId: context.record.organizationId,
       agentId: session.agentId,
       target,
+      agentCode: true,
       messageId: triggerEventId(invocation.invocationId),
       timeoutMs: code.timeoutSeconds * 1000,
       payload: {

@@ -36,6 +36,8 @@ export interface SignedCallback {
   readonly organizationId: string;
   readonly agentId: string;
   readonly target: CallbackTarget;
+  /** The target is the agent's code (the definition's `agentCode`), not a `callbackUrl`. */
+  readonly agentCode?: boolean;
   /** `webhook-id`: callback-signing.ts, callbackMessageId. */
   readonly messageId: string;
   readonly payload: Readonly<Record<string, unknown>>;
@@ -56,21 +58,28 @@ export async function postSignedCallback(deps: CallbackDeps, callback: SignedCal
     body,
     secrets: signingSecrets(secrets, now),
   });
-  if ('functionArn' in callback.target) {
+  const { target } = callback;
+  const functionArn =
+    'functionArn' in target
+      ? target.functionArn
+      : callback.agentCode && deps.agentCodeFunctions?.servesEveryTarget
+        ? target.url
+        : undefined;
+  if (functionArn !== undefined) {
     if (!deps.agentCodeFunctions) {
       throw new FlowError('AGENT_CODE_FAILED', 'This deployment invokes no Lambda function as agent code');
     }
     return deps.agentCodeFunctions.invoke({
       organizationId: callback.organizationId,
       agentId: callback.agentId,
-      functionArn: callback.target.functionArn,
+      functionArn,
       headers: { 'content-type': 'application/json', ...headers },
       body,
       timeoutMs: callback.timeoutMs ?? DEFAULT_FUNCTION_TIMEOUT_MS,
     });
   }
   return deps.http.request({
-    url: callback.target.url,
+    url: (target as { url: string }).url,
     method: 'POST',
     headers,
     serializedBody: body,
