@@ -1,8 +1,8 @@
 /**
  * The local loop of agent code (issue 37, item 4; docs/agent-code.md, "The local loop"): the local runtime started
  * with AGENT_CODE=examples/desk-agent/local.ts runs that module for the agent code a definition names (a Lambda
- * function, or a URL), as AWS
- * would run the function: the module is built with the calling agent's secrets and verifies every call with them. A
+ * function, or a URL), as AWS would run the function: the module is built with the calling agent's secrets and
+ * verifies every call with them. A
  * webhook run gets the customer's tier from the module's trigger handler before default retrieval, its AI message is
  * posted by the module to the chat, and the trace shows the call.
  */
