@@ -6,10 +6,10 @@
  *   npm run sdk:types            writes them
  *   npm run sdk:types -- --check exits 1 when the committed file differs (test/unit/sdk-types.test.ts runs it)
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import * as z from 'zod';
 import { aiMessageEventSchema, triggerAnswerSchema, triggerEventSchema } from '../lambdas/core/flows/agent-events';
+import { writeOrCheck } from './generated-file';
 
 export const SDK_TYPES_FILE = resolve(__dirname, '../packages/agent-sdk/src/generated/events.ts');
 
@@ -45,30 +45,4 @@ export async function generateSdkTypes(): Promise<string> {
   return `${HEADER}${body}\n${aliases}`;
 }
 
-async function main(check: boolean): Promise<number> {
-  const generated = await generateSdkTypes();
-  if (!check) {
-    writeFileSync(SDK_TYPES_FILE, generated);
-    console.log(`wrote ${SDK_TYPES_FILE}`);
-    return 0;
-  }
-  let committed = '';
-  try {
-    committed = readFileSync(SDK_TYPES_FILE, 'utf8');
-  } catch {
-    // missing: stale
-  }
-  if (committed === generated) return 0;
-  console.error(`${SDK_TYPES_FILE} is stale: run npm run sdk:types`);
-  return 1;
-}
-
-if (require.main === module) {
-  main(process.argv.includes('--check')).then(
-    (code) => process.exit(code),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) writeOrCheck(SDK_TYPES_FILE, generateSdkTypes, 'npm run sdk:types');

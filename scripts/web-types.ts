@@ -5,9 +5,9 @@
  *   npm run web:types            writes them
  *   npm run web:types -- --check exits 1 when the committed file differs (test/unit/web-types.test.ts runs it)
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildOpenApiDocument } from '../lambdas/handlers/http/openapi-document';
+import { writeOrCheck } from './generated-file';
 
 export const WEB_TYPES_FILE = resolve(__dirname, '../web/src/generated/api.ts');
 
@@ -20,30 +20,4 @@ export async function generateWebTypes(): Promise<string> {
   return HEADER + astToString(await openapiTS(document));
 }
 
-async function main(check: boolean): Promise<number> {
-  const generated = await generateWebTypes();
-  if (!check) {
-    writeFileSync(WEB_TYPES_FILE, generated);
-    console.log(`wrote ${WEB_TYPES_FILE}`);
-    return 0;
-  }
-  let committed = '';
-  try {
-    committed = readFileSync(WEB_TYPES_FILE, 'utf8');
-  } catch {
-    // missing: stale
-  }
-  if (committed === generated) return 0;
-  console.error(`${WEB_TYPES_FILE} is stale: run npm run web:types`);
-  return 1;
-}
-
-if (require.main === module) {
-  main(process.argv.includes('--check')).then(
-    (code) => process.exit(code),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) writeOrCheck(WEB_TYPES_FILE, generateWebTypes, 'npm run web:types');

@@ -188,3 +188,27 @@ export function helloFlow(llmConfig?: Record<string, unknown>) {
     ],
   };
 }
+
+/**
+ * A webhook trigger `Start` and one prompt node `Greet` whose AI message carries `prompt` (the offline model answers
+ * with it), with `extra` beside the flows: the agent code and callback tests' definition (`agentCode`, `callbackUrl`).
+ */
+export function greetDefinition(
+  prompt: string,
+  extra: Record<string, unknown> = {},
+  llmConfig?: Record<string, unknown>,
+) {
+  return {
+    ...extra,
+    flows: [
+      {
+        name: 'desk',
+        nodes: [
+          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+          { name: 'Greet', type: 'promptNode', displayName: 'Greet', prompt, ...(llmConfig ? { llmConfig } : {}) },
+        ],
+        edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
+      },
+    ],
+  };
+}

@@ -9,6 +9,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createDataset, type Dataset } from '../helpers/fixtures';
+import { greetDefinition } from '../helpers/flow-definitions';
 import { client, startService, type TestService } from '../helpers/service';
 
 jest.setTimeout(120_000);
@@ -49,24 +50,7 @@ afterAll(async () => {
 
 const useDefinition = async (agentCode: Record<string, unknown>) => {
   const put = await call('PUT', `/dashboard/agents/${dataset.agentId}/definition/production`, {
-    body: {
-      agentCode,
-      flows: [
-        {
-          name: 'desk',
-          nodes: [
-            { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-            {
-              name: 'Greet',
-              type: 'promptNode',
-              displayName: 'Greet',
-              prompt: 'Hello {memory.customerId}, {memory.tier}.',
-            },
-          ],
-          edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
-        },
-      ],
-    },
+    body: greetDefinition('Hello {memory.customerId}, {memory.tier}.', { agentCode }),
   });
   expect(put.status).toBe(200);
 };

@@ -13,6 +13,7 @@ import { defineAgent, type TriggerEvent } from '@agent-platform/agent-sdk';
 import { triggerEventSchema } from '#core/flows/agent-events';
 import { deskAgent, stubCrm } from '../../examples/desk-agent/agent';
 import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
+import { greetDefinition } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 
@@ -44,24 +45,8 @@ const listen = async (handler: Parameters<typeof createServer>[1]) => {
   return `http://127.0.0.1:${(made.address() as AddressInfo).port}/agent`;
 };
 
-const definition = (agentCode: Record<string, unknown>) => ({
-  agentCode,
-  flows: [
-    {
-      name: 'desk',
-      nodes: [
-        { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-        {
-          name: 'Greet',
-          type: 'promptNode',
-          displayName: 'Greet',
-          prompt: 'Hello {memory.customerId}, {memory.tier}.',
-        },
-      ],
-      edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
-    },
-  ],
-});
+const definition = (agentCode: Record<string, unknown>) =>
+  greetDefinition('Hello {memory.customerId}, {memory.tier}.', { agentCode });
 
 const useDefinition = async (agentCode: Record<string, unknown>) =>
   expect(

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { verifyWebhook } from '@agent-platform/agent-sdk';
 import { aiMessageEventSchema } from '#core/flows/agent-events';
 import { createDataset, type Dataset } from '../helpers/fixtures';
+import { greetDefinition } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 
@@ -61,19 +62,7 @@ afterAll(async () => {
 });
 
 async function runWithCallback(path: string) {
-  const definition = {
-    callbackUrl: `${baseUrl}${path}`,
-    flows: [
-      {
-        name: 'hello',
-        nodes: [
-          { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-          { name: 'Greet', type: 'promptNode', displayName: 'Greet', prompt: 'Hello.' },
-        ],
-        edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
-      },
-    ],
-  };
+  const definition = greetDefinition('Hello.', { callbackUrl: `${baseUrl}${path}` });
   expect(
     (await call('PUT', `/dashboard/agents/${dataset.agentId}/definition/production`, { body: definition })).status,
   ).toBe(200);

@@ -20,6 +20,7 @@ import {
   synthesizeCloudAssembly,
 } from '../../lib/stack-check/cloud-assembly';
 import type { PolicyStatement } from '../../lib/stack-check/iam';
+import { greetDefinition } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
 import { api, dataset, uploadProcessed } from '../helpers/stack-api';
 import { assetChecks } from '../helpers/stack-assets';
@@ -264,25 +265,8 @@ describe('the synthesized stack, run from its assets', () => {
     const rotated = await call('POST', `/dashboard/agents/${agentId}/callback-secret`, {});
     expect(rotated.status).toBe(201);
     agentCode.secret = String(rotated.body.secret);
-    const definition = (functionArn: string) => ({
-      agentCode: { functionArn },
-      flows: [
-        {
-          name: 'desk',
-          nodes: [
-            { name: 'Start', type: 'trigger', triggerType: 'webhook' },
-            {
-              name: 'Greet',
-              type: 'promptNode',
-              displayName: 'Greet',
-              llmConfig: { name: 'ChatOffline' },
-              prompt: 'Hello, {memory.tier}.',
-            },
-          ],
-          edges: [{ from: 'Start', to: 'Greet', type: 'stepForward' }],
-        },
-      ],
-    });
+    const definition = (functionArn: string) =>
+      greetDefinition('Hello, {memory.tier}.', { agentCode: { functionArn } }, { name: 'ChatOffline' });
     const refused = await call(
       'PUT',
       `/dashboard/agents/${agentId}/definition/production`,
