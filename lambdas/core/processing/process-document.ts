@@ -104,17 +104,10 @@ export async function buildChunks(
   const head = await deps.blobs.head(doc.objectKey);
   if (!head) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
   if (head.size > deps.settings.maxFileBytes) {
-    if (options.keepTooLarge) {
-      throw new ProcessingError(
-        'FILE_TOO_LARGE',
-        `The file is ${head.size} bytes; the limit is ${deps.settings.maxFileBytes} bytes.`,
-      );
-    }
+    const tooLarge = `The file is ${head.size} bytes; the limit is ${deps.settings.maxFileBytes} bytes.`;
+    if (options.keepTooLarge) throw new ProcessingError('FILE_TOO_LARGE', tooLarge);
     await deps.blobs.delete([doc.objectKey]);
-    throw new ProcessingError(
-      'FILE_TOO_LARGE',
-      `The file is ${head.size} bytes; the limit is ${deps.settings.maxFileBytes} bytes. It was deleted.`,
-    );
+    throw new ProcessingError('FILE_TOO_LARGE', `${tooLarge} It was deleted.`);
   }
   const bytes = await deps.blobs.get(doc.objectKey);
   if (!bytes) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
