@@ -205,6 +205,9 @@ it('creates a token whose secret is shown once and works, and revokes it', async
   await page.getByRole('link', { name: 'Tokens' }).click();
   await page.getByRole('heading', { name: 'Tokens' }).waitFor();
   await page.getByLabel('Token name').fill('ci pipeline');
+  // No scope is chosen for you: the button waits for one, and each scope says what it allows.
+  expect(await page.getByRole('button', { name: 'Create token' }).isDisabled()).toBe(true);
+  await page.getByText("Start the agents' flows: webhooks and app events.").waitFor();
   await page.getByRole('checkbox', { name: 'dashboard' }).check();
   await page.getByRole('button', { name: 'Create token' }).click();
   const token = (await page.getByTestId('new-token').textContent()) ?? '';
@@ -237,6 +240,45 @@ it('creates a token whose secret is shown once and works, and revokes it', async
   await page.getByRole('status').getByText('ci pipeline is revoked, and so is the 1 token made from it.').waitFor();
   expect((await call('GET', '/dashboard/agents')).status).toBe(401);
   expect((await apiClient(service, child.body.token)('GET', '/dashboard/agents')).status).toBe(401);
+});
+
+it('restricts a new token to one agent and gives it an expiry', async () => {
+  const person = apiClient(service, await personToken());
+  const agent = await person<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Token bot' } });
+  await page.reload();
+  await page.getByRole('heading', { name: 'Tokens' }).waitFor();
+  await page.getByLabel('Token name').fill('bot analytics');
+  await page.getByRole('checkbox', { name: 'analytics' }).check();
+  await page.getByRole('textbox', { name: 'Agents' }).click();
+  await page.getByRole('option', { name: 'Token bot' }).click();
+  await page.keyboard.press('Escape');
+  await page.getByLabel('Expires after (days)').fill('30');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  const token = (await page.getByTestId('new-token').textContent()) ?? '';
+  const row = page.getByRole('row', { name: /bot analytics/ });
+  await row.waitFor();
+  expect(await row.textContent()).toContain('Token bot');
+  const listed = (
+    await person<{ data: { name: string; agentIds: string[] | null; scopes: string[]; expiresAt: string | null }[] }>(
+      'GET',
+      '/dashboard/tokens',
+    )
+  ).body.data.find((made) => made.name === 'bot analytics');
+  expect(listed).toMatchObject({ agentIds: [agent.body.agentId], scopes: ['analytics'] });
+  const days = (Date.parse(listed?.expiresAt ?? '') - Date.now()) / 86_400_000;
+  expect(days).toBeGreaterThan(29.9);
+  expect(days).toBeLessThanOrEqual(30);
+  // Restricted: the agent it was given is the only one it sees.
+  const agents = await apiClient(service, token)<{ data: { agentId: string }[] }>('GET', '/api/v1/agents/list');
+  expect(agents.body.data.map((listedAgent) => listedAgent.agentId)).toEqual([agent.body.agentId]);
+  await expectAccessible('tokens, restricted');
+  await row.getByRole('button', { name: 'Revoke' }).click();
+  await page
+    .getByRole('dialog', { name: 'Revoke bot analytics?' })
+    .getByRole('button', { name: 'Revoke token' })
+    .click();
+  await row.waitFor({ state: 'detached' });
+  expect((await person('DELETE', `/dashboard/agents/${agent.body.agentId}`)).status).toBe(202);
 });
 
 it('invites a person, who accepts after signing in and sees what a member sees; an owner cancels an invitation', async () => {

@@ -1,8 +1,23 @@
 /**
- * The organization's tokens (owners): create with scopes, the secret shown once with a copy button, list (who made
- * each), revoke (with the tokens made from it).
+ * The organization's tokens (owners): create with scopes (none chosen for you, each explained), optionally restricted
+ * to some agents and with an expiry; the secret shown once with a copy button; list (who made each, which agents);
+ * revoke (with the tokens made from it).
  */
-import { Badge, Button, Checkbox, Code, CopyButton, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import {
+  Badge,
+  Button,
+  Checkbox,
+  Code,
+  CopyButton,
+  Group,
+  MultiSelect,
+  NumberInput,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Api, unwrap } from '../api';
@@ -11,11 +26,25 @@ import { Confirm, ErrorAlert, useConfirmedAction } from '../components';
 const SCOPES = ['knowledge-management', 'analytics', 'dashboard', 'webhook'] as const;
 type Scope = (typeof SCOPES)[number];
 
+/** What each scope lets the token do (README, "Authentication"). */
+const SCOPE_HELP: Record<Scope, string> = {
+  'knowledge-management': 'Upload, update, read and delete documents and ZIP imports, through the knowledge API.',
+  analytics: "List the organization's agents and query their analytics events; record custom events.",
+  dashboard:
+    'Everything this console does: agents, knowledge bases, retrieval, flows, sessions and tokens (never more than its own).',
+  webhook: "Start the agents' flows: webhooks and app events.",
+};
+
+/** Most days a token may live (the API's bound). */
+const MAX_EXPIRY_DAYS = 3650;
+
 interface TokenView {
   readonly tokenId: string;
   readonly name: string | null;
   readonly prefix: string | null;
   readonly scopes: Scope[];
+  /** The agents it is restricted to; null: every agent. */
+  readonly agentIds: string[] | null;
   readonly createdAt: string;
   readonly expiresAt: string | null;
   readonly lastUsedAt: string | null;
@@ -36,17 +65,37 @@ export function Tokens({ api }: { api: Api }) {
     queryFn: () => unwrap<{ data: TokenView[] }>(api.GET('/dashboard/tokens')),
   });
   const [name, setName] = useState('');
-  const [scopes, setScopes] = useState<Scope[]>(['knowledge-management']);
+  const agents = useQuery({
+    queryKey: ['agents'],
+    queryFn: () => unwrap<{ data: { agentId: string; displayName: string }[] }>(api.GET('/dashboard/agents')),
+  });
+  const [scopes, setScopes] = useState<Scope[]>([]);
+  const [agentIds, setAgentIds] = useState<string[]>([]);
+  const [expiresInDays, setExpiresInDays] = useState<number | ''>('');
+  const agentName = (agentId: string) =>
+    agents.data?.data.find((agent) => agent.agentId === agentId)?.displayName ?? agentId.slice(0, 8);
   const [secret, setSecret] = useState<{ name: string; token: string } | null>(null);
   const [revoked, setRevoked] = useState<string | null>(null);
   const refresh = () => queries.invalidateQueries({ queryKey: ['tokens'] });
 
   const create = useMutation({
     mutationFn: () =>
-      unwrap<{ token: string; name: string }>(api.POST('/dashboard/tokens', { body: { name, scopes } })),
+      unwrap<{ token: string; name: string }>(
+        api.POST('/dashboard/tokens', {
+          body: {
+            name,
+            scopes,
+            ...(agentIds.length > 0 ? { agentIds } : {}),
+            ...(expiresInDays === '' ? {} : { expiresInDays }),
+          },
+        }),
+      ),
     onSuccess: (made) => {
       setSecret({ name: made.name, token: made.token });
       setName('');
+      setScopes([]);
+      setAgentIds([]);
+      setExpiresInDays('');
       return refresh();
     },
   });
@@ -73,21 +122,50 @@ export function Tokens({ api }: { api: Api }) {
       <form onSubmit={submit} aria-label="Create a token">
         <Stack gap="xs">
           <TextInput label="Token name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
-          <Checkbox.Group label="Scopes" value={scopes} onChange={(value) => setScopes(value as Scope[])}>
-            <Group mt="xs">
+          <Checkbox.Group
+            label="Scopes"
+            description="What the token may do; choose only what it needs."
+            value={scopes}
+            onChange={(value) => setScopes(value as Scope[])}
+          >
+            <Stack mt="xs" gap="xs">
               {SCOPES.map((scope) => (
-                <Checkbox key={scope} value={scope} label={scope} />
+                <Checkbox key={scope} value={scope} label={scope} description={SCOPE_HELP[scope]} />
               ))}
-            </Group>
+            </Stack>
           </Checkbox.Group>
+          <MultiSelect
+            label="Agents"
+            description="Restrict the token to these agents: any other agent is unknown to it. None chosen: every agent."
+            placeholder={agentIds.length === 0 ? 'Every agent' : undefined}
+            data={(agents.data?.data ?? []).map((agent) => ({ value: agent.agentId, label: agent.displayName }))}
+            value={agentIds}
+            onChange={setAgentIds}
+            searchable
+            clearable
+          />
+          <NumberInput
+            label="Expires after (days)"
+            description={`Refused from this many days on (1 to ${MAX_EXPIRY_DAYS}). Empty: it does not expire.`}
+            min={1}
+            max={MAX_EXPIRY_DAYS}
+            allowDecimal={false}
+            value={expiresInDays}
+            onChange={(value) => setExpiresInDays(typeof value === 'number' ? value : '')}
+          />
           <Text size="sm" c="dimmed">
             The tokens you make here are revoked when you are removed from the organization. A token that a token makes
             (through the API) never outlives it: its end is no later, and it is revoked with it.
           </Text>
           <Group>
-            <Button type="submit" loading={create.isPending}>
+            <Button type="submit" loading={create.isPending} disabled={scopes.length === 0}>
               Create token
             </Button>
+            {scopes.length === 0 && (
+              <Text size="sm" c="dimmed">
+                Choose at least one scope.
+              </Text>
+            )}
           </Group>
         </Stack>
       </form>
@@ -119,6 +197,7 @@ export function Tokens({ api }: { api: Api }) {
               <Table.Th>Name</Table.Th>
               <Table.Th>Starts with</Table.Th>
               <Table.Th>Scopes</Table.Th>
+              <Table.Th>Agents</Table.Th>
               <Table.Th>Created</Table.Th>
               <Table.Th>Created by</Table.Th>
               <Table.Th>Expires</Table.Th>
@@ -135,6 +214,7 @@ export function Tokens({ api }: { api: Api }) {
                   <Code>{token.prefix ?? '—'}</Code>
                 </Table.Td>
                 <Table.Td>{token.scopes.join(', ')}</Table.Td>
+                <Table.Td>{token.agentIds ? token.agentIds.map(agentName).join(', ') : 'every agent'}</Table.Td>
                 <Table.Td>{when(token.createdAt)}</Table.Td>
                 <Table.Td>{madeBy(token.createdBy)}</Table.Td>
                 <Table.Td>{token.expiresAt ? when(token.expiresAt) : 'never'}</Table.Td>
