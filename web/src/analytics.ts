@@ -11,15 +11,32 @@ export interface EventRecord {
 
 const DAY_MS = 86_400_000;
 
-/** Events per UTC day and event name, for the chart: every day from the first to the last, a series per name. */
-export function perDay(events: readonly EventRecord[]) {
+/** The most days the chart draws: a wider range is drawn from the first to the last day that has events. */
+export const CHART_MAX_DAYS = 3660;
+
+/**
+ * Events per UTC day and event name, for the chart: a series per name, and every day of the range chosen (`from` and
+ * `to`, `YYYY-MM-DD`, UTC, both inclusive), so a quiet stretch shows as quiet; a side left open is the first (or last)
+ * day with events, and with no range and no events there are no days. A range of more than CHART_MAX_DAYS days is
+ * drawn over the days that have events.
+ */
+export function perDay(events: readonly EventRecord[], range: { from?: string; to?: string } = {}) {
   const seen = events.map((event) => Date.parse(event.created_at.slice(0, 10)));
+  const first = seen.length > 0 ? seen.reduce((a, b) => Math.min(a, b)) : undefined;
+  const last = seen.length > 0 ? seen.reduce((a, b) => Math.max(a, b)) : undefined;
+  const day = (value: string | undefined) => {
+    const parsed = value ? Date.parse(value.slice(0, 10)) : Number.NaN;
+    return Number.isNaN(parsed) ? undefined : parsed;
+  };
+  let start = day(range.from) ?? first ?? day(range.to);
+  let end = day(range.to) ?? last ?? day(range.from);
+  if (start !== undefined && end !== undefined && (end < start || (end - start) / DAY_MS >= CHART_MAX_DAYS)) {
+    start = first;
+    end = last;
+  }
   const days: string[] = [];
-  if (seen.length > 0) {
-    const last = seen.reduce((a, b) => Math.max(a, b));
-    for (let day = seen.reduce((a, b) => Math.min(a, b)); day <= last; day += DAY_MS) {
-      days.push(new Date(day).toISOString().slice(0, 10));
-    }
+  if (start !== undefined && end !== undefined) {
+    for (let at = start; at <= end; at += DAY_MS) days.push(new Date(at).toISOString().slice(0, 10));
   }
   const names = [...new Set(events.map((event) => event.eventName))].sort();
   const counts = new Map<string, number>();
@@ -29,7 +46,7 @@ export function perDay(events: readonly EventRecord[]) {
   }
   return {
     days,
-    series: names.map((name) => ({ name, data: days.map((day) => counts.get(`${name}|${day}`) ?? 0) })),
+    series: names.map((name) => ({ name, data: days.map((at) => counts.get(`${name}|${at}`) ?? 0) })),
   };
 }
 

@@ -68,6 +68,19 @@ describe('analytics', () => {
     expect(perDay([])).toEqual({ days: [], series: [] });
   });
 
+  it('spans the range chosen, quiet days and all; an open side ends at the events; a reversed or huge range at them', () => {
+    const events = [event('1', '2026-11-03T12:00:00.000Z', 'invocation_start')];
+    expect(perDay(events, { from: '2026-11-01', to: '2026-11-05' })).toEqual({
+      days: ['2026-11-01', '2026-11-02', '2026-11-03', '2026-11-04', '2026-11-05'],
+      series: [{ name: 'invocation_start', data: [0, 0, 1, 0, 0] }],
+    });
+    expect(perDay(events, { from: '2026-11-02' }).days).toEqual(['2026-11-02', '2026-11-03']);
+    expect(perDay(events, { to: '2026-11-04' }).days).toEqual(['2026-11-03', '2026-11-04']);
+    expect(perDay([], { from: '2026-11-01', to: '2026-11-02' }).days).toEqual(['2026-11-01', '2026-11-02']);
+    expect(perDay(events, { from: '2026-11-05', to: '2026-11-01' }).days).toEqual(['2026-11-03']);
+    expect(perDay(events, { from: '1990-01-01', to: '2026-11-05' }).days).toEqual(['2026-11-03']);
+  });
+
   it('writes CSV a spreadsheet reads as data: quoted where needed, formulas defused', () => {
     const csv = eventsCsv([
       event('1', '2026-11-01T00:00:00.000Z', 'custom', { text: 'a "quoted", multi\nline' }),

@@ -8,7 +8,7 @@ import { BarChart } from 'echarts/charts';
 import { GridComponent, LegendComponent, TooltipComponent } from 'echarts/components';
 import * as echarts from 'echarts/core';
 import { CanvasRenderer } from 'echarts/renderers';
-import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { type FormEvent, useEffect, useMemo, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { type EventRecord, eventsCsv, perDay } from '../analytics';
 import { type Api, unwrap } from '../api';
@@ -56,12 +56,13 @@ async function allEvents(api: Api, agentId: string, filters: Filters, cap: numbe
   return { events: events.slice(0, cap), more: token !== undefined || events.length > cap };
 }
 
-function EventsChart({ events }: { events: readonly EventRecord[] }) {
+function EventsChart({ events, range }: { events: readonly EventRecord[]; range: { from?: string; to?: string } }) {
   const host = useRef<HTMLDivElement>(null);
+  const { days } = perDay(events, range);
   useEffect(() => {
     if (!host.current) return;
     const chart = echarts.init(host.current, undefined, { renderer: 'canvas' });
-    const { days, series } = perDay(events);
+    const { days, series } = perDay(events, range);
     chart.setOption({
       animation: false,
       aria: { enabled: true },
@@ -78,14 +79,14 @@ function EventsChart({ events }: { events: readonly EventRecord[] }) {
       window.removeEventListener('resize', resize);
       chart.dispose();
     };
-  }, [events]);
+  }, [events, range]);
   const total = events.length;
   return (
     <div
       ref={host}
       style={{ height: 280 }}
       role="img"
-      aria-label={`Events per day by event name: ${total} events over ${perDay(events).days.length} days`}
+      aria-label={`Events per day by event name: ${total} events over ${days.length} days`}
     />
   );
 }
@@ -110,6 +111,11 @@ export default function Analytics({ api, agentId }: { api: Api; agentId: string 
     queryKey: ['events', agentId, filters, tokens.at(-1)],
     queryFn: () => query(api, agentId, filters, PAGE, tokens.at(-1)),
   });
+
+  const chartRange = useMemo(
+    () => ({ from: filters.startDate, to: filters.endDate }),
+    [filters.startDate, filters.endDate],
+  );
 
   function apply(event: FormEvent) {
     event.preventDefault();
@@ -173,9 +179,18 @@ export default function Analytics({ api, agentId }: { api: Api; agentId: string 
         </Group>
       </form>
       <ErrorAlert error={agent.error ?? chart.error ?? page.error} />
-      {chart.data && (
+      {chart.data && chart.data.events.length === 0 && (
+        <Text>
+          No events
+          {filters.startDate || filters.endDate
+            ? ` from ${filters.startDate ?? 'the first'} to ${filters.endDate ?? 'today'} (UTC)`
+            : ' yet'}
+          {filters.eventName ? ` named ${filters.eventName}` : ''} in {filters.environment}.
+        </Text>
+      )}
+      {chart.data && perDay(chart.data.events, chartRange).days.length > 0 && (
         <>
-          <EventsChart events={chart.data.events} />
+          <EventsChart events={chart.data.events} range={chartRange} />
           {chart.data.more && (
             <Text size="sm">The chart shows the newest {CHART_EVENT_CAP.toLocaleString()} events of the range.</Text>
           )}
