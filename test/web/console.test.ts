@@ -382,6 +382,29 @@ it("manages an agent's knowledge bases and queries one in the playground, with a
   await page.getByRole('row', { name: /Drafts/ }).waitFor({ state: 'detached' });
 });
 
+it("offers a skip link as the keyboard's first stop, and the agent's default retrieval from its row", async () => {
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await page.getByRole('heading', { name: 'Agents' }).waitFor();
+  await page.reload();
+  await page.getByRole('heading', { name: 'Agents' }).waitFor();
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate('document.activeElement && document.activeElement.textContent')).toBe('Skip to content');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction("document.activeElement && document.activeElement.id === 'main'");
+  await page
+    .getByRole('row', { name: /Docs bot/ })
+    .getByRole('link', { name: 'Default retrieval' })
+    .click();
+  await page.getByRole('heading', { name: /Default retrieval/ }).waitFor();
+  // Back where the next test starts: the agent's knowledge bases.
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await page
+    .getByRole('row', { name: /Docs bot/ })
+    .getByRole('link', { name: 'Knowledge' })
+    .click();
+  await page.getByRole('heading', { name: 'Knowledge of Docs bot' }).waitFor();
+});
+
 it('uploads documents and a ZIP by dropping them, shows each reach ready or failed, edits, filters, deletes, then queries them in the playground', async () => {
   await page
     .getByRole('row', { name: /Manuals/ })
@@ -445,8 +468,19 @@ it('uploads documents and a ZIP by dropping them, shows each reach ready or fail
   expect(await table.getByRole('row', { name: /empty\.txt/ }).textContent()).toContain('EMPTY_DOCUMENT');
 
   // Edit a label in place: the API's rule is checked before sending; a good value is stored.
-  await table.getByRole('button', { name: 'Edit metadata of billing.txt' }).click();
+  const edit = table.getByRole('button', { name: 'Edit metadata of billing.txt' });
+  await edit.click();
   const form = page.getByRole('form', { name: 'Metadata of billing.txt' });
+  // The keyboard: the editor takes the focus when it opens (it sits before the row's buttons), and Escape closes it,
+  // giving the focus back to Edit.
+  await form.waitFor();
+  expect(await form.getByLabel('label1').evaluate('(field) => field === document.activeElement')).toBe(true);
+  await page.keyboard.press('Escape');
+  await form.waitFor({ state: 'detached' });
+  await page.waitForFunction(
+    "document.activeElement && document.activeElement.getAttribute('aria-label') === 'Edit metadata of billing.txt'",
+  );
+  await page.keyboard.press('Enter');
   await form.getByLabel('label2').fill('tier:2024-01-31');
   await form.getByText(/label\.noIsoDate/).waitFor();
   expect(await form.getByRole('button', { name: 'Save metadata' }).isDisabled()).toBe(true);

@@ -104,6 +104,10 @@ export function App({ config }: { config: ConsoleConfig }) {
   ];
   return (
     <AppShell header={{ height: 56 }} navbar={current ? { width: 200, breakpoint: 'sm' } : undefined} padding="md">
+      {/* The first stop of the keyboard: past the header and the navigation, to the screen itself. */}
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="sm" wrap="nowrap">
@@ -156,7 +160,7 @@ export function App({ config }: { config: ConsoleConfig }) {
           ))}
         </AppShell.Navbar>
       )}
-      <AppShell.Main>
+      <AppShell.Main id="main" tabIndex={-1}>
         {me.isPending && <Loader aria-label="Loading" />}
         <ErrorAlert error={me.error} />
         {me.data && !current && (

@@ -1,4 +1,5 @@
 import '@mantine/core/styles.css';
+import './app.css';
 import { type CSSVariablesResolver, createTheme, MantineProvider } from '@mantine/core';
 import { QueryClientProvider } from '@tanstack/react-query';
 import { StrictMode } from 'react';

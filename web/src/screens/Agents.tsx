@@ -152,6 +152,9 @@ export function Agents({ api, canManage = false }: { api: Api; canManage?: boole
                     <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/knowledge`}>
                       Knowledge
                     </Button>
+                    <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/retrieval`}>
+                      Default retrieval
+                    </Button>
                     <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/flows`}>
                       Flows
                     </Button>

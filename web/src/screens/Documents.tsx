@@ -201,6 +201,17 @@ export function DocumentTable({
 }) {
   const scroller = useRef<HTMLDivElement>(null);
   const [editing, setEditing] = useState<string | null>(null);
+  /** Closes the inline editor and gives the focus back to the Edit button that opened it. */
+  const closeEditor = () => {
+    const opener = editing;
+    setEditing(null);
+    requestAnimationFrame(() => {
+      const button = [...window.document.querySelectorAll<HTMLElement>('[data-edit-for]')].find(
+        (element) => element.dataset.editFor === opener,
+      );
+      button?.focus();
+    });
+  };
   const virtual = useVirtualizer({
     count: documents.length,
     getScrollElement: () => scroller.current,
@@ -280,10 +291,10 @@ export function DocumentTable({
                         dataset={dataset}
                         document={document}
                         onDone={() => {
-                          setEditing(null);
+                          closeEditor();
                           onChanged();
                         }}
-                        onCancel={() => setEditing(null)}
+                        onCancel={closeEditor}
                       />
                     ) : (
                       <Text size="sm">{[document.label1, document.label2].filter(Boolean).join(', ') || '—'}</Text>
@@ -310,6 +321,7 @@ export function DocumentTable({
                         variant="default"
                         onClick={() => setEditing(document.s3Key)}
                         aria-label={`Edit metadata of ${document.fileName}`}
+                        data-edit-for={document.s3Key}
                       >
                         Edit
                       </Button>
@@ -376,17 +388,26 @@ function MetadataForm({
   return (
     <form
       aria-label={`Metadata of ${document.fileName}`}
+      // Escape closes the editor as Cancel does (focus goes back to the row's Edit button).
+      onKeyDown={(event) => {
+        if (event.key === 'Escape') {
+          event.preventDefault();
+          onCancel();
+        }
+      }}
       onSubmit={(event) => {
         event.preventDefault();
         if (!invalid) save.mutate();
       }}
     >
       <Stack gap={4}>
-        {problems.map(([field, problem]) => (
+        {problems.map(([field, problem], index) => (
           <TextInput
             key={field}
             size="xs"
             label={field}
+            // The editor sits before the row's buttons: focus moves into it when it opens.
+            autoFocus={index === 0}
             value={values[field]}
             onChange={(e) => setValues({ ...values, [field]: e.currentTarget.value })}
             error={problem ? `${problem.rule}: ${problem.message}` : undefined}
