@@ -79,10 +79,14 @@ function bound(prefix: 'min' | 'max', origin: string): string {
   return prefix;
 }
 
+/** "must be at least 8 characters"; "must not be empty" for a minimum of one character or item; singulars for one. */
 function limitText(words: string, issue: { origin: string; maximum?: unknown; minimum?: unknown }): string {
   const limit = String(issue.maximum ?? issue.minimum);
-  if (issue.origin === 'string') return `must be ${words} ${limit} characters`;
-  if (issue.origin === 'array') return `must have ${words} ${limit} items`;
+  const countable = issue.origin === 'string' || issue.origin === 'array';
+  if (countable && words === 'at least' && limit === '1') return 'must not be empty';
+  const unit = (one: string) => (limit === '1' ? one : `${one}s`);
+  if (issue.origin === 'string') return `must be ${words} ${limit} ${unit('character')}`;
+  if (issue.origin === 'array') return `must have ${words} ${limit} ${unit('item')}`;
   return `must be ${words} ${limit}`;
 }
 

@@ -6,34 +6,37 @@ import { Alert, Button, Group, List, Modal, Stack, Tabs, Text, TextInput } from 
 import { useMutation } from '@tanstack/react-query';
 import { type ReactNode, useState } from 'react';
 import { ApiError } from './api';
+import { detailText, fieldLabel, otherErrorText, refusalTitle } from './errors';
 import { ENVIRONMENTS, type Environment } from './knowledge';
 
 export function ErrorAlert({ error }: { error: unknown }) {
   if (!error) return null;
   if (error instanceof ApiError) {
     return (
-      <Alert color="red" title={`${error.code} (${error.status})`} role="alert">
-        <Text size="sm">{error.message}</Text>
+      <Alert color="red" title={refusalTitle(error.status, error.code)} role="alert">
+        {/* A validation error's message repeats its first detail, which the list says in words. */}
+        {(error.code !== 'VALIDATION_ERROR' || error.details.length === 0) && <Text size="sm">{error.message}</Text>}
         {error.details.length > 0 && (
           <List size="sm" mt="xs">
             {error.details.map((detail) => (
               <List.Item key={`${detail.field}:${detail.rule}`}>
                 <Text span fw={600}>
-                  {detail.field || '(request)'}
+                  {fieldLabel(detail.field)}:
                 </Text>{' '}
-                {detail.rule}
-                {detail.message ? `: ${detail.message}` : ''}
+                {detail.message ? detailText(detail.field, detail.message) : 'is not accepted.'}
               </List.Item>
             ))}
           </List>
         )}
+        <Text size="xs" c="dimmed" mt="xs">
+          Code {error.code} ({error.status})
+        </Text>
       </Alert>
     );
   }
-  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return (
-    <Alert color="red" title="Error" role="alert">
-      {message}
+    <Alert color="red" title="Something went wrong" role="alert">
+      {otherErrorText(error)}
     </Alert>
   );
 }

@@ -4,6 +4,7 @@
  * driven in Chromium by test/web/console.test.ts.
  */
 import { eventsCsv, perDay } from '../../../web/src/analytics';
+import { detailText, fieldLabel, otherErrorText, refusalTitle } from '../../../web/src/errors';
 import { layoutDefinition } from '../../../web/src/flow-layout';
 import type { AgentDefinition } from '../../../web/src/flows';
 import { type Metadata, metadataChanges, metadataProblem, pollDelay } from '../../../web/src/knowledge';
@@ -156,5 +157,27 @@ describe('the flow graph', () => {
     }));
     const overlap = a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
     expect(overlap).toBe(false);
+  });
+});
+
+describe('what the console says when something is refused', () => {
+  it('names a field as a person reads it, and drops the field from its message', () => {
+    expect(fieldLabel('displayName')).toBe('Display name');
+    expect(fieldLabel('organizationName')).toBe('Organization name');
+    expect(fieldLabel('knowledgeBases.0.minScore')).toBe('Knowledge bases, 1, min score');
+    expect(fieldLabel('')).toBe('The request');
+    expect(detailText('displayName', 'displayName must not be empty')).toBe('must not be empty.');
+    expect(detailText('knowledgeBases.0.minScore', 'minScore must be at most 1')).toBe('must be at most 1.');
+    expect(detailText('label1', 'label1: must be namespace:value.')).toBe('must be namespace:value.');
+    expect(detailText('', 'Unexpected end of JSON input')).toBe('Unexpected end of JSON input.');
+  });
+
+  it('opens with a sentence for the kind of refusal, and says a network failure in words', () => {
+    expect(refusalTitle(400, 'VALIDATION_ERROR')).toBe('Some of what was entered is not accepted.');
+    expect(refusalTitle(429, 'RATE_LIMITED')).toMatch(/^Too many requests/);
+    expect(refusalTitle(404, 'AGENT_NOT_FOUND')).toBe('It is not there (any more).');
+    expect(refusalTitle(502, 'MODEL_ERROR')).toMatch(/could not do this/);
+    expect(otherErrorText(new TypeError('Failed to fetch'))).toMatch(/could not be reached/);
+    expect(otherErrorText(new Error('Incorrect e-mail or password.'))).toBe('Incorrect e-mail or password.');
   });
 });

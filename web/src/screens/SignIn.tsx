@@ -17,7 +17,7 @@ import {
 } from '@mantine/core';
 import { type FormEvent, useState } from 'react';
 import { type Api, unwrap } from '../api';
-import { AuthError, type NewPasswordChallenge, useAuth } from '../auth';
+import { AuthError, type NewPasswordChallenge, passwordProblem, useAuth } from '../auth';
 import { ErrorAlert } from '../components';
 import type { ConsoleConfig } from '../config';
 
@@ -124,6 +124,7 @@ export function SignIn({ api, config }: { api: Api; config: ConsoleConfig }) {
     reset: 'Reset password',
   }[mode];
   const choosing = mode === 'sign-up' || mode === 'new-password' || mode === 'reset';
+  const newPasswordProblem = choosing && password !== '' ? passwordProblem(password) : null;
   return (
     <Container size={420} py="xl" component="main">
       <Title order={1} ta="center" mb="md">
@@ -181,6 +182,8 @@ export function SignIn({ api, config }: { api: Api; config: ConsoleConfig }) {
                 description={choosing ? POLICY : undefined}
                 autoComplete={choosing ? 'new-password' : 'current-password'}
                 required
+                // A new password is checked against the pool's rules as it is typed.
+                error={newPasswordProblem ? `It needs ${newPasswordProblem}.` : undefined}
                 value={password}
                 onChange={(e) => setPassword(e.currentTarget.value)}
               />
@@ -192,7 +195,7 @@ export function SignIn({ api, config }: { api: Api; config: ConsoleConfig }) {
             ) : (
               <ErrorAlert error={error} />
             )}
-            <Button type="submit" loading={busy} disabled={!config.cognito}>
+            <Button type="submit" loading={busy} disabled={!config.cognito || newPasswordProblem !== null}>
               {submitLabel}
             </Button>
             {mode === 'sign-in' && config.cognito && (
