@@ -426,7 +426,10 @@ it('uploads documents and a ZIP by dropping them, shows each reach ready or fail
 
   // A label the API would refuse is refused here, with the API's rule, before anything is sent.
   await page.getByLabel('label1 for the files dropped').fill('Topic:Hardware');
-  await page.getByText(/label\.characters: must not contain uppercase letters/).waitFor();
+  await page.getByText(/^It must not contain uppercase letters/).waitFor();
+  // The format is said where labels are typed, and no rule id is shown.
+  expect(await page.getByText(/^namespace:value in lower case/).count()).toBe(2);
+  expect(await page.getByText(/label\.characters/).count()).toBe(0);
   await page.getByLabel('label1 for the files dropped').fill('topic:hardware');
   await drop([
     { name: 'router.txt', mimeType: 'text/plain', buffer: Buffer.from(ROUTER_TEXT) },
@@ -495,7 +498,7 @@ it('uploads documents and a ZIP by dropping them, shows each reach ready or fail
   );
   await page.keyboard.press('Enter');
   await form.getByLabel('label2').fill('tier:2024-01-31');
-  await form.getByText(/label\.noIsoDate/).waitFor();
+  await form.getByText('It must not contain an ISO date.').waitFor();
   expect(await form.getByRole('button', { name: 'Save metadata' }).isDisabled()).toBe(true);
   await form.getByLabel('label2').fill('tier:gold');
   await form.getByRole('button', { name: 'Save metadata' }).click();

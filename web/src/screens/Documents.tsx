@@ -23,7 +23,7 @@ import {
   pollDelay,
   STATUS_COLOR,
 } from '../knowledge';
-import { Uploads } from './Uploads';
+import { LABEL_FORMAT, Uploads } from './Uploads';
 import { ZipJobs } from './ZipJobs';
 
 interface Page {
@@ -127,7 +127,16 @@ function DatasetView({ api, dataset }: { api: Api; dataset: Dataset }) {
 
   return (
     <Stack>
-      <Uploads api={api} dataset={dataset} onUploaded={refresh} onZipJob={setOpenJob} />
+      <Uploads
+        api={api}
+        dataset={dataset}
+        onUploaded={refresh}
+        onZipJob={(zipJobId) => {
+          setOpenJob(zipJobId);
+          // The new import joins the list at once, not at the next reload.
+          void queries.invalidateQueries({ queryKey: ['zip-jobs', dataset] });
+        }}
+      />
       <ZipJobs api={api} dataset={dataset} open={openJob} onOpen={setOpenJob} onProgress={refresh} />
       <Group aria-label="Counts" role="group">
         <Text fw={600}>Documents:</Text>
@@ -410,7 +419,8 @@ function MetadataForm({
             autoFocus={index === 0}
             value={values[field]}
             onChange={(e) => setValues({ ...values, [field]: e.currentTarget.value })}
-            error={problem ? `${problem.rule}: ${problem.message}` : undefined}
+            description={field.startsWith('label') ? LABEL_FORMAT : undefined}
+            error={problem ? `It ${problem.message}.` : undefined}
           />
         ))}
         <ErrorAlert error={save.error} />

@@ -35,6 +35,10 @@ const STEP_LABEL: Record<UploadStep | 'done', string> = {
   done: 'sent',
 };
 
+/** The label format, said where labels are typed (the service's rules: core/knowledge/labels.ts). */
+export const LABEL_FORMAT =
+  'namespace:value in lower case: letters, digits, - and _, at most 50 characters, no date, timestamp or id.';
+
 export function Uploads({
   api,
   dataset,
@@ -92,21 +96,20 @@ export function Uploads({
   return (
     <Stack gap="xs">
       <Group align="flex-end">
-        <TextInput
-          label="label1 for the files dropped"
-          value={labels.label1}
-          onChange={(e) => setLabels({ ...labels, label1: e.currentTarget.value })}
-        />
-        <TextInput
-          label="label2 for the files dropped"
-          value={labels.label2}
-          onChange={(e) => setLabels({ ...labels, label2: e.currentTarget.value })}
-        />
-        {labelProblem && (
-          <Text size="sm" c="red.9" role="alert">
-            {labelProblem.rule}: {labelProblem.message}
-          </Text>
-        )}
+        {(['label1', 'label2'] as const).map((field) => {
+          const problem = metadataProblem(field, labels[field]);
+          return (
+            <TextInput
+              key={field}
+              label={`${field} for the files dropped`}
+              description={LABEL_FORMAT}
+              placeholder="topic:billing"
+              value={labels[field]}
+              onChange={(e) => setLabels({ ...labels, [field]: e.currentTarget.value })}
+              error={problem ? `It ${problem.message}.` : undefined}
+            />
+          );
+        })}
       </Group>
       <Paper
         withBorder
