@@ -193,6 +193,18 @@ export function recordBuiltInEvent(
   }
 }
 
+/**
+ * recordBuiltInEvent for an event that is a side note of what it records (a call of the agent's code, a delivery
+ * attempt): one whose payload breaks a rule is lost alone, and nothing else fails with it.
+ */
+export function recordBuiltInEventIfValid(...args: Parameters<typeof recordBuiltInEvent>): void {
+  try {
+    recordBuiltInEvent(...args);
+  } catch (recording) {
+    if (!(recording instanceof EventRecordingError)) throw recording;
+  }
+}
+
 /** `<invocationId>:<eventName>[:<step>]`, e.g. `…:node_execution:3` for the third node the invocation ran. */
 export function builtInEventKey(invocationId: string, eventName: BuiltInEventName, step?: string | number): string {
   return step === undefined ? `${invocationId}:${eventName}` : `${invocationId}:${eventName}:${step}`;

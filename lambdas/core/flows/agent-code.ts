@@ -9,7 +9,7 @@
  * `agent_code_call` (its outcome, time and answer, bounded), a step of the session's trace (trace.ts).
  */
 import { createHash } from 'node:crypto';
-import { boundedValue, EventRecordingError, recordBuiltInEvent } from '#core/analytics/track';
+import { boundedValue, recordBuiltInEventIfValid } from '#core/analytics/track';
 import { OutboundError } from '#ports/flows';
 import { type TriggerAnswer, type TriggerEventPayload, triggerAnswerSchema } from './agent-events';
 import { agentCodeTarget, postSignedCallback } from './callback-delivery';
@@ -120,12 +120,8 @@ function errorPart(failure: FlowError): { code: string; message: string } {
 
 /** Records one of the agent code's events, keyed apart from the run's own; a recording that fails loses only it. */
 function record(context: RunContext, name: 'agent_code_call' | 'invocation_error', payload: Record<string, unknown>) {
-  try {
-    recordBuiltInEvent(context.deps.recorder, analyticsScope(context.session), name, payload, {
-      invocationId: context.invocation.invocationId,
-      step: 'agent-code',
-    });
-  } catch (recording) {
-    if (!(recording instanceof EventRecordingError)) throw recording;
-  }
+  recordBuiltInEventIfValid(context.deps.recorder, analyticsScope(context.session), name, payload, {
+    invocationId: context.invocation.invocationId,
+    step: 'agent-code',
+  });
 }

@@ -11,7 +11,7 @@
  *    CALLBACK_FAILED for a callbackUrl.
  * A message whose JSON is over AI_MESSAGE_RETRY_MAX_BYTES is not queued (an SQS message holds 256 KB).
  */
-import { type AnalyticsRecorder, EventRecordingError, recordBuiltInEvent } from '#core/analytics/track';
+import { type AnalyticsRecorder, recordBuiltInEventIfValid } from '#core/analytics/track';
 import type { AiMessageDeliveryMessage, FlowRunQueue } from '#ports/flows';
 import { type CallbackDeps, postSignedCallback } from './callback-delivery';
 import { describeFailure } from './run-context';
@@ -110,12 +110,8 @@ function record(
   payload: Record<string, unknown>,
 ): void {
   const scope = { agentId: message.agentId, environment: message.environment, sessionId: message.sessionId };
-  try {
-    recordBuiltInEvent(deps.recorder, scope, name, payload, {
-      invocationId: message.invocationId,
-      step: `ai-message:${message.messageId}:${message.attempt}`,
-    });
-  } catch (recording) {
-    if (!(recording instanceof EventRecordingError)) throw recording;
-  }
+  recordBuiltInEventIfValid(deps.recorder, scope, name, payload, {
+    invocationId: message.invocationId,
+    step: `ai-message:${message.messageId}:${message.attempt}`,
+  });
 }
