@@ -96,6 +96,14 @@ export const TABLES: Record<TableName, TableSchema> = {
         sortKey: { name: 'documentId' },
         nonKeyAttributes: [],
       },
+      // Sparse: `zipFailedKey` (the upload it failed with) exists only while a document is `failed`: a ZIP import
+      // counts its failed files (the zipJobId is the upload of every document it created).
+      {
+        indexName: 'zipFailed',
+        partitionKey: { name: 'zipFailedKey' },
+        sortKey: { name: 'documentId' },
+        nonKeyAttributes: [],
+      },
       // The document list, newest first: `listKey` = `<createdAt>#<documentId>`, written when a document is
       // created (never on a reservation or the counters), with every attribute, as GET answers.
       { indexName: 'byCreation', partitionKey: { name: 'tenantKey' }, sortKey: { name: 'listKey' } },

@@ -512,6 +512,11 @@ export interface DocumentStore {
    * in AWS it may lag a write by a fraction of a second.
    */
   zipImportFinished(zipJobId: string): Promise<boolean>;
+  /**
+   * How many documents still holding the ZIP import's content are `failed` (the files it refused included: they are
+   * failed documents too). Read from an index: in AWS it may lag a write by a fraction of a second.
+   */
+  zipImportFailures(zipJobId: string): Promise<number>;
   /** Drops the dataset's counters: the last step of its knowledge base's deletion, once no document is left. */
   forgetCounts(ref: DatasetRef): Promise<void>;
   /**

@@ -45,7 +45,10 @@ export interface ZipJobFile {
   readonly customMeta2?: string | null;
   readonly customMeta3?: string | null;
   readonly customMeta4?: string | null;
-  /** Outcome of the archive step; null when the file became a document (its status is the document's). */
+  /**
+   * Outcome of the archive step: null when the file was imported (its status is the document's); the refusal's code
+   * when the archive rules refused it, which then is a `failed` document with that error (when `documentId` is set).
+   */
   readonly error: { code: string; message: string } | null;
 }
 

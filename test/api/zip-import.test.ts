@@ -35,14 +35,15 @@ interface ZipJobFile {
 
 interface ZipJob {
   status: string;
+  failedCount: number;
   warnings: string[];
   files: ZipJobFile[];
 }
 
 /** upload-link (with `fields`) → PUT → upload-complete → the job once it has finished. */
-async function importArchive(files: Record<string, string>, fields: Record<string, unknown>) {
+async function importArchive(files: Record<string, string>, fields: Record<string, unknown>, into = dataset) {
   const link = await call<UploadLink>('POST', `${DOCS}/upload-link`, {
-    body: { ...dataset, fileName: 'reports.zip', ...fields },
+    body: { ...into, fileName: 'reports.zip', ...fields },
   });
   expect(link.status).toBe(200);
   expect(link.body).not.toHaveProperty('documentId');
@@ -54,7 +55,11 @@ async function importArchive(files: Record<string, string>, fields: Record<strin
     (r) => r.body.status === 'completed' || r.body.status === 'failed',
   );
   expect(job.body.status).toBe('completed');
-  return { job: job.body, byName: Object.fromEntries(job.body.files.map((f) => [f.fileName, f])) };
+  return {
+    zipJobId: link.body.zipJobId as string,
+    job: job.body,
+    byName: Object.fromEntries(job.body.files.map((f) => [f.fileName, f])),
+  };
 }
 
 const getDocument = (s3Key: string) => call<Record<string, unknown>>('GET', DOCS, { query: { ...dataset, s3Key } });
@@ -118,7 +123,7 @@ it('gives every file the upload-link custom metadata, and a file named by the CS
   expect(byName['switch.txt']).toMatchObject({ status: 'ready', customMeta1: emoji, customMeta4: 'kept' });
   expect(byName['modem.txt']).toMatchObject({
     status: 'failed',
-    documentId: null,
+    documentId: expect.any(String),
     error: { code: 'INVALID_CUSTOM_META', message: expect.stringContaining('column 4 (customMeta1)') },
   });
 
@@ -133,4 +138,66 @@ it('gives every file the upload-link custom metadata, and a file named by the CS
   expect(router.body).toMatchObject({ label1: 'product:router', customMeta1: 'Owner: Ann', customMeta4: 'kept' });
   const switchDoc = await getDocument(byName['switch.txt'].s3Key as string);
   expect(switchDoc.body).toMatchObject({ customMeta1: emoji });
+});
+
+it('makes every refused file a failed document with its code: counted in the job, the list and the dataset', async () => {
+  const own = await createDataset(call);
+  const { zipJobId, job, byName } = await importArchive(
+    {
+      'labels.csv': ['file,label1', 'a.txt,no colon', 'b.txt,UPPER:case', 'c.txt,product:router'].join('\n'),
+      'a.txt': 'Alpha.',
+      'b.txt': 'Beta.',
+      'c.txt': 'Gamma.',
+    },
+    {},
+    own,
+  );
+  expect(job.failedCount).toBe(2);
+  expect(byName['c.txt']).toMatchObject({ status: 'ready', error: null });
+  for (const name of ['a.txt', 'b.txt']) {
+    expect(byName[name]).toMatchObject({ status: 'failed', error: { code: 'INVALID_LABEL' } });
+    // The refused file is a document of the dataset: failed, with the refusal's code, no content.
+    const doc = await call<Record<string, unknown>>('GET', DOCS, { query: { ...own, s3Key: byName[name].s3Key as string } });
+    expect(doc.body).toMatchObject({
+      documentId: byName[name].documentId,
+      fileName: name,
+      status: 'failed',
+      fileSize: 0,
+      label1: null,
+      error: { code: 'INVALID_LABEL' },
+    });
+  }
+  const listed = await call<{ documents: { fileName: string; status: string }[]; counts: Record<string, number> }>(
+    'GET',
+    `${DOCS}/list`,
+    { query: { ...own } },
+  );
+  expect(listed.body.counts).toMatchObject({ ready: 1, failed: 2, uploaded: 0 });
+  expect(listed.body.documents.map((d) => `${d.fileName} ${d.status}`).sort()).toEqual([
+    'a.txt failed',
+    'b.txt failed',
+    'c.txt ready',
+  ]);
+  const jobs = () =>
+    call<{ data: { zipJobId: string; status: string; failedCount: number }[] }>('GET', '/api/v1/knowledge/zip-jobs', {
+      query: { ...own },
+    });
+  expect((await jobs()).body.data).toEqual([
+    expect.objectContaining({ zipJobId, status: 'completed', failedCount: 2 }),
+  ]);
+
+  // Nothing of it is stored: retrying cannot help, and says so.
+  const retry = await call<{ error: { code: string; details: { field: string }[] } }>('POST', `${DOCS}/retry`, {
+    body: { ...own, s3Key: byName['a.txt'].s3Key },
+  });
+  expect(retry.status).toBe(409);
+  expect(retry.body.error).toMatchObject({ code: 'DOCUMENT_NOT_RETRYABLE', details: [{ field: 'error.code' }] });
+
+  // Deleted, it no longer counts as the import's failure, in the list as in GET.
+  const deleted = await call('DELETE', DOCS, { body: { ...own, s3Key: byName['a.txt'].s3Key } });
+  expect(deleted.status).toBe(200);
+  const after = await pollUntil(jobs, (r) => r.body.data[0]?.failedCount === 1);
+  expect(after.body.data[0]).toMatchObject({ status: 'completed', failedCount: 1 });
+  const one = await call<ZipJob>('GET', `/api/v1/knowledge/zip-jobs/${zipJobId}`);
+  expect(one.body.failedCount).toBe(1);
 });

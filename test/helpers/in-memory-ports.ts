@@ -578,6 +578,12 @@ export class InMemoryDocumentStore implements DocumentStore {
     );
   }
 
+  async zipImportFailures(zipJobId: string): Promise<number> {
+    return [...this.records.values()].flatMap((dataset) =>
+      [...dataset.values()].filter((doc) => doc.uploadId === zipJobId && doc.status === 'failed'),
+    ).length;
+  }
+
   async list(ref: DatasetRef, query: DocumentListQuery) {
     const all = [...this.dataset(ref).values()]
       .filter((doc) => doc.status !== 'reserved')

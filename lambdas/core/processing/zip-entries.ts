@@ -27,6 +27,23 @@ export type ZipFileErrorCode =
   | 'INVALID_LABEL_ROW'
   | 'INVALID_LABEL_FILE';
 
+/** Every ZipFileErrorCode: the error of a document made of a file its ZIP import refused. */
+export const ZIP_FILE_ERROR_CODES: ReadonlySet<string> = new Set<string>([
+  'UNSAFE_PATH',
+  'INVALID_FILE_NAME',
+  'ENCRYPTED_ENTRY',
+  'NESTED_ARCHIVE',
+  'FILE_TOO_LARGE',
+  'UNSUPPORTED_COMPRESSION',
+  'CORRUPT_ENTRY',
+  'DUPLICATE_ENTRY',
+  'INVALID_LABEL',
+  'INVALID_CUSTOM_META',
+  'INVALID_LABEL_ROW',
+  'INVALID_LABEL_FILE',
+  'DUPLICATE_CUSTOM_DOCUMENT_ID',
+]);
+
 export interface ZipProblem<C extends string> {
   readonly code: C;
   readonly message: string;

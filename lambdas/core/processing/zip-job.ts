@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
 import { NotFoundError } from '#core/errors';
 import { contentTypeFor } from '#core/knowledge/content-types';
 import { type DatasetRef, reservationRecord } from '#core/knowledge/document';
-import { CUSTOM_META_FIELDS, type CustomMetaField } from '#core/knowledge/fields';
+import { CUSTOM_META_FIELDS, type CustomMetaField, fileNameSafetyViolations } from '#core/knowledge/fields';
+import { documentS3Key } from '#core/knowledge/object-keys';
 import { pageTokens } from '#core/paging/pages';
 import { type Caller, ownsRecord, requireKnowledgeBase, type TenancyDeps } from '#core/tenancy/tenancy';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
@@ -150,19 +151,7 @@ async function importArchive(
     // Every file of the window settles before a failure is thrown: no store goes on behind the next attempt.
     const settled = await Promise.allSettled(
       window.map((file): Promise<Stored> | Stored =>
-        'error' in file
-          ? {
-              entry: {
-                fileName: file.fileName,
-                documentId: null,
-                s3Key: null,
-                label1: null,
-                label2: null,
-                ...NO_CUSTOM_META,
-                error: file.error,
-              },
-            }
-          : createDocument(deps, job, file, archive, now()),
+        'error' in file ? recordRefused(deps, job, file, now()) : createDocument(deps, job, file, archive, now()),
       ),
     );
     const stored = settled.map((outcome) => {
@@ -220,6 +209,71 @@ interface Stored {
   readonly message?: ProcessingMessage;
 }
 
+/**
+ * A file the archive rules refused becomes a `failed` document with the refusal as its error and no content, so the
+ * dataset's counts, its document list and the job's count of failures all show it (issue 38). Found again by its
+ * id on a later attempt. Retry refuses it (DOCUMENT_NOT_RETRYABLE): there is nothing stored to process again.
+ */
+async function recordRefused(
+  deps: ZipImportDeps,
+  job: ZipJobRecord,
+  file: Extract<PlannedFile, { error: unknown }>,
+  now: string,
+): Promise<Stored> {
+  const refused = {
+    fileName: file.fileName,
+    documentId: null,
+    s3Key: null,
+    label1: null,
+    label2: null,
+    ...NO_CUSTOM_META,
+    error: file.error,
+  };
+  const documentId = zipDocumentId(job.zipJobId, file.fileName);
+  const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
+  const fileName = refusedFileName(file.fileName);
+  const s3Key = documentS3Key(ref, documentId, fileName);
+  const contentType = contentTypeFor(fileName);
+  const reserved = await deps.documents.reserve(
+    reservationRecord({
+      ...ref,
+      organizationId: job.organizationId,
+      documentId,
+      customDocumentId: null,
+      s3Key,
+      fileName,
+      uploadId: job.zipJobId,
+      reservedUntil: now,
+      contentType,
+      createdAt: now,
+      zipJobId: job.zipJobId,
+    }),
+    now,
+  );
+  let doc = reserved ? undefined : await deps.documents.get(ref, documentId);
+  // The id is derived from (job, path): taken by something else only if a caller chose it as a customDocumentId.
+  if (doc && doc.uploadId !== job.zipJobId) return { entry: refused };
+  if (!doc || doc.status === 'reserved') {
+    doc = await deps.documents.completeReservation(
+      ref,
+      documentId,
+      { uploadId: job.zipJobId, objectKey: s3Key, fileName, contentType, fileSize: 0, updatedAt: now },
+      { label1: null, label2: null, ...NO_CUSTOM_META },
+      now,
+    );
+  }
+  if (doc?.status === 'uploaded') {
+    await deps.documents.setStatus(ref, documentId, job.zipJobId, 'failed', file.error, now);
+  }
+  return { entry: { ...refused, documentId, s3Key } };
+}
+
+/** The refused file's name as a document's: its last path segment when that is a safe name, else `refused-file`. */
+function refusedFileName(path: string): string {
+  const last = path.slice(Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\')) + 1);
+  return last !== '' && fileNameSafetyViolations(last).length === 0 ? last : 'refused-file';
+}
+
 /** The file's document, created (or found, from an attempt cut off) with its object; not yet queued. */
 async function createDocument(
   deps: ZipImportDeps,
@@ -259,14 +313,15 @@ async function createDocument(
   );
   const existing = reserved ? undefined : await deps.documents.get(ref, documentId);
   if (existing && existing.uploadId !== job.zipJobId) {
-    return {
-      entry: {
-        ...outcome,
-        documentId: null,
-        s3Key: null,
+    return recordRefused(
+      deps,
+      job,
+      {
+        fileName: file.fileName,
         error: { code: 'DUPLICATE_CUSTOM_DOCUMENT_ID', message: `customDocumentId ${documentId} is already used` },
       },
-    };
+      now,
+    );
   }
   if (!existing || existing.status === 'reserved') {
     await deps.blobs.put(s3Key, await archive.read(file.fileName), contentType);
@@ -301,18 +356,21 @@ export async function zipJobView(
   if (!job || !ownsRecord(caller, job)) {
     throw new NotFoundError('ZIP_JOB_NOT_FOUND', `ZIP import ${zipJobId} was not found`);
   }
+  let failedCount = 0;
   const files = await Promise.all(
     (await deps.zipJobs.listFiles(zipJobId)).map(async (file) => {
-      if (file.error || !file.documentId) return { ...file, ...customMetaOf(file), status: 'failed' as const };
+      // A refusal of a job imported before refused files became documents, or whose derived id was taken.
+      if (!file.documentId) return { ...file, ...customMetaOf(file), status: 'failed' as const };
       const doc = await deps.documents.get(job, file.documentId);
       if (!doc || doc.uploadId !== job.zipJobId) {
         return {
           ...file,
           ...customMetaOf(file),
           status: 'failed' as const,
-          error: { code: 'DOCUMENT_REPLACED', message: 'The document was deleted or replaced since' },
+          error: file.error ?? { code: 'DOCUMENT_REPLACED', message: 'The document was deleted or replaced since' },
         };
       }
+      if (doc.status === 'failed') failedCount++;
       return {
         ...file,
         label1: doc.label1,
@@ -324,18 +382,21 @@ export async function zipJobView(
     }),
   );
   const finished = files.every((f) => f.status === 'ready' || f.status === 'failed');
-  return { ...jobSummary(job, finished), files };
+  return { ...jobSummary(job, finished, failedCount), files };
 }
 
 /**
  * What a caller sees of a job besides its files. `completed` is derived: the archive is read through and every
- * document it created has finished (`documentsFinished`), which the store does not record on the job.
+ * document it created has finished (`documentsFinished`), which the store does not record on the job. `failedCount`:
+ * the import's documents that are `failed` now (the files the archive rules refused are failed documents too), so a
+ * `completed` job says how many of its files did not make it.
  */
-function jobSummary(job: ZipJobRecord, documentsFinished: boolean) {
+function jobSummary(job: ZipJobRecord, documentsFinished: boolean, failedCount: number) {
   const status: ZipJobStatus = job.status !== 'failed' && wasRead(job) && documentsFinished ? 'completed' : job.status;
   return {
     zipJobId: job.zipJobId,
     status,
+    failedCount,
     error: job.error,
     warnings: job.warnings ?? [],
     createdAt: job.createdAt,
@@ -370,10 +431,13 @@ export async function listZipJobs(
     ...(before !== undefined ? { before } : {}),
   });
   const data = await Promise.all(
-    jobs.map(async (job) => ({
-      ...jobSummary(job, wasRead(job) && (await deps.documents.zipImportFinished(job.zipJobId))),
-      fileCount: job.fileCount,
-    })),
+    jobs.map(async (job) => {
+      const [finished, failedCount] = await Promise.all([
+        wasRead(job) && deps.documents.zipImportFinished(job.zipJobId),
+        job.status === 'uploaded' ? 0 : deps.documents.zipImportFailures(job.zipJobId),
+      ]);
+      return { ...jobSummary(job, finished, failedCount), fileCount: job.fileCount };
+    }),
   );
   return { data, count: data.length, nextToken: next === null ? null : zipJobTokens.encode(next, identity) };
 }

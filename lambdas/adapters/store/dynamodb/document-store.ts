@@ -60,6 +60,8 @@ function owedId(work: OwedWork, documentId: string): string {
 const BY_CREATION = 'byCreation';
 /** The sparse index of ZIP imports' unfinished documents, by zipJobId. */
 const ZIP_PENDING = 'zipPending';
+/** The sparse index of failed documents, by the upload they failed with: a ZIP import's failures, by zipJobId. */
+const ZIP_FAILED = 'zipFailed';
 /** Documents a query of the list reads at once. */
 const LIST_PAGE = 200;
 /** Tries of a write whose document changed between its read and its transaction. */
@@ -103,7 +105,7 @@ type TransactItem = Record<string, Record<string, unknown>>;
 
 function withoutKeys(item: Record<string, unknown> | undefined): DocumentRecord | undefined {
   if (!item) return undefined;
-  const { tenantKey: _key, listKey: _position, zipPendingKey: _zip, ...record } = item;
+  const { tenantKey: _key, listKey: _position, zipPendingKey: _zip, zipFailedKey: _failed, ...record } = item;
   return record as unknown as DocumentRecord;
 }
 
@@ -299,7 +301,7 @@ export class DynamoDocumentStore implements DocumentStore {
         'attribute_exists(documentId) AND #status = :from AND uploadId <> :upload',
         { ':from': current.status, ':upload': content.uploadId },
         // The content is no longer the ZIP import's: the import is done with this document.
-        ['zipPendingKey'],
+        ['zipPendingKey', 'zipFailedKey'],
         { from: current.status, to: 'uploaded' },
       );
       if (updated || attempt >= MAX_WRITE_TRIES) return updated;
@@ -340,7 +342,8 @@ export class DynamoDocumentStore implements DocumentStore {
     return this.update(
       ref,
       documentId,
-      { status, error, updatedAt },
+      // A failed document is found by the upload it failed with: a ZIP import counts its failures (zipImportFailures).
+      { status, error, updatedAt, ...(status === 'failed' ? { zipFailedKey: uploadId } : {}) },
       'attribute_exists(documentId) AND #status = :uploaded AND uploadId = :upload',
       { ':uploaded': 'uploaded', ':upload': uploadId },
       ['pendingKey', 'zipPendingKey'],
@@ -369,7 +372,7 @@ export class DynamoDocumentStore implements DocumentStore {
       { status: 'uploaded', pendingKey: PENDING, watchdogRetries: 0, error: null, updatedAt, ...zip },
       'attribute_exists(documentId) AND #status = :failed AND uploadId = :upload',
       { ':failed': 'failed', ':upload': uploadId },
-      [],
+      ['zipFailedKey'],
       { from: 'failed', to: 'uploaded' },
     );
   }
@@ -530,6 +533,26 @@ export class DynamoDocumentStore implements DocumentStore {
       }),
     );
     return (Items ?? []).length === 0;
+  }
+
+  async zipImportFailures(zipJobId: string): Promise<number> {
+    let failures = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: ZIP_FAILED,
+          KeyConditionExpression: 'zipFailedKey = :job',
+          ExpressionAttributeValues: { ':job': zipJobId },
+          Select: 'COUNT',
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      failures += page.Count ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return failures;
   }
 
   async forgetCounts(ref: DatasetRef): Promise<void> {
