@@ -1033,6 +1033,168 @@ it('switches organizations: a second one made from the switcher, each screen sho
   await members.getByRole('cell', { name: MEMBER.email }).waitFor();
 }, 120_000);
 
+/** The page's scroll width against the viewport's: a screen that fits has nothing to scroll sideways. */
+async function horizontalFit(on: Page): Promise<{ scrollWidth: number; viewport: number; widest: string }> {
+  return on.evaluate(`(() => {
+    const root = document.documentElement;
+    // What sticks out the most, named for the failure message: the element whose right edge is the furthest.
+    let widest = '';
+    let right = root.clientWidth;
+    for (const element of document.body.querySelectorAll('*')) {
+      const box = element.getBoundingClientRect();
+      if (box.right > right + 0.5) {
+        right = box.right;
+        widest = element.tagName.toLowerCase() + (element.className && typeof element.className === 'string' ? '.' + element.className.split(' ')[0] : '') + ' ' + Math.round(box.right) + 'px';
+      }
+    }
+    return { scrollWidth: root.scrollWidth, viewport: root.clientWidth, widest };
+  })()`);
+}
+
+it('fits a phone and a tablet: every screen as wide as the viewport, the navigation behind a button', async () => {
+  // The addresses of every screen, read from the desktop layout: the agent's sections, a knowledge base's documents.
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  const agentRow = page.getByRole('row', { name: /Docs bot/ });
+  await agentRow.waitFor();
+  const agentLinks: string[] = [];
+  for (const link of await agentRow.getByRole('link').all())
+    agentLinks.push((await link.getAttribute('href')) as string);
+  const knowledge = agentLinks.find((href) => href.endsWith('/knowledge')) as string;
+  await page.goto(`${service.baseUrl}${knowledge}`);
+  const documentsHref = await page.getByRole('link', { name: 'Documents of Manuals' }).getAttribute('href');
+  const screens = [
+    '/agents',
+    '/members',
+    '/tokens',
+    ...agentLinks,
+    documentsHref as string,
+    `${documentsHref}/playground`,
+    `${knowledge.replace(/\/knowledge$/, '')}/flows/playground`,
+  ];
+  expect(screens.length).toBeGreaterThanOrEqual(10);
+
+  for (const [width, height] of [
+    [390, 844],
+    [768, 1024],
+  ]) {
+    await page.setViewportSize({ width, height });
+    for (const screen of screens) {
+      await page.goto(`${service.baseUrl}${screen}`);
+      await page.getByRole('heading', { level: 1 }).first().waitFor();
+      // Lists and charts arrive after the heading: measured once the page has stopped loading.
+      await page.waitForLoadState('networkidle');
+      const fit = await horizontalFit(page);
+      expect({ screen, width, ...fit }).toEqual({
+        screen,
+        width,
+        scrollWidth: fit.viewport,
+        viewport: width,
+        widest: fit.widest,
+      });
+    }
+  }
+
+  // The measure sees an overflow when there is one: a block 600 px wide in the screen widens the page.
+  await page.evaluate(
+    "(() => { const wide = document.createElement('div'); wide.style.width = '600px'; wide.style.height = '1px'; document.getElementById('main').appendChild(wide); })()",
+  );
+  expect((await horizontalFit(page)).scrollWidth).toBeGreaterThan(768);
+
+  // On the phone: the navigation is closed, opens from the header's button, and closes once a section is chosen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${service.baseUrl}/agents`);
+  const sections = page.getByRole('navigation', { name: 'Sections' });
+  await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
+  // Closed, the navigation sits left of the screen (Mantine slides it out), taking no tap.
+  const offScreen = async () => {
+    const box = await sections.boundingBox();
+    return box === null || box.x + box.width <= 0;
+  };
+  expect(await offScreen()).toBe(true);
+  await page.getByRole('button', { name: 'Open the navigation' }).click();
+  await sections.getByRole('link', { name: 'Members' }).click();
+  await page.getByRole('heading', { name: 'Members', level: 1 }).waitFor();
+  await pollUntil(offScreen, (closed) => closed);
+  // A tap on the screen lands on the screen: the Edit of a document row is not under the navigation.
+  await page.goto(`${service.baseUrl}${documentsHref}`);
+  const edit = page.getByRole('button', { name: /^Edit metadata of / }).first();
+  await edit.scrollIntoViewIfNeeded();
+  const box = await edit.boundingBox();
+  expect(box).not.toBeNull();
+  const hit = await page.evaluate(
+    `(() => { const e = document.elementFromPoint(${(box?.x ?? 0) + (box?.width ?? 0) / 2}, ${(box?.y ?? 0) + (box?.height ?? 0) / 2}); return e ? e.closest('button')?.getAttribute('aria-label') ?? e.tagName : null; })()`,
+  );
+  expect(hit).toMatch(/^Edit metadata of /);
+  await screenshot('phone-documents');
+  await page.goto(`${service.baseUrl}/agents`);
+  await page.getByRole('button', { name: 'Open the navigation' }).click();
+  await screenshot('phone-navigation');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${service.baseUrl}/agents`);
+  await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
+}, 180_000);
+
+it('says how many files of a ZIP import failed, and cuts a long name without squeezing its status or actions', async () => {
+  await page.setViewportSize({ width: 1366, height: 768 });
+  await page.getByRole('link', { name: 'Agents', exact: true }).click();
+  await page
+    .getByRole('row', { name: /Docs bot/ })
+    .getByRole('link', { name: 'Knowledge' })
+    .click();
+  await page.getByLabel('Knowledge base name').fill('Imports');
+  await page.getByRole('button', { name: 'Create knowledge base' }).click();
+  await page.getByRole('link', { name: 'Documents of Imports' }).click();
+  await page.getByRole('heading', { name: 'Documents of Imports' }).waitFor();
+
+  // Every file of the archive breaks the label rules: not a green "completed", but "3 of 3 failed", and the files
+  // are failed documents with their code, counted, and offered no retry (nothing of them is stored).
+  const zip = await zipOf({
+    'one.txt': 'One.',
+    'two.txt': 'Two.',
+    'three.txt': 'Three.',
+    'labels.csv': 'fileName,label1\none.txt,no colon\ntwo.txt,No:Upper\nthree.txt,x\n',
+  });
+  await page.getByTestId('upload-input').setInputFiles([{ name: 'bad.zip', mimeType: 'application/zip', buffer: zip }]);
+  const job = page.getByRole('region', { name: 'ZIP import' });
+  await job.getByText('3 of 3 failed', { exact: true }).waitFor({ timeout: 30_000 });
+  await job.getByText('completed', { exact: true }).waitFor();
+  const imports = page.getByRole('table', { name: 'ZIP imports' });
+  await imports.getByText('3 of 3 failed', { exact: true }).waitFor();
+  const counts = page.getByRole('group', { name: 'Counts' });
+  await counts.getByText('failed 3').waitFor();
+  const table = page.getByRole('table', { name: 'Documents' });
+  expect(await table.getByRole('row', { name: /one\.txt/ }).textContent()).toContain('INVALID_LABEL');
+  expect(await table.getByRole('button', { name: /^Retry / }).count()).toBe(0);
+
+  // A name of 150 characters: cut with an ellipsis, whole in its tooltip; the status and the buttons keep their room.
+  const longName = `${'quarterly-report-of-the-northern-region-'.repeat(4).slice(0, 146)}.txt`;
+  await page
+    .getByTestId('upload-input')
+    .setInputFiles([{ name: longName, mimeType: 'text/plain', buffer: Buffer.from('The northern region grew.') }]);
+  const row = table.locator(`tr[data-document="${longName}"]`);
+  await row.getByText('ready', { exact: true }).waitFor({ timeout: 30_000 });
+  const badge = await row.getByText('ready', { exact: true }).evaluate((label) => {
+    const box = label as unknown as { scrollWidth: number; clientWidth: number };
+    return [box.scrollWidth, box.clientWidth];
+  });
+  expect(badge[0]).toBeLessThanOrEqual(badge[1]);
+  for (const action of ['Edit metadata of', 'Delete']) {
+    const box = await row.getByRole('button', { name: `${action} ${longName}` }).boundingBox();
+    expect(box && box.x + box.width).toBeLessThanOrEqual(1366);
+  }
+  const name = row.getByText(longName, { exact: true });
+  const cut = await name.evaluate((text) => {
+    const box = text as unknown as { scrollWidth: number; clientWidth: number };
+    return box.scrollWidth > box.clientWidth;
+  });
+  expect(cut).toBe(true);
+  await name.hover();
+  await page.getByRole('tooltip').getByText(longName).waitFor();
+  await expectAccessible('documents with a failed import and a long name');
+  await screenshot('documents-failed-import');
+  await page.setViewportSize({ width: 1280, height: 800 });
+}, 120_000);
+
 it('signs out to the sign-in screen', async () => {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();

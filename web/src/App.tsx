@@ -5,7 +5,8 @@
  * organization's own, so switching shows nothing of the one before. A person of no organization gets their
  * invitations instead.
  */
-import { AppShell, Badge, Button, Group, Loader, NavLink, Text, Title } from '@mantine/core';
+import { AppShell, Badge, Burger, Button, Group, Loader, NavLink, Text, Title } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
 import { QueryClientProvider, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from 'react';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
@@ -77,6 +78,11 @@ export function App({ config }: { config: ConsoleConfig }) {
   const organizationQueries = useMemo(() => newQueryClient(() => void refreshMe()), [email, organizationId]);
 
   const [dialog, setDialog] = useState<'invitations' | 'create' | null>(null);
+  // Below the `sm` breakpoint (a phone) the navigation is a layer the header's button opens; it closes once a
+  // section is chosen, so a tap meant for the screen never lands on it.
+  const [navigation, { toggle: toggleNavigation, close: closeNavigation }] = useDisclosure(false);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: closes on every change of the path
+  useEffect(() => closeNavigation(), [location, closeNavigation]);
 
   const switchTo = (next: string) => {
     if (!email) return;
@@ -103,15 +109,32 @@ export function App({ config }: { config: ConsoleConfig }) {
     ...(owner ? [{ href: '/tokens', label: 'Tokens' }] : []),
   ];
   return (
-    <AppShell header={{ height: 56 }} navbar={current ? { width: 200, breakpoint: 'sm' } : undefined} padding="md">
+    <AppShell
+      header={{ height: 56 }}
+      navbar={current ? { width: 200, breakpoint: 'sm', collapsed: { mobile: !navigation } } : undefined}
+      padding={{ base: 'xs', sm: 'md' }}
+    >
       {/* The first stop of the keyboard: past the header and the navigation, to the screen itself. */}
       <a className="skip-link" href="#main">
         Skip to content
       </a>
       <AppShell.Header>
-        <Group h="100%" px="md" justify="space-between" wrap="nowrap">
-          <Group gap="sm" wrap="nowrap">
-            <Text fw={700}>Agent Platform</Text>
+        <Group h="100%" px={{ base: 'xs', sm: 'md' }} justify="space-between" wrap="nowrap" gap="xs">
+          <Group gap="sm" wrap="nowrap" miw={0}>
+            {current && (
+              <Burger
+                opened={navigation}
+                onClick={toggleNavigation}
+                hiddenFrom="sm"
+                size="sm"
+                aria-label={navigation ? 'Close the navigation' : 'Open the navigation'}
+                aria-expanded={navigation}
+                aria-controls="navigation"
+              />
+            )}
+            <Text fw={700} visibleFrom="xs">
+              Agent Platform
+            </Text>
             {current && (
               <OrganizationSwitcher
                 organizations={organizations}
@@ -137,7 +160,7 @@ export function App({ config }: { config: ConsoleConfig }) {
                 Invitations
               </Button>
             )}
-            <Text size="sm">
+            <Text size="sm" visibleFrom="md">
               {auth.session.email}
               {current ? ` (${current.role})` : ''}
             </Text>
@@ -148,7 +171,12 @@ export function App({ config }: { config: ConsoleConfig }) {
         </Group>
       </AppShell.Header>
       {current && (
-        <AppShell.Navbar p="xs" component="nav" aria-label="Sections">
+        <AppShell.Navbar p="xs" component="nav" aria-label="Sections" id="navigation">
+          {/* The header has no room for who is signed in on a phone: the navigation says it. */}
+          <Text size="xs" c="dimmed" hiddenFrom="md" px="sm" pb="xs" style={{ overflowWrap: 'anywhere' }}>
+            {auth.session.email}
+            {current ? ` (${current.role})` : ''}
+          </Text>
           {links.map((link) => (
             <NavLink
               key={link.href}

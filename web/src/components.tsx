@@ -1,8 +1,8 @@
 /**
  * Pieces every screen uses: an error as the API gave it (code and each field with its rule), a confirmation, an inline
- * rename, the environment tabs, an organization's name.
+ * rename, the environment tabs, an organization's name, a long name cut to its cell.
  */
-import { Alert, Button, Group, List, Modal, Stack, Tabs, Text, TextInput } from '@mantine/core';
+import { Alert, Button, Group, List, Modal, Stack, Tabs, Text, TextInput, Tooltip } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { type ReactNode, useState } from 'react';
 import { ApiError } from './api';
@@ -146,4 +146,31 @@ export function EnvironmentTabs(props: { value: Environment; onChange: (environm
 /** An organization's name as the console shows it: its own, or its id's start for one made without a name. */
 export function organizationLabel(organization: { organizationId: string; name: string | null }): string {
   return organization.name ?? `Organization ${organization.organizationId.slice(0, 8)}`;
+}
+
+/**
+ * A name that may be long (a file name of 150 characters): one line cut with an ellipsis, the whole name in a tooltip
+ * (on hover and on keyboard focus), so the cells beside it (status, actions) keep their width.
+ */
+export function TruncatedName({ name, size = 'sm' }: { name: string; size?: 'xs' | 'sm' }) {
+  return (
+    <Tooltip label={name} multiline maw={480} openDelay={300} events={{ hover: true, focus: true, touch: true }}>
+      <Text size={size} truncate="end" tabIndex={0} style={{ minWidth: 0 }}>
+        {name}
+      </Text>
+    </Tooltip>
+  );
+}
+
+/**
+ * A table's own sideways scroll: on a phone a table wider than the screen scrolls inside this box, never the page.
+ * Reachable by keyboard (a scrolling region must be), named after what it holds.
+ */
+export function ScrollBox({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls must take focus to scroll by keyboard
+    <section aria-label={label} tabIndex={0} className="scroll-box">
+      {children}
+    </section>
+  );
 }

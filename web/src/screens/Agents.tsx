@@ -7,7 +7,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert, RenameForm, useConfirmedAction } from '../components';
+import { Confirm, ErrorAlert, RenameForm, ScrollBox, useConfirmedAction } from '../components';
 
 interface Agent {
   readonly agentId: string;
@@ -116,72 +116,74 @@ export function Agents({ api, canManage = false }: { api: Api; canManage?: boole
       )}
       {agents.data && agents.data.count === 0 && <Text c="dimmed">No agents yet.</Text>}
       {agents.data && agents.data.count > 0 && (
-        <Table striped aria-label="Agents">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Agent id</Table.Th>
-              <Table.Th>Created</Table.Th>
-              <Table.Th>Actions</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {agents.data.data.map((agent) => (
-              <Table.Tr key={agent.agentId}>
-                <Table.Td>
-                  {renaming?.agentId === agent.agentId ? (
-                    <RenameForm
-                      current={agent.displayName}
-                      value={renaming.displayName}
-                      busy={rename.isPending}
-                      onChange={(displayName) => setRenaming({ ...renaming, displayName })}
-                      onSubmit={() => rename.mutate(renaming)}
-                    />
-                  ) : (
-                    agent.displayName
-                  )}
-                </Table.Td>
-                <Table.Td>
-                  <Text size="xs" ff="monospace">
-                    {agent.agentId}
-                  </Text>
-                </Table.Td>
-                <Table.Td>{new Date(agent.createdAt).toLocaleString()}</Table.Td>
-                <Table.Td>
-                  <Group gap="xs">
-                    <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/knowledge`}>
-                      Knowledge
-                    </Button>
-                    <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/retrieval`}>
-                      Default retrieval
-                    </Button>
-                    <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/flows`}>
-                      Flows
-                    </Button>
-                    <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/analytics`}>
-                      Analytics
-                    </Button>
-                    <Button
-                      size="xs"
-                      variant="default"
-                      onClick={() => setRenaming({ agentId: agent.agentId, displayName: agent.displayName })}
-                    >
-                      Rename
-                    </Button>
-                    {canManage && (
-                      <Button size="xs" variant="default" onClick={() => rotation.ask(agent)}>
-                        Rotate callback secret
-                      </Button>
-                    )}
-                    <Button size="xs" color="red" variant="light" onClick={() => removal.ask(agent)}>
-                      Delete
-                    </Button>
-                  </Group>
-                </Table.Td>
+        <ScrollBox label="Agents (scrolls sideways)">
+          <Table striped aria-label="Agents">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Name</Table.Th>
+                <Table.Th>Agent id</Table.Th>
+                <Table.Th>Created</Table.Th>
+                <Table.Th>Actions</Table.Th>
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {agents.data.data.map((agent) => (
+                <Table.Tr key={agent.agentId}>
+                  <Table.Td>
+                    {renaming?.agentId === agent.agentId ? (
+                      <RenameForm
+                        current={agent.displayName}
+                        value={renaming.displayName}
+                        busy={rename.isPending}
+                        onChange={(displayName) => setRenaming({ ...renaming, displayName })}
+                        onSubmit={() => rename.mutate(renaming)}
+                      />
+                    ) : (
+                      agent.displayName
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="xs" ff="monospace">
+                      {agent.agentId}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td>{new Date(agent.createdAt).toLocaleString()}</Table.Td>
+                  <Table.Td>
+                    <Group gap="xs">
+                      <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/knowledge`}>
+                        Knowledge
+                      </Button>
+                      <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/retrieval`}>
+                        Default retrieval
+                      </Button>
+                      <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/flows`}>
+                        Flows
+                      </Button>
+                      <Button size="xs" variant="light" component={Link} href={`/agents/${agent.agentId}/analytics`}>
+                        Analytics
+                      </Button>
+                      <Button
+                        size="xs"
+                        variant="default"
+                        onClick={() => setRenaming({ agentId: agent.agentId, displayName: agent.displayName })}
+                      >
+                        Rename
+                      </Button>
+                      {canManage && (
+                        <Button size="xs" variant="default" onClick={() => rotation.ask(agent)}>
+                          Rotate callback secret
+                        </Button>
+                      )}
+                      <Button size="xs" color="red" variant="light" onClick={() => removal.ask(agent)}>
+                        Delete
+                      </Button>
+                    </Group>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </ScrollBox>
       )}
       <Confirm action={removal} title={`Delete ${removal.target?.displayName ?? ''}?`} confirmLabel="Delete agent">
         <Text size="sm">

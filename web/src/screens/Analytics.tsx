@@ -12,7 +12,7 @@ import { type FormEvent, useEffect, useMemo, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { type EventRecord, eventsCsv, perDay } from '../analytics';
 import { type Api, unwrap } from '../api';
-import { ErrorAlert } from '../components';
+import { ErrorAlert, ScrollBox } from '../components';
 import { ENVIRONMENTS, type Environment } from '../knowledge';
 
 echarts.use([BarChart, GridComponent, LegendComponent, TooltipComponent, CanvasRenderer]);
@@ -209,34 +209,36 @@ export default function Analytics({ api, agentId }: { api: Api; agentId: string 
       <ErrorAlert error={exporting.error} />
       {page.data && page.data.count === 0 && <Text>No events match.</Text>}
       {page.data && page.data.count > 0 && (
-        <Table striped aria-label="Events">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Time (UTC)</Table.Th>
-              <Table.Th>Event</Table.Th>
-              <Table.Th>Session</Table.Th>
-              <Table.Th>Payload</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {page.data.data.map((event) => (
-              <Table.Tr key={event.id}>
-                <Table.Td>{event.created_at}</Table.Td>
-                <Table.Td>{event.eventName}</Table.Td>
-                <Table.Td>
-                  <Text size="xs" ff="monospace">
-                    {event.sessionId ?? ''}
-                  </Text>
-                </Table.Td>
-                <Table.Td>
-                  <Text size="xs" ff="monospace" lineClamp={2}>
-                    {JSON.stringify(event.payload)}
-                  </Text>
-                </Table.Td>
+        <ScrollBox label="Events (scrolls sideways)">
+          <Table striped aria-label="Events">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Time (UTC)</Table.Th>
+                <Table.Th>Event</Table.Th>
+                <Table.Th>Session</Table.Th>
+                <Table.Th>Payload</Table.Th>
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {page.data.data.map((event) => (
+                <Table.Tr key={event.id}>
+                  <Table.Td>{event.created_at}</Table.Td>
+                  <Table.Td>{event.eventName}</Table.Td>
+                  <Table.Td>
+                    <Text size="xs" ff="monospace">
+                      {event.sessionId ?? ''}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="xs" ff="monospace" lineClamp={2}>
+                      {JSON.stringify(event.payload)}
+                    </Text>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </ScrollBox>
       )}
       <Group>
         <Button variant="default" disabled={tokens.length < 2} onClick={() => setTokens(tokens.slice(0, -1))}>

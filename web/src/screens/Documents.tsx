@@ -10,7 +10,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { type FormEvent, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, EnvironmentTabs, ErrorAlert, useConfirmedAction } from '../components';
+import { Confirm, EnvironmentTabs, ErrorAlert, TruncatedName, useConfirmedAction } from '../components';
 import {
   type Dataset,
   type DocumentStatus,
@@ -254,14 +254,23 @@ export function DocumentTable({
     <>
       <ErrorAlert error={retry.error} />
       <div ref={scroller} style={{ maxHeight: 560, overflow: 'auto' }} data-testid="documents-scroller">
-        <Table striped stickyHeader aria-label="Documents" aria-rowcount={documents.length + 1}>
+        {/* Fixed layout: the name takes what the other columns leave and is cut, never the status or the actions;
+            below 760 px the table scrolls in its own box. */}
+        <Table
+          striped
+          stickyHeader
+          layout="fixed"
+          miw={760}
+          aria-label="Documents"
+          aria-rowcount={documents.length + 1}
+        >
           <Table.Thead>
             <Table.Tr>
               <Table.Th>File</Table.Th>
-              <Table.Th>Status</Table.Th>
-              <Table.Th>Labels</Table.Th>
-              <Table.Th>Updated</Table.Th>
-              <Table.Th>Actions</Table.Th>
+              <Table.Th w={110}>Status</Table.Th>
+              <Table.Th w="22%">Labels</Table.Th>
+              <Table.Th w={170}>Updated</Table.Th>
+              <Table.Th w={220}>Actions</Table.Th>
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
@@ -281,7 +290,7 @@ export function DocumentTable({
                   data-document={document.fileName}
                 >
                   <Table.Td>
-                    <Text size="sm">{document.fileName}</Text>
+                    <TruncatedName name={document.fileName} />
                     {document.error && (
                       <Text size="xs" c="red.9">
                         {document.error.code}: {document.error.message}
@@ -314,7 +323,8 @@ export function DocumentTable({
                   </Table.Td>
                   <Table.Td>
                     <Group gap="xs" wrap="nowrap">
-                      {document.status === 'failed' && (
+                      {/* A file its ZIP import refused has nothing stored to process again (DOCUMENT_NOT_RETRYABLE). */}
+                      {document.status === 'failed' && document.fileSize !== 0 && (
                         <Button
                           size="xs"
                           variant="light"

@@ -23,7 +23,7 @@ import { useMutation, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, ApiError, unwrap } from '../api';
-import { ErrorAlert } from '../components';
+import { ErrorAlert, ScrollBox } from '../components';
 import { type AgentDefinition, webhookTriggers } from '../flows';
 import { ENVIRONMENTS, type Environment, pollDelay, STATUS_COLOR } from '../knowledge';
 
@@ -325,90 +325,92 @@ function Trace(props: { api: Api; agentId: string; environment: Environment; ses
       </Title>
       <ErrorAlert error={trace.error} />
       {trace.data?.truncated && <Text size="sm">The oldest steps of this long session are not shown.</Text>}
-      <Table aria-label="Trace">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th>#</Table.Th>
-            <Table.Th>Node</Table.Th>
-            <Table.Th>Status</Table.Th>
-            <Table.Th>Time</Table.Th>
-            <Table.Th>Next</Table.Th>
-            <Table.Th>Details</Table.Th>
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {steps.flatMap((step) => {
-            const failed = step.status === 'failed';
-            const rows = [
-              <Table.Tr key={step.index} data-failed={failed ? 'true' : undefined} bg={failed ? 'red.0' : undefined}>
-                <Table.Td>{step.index}</Table.Td>
-                <Table.Td>
-                  {step.node ?? '(no node)'}
-                  <Text span size="xs" c="dimmed" ml={4}>
-                    {step.kind === 'invocation' ? 'run' : step.kind === 'agentCode' ? 'agent code' : step.nodeType}
-                  </Text>
-                  {failed && (
-                    <Badge color="red.9" variant="outline" ml="xs">
-                      failed here
+      <ScrollBox label="Trace (scrolls sideways)">
+        <Table aria-label="Trace">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>#</Table.Th>
+              <Table.Th>Node</Table.Th>
+              <Table.Th>Status</Table.Th>
+              <Table.Th>Time</Table.Th>
+              <Table.Th>Next</Table.Th>
+              <Table.Th>Details</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {steps.flatMap((step) => {
+              const failed = step.status === 'failed';
+              const rows = [
+                <Table.Tr key={step.index} data-failed={failed ? 'true' : undefined} bg={failed ? 'red.0' : undefined}>
+                  <Table.Td>{step.index}</Table.Td>
+                  <Table.Td>
+                    {step.node ?? '(no node)'}
+                    <Text span size="xs" c="dimmed" ml={4}>
+                      {step.kind === 'invocation' ? 'run' : step.kind === 'agentCode' ? 'agent code' : step.nodeType}
+                    </Text>
+                    {failed && (
+                      <Badge color="red.9" variant="outline" ml="xs">
+                        failed here
+                      </Badge>
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    <Badge color={STEP_COLOR[step.status]} variant="light">
+                      {step.status}
                     </Badge>
-                  )}
-                </Table.Td>
-                <Table.Td>
-                  <Badge color={STEP_COLOR[step.status]} variant="light">
-                    {step.status}
-                  </Badge>
-                  {step.error && (
-                    <Text size="xs" ff="monospace">
-                      {step.error.code}: {step.error.message}
-                    </Text>
-                  )}
-                </Table.Td>
-                <Table.Td>
-                  {step.durationMs === null ? '' : `${step.durationMs} ms`}
-                  {step.tokens && (
-                    <Text size="xs" c="dimmed" aria-label={`Step ${step.index} tokens`}>
-                      {step.tokens.input} in / {step.tokens.output} out tokens
-                    </Text>
-                  )}
-                </Table.Td>
-                <Table.Td>
-                  {step.edge && (
-                    <Text size="xs">
-                      {step.edge.to ?? 'end'}
-                      <Text span c="dimmed">
-                        {' '}
-                        ({step.edge.reason})
+                    {step.error && (
+                      <Text size="xs" ff="monospace">
+                        {step.error.code}: {step.error.message}
                       </Text>
-                    </Text>
-                  )}
-                </Table.Td>
-                <Table.Td>
-                  {step.kind === 'node' && (
-                    <Button
-                      size="compact-xs"
-                      variant="default"
-                      aria-expanded={open === step.index}
-                      onClick={() => setOpen(open === step.index ? null : step.index)}
-                    >
-                      Details
-                    </Button>
-                  )}
-                </Table.Td>
-              </Table.Tr>,
-            ];
-            if (open === step.index) {
-              rows.push(
-                <Table.Tr key={`${step.index}-details`}>
-                  <Table.Td colSpan={6}>
-                    <StepDetails step={step} />
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    {step.durationMs === null ? '' : `${step.durationMs} ms`}
+                    {step.tokens && (
+                      <Text size="xs" c="dimmed" aria-label={`Step ${step.index} tokens`}>
+                        {step.tokens.input} in / {step.tokens.output} out tokens
+                      </Text>
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    {step.edge && (
+                      <Text size="xs">
+                        {step.edge.to ?? 'end'}
+                        <Text span c="dimmed">
+                          {' '}
+                          ({step.edge.reason})
+                        </Text>
+                      </Text>
+                    )}
+                  </Table.Td>
+                  <Table.Td>
+                    {step.kind === 'node' && (
+                      <Button
+                        size="compact-xs"
+                        variant="default"
+                        aria-expanded={open === step.index}
+                        onClick={() => setOpen(open === step.index ? null : step.index)}
+                      >
+                        Details
+                      </Button>
+                    )}
                   </Table.Td>
                 </Table.Tr>,
-              );
-            }
-            return rows;
-          })}
-        </Table.Tbody>
-      </Table>
+              ];
+              if (open === step.index) {
+                rows.push(
+                  <Table.Tr key={`${step.index}-details`}>
+                    <Table.Td colSpan={6}>
+                      <StepDetails step={step} />
+                    </Table.Td>
+                  </Table.Tr>,
+                );
+              }
+              return rows;
+            })}
+          </Table.Tbody>
+        </Table>
+      </ScrollBox>
     </Stack>
   );
 }

@@ -8,7 +8,7 @@ import { Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@man
 import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert, organizationLabel, useConfirmedAction } from '../components';
+import { Confirm, ErrorAlert, organizationLabel, ScrollBox, useConfirmedAction } from '../components';
 import type { Me, MyInvitation, MyOrganization } from '../organizations';
 
 /** What the person's own screens do with the API and the console around them. */
@@ -49,42 +49,44 @@ export function InvitationList(props: PersonalActions & { invitations: readonly 
   return (
     <Stack gap="xs">
       <ErrorAlert error={accept.error} />
-      <Table striped aria-label="Invitations">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th>Organization</Table.Th>
-            <Table.Th>Role</Table.Th>
-            <Table.Th>Invited by</Table.Th>
-            <Table.Th>Expires</Table.Th>
-            <Table.Th>Actions</Table.Th>
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {props.invitations.map((invitation) => (
-            <Table.Tr key={invitation.organizationId}>
-              <Table.Td>{invitationName(invitation)}</Table.Td>
-              <Table.Td>{invitation.role}</Table.Td>
-              <Table.Td>{invitation.invitedBy ?? '—'}</Table.Td>
-              <Table.Td>{day(invitation.expiresAt)}</Table.Td>
-              <Table.Td>
-                <Group gap="xs" wrap="nowrap">
-                  <Button
-                    size="xs"
-                    loading={accept.isPending && accept.variables === invitation.organizationId}
-                    disabled={accept.isPending}
-                    onClick={() => accept.mutate(invitation.organizationId)}
-                  >
-                    Accept
-                  </Button>
-                  <Button size="xs" color="red" variant="light" onClick={() => decline.ask(invitation)}>
-                    Decline
-                  </Button>
-                </Group>
-              </Table.Td>
+      <ScrollBox label="Invitations (scrolls sideways)">
+        <Table striped aria-label="Invitations">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Organization</Table.Th>
+              <Table.Th>Role</Table.Th>
+              <Table.Th>Invited by</Table.Th>
+              <Table.Th>Expires</Table.Th>
+              <Table.Th>Actions</Table.Th>
             </Table.Tr>
-          ))}
-        </Table.Tbody>
-      </Table>
+          </Table.Thead>
+          <Table.Tbody>
+            {props.invitations.map((invitation) => (
+              <Table.Tr key={invitation.organizationId}>
+                <Table.Td>{invitationName(invitation)}</Table.Td>
+                <Table.Td>{invitation.role}</Table.Td>
+                <Table.Td>{invitation.invitedBy ?? '—'}</Table.Td>
+                <Table.Td>{day(invitation.expiresAt)}</Table.Td>
+                <Table.Td>
+                  <Group gap="xs" wrap="nowrap">
+                    <Button
+                      size="xs"
+                      loading={accept.isPending && accept.variables === invitation.organizationId}
+                      disabled={accept.isPending}
+                      onClick={() => accept.mutate(invitation.organizationId)}
+                    >
+                      Accept
+                    </Button>
+                    <Button size="xs" color="red" variant="light" onClick={() => decline.ask(invitation)}>
+                      Decline
+                    </Button>
+                  </Group>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </ScrollBox>
       <Confirm
         action={decline}
         title={`Decline the invitation to ${decline.target ? invitationName(decline.target) : ''}?`}

@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert, RenameForm, useConfirmedAction } from '../components';
+import { Confirm, ErrorAlert, RenameForm, ScrollBox, useConfirmedAction } from '../components';
 
 interface KnowledgeBase {
   readonly knowledgeBaseId: string;
@@ -98,72 +98,74 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
       <ErrorAlert error={create.error ?? bases.error ?? agent.error ?? rename.error} />
       {bases.data && bases.data.count === 0 && <Text>No knowledge bases yet.</Text>}
       {bases.data && bases.data.count > 0 && (
-        <Table striped aria-label="Knowledge bases">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Description</Table.Th>
-              <Table.Th>Knowledge base id</Table.Th>
-              <Table.Th>Actions</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {bases.data.data.map((base) => (
-              <Table.Tr key={base.knowledgeBaseId}>
-                <Table.Td>
-                  {renaming?.knowledgeBaseId === base.knowledgeBaseId ? (
-                    <RenameForm
-                      current={base.name}
-                      value={renaming.name}
-                      busy={rename.isPending}
-                      onChange={(name) => setRenaming({ ...renaming, name })}
-                      onSubmit={() => rename.mutate(renaming)}
-                    />
-                  ) : (
-                    base.name
-                  )}
-                </Table.Td>
-                <Table.Td>{base.description ?? ''}</Table.Td>
-                <Table.Td>
-                  <Text size="xs" ff="monospace">
-                    {base.knowledgeBaseId}
-                  </Text>
-                </Table.Td>
-                <Table.Td>
-                  <Group gap="xs">
-                    <Button
-                      size="xs"
-                      variant="light"
-                      component={Link}
-                      href={`/agents/${agentId}/knowledge/${base.knowledgeBaseId}`}
-                      aria-label={`Documents of ${base.name}`}
-                    >
-                      Documents
-                    </Button>
-                    <Button
-                      size="xs"
-                      variant="light"
-                      component={Link}
-                      href={`/agents/${agentId}/knowledge/${base.knowledgeBaseId}/playground`}
-                    >
-                      Playground
-                    </Button>
-                    <Button
-                      size="xs"
-                      variant="default"
-                      onClick={() => setRenaming({ knowledgeBaseId: base.knowledgeBaseId, name: base.name })}
-                    >
-                      Rename
-                    </Button>
-                    <Button size="xs" color="red" variant="light" onClick={() => removal.ask(base)}>
-                      Delete
-                    </Button>
-                  </Group>
-                </Table.Td>
+        <ScrollBox label="Knowledge bases (scrolls sideways)">
+          <Table striped aria-label="Knowledge bases">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Name</Table.Th>
+                <Table.Th>Description</Table.Th>
+                <Table.Th>Knowledge base id</Table.Th>
+                <Table.Th>Actions</Table.Th>
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {bases.data.data.map((base) => (
+                <Table.Tr key={base.knowledgeBaseId}>
+                  <Table.Td>
+                    {renaming?.knowledgeBaseId === base.knowledgeBaseId ? (
+                      <RenameForm
+                        current={base.name}
+                        value={renaming.name}
+                        busy={rename.isPending}
+                        onChange={(name) => setRenaming({ ...renaming, name })}
+                        onSubmit={() => rename.mutate(renaming)}
+                      />
+                    ) : (
+                      base.name
+                    )}
+                  </Table.Td>
+                  <Table.Td>{base.description ?? ''}</Table.Td>
+                  <Table.Td>
+                    <Text size="xs" ff="monospace">
+                      {base.knowledgeBaseId}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td>
+                    <Group gap="xs">
+                      <Button
+                        size="xs"
+                        variant="light"
+                        component={Link}
+                        href={`/agents/${agentId}/knowledge/${base.knowledgeBaseId}`}
+                        aria-label={`Documents of ${base.name}`}
+                      >
+                        Documents
+                      </Button>
+                      <Button
+                        size="xs"
+                        variant="light"
+                        component={Link}
+                        href={`/agents/${agentId}/knowledge/${base.knowledgeBaseId}/playground`}
+                      >
+                        Playground
+                      </Button>
+                      <Button
+                        size="xs"
+                        variant="default"
+                        onClick={() => setRenaming({ knowledgeBaseId: base.knowledgeBaseId, name: base.name })}
+                      >
+                        Rename
+                      </Button>
+                      <Button size="xs" color="red" variant="light" onClick={() => removal.ask(base)}>
+                        Delete
+                      </Button>
+                    </Group>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </ScrollBox>
       )}
       <Confirm action={removal} title={`Delete ${removal.target?.name ?? ''}?`} confirmLabel="Delete knowledge base">
         <Text size="sm">

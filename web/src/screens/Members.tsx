@@ -7,7 +7,7 @@ import { Badge, Button, Group, Select, Stack, Table, Text, TextInput, Title } fr
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert, useConfirmedAction } from '../components';
+import { Confirm, ErrorAlert, ScrollBox, useConfirmedAction } from '../components';
 
 type Role = 'owner' | 'member';
 
@@ -110,43 +110,45 @@ export function Members({ api, canManage }: { api: Api; canManage: boolean }) {
       )}
       <ErrorAlert error={invite.error ?? members.error} />
       {members.data && (
-        <Table striped aria-label="Members">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>E-mail</Table.Th>
-              <Table.Th>Role</Table.Th>
-              <Table.Th>Status</Table.Th>
-              <Table.Th>Since</Table.Th>
-              {canManage && <Table.Th>Actions</Table.Th>}
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {members.data.data.map((member) => (
-              <Table.Tr key={`${member.status}:${member.email}`} data-status={member.status}>
-                <Table.Td>{member.email}</Table.Td>
-                <Table.Td>{member.role}</Table.Td>
-                <Table.Td>
-                  {member.status === 'active' ? (
-                    <Badge color="teal.9">Active</Badge>
-                  ) : (
-                    <Group gap="xs" wrap="nowrap">
-                      <Badge color="blue.9">Invited</Badge>
-                      {member.expiresAt && <Text size="sm">expires {day(member.expiresAt)}</Text>}
-                    </Group>
-                  )}
-                </Table.Td>
-                <Table.Td>{new Date(member.createdAt).toLocaleString()}</Table.Td>
-                {canManage && (
-                  <Table.Td>
-                    <Button size="xs" color="red" variant="light" onClick={() => removal.ask(member)}>
-                      {member.status === 'active' ? 'Remove' : 'Cancel invitation'}
-                    </Button>
-                  </Table.Td>
-                )}
+        <ScrollBox label="Members (scrolls sideways)">
+          <Table striped aria-label="Members">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>E-mail</Table.Th>
+                <Table.Th>Role</Table.Th>
+                <Table.Th>Status</Table.Th>
+                <Table.Th>Since</Table.Th>
+                {canManage && <Table.Th>Actions</Table.Th>}
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {members.data.data.map((member) => (
+                <Table.Tr key={`${member.status}:${member.email}`} data-status={member.status}>
+                  <Table.Td>{member.email}</Table.Td>
+                  <Table.Td>{member.role}</Table.Td>
+                  <Table.Td>
+                    {member.status === 'active' ? (
+                      <Badge color="teal.9">Active</Badge>
+                    ) : (
+                      <Group gap="xs" wrap="nowrap">
+                        <Badge color="blue.9">Invited</Badge>
+                        {member.expiresAt && <Text size="sm">expires {day(member.expiresAt)}</Text>}
+                      </Group>
+                    )}
+                  </Table.Td>
+                  <Table.Td>{new Date(member.createdAt).toLocaleString()}</Table.Td>
+                  {canManage && (
+                    <Table.Td>
+                      <Button size="xs" color="red" variant="light" onClick={() => removal.ask(member)}>
+                        {member.status === 'active' ? 'Remove' : 'Cancel invitation'}
+                      </Button>
+                    </Table.Td>
+                  )}
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </ScrollBox>
       )}
       <Confirm
         action={removal}

@@ -27,7 +27,7 @@ import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
-import { ErrorAlert } from '../components';
+import { ErrorAlert, ScrollBox } from '../components';
 import { ENVIRONMENTS, type Environment } from '../knowledge';
 
 const OPERATORS = ['equals', 'notEquals', 'greaterThan', 'lessThan'] as const;
@@ -282,26 +282,28 @@ export default function Playground({
           </Title>
           <Text size="sm">Filters applied: {JSON.stringify(answer.explain.filters)}</Text>
           <Text size="sm">Filters skipped: {JSON.stringify(answer.explain.skippedFilters)}</Text>
-          <Table aria-label="Candidates">
-            <Table.Thead>
-              <Table.Tr>
-                <Table.Th>Document</Table.Th>
-                <Table.Th>Chunk</Table.Th>
-                <Table.Th>Score</Table.Th>
-                <Table.Th>Kept</Table.Th>
-              </Table.Tr>
-            </Table.Thead>
-            <Table.Tbody>
-              {answer.explain.candidates.map((candidate) => (
-                <Table.Tr key={candidate.chunkId}>
-                  <Table.Td>{candidate.documentId}</Table.Td>
-                  <Table.Td>{candidate.chunkId}</Table.Td>
-                  <Table.Td>{candidate.score.toFixed(3)}</Table.Td>
-                  <Table.Td>{candidate.kept ? 'kept' : 'cut by minScore'}</Table.Td>
+          <ScrollBox label="Candidates (scrolls sideways)">
+            <Table aria-label="Candidates">
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>Document</Table.Th>
+                  <Table.Th>Chunk</Table.Th>
+                  <Table.Th>Score</Table.Th>
+                  <Table.Th>Kept</Table.Th>
                 </Table.Tr>
-              ))}
-            </Table.Tbody>
-          </Table>
+              </Table.Thead>
+              <Table.Tbody>
+                {answer.explain.candidates.map((candidate) => (
+                  <Table.Tr key={candidate.chunkId}>
+                    <Table.Td>{candidate.documentId}</Table.Td>
+                    <Table.Td>{candidate.chunkId}</Table.Td>
+                    <Table.Td>{candidate.score.toFixed(3)}</Table.Td>
+                    <Table.Td>{candidate.kept ? 'kept' : 'cut by minScore'}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </ScrollBox>
         </Stack>
       )}
     </Stack>

@@ -21,7 +21,7 @@ import {
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Api, unwrap } from '../api';
-import { Confirm, ErrorAlert, useConfirmedAction } from '../components';
+import { Confirm, ErrorAlert, ScrollBox, useConfirmedAction } from '../components';
 
 const SCOPES = ['knowledge-management', 'analytics', 'dashboard', 'webhook'] as const;
 type Scope = (typeof SCOPES)[number];
@@ -191,48 +191,50 @@ export function Tokens({ api }: { api: Api }) {
         </Stack>
       )}
       {tokens.data && (
-        <Table striped aria-label="Tokens">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Starts with</Table.Th>
-              <Table.Th>Scopes</Table.Th>
-              <Table.Th>Agents</Table.Th>
-              <Table.Th>Created</Table.Th>
-              <Table.Th>Created by</Table.Th>
-              <Table.Th>Expires</Table.Th>
-              <Table.Th>Last used</Table.Th>
-              <Table.Th>Status</Table.Th>
-              <Table.Th>Actions</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {tokens.data.data.map((token) => (
-              <Table.Tr key={token.tokenId}>
-                <Table.Td>{token.name ?? '(no name)'}</Table.Td>
-                <Table.Td>
-                  <Code>{token.prefix ?? '—'}</Code>
-                </Table.Td>
-                <Table.Td>{token.scopes.join(', ')}</Table.Td>
-                <Table.Td>{token.agentIds ? token.agentIds.map(agentName).join(', ') : 'every agent'}</Table.Td>
-                <Table.Td>{when(token.createdAt)}</Table.Td>
-                <Table.Td>{madeBy(token.createdBy)}</Table.Td>
-                <Table.Td>{token.expiresAt ? when(token.expiresAt) : 'never'}</Table.Td>
-                <Table.Td>{when(token.lastUsedAt)}</Table.Td>
-                <Table.Td>
-                  <Badge color={token.status === 'active' ? 'teal.9' : 'gray'} miw="max-content">
-                    {token.status}
-                  </Badge>
-                </Table.Td>
-                <Table.Td>
-                  <Button size="xs" color="red" variant="light" onClick={() => revocation.ask(token)}>
-                    Revoke
-                  </Button>
-                </Table.Td>
+        <ScrollBox label="Tokens (scrolls sideways)">
+          <Table striped aria-label="Tokens">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Name</Table.Th>
+                <Table.Th>Starts with</Table.Th>
+                <Table.Th>Scopes</Table.Th>
+                <Table.Th>Agents</Table.Th>
+                <Table.Th>Created</Table.Th>
+                <Table.Th>Created by</Table.Th>
+                <Table.Th>Expires</Table.Th>
+                <Table.Th>Last used</Table.Th>
+                <Table.Th>Status</Table.Th>
+                <Table.Th>Actions</Table.Th>
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {tokens.data.data.map((token) => (
+                <Table.Tr key={token.tokenId}>
+                  <Table.Td>{token.name ?? '(no name)'}</Table.Td>
+                  <Table.Td>
+                    <Code>{token.prefix ?? '—'}</Code>
+                  </Table.Td>
+                  <Table.Td>{token.scopes.join(', ')}</Table.Td>
+                  <Table.Td>{token.agentIds ? token.agentIds.map(agentName).join(', ') : 'every agent'}</Table.Td>
+                  <Table.Td>{when(token.createdAt)}</Table.Td>
+                  <Table.Td>{madeBy(token.createdBy)}</Table.Td>
+                  <Table.Td>{token.expiresAt ? when(token.expiresAt) : 'never'}</Table.Td>
+                  <Table.Td>{when(token.lastUsedAt)}</Table.Td>
+                  <Table.Td>
+                    <Badge color={token.status === 'active' ? 'teal.9' : 'gray'} miw="max-content">
+                      {token.status}
+                    </Badge>
+                  </Table.Td>
+                  <Table.Td>
+                    <Button size="xs" color="red" variant="light" onClick={() => revocation.ask(token)}>
+                      Revoke
+                    </Button>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </ScrollBox>
       )}
       <Confirm
         action={revocation}

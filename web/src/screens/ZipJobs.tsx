@@ -3,7 +3,7 @@ import { Badge, Button, Group, Paper, Stack, Table, Text, Title } from '@mantine
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import { type Api, unwrap } from '../api';
-import { ErrorAlert } from '../components';
+import { ErrorAlert, ScrollBox, TruncatedName } from '../components';
 import { type Dataset, type DocumentStatus, pollDelay, STATUS_COLOR } from '../knowledge';
 
 type JobStatus = 'uploaded' | 'processing' | 'completed' | 'failed';
@@ -11,6 +11,8 @@ type JobStatus = 'uploaded' | 'processing' | 'completed' | 'failed';
 interface JobSummary {
   readonly zipJobId: string;
   readonly status: JobStatus;
+  /** The import's files that are failed documents now (refused by the archive rules, or failed in processing). */
+  readonly failedCount: number;
   readonly error: { code: string; message: string } | null;
   readonly warnings: unknown[];
   readonly fileCount: number | null;
@@ -29,6 +31,35 @@ interface Job extends Omit<JobSummary, 'fileCount' | 'createdAt'> {
 }
 
 const finished = (status: string | undefined) => status === 'completed' || status === 'failed';
+
+/**
+ * The job's status with what it hides: a `completed` import some of whose files failed is not a green success. Its
+ * badge is orange (red when no file made it), followed by a counted badge "2 of 3 failed".
+ */
+function JobStatusBadges({
+  status,
+  failedCount,
+  fileCount,
+}: {
+  status: JobStatus;
+  failedCount: number;
+  fileCount: number | null;
+}) {
+  const allFailed = fileCount !== null && fileCount > 0 && failedCount >= fileCount;
+  const color = failedCount === 0 ? STATUS_COLOR[status] : allFailed || status === 'failed' ? 'red.9' : 'orange.9';
+  return (
+    <Group gap={4} wrap="nowrap">
+      <Badge color={color} variant="outline">
+        {status}
+      </Badge>
+      {failedCount > 0 && (
+        <Badge color={allFailed ? 'red.9' : 'orange.9'} variant="light">
+          {fileCount === null ? `${failedCount} failed` : `${failedCount} of ${fileCount} failed`}
+        </Badge>
+      )}
+    </Group>
+  );
+}
 
 export function ZipJobs({
   api,
@@ -65,44 +96,44 @@ export function ZipJobs({
         ZIP imports
       </Title>
       <ErrorAlert error={jobs.error} />
-      <Table aria-label="ZIP imports">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th>Started</Table.Th>
-            <Table.Th>Status</Table.Th>
-            <Table.Th>Files</Table.Th>
-            <Table.Th>Actions</Table.Th>
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {jobs.data?.data.map((job) => (
-            <Table.Tr key={job.zipJobId}>
-              <Table.Td>{new Date(job.createdAt).toLocaleString()}</Table.Td>
-              <Table.Td>
-                <Badge color={STATUS_COLOR[job.status]} variant="outline">
-                  {job.status}
-                </Badge>
-                {job.error && (
-                  <Text size="xs" c="red.9">
-                    {job.error.code}: {job.error.message}
-                  </Text>
-                )}
-              </Table.Td>
-              <Table.Td>{job.fileCount ?? '…'}</Table.Td>
-              <Table.Td>
-                <Button
-                  size="xs"
-                  variant="default"
-                  onClick={() => onOpen(open === job.zipJobId ? null : job.zipJobId)}
-                  aria-label={`${open === job.zipJobId ? 'Close' : 'Open'} the import of ${new Date(job.createdAt).toLocaleString()}`}
-                >
-                  {open === job.zipJobId ? 'Close' : 'Open'}
-                </Button>
-              </Table.Td>
+      <ScrollBox label="ZIP imports (scrolls sideways)">
+        <Table aria-label="ZIP imports">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Started</Table.Th>
+              <Table.Th>Status</Table.Th>
+              <Table.Th>Files</Table.Th>
+              <Table.Th>Actions</Table.Th>
             </Table.Tr>
-          ))}
-        </Table.Tbody>
-      </Table>
+          </Table.Thead>
+          <Table.Tbody>
+            {jobs.data?.data.map((job) => (
+              <Table.Tr key={job.zipJobId}>
+                <Table.Td>{new Date(job.createdAt).toLocaleString()}</Table.Td>
+                <Table.Td>
+                  <JobStatusBadges status={job.status} failedCount={job.failedCount} fileCount={job.fileCount} />
+                  {job.error && (
+                    <Text size="xs" c="red.9">
+                      {job.error.code}: {job.error.message}
+                    </Text>
+                  )}
+                </Table.Td>
+                <Table.Td>{job.fileCount ?? '…'}</Table.Td>
+                <Table.Td>
+                  <Button
+                    size="xs"
+                    variant="default"
+                    onClick={() => onOpen(open === job.zipJobId ? null : job.zipJobId)}
+                    aria-label={`${open === job.zipJobId ? 'Close' : 'Open'} the import of ${new Date(job.createdAt).toLocaleString()}`}
+                  >
+                    {open === job.zipJobId ? 'Close' : 'Open'}
+                  </Button>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </ScrollBox>
       {open && <ZipJobView api={api} zipJobId={open} onProgress={onProgress} />}
     </Paper>
   );
@@ -128,9 +159,11 @@ function ZipJobView({ api, zipJobId, onProgress }: { api: Api; zipJobId: string;
           Import {zipJobId}
         </Title>
         {job.data && (
-          <Badge color={STATUS_COLOR[job.data.status]} variant="outline">
-            {job.data.status}
-          </Badge>
+          <JobStatusBadges
+            status={job.data.status}
+            failedCount={job.data.failedCount}
+            fileCount={job.data.files.length}
+          />
         )}
       </Group>
       <ErrorAlert error={job.error} />
@@ -143,31 +176,33 @@ function ZipJobView({ api, zipJobId, onProgress }: { api: Api; zipJobId: string;
         <Text size="sm">Warnings: {job.data.warnings.map((warning) => JSON.stringify(warning)).join('; ')}</Text>
       )}
       {job.data && job.data.files.length > 0 && (
-        <Table aria-label="Files of the import">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>File</Table.Th>
-              <Table.Th>Status</Table.Th>
-              <Table.Th>Labels</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {job.data.files.map((file) => (
-              <Table.Tr key={file.fileName} data-file={file.fileName}>
-                <Table.Td>
-                  {file.fileName}
-                  {file.error && (
-                    <Text size="xs" c="red.9">
-                      {file.error.code}: {file.error.message}
-                    </Text>
-                  )}
-                </Table.Td>
-                <Table.Td>{file.status}</Table.Td>
-                <Table.Td>{[file.label1, file.label2].filter(Boolean).join(', ') || '—'}</Table.Td>
+        <ScrollBox label="Files of the import (scrolls sideways)">
+          <Table aria-label="Files of the import" layout="fixed" miw={560}>
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>File</Table.Th>
+                <Table.Th w={110}>Status</Table.Th>
+                <Table.Th w="30%">Labels</Table.Th>
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {job.data.files.map((file) => (
+                <Table.Tr key={file.fileName} data-file={file.fileName}>
+                  <Table.Td maw={0}>
+                    <TruncatedName name={file.fileName} />
+                    {file.error && (
+                      <Text size="xs" c="red.9">
+                        {file.error.code}: {file.error.message}
+                      </Text>
+                    )}
+                  </Table.Td>
+                  <Table.Td>{file.status}</Table.Td>
+                  <Table.Td>{[file.label1, file.label2].filter(Boolean).join(', ') || '—'}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </ScrollBox>
       )}
     </Stack>
   );
