@@ -1200,4 +1200,7 @@ it('signs out to the sign-in screen', async () => {
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await page.reload();
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  // The first screen fits a phone too.
+  await page.setViewportSize({ width: 390, height: 844 });
+  expect((await horizontalFit(page)).scrollWidth).toBe(390);
 });
