@@ -157,7 +157,9 @@ it('makes every refused file a failed document with its code: counted in the job
   for (const name of ['a.txt', 'b.txt']) {
     expect(byName[name]).toMatchObject({ status: 'failed', error: { code: 'INVALID_LABEL' } });
     // The refused file is a document of the dataset: failed, with the refusal's code, no content.
-    const doc = await call<Record<string, unknown>>('GET', DOCS, { query: { ...own, s3Key: byName[name].s3Key as string } });
+    const doc = await call<Record<string, unknown>>('GET', DOCS, {
+      query: { ...own, s3Key: byName[name].s3Key as string },
+    });
     expect(doc.body).toMatchObject({
       documentId: byName[name].documentId,
       fileName: name,
