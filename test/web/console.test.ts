@@ -399,7 +399,7 @@ it("offers a skip link as the keyboard's first stop, and the agent's default ret
   await page.keyboard.press('Tab');
   expect(await page.evaluate('document.activeElement && document.activeElement.textContent')).toBe('Skip to content');
   await page.keyboard.press('Enter');
-  await page.waitForFunction("document.activeElement && document.activeElement.id === 'main'");
+  await focusSettles("document.activeElement && document.activeElement.id === 'main'");
   await page
     .getByRole('row', { name: /Docs bot/ })
     .getByRole('link', { name: 'Default retrieval' })
@@ -493,7 +493,7 @@ it('uploads documents and a ZIP by dropping them, shows each reach ready or fail
   ).toBe('label1');
   await page.keyboard.press('Escape');
   await form.waitFor({ state: 'detached' });
-  await page.waitForFunction(
+  await focusSettles(
     "document.activeElement && document.activeElement.getAttribute('aria-label') === 'Edit metadata of billing.txt'",
   );
   await page.keyboard.press('Enter');
@@ -1032,6 +1032,20 @@ it('switches organizations: a second one made from the switcher, each screen sho
   await page.getByRole('button', { name: `Organization: ${OWNER.organization}` }).waitFor();
   await members.getByRole('cell', { name: MEMBER.email }).waitFor();
 }, 120_000);
+
+/**
+ * Waits until `expression` is true in the page. Not page.waitForFunction: it polls with eval, which the console's
+ * Content-Security-Policy (script-src 'self') refuses whenever the first evaluation is not already true.
+ */
+async function focusSettles(expression: string, on: Page = page) {
+  expect(
+    await pollUntil(
+      async () => Boolean(await on.evaluate(expression)),
+      (settled) => settled,
+      5_000,
+    ),
+  ).toBe(true);
+}
 
 /** The page's scroll width against the viewport's: a screen that fits has nothing to scroll sideways. */
 async function horizontalFit(on: Page): Promise<{ scrollWidth: number; viewport: number; widest: string }> {
