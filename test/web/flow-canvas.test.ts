@@ -137,7 +137,8 @@ it('signs up and opens the flows of a new agent', async () => {
 
 it('builds the refund flow from an empty canvas without typing JSON, undoes and redoes, and saves it', async () => {
   await page.getByRole('button', { name: 'Start from empty' }).click();
-  await page.waitForFunction("document.querySelectorAll('[data-node]').length === 0");
+  await node('Greet').waitFor({ state: 'detached' });
+  expect(await canvas().locator('[data-node]').count()).toBe(0);
   const flowName = page.getByRole('textbox', { name: 'Flow name' });
   await flowName.fill('refund');
   await flowName.press('Enter');
