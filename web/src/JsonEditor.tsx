@@ -49,11 +49,14 @@ export function JsonEditor({
   onChange,
   label,
   problems = [],
+  reveal,
 }: {
   value: string;
   onChange: (value: string) => void;
   label: string;
   problems?: readonly FieldProblem[];
+  /** A field path to show: the text of the value it names is selected and scrolled into view (not focused). */
+  reveal?: string;
 }) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
@@ -100,6 +103,22 @@ export function JsonEditor({
     }));
     editor.dispatch(setDiagnostics(editor.state, diagnostics));
   }, [problems]);
+
+  // biome-ignore lint/correctness/useExhaustiveDependencies: revealed when the path changes, and when the text does under it
+  useEffect(() => {
+    const editor = view.current;
+    if (!editor || !reveal) return;
+    const span = spanOf(editor.state, reveal);
+    if (span.to <= span.from) return;
+    editor.dispatch({ selection: { anchor: span.from, head: span.to } });
+    // Within the editor's own scroller only: the page stays where the person is (the canvas, above).
+    editor.requestMeasure({
+      read: () => editor.lineBlockAt(span.from).top,
+      write: (top) => {
+        editor.scrollDOM.scrollTop = Math.max(0, top - 20);
+      },
+    });
+  }, [reveal, value]);
 
   return <div ref={host} style={{ border: '1px solid var(--mantine-color-gray-4)', borderRadius: 4 }} />;
 }

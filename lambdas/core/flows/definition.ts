@@ -94,27 +94,59 @@ const httpUrl = z
   .max(2000)
   .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/i, 'must be an http(s) URL');
 
+/** Shown only where `field` has `value` (the console's properties panel reads it from the JSON schema). */
+const onlyWhen = (field: string, value: string) => ({ 'x-only-when': { [field]: value } });
+
 const base = {
-  name: nodeName,
-  displayName: z.string().trim().min(1).max(200).optional(),
+  name: nodeName.describe('Unique across all flows: edges and jumps name the node by it'),
+  displayName: z.string().trim().min(1).max(200).optional().describe('The name people see (the console, the trace)'),
 };
 
 const triggerNode = z.strictObject({
   ...base,
   type: z.literal('trigger'),
-  triggerType: z.enum(TRIGGER_TYPES),
-  /** Webhook only: run it at once when the flow is tested in the editor. */
-  autoTrigger: z.boolean().optional(),
-  /** Webhook only: the JSON payload the editor sends when testing. */
-  defaultPayload: z.string().max(100_000).optional(),
-  /** Schedule only (required there): 5-field cron, minute resolution. */
-  cronExpression: z.string().max(200).optional(),
-  /** Schedule only: IANA time zone of the cron expression; default UTC. */
-  timezone: z.string().max(100).optional(),
-  /** App only (required there): the app whose events start the flow. */
-  appName: nodeName.optional(),
-  /** App only: the one event of that app that starts the flow; absent = every event of the app. */
-  eventName: z.string().min(1).max(100).optional(),
+  triggerType: z.enum(TRIGGER_TYPES).describe('What starts the flow: a webhook call, an app event or a schedule'),
+  autoTrigger: z
+    .boolean()
+    .optional()
+    .meta({
+      description: 'Run it at once when the flow is tested in the editor',
+      ...onlyWhen('triggerType', 'webhook'),
+    }),
+  defaultPayload: z
+    .string()
+    .max(100_000)
+    .optional()
+    .meta({ description: 'The JSON payload the editor sends when testing', ...onlyWhen('triggerType', 'webhook') }),
+  cronExpression: z
+    .string()
+    .max(200)
+    .optional()
+    .meta({
+      description: 'Required for a schedule: 5-field cron, minute resolution (e.g. 0 9 * * 1-5)',
+      ...onlyWhen('triggerType', 'schedule'),
+    }),
+  timezone: z
+    .string()
+    .max(100)
+    .optional()
+    .meta({
+      description: 'IANA time zone of the cron expression (e.g. Europe/Berlin); default UTC',
+      ...onlyWhen('triggerType', 'schedule'),
+    }),
+  appName: nodeName.optional().meta({
+    description: 'Required for an app trigger: the app whose events start the flow',
+    ...onlyWhen('triggerType', 'app'),
+  }),
+  eventName: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .meta({
+      description: 'The one event of that app that starts the flow; absent: every event of the app',
+      ...onlyWhen('triggerType', 'app'),
+    }),
 });
 
 /**
@@ -136,10 +168,21 @@ const llmProperties = z.strictObject({
 const promptNode = z.strictObject({
   ...base,
   type: z.literal('promptNode'),
-  displayName: z.string().trim().min(1).max(200),
-  prompt: z.string().trim().min(1).max(LIMITS.promptLength),
-  humanInTheLoop: z.boolean().optional(),
-  canStayOnNode: z.boolean().optional(),
+  displayName: z.string().trim().min(1).max(200).describe('The name people see (the console, the trace)'),
+  prompt: z
+    .string()
+    .trim()
+    .min(1)
+    .max(LIMITS.promptLength)
+    .describe('What the model is asked; placeholders such as {memory.customer.name} are filled in'),
+  humanInTheLoop: z
+    .boolean()
+    .optional()
+    .describe("Pause after this node's message: the next user message resumes the run here"),
+  canStayOnNode: z
+    .boolean()
+    .optional()
+    .describe('When no promptCondition edge holds, the node may run again instead of leaving'),
   llmConfig: z
     .strictObject({
       name: z.enum(LLM_CLASS_NAMES).optional(),
@@ -170,38 +213,57 @@ const promptNode = z.strictObject({
     .transform((config) => (config.name === undefined ? undefined : { ...config, name: config.name }))
     .optional()
     .describe('{} or absent: the default model; otherwise name is required'),
-  sendAiMessage: z.boolean().default(true),
-  /**
-   * What the model sees of the run so far: `run` (default) the user's messages, the AI messages and each earlier
-   * tool node's call and result; `conversation` the messages only; `none` only the instructions and this prompt.
-   */
-  context: z.enum(['run', 'conversation', 'none']).optional(),
-  /** Tools the model may call while it answers (declared or built-in names); at most TOOL_CALL_LIMIT calls per run. */
-  tools: z.array(nodeName).max(LIMITS.toolsPerPromptNode).optional(),
+  sendAiMessage: z.boolean().default(true).describe("Send the model's answer to the user as an AI message"),
+  context: z
+    .enum(['run', 'conversation', 'none'])
+    .optional()
+    .describe(
+      "What the model sees of the run so far: run (default) the messages and earlier tool nodes' calls and results; conversation the messages only; none only the instructions and this prompt",
+    ),
+  tools: z
+    .array(nodeName)
+    .max(LIMITS.toolsPerPromptNode)
+    .optional()
+    .describe('Tools the model may call while it answers (declared or built-in names)'),
 });
 
 const toolNode = z.strictObject({
   ...base,
   type: z.literal('tool'),
-  toolName: nodeName,
-  prompt: z.string().max(LIMITS.promptLength).optional(),
-  /** Fixed values (placeholders allowed); they override what the model infers. */
-  parameters: z.record(z.string().min(1).max(100), z.unknown()).optional(),
+  toolName: nodeName.describe(
+    'A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools',
+  ),
+  prompt: z.string().max(LIMITS.promptLength).optional().describe('A hint for inferring the parameters'),
+  parameters: z
+    .record(z.string().min(1).max(100), z.unknown())
+    .optional()
+    .describe('Fixed values (placeholders allowed); they override what the model infers'),
 });
 
 /** Flow control without processing: its outgoing edges route. */
 const junctionNode = z.strictObject({ ...base, type: z.literal('junction') });
 
-const jumpToNode = z.strictObject({ ...base, type: z.literal('jumpToNode'), targetNodeId: nodeName });
+const jumpToNode = z.strictObject({
+  ...base,
+  type: z.literal('jumpToNode'),
+  targetNodeId: nodeName.describe('The name of the node, in any flow, where the run goes on'),
+});
 
 const browserTaskNode = z.strictObject({
   ...base,
   type: z.literal('browserTask'),
-  prompt: z.string().trim().min(1).max(LIMITS.promptLength),
-  /** The page to open; without it the first http(s) URL of the prompt. Placeholders allowed. */
-  url: z.string().max(2000).optional(),
-  /** The model that drives the browser; the driver's default when absent. */
-  model: z.string().min(1).max(200).optional(),
+  prompt: z.string().trim().min(1).max(LIMITS.promptLength).describe('The task, in words'),
+  url: z
+    .string()
+    .max(2000)
+    .optional()
+    .describe('The page to open; without it the first http(s) URL of the prompt. Placeholders allowed'),
+  model: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe("The model that drives the browser; the deployment's default when absent"),
 });
 
 export const nodeSchema = z.discriminatedUnion('type', [
@@ -215,20 +277,36 @@ export const nodeSchema = z.discriminatedUnion('type', [
 
 /** A deterministic test on the session, for edges leaving a junction (or any node). */
 const conditionSchema = z.strictObject({
-  /** `memory.<path>`, `tools.<Node>.<path>` or `system.<property>`. */
-  path: z.string().regex(/^(memory|tools|system)\.[^\s{}]+$/, 'must start with memory., tools. or system.'),
+  path: z
+    .string()
+    .regex(/^(memory|tools|system)\.[^\s{}]+$/, 'must start with memory., tools. or system.')
+    .describe('memory.<path>, tools.<Node>.<path> or system.<property>'),
   operator: z.enum(CONDITION_OPERATORS),
-  value: z.union([z.string().max(500), z.number(), z.boolean()]).optional(),
+  value: z
+    .union([z.string().max(500), z.number(), z.boolean()])
+    .optional()
+    .describe('What the operator compares with (none for exists and notExists)'),
 });
 
 export const edgeSchema = z.strictObject({
   from: nodeName,
   to: nodeName,
-  type: z.enum(EDGE_TYPES),
-  /** promptCondition only (required there): what must hold, in words; the model decides. */
-  condition: z.string().trim().min(1).max(1000).optional(),
-  /** stepForward only: taken only when it holds. */
-  when: conditionSchema.optional(),
+  type: z
+    .enum(EDGE_TYPES)
+    .describe('stepForward: an ordinary step; promptCondition: the model takes it when its condition holds'),
+  condition: z
+    .string()
+    .trim()
+    .min(1)
+    .max(1000)
+    .optional()
+    .meta({
+      description: 'Required: what must hold, in words; the model decides',
+      ...onlyWhen('type', 'promptCondition'),
+    }),
+  when: conditionSchema
+    .optional()
+    .meta({ description: 'Taken only when this test holds', ...onlyWhen('type', 'stepForward') }),
 });
 
 const toolParameterSchema = z.strictObject({
@@ -256,6 +334,21 @@ export const flowSchema = z.strictObject({
   name: nodeName,
   nodes: z.array(nodeSchema).min(1).max(LIMITS.nodesPerFlow),
   edges: z.array(edgeSchema).max(LIMITS.edgesPerFlow).default([]),
+});
+
+/** A node's place on the console's canvas, by `<flow>/<node>`: at most one per node the limits allow. */
+export const UI_LIMITS = { positions: LIMITS.flows * LIMITS.nodesPerFlow, coordinate: 1_000_000 } as const;
+const coordinate = z.number().min(-UI_LIMITS.coordinate).max(UI_LIMITS.coordinate);
+const uiSchema = z.strictObject({
+  positions: z
+    .record(
+      z.string().regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}\/[A-Za-z][A-Za-z0-9_-]{0,63}$/, 'must be <flow>/<node>'),
+      z.strictObject({ x: coordinate, y: coordinate }),
+    )
+    .refine((positions) => Object.keys(positions).length <= UI_LIMITS.positions, {
+      message: `at most ${UI_LIMITS.positions} positions`,
+    })
+    .optional(),
 });
 
 export const definitionSchema = z.strictObject({
@@ -300,6 +393,8 @@ export const definitionSchema = z.strictObject({
     .default({}),
   tools: z.array(toolSchema).max(LIMITS.tools).default([]),
   flows: z.array(flowSchema).min(1).max(LIMITS.flows),
+  /** The console's own data (docs/flows.md, "The console's ui block"): stored with the definition, never read by a run. */
+  ui: uiSchema.optional(),
 });
 
 export type AgentDefinition = z.output<typeof definitionSchema>;

@@ -4801,25 +4801,41 @@ export interface operations {
                     flows: {
                         name: string;
                         nodes: ({
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "trigger";
-                            /** @enum {string} */
+                            /**
+                             * @description What starts the flow: a webhook call, an app event or a schedule
+                             * @enum {string}
+                             */
                             triggerType: "webhook" | "app" | "schedule";
+                            /** @description Run it at once when the flow is tested in the editor */
                             autoTrigger?: boolean;
+                            /** @description The JSON payload the editor sends when testing */
                             defaultPayload?: string;
+                            /** @description Required for a schedule: 5-field cron, minute resolution (e.g. 0 9 * * 1-5) */
                             cronExpression?: string;
+                            /** @description IANA time zone of the cron expression (e.g. Europe/Berlin); default UTC */
                             timezone?: string;
+                            /** @description Required for an app trigger: the app whose events start the flow */
                             appName?: string;
+                            /** @description The one event of that app that starts the flow; absent: every event of the app */
                             eventName?: string;
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName: string;
                             /** @constant */
                             type: "promptNode";
+                            /** @description What the model is asked; placeholders such as {memory.customer.name} are filled in */
                             prompt: string;
+                            /** @description Pause after this node's message: the next user message resumes the run here */
                             humanInTheLoop?: boolean;
+                            /** @description When no promptCondition edge holds, the node may run again instead of leaving */
                             canStayOnNode?: boolean;
                             /** @description {} or absent: the default model; otherwise name is required */
                             llmConfig?: {
@@ -4833,56 +4849,93 @@ export interface operations {
                                     stopSequences?: string[];
                                 };
                             };
-                            /** @default true */
+                            /**
+                             * @description Send the model's answer to the user as an AI message
+                             * @default true
+                             */
                             sendAiMessage?: boolean;
-                            /** @enum {string} */
+                            /**
+                             * @description What the model sees of the run so far: run (default) the messages and earlier tool nodes' calls and results; conversation the messages only; none only the instructions and this prompt
+                             * @enum {string}
+                             */
                             context?: "run" | "conversation" | "none";
+                            /** @description Tools the model may call while it answers (declared or built-in names) */
                             tools?: string[];
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "tool";
+                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
                             toolName: string;
+                            /** @description A hint for inferring the parameters */
                             prompt?: string;
+                            /** @description Fixed values (placeholders allowed); they override what the model infers */
                             parameters?: {
                                 [key: string]: unknown;
                             };
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "junction";
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "jumpToNode";
+                            /** @description The name of the node, in any flow, where the run goes on */
                             targetNodeId: string;
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "browserTask";
+                            /** @description The task, in words */
                             prompt: string;
+                            /** @description The page to open; without it the first http(s) URL of the prompt. Placeholders allowed */
                             url?: string;
+                            /** @description The model that drives the browser; the deployment's default when absent */
                             model?: string;
                         })[];
                         /** @default [] */
                         edges?: {
                             from: string;
                             to: string;
-                            /** @enum {string} */
+                            /**
+                             * @description stepForward: an ordinary step; promptCondition: the model takes it when its condition holds
+                             * @enum {string}
+                             */
                             type: "stepForward" | "promptCondition";
+                            /** @description Required: what must hold, in words; the model decides */
                             condition?: string;
+                            /** @description Taken only when this test holds */
                             when?: {
+                                /** @description memory.<path>, tools.<Node>.<path> or system.<property> */
                                 path: string;
                                 /** @enum {string} */
                                 operator: "equals" | "notEquals" | "greaterThan" | "lessThan" | "exists" | "notExists";
+                                /** @description What the operator compares with (none for exists and notExists) */
                                 value?: string | number | boolean;
                             };
                         }[];
                     }[];
+                    ui?: {
+                        positions?: {
+                            [key: string]: {
+                                x: number;
+                                y: number;
+                            };
+                        };
+                    };
                 };
             };
         };
@@ -5041,25 +5094,41 @@ export interface operations {
                     flows: {
                         name: string;
                         nodes: ({
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "trigger";
-                            /** @enum {string} */
+                            /**
+                             * @description What starts the flow: a webhook call, an app event or a schedule
+                             * @enum {string}
+                             */
                             triggerType: "webhook" | "app" | "schedule";
+                            /** @description Run it at once when the flow is tested in the editor */
                             autoTrigger?: boolean;
+                            /** @description The JSON payload the editor sends when testing */
                             defaultPayload?: string;
+                            /** @description Required for a schedule: 5-field cron, minute resolution (e.g. 0 9 * * 1-5) */
                             cronExpression?: string;
+                            /** @description IANA time zone of the cron expression (e.g. Europe/Berlin); default UTC */
                             timezone?: string;
+                            /** @description Required for an app trigger: the app whose events start the flow */
                             appName?: string;
+                            /** @description The one event of that app that starts the flow; absent: every event of the app */
                             eventName?: string;
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName: string;
                             /** @constant */
                             type: "promptNode";
+                            /** @description What the model is asked; placeholders such as {memory.customer.name} are filled in */
                             prompt: string;
+                            /** @description Pause after this node's message: the next user message resumes the run here */
                             humanInTheLoop?: boolean;
+                            /** @description When no promptCondition edge holds, the node may run again instead of leaving */
                             canStayOnNode?: boolean;
                             /** @description {} or absent: the default model; otherwise name is required */
                             llmConfig?: {
@@ -5073,56 +5142,93 @@ export interface operations {
                                     stopSequences?: string[];
                                 };
                             };
-                            /** @default true */
+                            /**
+                             * @description Send the model's answer to the user as an AI message
+                             * @default true
+                             */
                             sendAiMessage?: boolean;
-                            /** @enum {string} */
+                            /**
+                             * @description What the model sees of the run so far: run (default) the messages and earlier tool nodes' calls and results; conversation the messages only; none only the instructions and this prompt
+                             * @enum {string}
+                             */
                             context?: "run" | "conversation" | "none";
+                            /** @description Tools the model may call while it answers (declared or built-in names) */
                             tools?: string[];
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "tool";
+                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
                             toolName: string;
+                            /** @description A hint for inferring the parameters */
                             prompt?: string;
+                            /** @description Fixed values (placeholders allowed); they override what the model infers */
                             parameters?: {
                                 [key: string]: unknown;
                             };
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "junction";
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "jumpToNode";
+                            /** @description The name of the node, in any flow, where the run goes on */
                             targetNodeId: string;
                         } | {
+                            /** @description Unique across all flows: edges and jumps name the node by it */
                             name: string;
+                            /** @description The name people see (the console, the trace) */
                             displayName?: string;
                             /** @constant */
                             type: "browserTask";
+                            /** @description The task, in words */
                             prompt: string;
+                            /** @description The page to open; without it the first http(s) URL of the prompt. Placeholders allowed */
                             url?: string;
+                            /** @description The model that drives the browser; the deployment's default when absent */
                             model?: string;
                         })[];
                         /** @default [] */
                         edges?: {
                             from: string;
                             to: string;
-                            /** @enum {string} */
+                            /**
+                             * @description stepForward: an ordinary step; promptCondition: the model takes it when its condition holds
+                             * @enum {string}
+                             */
                             type: "stepForward" | "promptCondition";
+                            /** @description Required: what must hold, in words; the model decides */
                             condition?: string;
+                            /** @description Taken only when this test holds */
                             when?: {
+                                /** @description memory.<path>, tools.<Node>.<path> or system.<property> */
                                 path: string;
                                 /** @enum {string} */
                                 operator: "equals" | "notEquals" | "greaterThan" | "lessThan" | "exists" | "notExists";
+                                /** @description What the operator compares with (none for exists and notExists) */
                                 value?: string | number | boolean;
                             };
                         }[];
                     }[];
+                    ui?: {
+                        positions?: {
+                            [key: string]: {
+                                x: number;
+                                y: number;
+                            };
+                        };
+                    };
                 };
             };
         };

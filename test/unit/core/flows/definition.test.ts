@@ -1,5 +1,5 @@
 /** Validation of agent definitions: each rule as a case, and every problem reported at once with flow and node. */
-import { type DefinitionProblem, validateDefinition } from '#core/flows/definition';
+import { type DefinitionProblem, UI_LIMITS, validateDefinition } from '#core/flows/definition';
 import { checkDefinition } from '#core/flows/definitions';
 import { refundFlow, scheduleFlow, supportDefinition, triageFlow } from '../../../helpers/flow-definitions';
 
@@ -464,4 +464,23 @@ it('refuses a definition too large to store as one item', () => {
   const outcome = checkDefinition({ ...big, flows: [...definition.flows, ...flows] });
   expect(outcome.valid).toBe(false);
   expect(outcome.problems).toContainEqual(expect.objectContaining({ rule: 'definition.maxBytes' }));
+});
+
+it("accepts the console's ui block (node positions) and keeps it, bounded, without a rule reading it", () => {
+  const ui = { positions: { 'refund/RefundStart': { x: 10, y: -20.5 }, 'refund/AskReason': { x: 300, y: 0 } } };
+  const outcome = validateDefinition({ ...valid(), ui });
+  expect(outcome.problems).toEqual([]);
+  expect(outcome.valid && outcome.definition.ui).toEqual(ui);
+  // Positions of nodes that do not exist are no problem: the console drops them when it next saves.
+  expect(validateDefinition({ ...valid(), ui: { positions: { 'gone/Nowhere': { x: 1, y: 1 } } } }).valid).toBe(true);
+
+  const positions = Object.fromEntries(
+    Array.from({ length: UI_LIMITS.positions + 1 }, (_, i) => [`f/n${i}`, { x: i, y: 0 }]),
+  );
+  const rules = (uiBlock: unknown) => problemsOf((d) => ({ ...d, ui: uiBlock })).map((p) => [p.field, p.rule]);
+  expect(rules({ positions })).toEqual([['ui.positions', 'custom']]);
+  expect(rules({ positions: { 'no-slash': { x: 0, y: 0 } } })[0][0]).toMatch(/^ui\.positions/);
+  expect(rules({ positions: { 'f/n': { x: 2_000_000, y: 0 } } })).toEqual([['ui.positions.f/n.x', 'max']]);
+  expect(rules({ positions: { 'f/n': { x: 0, y: 0, z: 1 } } })).toEqual([['ui.positions.f/n.z', 'unknownField']]);
+  expect(rules({ zoom: 1 })).toEqual([['ui.zoom', 'unknownField']]);
 });
