@@ -4,7 +4,7 @@
  * definitions and sessions. Implementations live in lambdas/adapters.
  */
 import { AppError } from '#core/errors';
-import type { AgentDefinitionRecord } from '#core/flows/definition-record';
+import type { AgentDefinitionRecord, DefinitionVersionSummary } from '#core/flows/definition-record';
 import type { LlmConfig } from '#core/flows/llm-config';
 import type { ToolParameterSpec } from '#core/flows/parameters';
 import type { FlowSession, SessionStatus } from '#core/flows/session';
@@ -321,13 +321,42 @@ export class OutboundError extends AppError {
 // ---------------------------------------------------------------------------------------------------------------
 // Stores of definitions and sessions
 
+/**
+ * The environment's current definition (what the runtime reads, one item) and its history: the versions it replaced,
+ * each kept whole (core/flows/definition-versions.ts).
+ */
 export interface DefinitionStore {
+  /** The current definition. */
   get(agentId: string, environment: Environment): Promise<AgentDefinitionRecord | undefined>;
-  /** Replaces the definition of the environment. */
+  /** Replaces the current definition as it is, keeping no history (a direct write: tests, repairs). */
   put(record: AgentDefinitionRecord): Promise<void>;
+  /**
+   * Stores `record` as the current definition only while the current one is still `previous` (by its version; none
+   * when undefined), keeps `previous` in the history and forgets the history's version `forget`, all in one write.
+   * False when another write moved the current definition first (nothing written).
+   */
+  saveVersion(
+    record: AgentDefinitionRecord,
+    previous: AgentDefinitionRecord | undefined,
+    forget?: number,
+  ): Promise<boolean>;
+  /** A version of the history (never the current one); undefined when it is not kept. */
+  getVersion(agentId: string, environment: Environment, version: number): Promise<AgentDefinitionRecord | undefined>;
+  /**
+   * The history's versions below `before`, newest first, at most `limit` (0 allowed); `more` when older ones
+   * follow.
+   */
+  listVersions(
+    agentId: string,
+    environment: Environment,
+    page: { readonly limit: number; readonly before: number },
+  ): Promise<{ versions: DefinitionVersionSummary[]; more: boolean }>;
   /** Definitions that hold at least one schedule trigger, across all agents (for the scheduler's tick). */
   listScheduled(): Promise<AgentDefinitionRecord[]>;
-  /** Removes the definition of the environment (the deletion of its agent); nothing to remove is not an error. */
+  /**
+   * Removes the definition of the environment and its history (the deletion of its agent); nothing to remove is not
+   * an error.
+   */
   delete(agentId: string, environment: Environment): Promise<void>;
 }
 

@@ -210,14 +210,20 @@ describe('definitions', () => {
     expect((await call('GET', definitionPath())).status).toBe(404);
   });
 
-  it('stores a valid definition as the next version and answers it back', async () => {
-    const first = await call<{ version: number }>('PUT', definitionPath(), { body: fullDefinition() });
+  it('stores a valid definition as the next version and answers it back; the same again stores nothing', async () => {
+    const first = await call<{ version: number; updatedAt: string }>('PUT', definitionPath(), {
+      body: fullDefinition(),
+    });
     expect(first.status).toBe(200);
-    expect(first.body.version).toBe(1);
+    expect(first.body).toMatchObject({ version: 1, unchanged: false });
     const again = await call<{ version: number }>('PUT', definitionPath(), { body: fullDefinition() });
-    expect(again.body.version).toBe(2);
+    expect(again.body).toMatchObject({ version: 1, unchanged: true, updatedAt: first.body.updatedAt });
+    const changed = await call('PUT', definitionPath(), { body: { ...fullDefinition(), instructions: 'Be brief.' } });
+    expect(changed.body).toMatchObject({ version: 2, unchanged: false });
+    const back = await call('PUT', definitionPath(), { body: fullDefinition() });
+    expect(back.body).toMatchObject({ version: 3, unchanged: false });
     const got = await call<{ version: number; definition: { flows: { name: string }[] } }>('GET', definitionPath());
-    expect(got.body.version).toBe(2);
+    expect(got.body.version).toBe(3);
     expect(got.body.definition.flows.map((f) => f.name)).toEqual(['support', 'refund', 'triage', 'crm', 'web']);
   });
 });

@@ -414,6 +414,25 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body.definition).toMatchObject({ flows: expect.any(Array) }),
   },
+  ListAgentDefinitionVersions: {
+    request: (f) => ({ params: envPath(f), query: { limit: '10' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body.data).toEqual([expect.objectContaining({ version: 1, current: true })]),
+  },
+  GetAgentDefinitionVersion: {
+    request: (f) => ({ params: { ...envPath(f), version: '1' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ version: 1, definition: { flows: expect.any(Array) } }),
+  },
+  // The stored version restored: the unchanged case, so the cell changes nothing the other cells read.
+  RestoreAgentDefinitionVersion: {
+    request: (f) => ({ params: { ...envPath(f), version: '1' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body) => expect(body).toMatchObject({ version: 1, unchanged: true }),
+  },
   ValidateAgentDefinition: {
     request: (f) => ({ params: envPath(f), body: definition }),
     success: 200,

@@ -3,14 +3,15 @@
  * next version of the environment) and read. The agent must be the caller's.
  */
 
-import { NotFoundError, ValidationError } from '#core/errors';
+import { ConflictError, NotFoundError, ValidationError } from '#core/errors';
 import type { Environment } from '#core/knowledge/fields';
 import { type Caller, requireAgent } from '#core/tenancy/tenancy';
 import type { DefinitionStore, SessionStore } from '#ports/flows';
 import type { Clock } from '#ports/services';
 import type { AgentStore } from '#ports/stores';
+import { sameDefinition } from './canonical-json';
 import { type AgentDefinition, type DefinitionProblem, nodesOf, validateDefinition } from './definition';
-import type { AgentDefinitionRecord } from './definition-record';
+import type { AgentDefinitionRecord, DefinitionAuthor } from './definition-record';
 import { LLM_CLASS_NAMES, type LlmClassName } from './llm-config';
 
 /** Stored as one DynamoDB item (400 KB), with room for its keys. */
@@ -132,30 +133,88 @@ export async function validateAgentDefinition(deps: DefinitionDeps, caller: Call
   return { valid: outcome.valid, problems: outcome.problems };
 }
 
+/** Versions an environment keeps (the current one included): each save forgets the one that falls out. */
+export const DEFINITION_VERSIONS_KEPT = 100;
+
+/** A stored definition, and whether the save found it already current (nothing was written). */
+export interface SavedDefinition {
+  readonly record: AgentDefinitionRecord;
+  readonly unchanged: boolean;
+}
+
+/**
+ * PUT: the definition as the environment's next version.
+ * 1. The agent must be the caller's; the definition must pass every rule (400 with all its problems).
+ * 2. `expectedVersion` (when given) must still be the current version (409 VERSION_CONFLICT): two people editing
+ *    do not overwrite each other unseen.
+ * 3. A definition equal to the current one (canonical JSON) stores nothing: the current version, `unchanged`.
+ * 4. Otherwise it is stored as version N+1 with who and when, the current one moving to the history.
+ */
 export async function putAgentDefinition(
   deps: DefinitionDeps,
   caller: Caller,
   agentId: string,
   environment: Environment,
   input: unknown,
-): Promise<AgentDefinitionRecord> {
+  expectedVersion?: number,
+): Promise<SavedDefinition> {
   await requireAgent(deps, caller, agentId);
   const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass, deps.agentCodeFunctions);
   if (!outcome.valid) throw new ValidationError(outcome.problems);
+  return saveNextVersion(deps, caller, { agentId, environment, definition: outcome.definition, expectedVersion });
+}
+
+/** Steps 2 to 4 of a save (a PUT's, a restore's) of a definition already valid. */
+export async function saveNextVersion(
+  deps: Pick<DefinitionDeps, 'definitions' | 'clock'>,
+  caller: Caller,
+  save: {
+    readonly agentId: string;
+    readonly environment: Environment;
+    readonly definition: AgentDefinition;
+    readonly expectedVersion?: number;
+    readonly restoredFrom?: number;
+  },
+): Promise<SavedDefinition> {
+  const { agentId, environment, definition } = save;
   const previous = await deps.definitions.get(agentId, environment);
+  const currentVersion = previous?.version ?? 0;
+  if (save.expectedVersion !== undefined && save.expectedVersion !== currentVersion) {
+    throw versionConflict(currentVersion, save.expectedVersion);
+  }
+  if (previous && sameDefinition(previous.definition, definition)) return { record: previous, unchanged: true };
   const record: AgentDefinitionRecord = {
     agentId,
     environment,
     organizationId: caller.organizationId,
-    definition: outcome.definition,
-    version: (previous?.version ?? 0) + 1,
+    definition,
+    version: currentVersion + 1,
     updatedAt: deps.clock.now().toISOString(),
-    hasSchedule: nodesOf(outcome.definition).some(
-      ({ node }) => node.type === 'trigger' && node.triggerType === 'schedule',
-    ),
+    updatedBy: authorOf(caller),
+    ...(save.restoredFrom !== undefined ? { restoredFrom: save.restoredFrom } : {}),
+    hasSchedule: nodesOf(definition).some(({ node }) => node.type === 'trigger' && node.triggerType === 'schedule'),
   };
-  await deps.definitions.put(record);
-  return record;
+  const forget = record.version - DEFINITION_VERSIONS_KEPT;
+  const saved = await deps.definitions.saveVersion(record, previous, forget >= 1 ? forget : undefined);
+  // Another save landed between the read and this write: the caller's edit was made on what is no longer current.
+  if (!saved) throw versionConflict(undefined, currentVersion);
+  return { record, unchanged: false };
+}
+
+function versionConflict(current: number | undefined, expected: number): ConflictError {
+  const now = current === undefined ? 'another save stored a newer version meanwhile' : `it is at version ${current}`;
+  return new ConflictError(
+    'VERSION_CONFLICT',
+    `The definition moved on since version ${expected}: ${now}. Read it again and save your changes on top of it`,
+    [{ field: 'expectedVersion', rule: 'version.current', message: `${expected} is not the current version: ${now}` }],
+  );
+}
+
+/** Who a save is recorded as: a person by their e-mail (a token's caller has none), a token by its id. */
+export function authorOf(caller: Caller): DefinitionAuthor {
+  return caller.email !== undefined
+    ? { kind: 'person', email: caller.email }
+    : { kind: 'token', tokenId: caller.tokenId };
 }
 
 export async function getAgentDefinition(
@@ -187,5 +246,5 @@ export async function getSession(
 /** What the API answers for a stored definition. */
 export function definitionView(record: AgentDefinitionRecord) {
   const { organizationId: _org, hasSchedule: _s, ...view } = record;
-  return view;
+  return { ...view, updatedBy: record.updatedBy ?? null, restoredFrom: record.restoredFrom ?? null };
 }

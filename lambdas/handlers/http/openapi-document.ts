@@ -61,9 +61,12 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   DeclineInvitation: dashboard.invitationPathSchema,
   CreateOrganization: dashboard.createOrganizationSchema,
   // The handlers take the definition as it comes and report all its problems at once; the document shows its shape.
-  PutAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
+  PutAgentDefinition: definitionSchema.extend({ agentId: uuid, environment, expectedVersion: flows.expectedVersion }),
   ValidateAgentDefinition: definitionSchema.extend({ agentId: uuid, environment }),
   GetAgentDefinition: flows.definitionPathSchema,
+  ListAgentDefinitionVersions: flows.listDefinitionVersionsSchema,
+  GetAgentDefinitionVersion: flows.definitionVersionPathSchema,
+  RestoreAgentDefinitionVersion: flows.restoreDefinitionVersionSchema,
   ListSessions: flows.listSessionsSchema,
   GetSession: flows.sessionPathSchema,
   GetSessionTrace: flows.sessionPathSchema,

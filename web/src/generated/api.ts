@@ -453,6 +453,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dashboard/agents/{agentId}/definition/{environment}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The versions of an agent's definition in one environment, newest first: who stored each and when */
+        get: operations["ListAgentDefinitionVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/agents/{agentId}/definition/{environment}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version of an agent's definition in one environment, whole */
+        get: operations["GetAgentDefinitionVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/agents/{agentId}/definition/{environment}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Store an earlier version of the definition again, as the next version (checked as a PUT is) */
+        post: operations["RestoreAgentDefinitionVersion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dashboard/agents/{agentId}/definition/{environment}/validate": {
         parameters: {
             query?: never;
@@ -4936,6 +4987,344 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The current version the save was edited from (0: none yet); another one answers 409 */
+                    expectedVersion?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    ListAgentDefinitionVersions: {
+        parameters: {
+            query?: {
+                limit?: string;
+                nextToken?: string;
+            };
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                agentId: string;
+                environment: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    GetAgentDefinitionVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                agentId: string;
+                environment: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    RestoreAgentDefinitionVersion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                agentId: string;
+                environment: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The current version the save was edited from (0: none yet); another one answers 409 */
+                    expectedVersion?: number;
                 };
             };
         };

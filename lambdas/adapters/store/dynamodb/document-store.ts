@@ -12,14 +12,12 @@
  * as the change that owes it. Their `pendingKey` is the work's name, so the watchdog finds those that stalled in the
  * same sparse index as the documents still `uploaded`.
  */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
-  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type {
@@ -44,6 +42,7 @@ import {
 import { retrievableDocuments, tenantKey } from './document-records';
 import { setExpression, unlessConditionFails } from './expressions';
 import { queryAll, waitingBefore } from './queries';
+import { type TransactItem, transactUnlessFirstFails } from './transactions';
 
 /** Value of `pendingKey` while a document waits for processing (the watchdog's sparse index). */
 const PENDING = 'uploaded';
@@ -79,29 +78,12 @@ interface StatusChange {
   readonly to: StoredStatus | undefined;
 }
 
-/** The first action of a cancelled transaction failed its condition (another writer changed the document first). */
-function conditionFailedFirst(error: unknown): boolean {
-  return (
-    error instanceof TransactionCanceledException && error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed'
-  );
-}
-
-/** DynamoDB cancels a transaction that meets another on the same item: it is tried again. */
-function conflicted(error: unknown): boolean {
-  return (
-    error instanceof TransactionCanceledException &&
-    (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict')
-  );
-}
-
 export { tenantKey };
 
 function datasetOfKey(key: unknown): DatasetRef {
   const [agentId, environment, knowledgeBaseId] = String(key).split('#');
   return { agentId, environment: environment as Environment, knowledgeBaseId };
 }
-
-type TransactItem = Record<string, Record<string, unknown>>;
 
 function withoutKeys(item: Record<string, unknown> | undefined): DocumentRecord | undefined {
   if (!item) return undefined;
@@ -183,16 +165,8 @@ export class DynamoDocumentStore implements DocumentStore {
   }
 
   /** One transaction, tried again when it meets another; false when its first item's condition failed. */
-  private async transact(items: readonly TransactItem[]): Promise<boolean> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.client.send(new TransactWriteCommand({ TransactItems: items as never }));
-        return true;
-      } catch (error) {
-        if (conditionFailedFirst(error)) return false;
-        if (!conflicted(error) || attempt >= MAX_WRITE_TRIES) throw error;
-      }
-    }
+  private transact(items: readonly TransactItem[]): Promise<boolean> {
+    return transactUnlessFirstFails(this.client, items);
   }
 
   /** The Put of an owed-work record (replacing an earlier debt of the same work: this one includes it). */

@@ -10,7 +10,7 @@ import {
   QueryCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { AgentDefinition } from '#core/flows/definition';
-import type { AgentDefinitionRecord } from '#core/flows/definition-record';
+import type { AgentDefinitionRecord, DefinitionVersionSummary } from '#core/flows/definition-record';
 import type { FlowSession, SessionStatus } from '#core/flows/session';
 import type { Environment } from '#core/knowledge/fields';
 import {
@@ -23,16 +23,36 @@ import {
 } from '#ports/flows';
 import { unlessConditionFails } from './expressions';
 import { collect, deleteKeys, queryAll } from './queries';
+import { transactUnlessFirstFails } from './transactions';
 
 const SCHEDULED = 'scheduled';
 /** DynamoDB's item limit is 400 KB; session state is trimmed (oldest messages first) to stay under this. */
 export const MAX_SESSION_STATE_BYTES = 350 * 1024;
+
+/**
+ * A version of the history shares the table with the current definition: same partition (`agentId`), sort key
+ * `<environment>#v#<version, 10 digits>`, so an environment's history is one key range, newest last, and the
+ * current item (sort key `<environment>`) stays the one GetItem the runtime makes.
+ */
+const historyPrefix = (environment: Environment) => `${environment}#v#`;
+const historyKey = (environment: Environment, version: number) =>
+  `${historyPrefix(environment)}${String(version).padStart(10, '0')}`;
 
 interface DefinitionItem extends Omit<AgentDefinitionRecord, 'definition'> {
   readonly definition: string;
   readonly scheduleKey?: string;
   readonly agentKey?: string;
 }
+
+/** A version of the history: the record whole (never in the `scheduled` index), and what the list shows of it. */
+interface HistoryItem extends Omit<DefinitionItem, 'environment' | 'scheduleKey' | 'agentKey'> {
+  readonly environment: string;
+  readonly flowCount: number;
+  readonly nodeCount: number;
+}
+
+/** What the version list reads of a history item (not the definition). */
+const SUMMARY_ATTRIBUTES = ['version', 'updatedAt', 'updatedBy', 'restoredFrom', 'flowCount', 'nodeCount'];
 
 export class DynamoDefinitionStore implements DefinitionStore {
   constructor(
@@ -48,12 +68,86 @@ export class DynamoDefinitionStore implements DefinitionStore {
   }
 
   async put(record: AgentDefinitionRecord): Promise<void> {
-    const item: DefinitionItem = {
-      ...record,
-      definition: JSON.stringify(record.definition),
-      ...(record.hasSchedule ? { scheduleKey: SCHEDULED, agentKey: `${record.agentId}#${record.environment}` } : {}),
+    await this.client.send(new PutCommand({ TableName: this.tableName, Item: currentItem(record) }));
+  }
+
+  async saveVersion(
+    record: AgentDefinitionRecord,
+    previous: AgentDefinitionRecord | undefined,
+    forget?: number,
+  ): Promise<boolean> {
+    const { agentId, environment } = record;
+    const current = {
+      Put: {
+        TableName: this.tableName,
+        Item: currentItem(record),
+        ...(previous
+          ? { ConditionExpression: 'version = :previous', ExpressionAttributeValues: { ':previous': previous.version } }
+          : { ConditionExpression: 'attribute_not_exists(agentId)' }),
+      },
     };
-    await this.client.send(new PutCommand({ TableName: this.tableName, Item: item }));
+    const kept = previous ? [{ Put: { TableName: this.tableName, Item: historyItem(previous) } }] : [];
+    const forgotten =
+      forget === undefined
+        ? []
+        : [{ Delete: { TableName: this.tableName, Key: { agentId, environment: historyKey(environment, forget) } } }];
+    return transactUnlessFirstFails(this.client, [current, ...kept, ...forgotten]);
+  }
+
+  async getVersion(
+    agentId: string,
+    environment: Environment,
+    version: number,
+  ): Promise<AgentDefinitionRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { agentId, environment: historyKey(environment, version) },
+        ConsistentRead: true,
+      }),
+    );
+    if (!Item) return undefined;
+    const { flowCount: _f, nodeCount: _n, ...rest } = Item as HistoryItem;
+    return fromItem({ ...rest, environment });
+  }
+
+  async listVersions(
+    agentId: string,
+    environment: Environment,
+    page: { readonly limit: number; readonly before: number },
+  ): Promise<{ versions: DefinitionVersionSummary[]; more: boolean }> {
+    if (page.before <= 1) return { versions: [], more: false };
+    const versions: DefinitionVersionSummary[] = [];
+    // One more than the page, to tell whether older versions follow. A Query reads at most 1 MB before it projects,
+    // and a version may weigh 300 KB: the pages are read until the list has enough.
+    const items = queryAll<
+      Pick<HistoryItem, 'version' | 'updatedAt' | 'updatedBy' | 'restoredFrom' | 'flowCount' | 'nodeCount'>
+    >(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'agentId = :agentId AND environment BETWEEN :first AND :last',
+      ExpressionAttributeValues: {
+        ':agentId': agentId,
+        ':first': historyKey(environment, 1),
+        ':last': historyKey(environment, page.before - 1),
+      },
+      ExpressionAttributeNames: Object.fromEntries(SUMMARY_ATTRIBUTES.map((name) => [`#${name}`, name])),
+      ProjectionExpression: SUMMARY_ATTRIBUTES.map((name) => `#${name}`).join(', '),
+      ScanIndexForward: false,
+      ConsistentRead: true,
+      Limit: page.limit + 1,
+    });
+    for await (const item of items) {
+      if (versions.length === page.limit) return { versions, more: true };
+      versions.push({
+        version: item.version,
+        updatedAt: item.updatedAt,
+        updatedBy: item.updatedBy ?? null,
+        restoredFrom: item.restoredFrom ?? null,
+        flowCount: item.flowCount,
+        nodeCount: item.nodeCount,
+      });
+    }
+    return { versions, more: false };
   }
 
   async listScheduled(): Promise<AgentDefinitionRecord[]> {
@@ -69,8 +163,41 @@ export class DynamoDefinitionStore implements DefinitionStore {
   }
 
   async delete(agentId: string, environment: Environment): Promise<void> {
+    // The history first: a deletion cut off between the two leaves the current item, and is run again.
+    const history = await collect(
+      queryAll<{ environment: string }>(this.client, {
+        TableName: this.tableName,
+        KeyConditionExpression: 'agentId = :agentId AND begins_with(environment, :prefix)',
+        ExpressionAttributeValues: { ':agentId': agentId, ':prefix': historyPrefix(environment) },
+        ProjectionExpression: 'environment',
+      }),
+    );
+    await deleteKeys(
+      this.client,
+      this.tableName,
+      history.map((item) => ({ agentId, environment: item.environment })),
+    );
     await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { agentId, environment } }));
   }
+}
+
+function currentItem(record: AgentDefinitionRecord): DefinitionItem {
+  return {
+    ...record,
+    definition: JSON.stringify(record.definition),
+    ...(record.hasSchedule ? { scheduleKey: SCHEDULED, agentKey: `${record.agentId}#${record.environment}` } : {}),
+  };
+}
+
+function historyItem(record: AgentDefinitionRecord): HistoryItem {
+  const { flows } = record.definition;
+  return {
+    ...record,
+    environment: historyKey(record.environment, record.version),
+    definition: JSON.stringify(record.definition),
+    flowCount: flows.length,
+    nodeCount: flows.reduce((count, flow) => count + flow.nodes.length, 0),
+  };
 }
 
 function fromItem(item: DefinitionItem): AgentDefinitionRecord {

@@ -20,6 +20,35 @@ const name = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, 'must be a node n
 export const definitionPathSchema = z.strictObject({ agentId: uuid, environment });
 /** The body is the definition itself; it is checked by validateDefinition, which reports every problem at once. */
 export const definitionBodySchema = z.object({ agentId: uuid, environment }).catchall(z.unknown());
+
+/**
+ * The version a save is made on (0: none stored yet): a save finding another current version is refused with 409
+ * VERSION_CONFLICT instead of replacing it unseen. Not part of the definition (whose top level takes no other field).
+ */
+export const expectedVersion = z
+  .int()
+  .min(0)
+  .max(9_999_999_999)
+  .optional()
+  .meta({ description: 'The current version the save was edited from (0: none yet); another one answers 409' });
+/** PUT: the definition, and the version it was edited from. */
+export const putDefinitionSchema = definitionBodySchema.extend({ expectedVersion });
+
+/** A version number in a path: 1, 2, … */
+const versionNumber = z
+  .string()
+  .regex(/^[1-9][0-9]{0,9}$/, 'must be a version number: 1, 2, …')
+  .transform(Number)
+  .meta({ description: 'A version of the definition: 1, 2, …' });
+
+export const listDefinitionVersionsSchema = z.strictObject({
+  agentId: uuid,
+  environment,
+  limit: pageLimit('Versions'),
+  nextToken: z.string().min(1).max(1000).optional(),
+});
+export const definitionVersionPathSchema = z.strictObject({ agentId: uuid, environment, version: versionNumber });
+export const restoreDefinitionVersionSchema = definitionVersionPathSchema.extend({ expectedVersion });
 export const sessionPathSchema = z.strictObject({ agentId: uuid, environment, sessionId: uuid });
 
 /** GET /dashboard/models takes nothing. */

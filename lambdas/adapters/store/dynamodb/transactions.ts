@@ -1,0 +1,41 @@
+/**
+ * TransactWriteItems the way the stores use it: the one conditional action first, then the writes that go with it
+ * (locally served by lib/local/dynamo-transactions.ts, which undoes nothing unless the first action fails).
+ */
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+
+/** Tries of a transaction that keeps meeting others on the same items. */
+const MAX_TRANSACTION_TRIES = 10;
+
+export type TransactItem = Record<string, Record<string, unknown>>;
+
+function conditionFailedFirst(error: unknown): boolean {
+  return (
+    error instanceof TransactionCanceledException && error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed'
+  );
+}
+
+/** DynamoDB cancels a transaction that meets another on the same item: it is tried again. */
+function conflicted(error: unknown): boolean {
+  return (
+    error instanceof TransactionCanceledException &&
+    (error.CancellationReasons ?? []).some((reason) => reason.Code === 'TransactionConflict')
+  );
+}
+
+/** One transaction, tried again when it meets another; false when its first item's condition failed. */
+export async function transactUnlessFirstFails(
+  client: DynamoDBDocumentClient,
+  items: readonly TransactItem[],
+): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.send(new TransactWriteCommand({ TransactItems: items as never }));
+      return true;
+    } catch (error) {
+      if (conditionFailedFirst(error)) return false;
+      if (!conflicted(error) || attempt >= MAX_TRANSACTION_TRIES) throw error;
+    }
+  }
+}
