@@ -350,6 +350,59 @@ it('runs the flow built on the canvas in the flow playground through its pause',
   await page.getByText('completed', { exact: true }).waitFor();
 }, 60_000);
 
+it('lists the versions with who and when, compares two, and restores the previous one as a new version', async () => {
+  const agentId = new URL(page.url()).pathname.split('/')[2];
+  await page.goto(`${service.baseUrl}/agents/${agentId}/flows`);
+  await node('Approve').waitFor();
+  // Version 2: Approve says something else.
+  await node('Approve').click();
+  await properties()
+    .getByLabel(/^Prompt/)
+    .fill('Refund {memory.customer.name} at once.');
+  await page.getByRole('button', { name: 'Save a new version' }).click();
+  await page.getByText(/^version 2, saved/).waitFor();
+
+  await page.getByRole('button', { name: 'Versions' }).click();
+  const versions = page.getByRole('table', { name: 'Versions of the definition' });
+  await versions.locator('tr[data-version="1"]').waitFor();
+  expect(await versions.locator('tbody tr').count()).toBe(2);
+  expect(await versions.locator('tr[data-version="2"]').textContent()).toMatch(
+    /2\s*current[\s\S]*canvas@console\.example\.com/,
+  );
+  expect(await versions.locator('tr[data-version="1"]').textContent()).toContain(OWNER.email);
+
+  // The diff of the two: the one line of Approve's prompt, removed and added.
+  await page.getByRole('checkbox', { name: 'Compare version 1' }).check();
+  await page.getByRole('checkbox', { name: 'Compare version 2' }).check();
+  const diff = page.getByRole('region', { name: 'Changes from version 1 to 2' });
+  await diff.getByText('1 lines added, 1 removed', { exact: false }).waitFor();
+  expect(await diff.locator('.diff-removed').textContent()).toContain('- ');
+  expect(await diff.locator('.diff-removed').textContent()).toContain('Confirm the refund of the damaged router');
+  expect(await diff.locator('.diff-added').textContent()).toContain('Refund {memory.customer.name} at once.');
+  await expectAccessible('flow versions');
+  await screenshot('flow-versions');
+
+  // Restored: version 1 stored again as version 3, the editor holding it, nothing unsaved.
+  await page.getByRole('button', { name: 'Restore version 1' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Restore version 1?' });
+  expect(await dialog.textContent()).toMatch(/as version 3; version 2 stays in the list/);
+  await dialog.getByRole('button', { name: 'Store it as version 3' }).click();
+  await page.getByText(/^version 3, saved/).waitFor();
+  await versions.locator('tr[data-version="3"]').getByText('restored from 1').waitFor();
+  const approve = (
+    (await definitionText()) as { flows: { nodes: { name: string; prompt?: string }[] }[] }
+  ).flows[0].nodes.find((n) => n.name === 'Approve');
+  expect(approve?.prompt).toBe('Confirm the refund of the damaged router to {memory.customer.name}.');
+  expect(await page.getByText('Unsaved changes').count()).toBe(0);
+  const session = await page.evaluate("sessionStorage.getItem('agent-platform.session')");
+  const person = apiClient(service, (JSON.parse(String(session)) as { idToken: string }).idToken);
+  const stored = await person<{ version: number; restoredFrom: number }>(
+    'GET',
+    `/dashboard/agents/${agentId}/definition/development`,
+  );
+  expect(stored.body).toMatchObject({ version: 3, restoredFrom: 1 });
+}, 90_000);
+
 it('opens a 30-node definition with every node name at 12 px or more, the rest reached by scrolling', async () => {
   const agentId = new URL(page.url()).pathname.split('/')[2];
   const session = await page.evaluate("sessionStorage.getItem('agent-platform.session')");

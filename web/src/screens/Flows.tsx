@@ -93,6 +93,7 @@ import type { AgentDefinition, Problem } from '../flows';
 import { JsonEditor } from '../JsonEditor';
 import { type Environment, STATUS_COLOR } from '../knowledge';
 import { EdgeProperties, type ModelChoice, NodeProperties } from '../PropertiesPanel';
+import { FlowVersions } from './FlowVersions';
 
 interface StoredDefinition {
   readonly definition: AgentDefinition;
@@ -467,8 +468,14 @@ function DefinitionEditor({
     mutationFn: async () => {
       const body = definition as AgentDefinition;
       if (!(await validate(body))) return null;
+      // Saved over the version this editor opened on: another person's save since is a 409 VERSION_CONFLICT,
+      // said in words, instead of being overwritten without a trace.
+      const expectedVersion = stored.data?.version ?? 0;
       return unwrap<StoredDefinition>(
-        api.PUT('/dashboard/agents/{agentId}/definition/{environment}', { params: { path }, body: body as never }),
+        api.PUT('/dashboard/agents/{agentId}/definition/{environment}', {
+          params: { path },
+          body: { ...body, expectedVersion } as never,
+        }),
       );
     },
     onSuccess: (saved) => {
@@ -480,6 +487,7 @@ function DefinitionEditor({
     },
   });
 
+  const [showVersions, setShowVersions] = useState(false);
   const [selected, setSelected] = useState<{ nodes: string[]; edges: string[] }>({ nodes: [], edges: [] });
   const selectNext = useRef<string[] | null>(null);
 
@@ -533,7 +541,27 @@ function DefinitionEditor({
             Valid
           </Text>
         )}
+        {stored.data && (
+          <Button variant="subtle" onClick={() => setShowVersions((open) => !open)} aria-expanded={showVersions}>
+            {showVersions ? 'Hide versions' : 'Versions'}
+          </Button>
+        )}
       </Group>
+      {stored.data && showVersions && (
+        <FlowVersions
+          api={api}
+          agentId={agentId}
+          environment={environment}
+          current={stored.data.version}
+          unsaved={changed}
+          onRestored={(record) => {
+            queries.setQueryData(['definition', agentId, environment], record);
+            // The restored definition is what is stored now, and what the editor holds (Undo goes back to the edits).
+            setBaseline(record.definition);
+            edit(() => record.definition);
+          }}
+        />
+      )}
       <ErrorAlert error={stored.error ?? check.error ?? save.error} />
       {problems.length > 0 && (
         <Alert color="red" title={`${problems.length} problems`} role="alert">
