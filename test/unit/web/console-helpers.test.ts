@@ -5,7 +5,7 @@
  */
 import { eventsCsv, perDay } from '../../../web/src/analytics';
 import { detailText, fieldLabel, otherErrorText, refusalTitle } from '../../../web/src/errors';
-import { layoutDefinition } from '../../../web/src/flow-layout';
+import { layoutDefinition, NODE_HEIGHT, NODE_WIDTH } from '../../../web/src/flow-layout';
 import type { AgentDefinition } from '../../../web/src/flows';
 import { type Metadata, metadataChanges, metadataProblem, pollDelay } from '../../../web/src/knowledge';
 
@@ -120,12 +120,13 @@ describe('the flow graph', () => {
     const { nodes, edges } = layoutDefinition(definition, [
       { field: 'flows.0.nodes.2.targetNodeId', rule: 'x', message: 'y', node: 'Hop' },
     ]);
-    expect(nodes.filter((n) => n.type === 'group').map((n) => n.id)).toEqual(['flow:main', 'flow:side']);
-    expect(nodes.filter((n) => n.type === 'definition').map((n) => [n.id, n.parentId])).toEqual([
-      ['Start', 'flow:main'],
-      ['Ask', 'flow:main'],
-      ['Hop', 'flow:main'],
-      ['Other', 'flow:side'],
+    // A box per flow, behind its nodes (the canvas places nodes absolutely, so a node can be dragged anywhere).
+    expect(nodes.filter((n) => n.type === 'flowGroup').map((n) => n.id)).toEqual(['flow:main:0', 'flow:side:1']);
+    expect(nodes.filter((n) => n.type === 'definition').map((n) => [n.id, n.data.flow])).toEqual([
+      ['Start', 'main'],
+      ['Ask', 'main'],
+      ['Hop', 'main'],
+      ['Other', 'side'],
     ]);
     // The edge to a node that does not exist is not drawn (validation names it).
     expect(edges.map((e) => [e.source, e.target, e.data?.kind, e.label])).toEqual([
@@ -139,15 +140,17 @@ describe('the flow graph', () => {
 
   it('keeps every node inside its group and the groups apart', () => {
     const { nodes } = layoutDefinition(definition, []);
-    const groups = nodes.filter((n) => n.type === 'group');
+    const groups = nodes.filter((n) => n.type === 'flowGroup');
+    expect(groups).toHaveLength(2);
     for (const node of nodes.filter((n) => n.type === 'definition')) {
-      const group = groups.find((g) => g.id === node.parentId);
-      const width = Number(group?.style?.width);
-      const height = Number(group?.style?.height);
-      expect(node.position.x).toBeGreaterThanOrEqual(0);
-      expect(node.position.y).toBeGreaterThanOrEqual(0);
-      expect(node.position.x + 200).toBeLessThanOrEqual(width);
-      expect(node.position.y + 64).toBeLessThanOrEqual(height);
+      const group = groups.find((g) => g.data.label === node.data.flow);
+      expect(group).toBeDefined();
+      const left = Number(group?.position.x);
+      const top = Number(group?.position.y);
+      expect(node.position.x).toBeGreaterThanOrEqual(left);
+      expect(node.position.y).toBeGreaterThanOrEqual(top);
+      expect(node.position.x + NODE_WIDTH).toBeLessThanOrEqual(left + Number(group?.style?.width));
+      expect(node.position.y + NODE_HEIGHT).toBeLessThanOrEqual(top + Number(group?.style?.height));
     }
     const [a, b] = groups.map((g) => ({
       left: g.position.x,
