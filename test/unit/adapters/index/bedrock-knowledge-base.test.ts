@@ -41,10 +41,12 @@ import {
   type ChunkTextSource,
   readKnowledgeBases,
 } from '#adapters/index/bedrock-knowledge-base';
+import { ChunkManifests } from '#adapters/index/chunk-manifests';
 import { deployedKnowledgeIndex } from '#composition/knowledge-index';
 import type { DatasetRef } from '#core/knowledge/document';
 import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexFilter } from '#ports/processing';
 import { NO_METADATA } from '../../../helpers/chunks';
+import { InMemoryBlobStore } from '../../../helpers/in-memory-ports';
 
 const AGENT = '11111111-1111-4111-8111-111111111111';
 const KB = '22222222-2222-4222-8222-222222222222';
@@ -206,6 +208,7 @@ function setup(chunkTexts: ChunkTextSource = { chunksOf: async () => [] }) {
     runtimeClient: runtime.client,
     knowledgeBases: KNOWLEDGE_BASES,
     chunkTexts,
+    manifests: new ChunkManifests(new InMemoryBlobStore()),
   });
   return { agent, runtime, index };
 }
@@ -217,6 +220,7 @@ function anotherProcess(agent: FakeBedrockAgent, runtime: FakeRuntime, chunkText
     runtimeClient: runtime.client,
     knowledgeBases: KNOWLEDGE_BASES,
     chunkTexts: chunkTexts ?? { chunksOf: async () => [] },
+    manifests: new ChunkManifests(new InMemoryBlobStore()),
   });
 }
 
