@@ -36,6 +36,11 @@ export function deployedKnowledgeIndex(
     runtimeClient: bedrockAgentRuntimeClient(),
     knowledgeBases: readKnowledgeBases(env),
     chunkTexts,
-    manifests: new ChunkManifests(blobsStore()),
+    // The bucket's client on first use: a function that never lists or writes chunks needs no DOCUMENTS_BUCKET.
+    manifests: new ChunkManifests({
+      get: (key) => blobsStore().get(key),
+      put: (key, bytes, contentType) => blobsStore().put(key, bytes, contentType),
+      delete: (keys) => blobsStore().delete(keys),
+    }),
   });
 }
