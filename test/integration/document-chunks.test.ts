@@ -2,7 +2,7 @@
  * A document's chunks through the local runtime (GET /api/v1/knowledge/documents/chunks and its dashboard mirror):
  * pages in position order that together cover the document, each chunk's metadata exactly as a retrieval hit of it
  * carries, the search within the document, and the refusals (a bad limit, an unknown document, another
- * organization's document, a document not ready).
+ * organization's document, a failed document).
  */
 import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
@@ -21,6 +21,7 @@ interface Chunk {
 }
 interface ChunkPage {
   success: boolean;
+  status: string;
   chunks: Chunk[];
   total: number;
   nextToken: string | null;
@@ -78,7 +79,7 @@ test('pages through every chunk in position order, and together they cover the d
   const { pages, chunks } = await allChunks({ limit: '2' });
   expect(chunks.length).toBeGreaterThanOrEqual(5);
   expect(pages.length).toBe(Math.ceil(chunks.length / 2));
-  expect(pages.every((page) => page.total === chunks.length)).toBe(true);
+  expect(pages.every((page) => page.total === chunks.length && page.status === 'ready')).toBe(true);
   expect(chunks.map((chunk) => chunk.position)).toEqual(chunks.map((_, i) => i));
   expect(new Set(chunks.map((chunk) => chunk.chunkId)).size).toBe(chunks.length);
   // Every paragraph is whole in some chunk, and the chunks keep the document's order.
@@ -157,7 +158,7 @@ test("an unknown document, and another organization's, are 404", async () => {
   expect(foreign.status).toBe(404);
 });
 
-test('a document that is not ready yet is a 409 DOCUMENT_NOT_READY', async () => {
+test('a failed document is a 409 DOCUMENT_FAILED (retrieval finds none of its chunks)', async () => {
   const link = await call<{ s3Key: string; uploadId: string }>('POST', '/api/v1/knowledge/documents/upload-link', {
     body: { ...dataset, fileName: 'pending.txt' },
   });
@@ -173,5 +174,5 @@ test('a document that is not ready yet is a 409 DOCUMENT_NOT_READY', async () =>
   );
   const failed = await call<ChunkPage>('GET', CHUNKS, { query: { ...dataset, s3Key: failing.s3Key } });
   expect(failed.status).toBe(409);
-  expect(failed.body.error?.code).toBe('DOCUMENT_NOT_READY');
+  expect(failed.body.error?.code).toBe('DOCUMENT_FAILED');
 });

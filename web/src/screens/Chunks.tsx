@@ -20,6 +20,8 @@ interface Chunk {
 }
 
 interface Page {
+  /** The document's: `uploaded` while it is processed (again), its chunks then those retrieval still finds. */
+  readonly status: 'uploaded' | 'ready';
   readonly chunks: Chunk[];
   readonly total: number;
   readonly nextToken: string | null;
@@ -161,6 +163,12 @@ function ChunkList({
           {q
             ? `${chunks.length} chunk${chunks.length === 1 ? '' : 's'} containing “${q}”${pages.hasNextPage ? ' so far' : ''}, of ${total} in the document`
             : `${total} chunk${total === 1 ? '' : 's'}`}
+        </Text>
+      )}
+      {pages.data?.pages[0]?.status === 'uploaded' && (
+        <Text size="sm">
+          The document is being processed: these are the chunks retrieval finds until it is ready (none before its first
+          processing ends).
         </Text>
       )}
       {target !== null && q === '' && pages.data && !found && !pages.hasNextPage && (
