@@ -152,7 +152,7 @@ test('the same calls replayed against the template as synthesized are all allowe
 });
 
 test.each(MUTATIONS.filter((m) => m.variant === 'bedrock').map((m) => [m.id, m]))(
-  'mutation %s is caught: a Bedrock call the functions made is refused by the mutated roles',
+  'mutation %s is caught: a call of the default variant the functions made is refused by the mutated roles',
   async (_id, mutation) => {
     const copy = structuredClone(assembly.template);
     mutation.apply(copy);
