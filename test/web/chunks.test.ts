@@ -143,7 +143,9 @@ it('jumps from a retrieval playground hit to its chunk, loading the pages before
   await page.goto(`${service.baseUrl}/agents/${dataset.agentId}/knowledge/${dataset.knowledgeBaseId}/playground`);
   await page.getByRole('textbox', { name: 'Query' }).fill('Zebra firewall rules');
   await page.getByRole('button', { name: 'Query', exact: true }).click();
-  const open = page.getByRole('link', { name: "Result 1 in its document's chunks" });
+  const open = page.getByRole('link', { name: "Open in the document's chunks (result 1)" });
+  await open.waitFor();
+  await expectAccessible('retrieval playground, its links to the chunk view');
   await open.click();
   const current = page.locator('article[aria-current="true"]');
   await current.waitFor();

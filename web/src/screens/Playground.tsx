@@ -279,7 +279,7 @@ export default function Playground({
                   result.metadata.s3Key,
                   result.metadata.chunkId,
                 )}
-                aria-label={`Result ${index + 1} in its document's chunks`}
+                aria-label={`Open in the document's chunks (result ${index + 1})`}
               >
                 Open in the document's chunks
               </Anchor>
