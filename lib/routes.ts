@@ -41,8 +41,11 @@ export interface ResourceAccess {
   readonly processingQueue?: 'send';
   /** Send to the flow runner's queue: hand a run that outlives its request over (docs/flows.md, "Long runs"). */
   readonly flowRunQueue?: 'send';
-  /** Query the knowledge index (Bedrock Retrieve / RetrieveAndGenerate in AWS). */
-  readonly knowledgeIndex?: 'retrieve';
+  /**
+   * `retrieve`: query the knowledge index (Bedrock Retrieve / RetrieveAndGenerate in AWS). `listChunks`: list a
+   * document's chunks (the chunk table's read; with Bedrock, GetObject on the chunk manifests of the documents bucket).
+   */
+  readonly knowledgeIndex?: 'retrieve' | 'listChunks';
   /**
    * `invoke`: call the deployment's Bedrock models (`-c models`: the default as BEDROCK_GENERATE_MODEL_ID, and
    * bedrock:InvokeModel on each); `list`: know them only (BEDROCK_MODELS), to list them and check definitions.
@@ -250,6 +253,17 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     scope: 'knowledge-management',
     access: { tables: { ...tenantRead, documents: 'read' } },
     summary: 'Get document metadata',
+  },
+  {
+    id: 'ListDocumentChunks',
+    area: 'knowledge',
+    method: 'GET',
+    path: `${KNOWLEDGE}/chunks`,
+    handler: http('knowledge/list-document-chunks'),
+    scope: 'knowledge-management',
+    access: { tables: { ...tenantRead, documents: 'read' }, knowledgeIndex: 'listChunks' },
+    summary:
+      "A ready document's chunks in position order, each with its text and the metadata a retrieval hit carries; q searches the text",
   },
   {
     id: 'DeleteDocument',
@@ -825,6 +839,7 @@ const DATASET = '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowled
 const DASHBOARD_MIRRORS: readonly { readonly of: string; readonly method: HttpMethod; readonly path: string }[] = [
   { of: 'ListDocuments', method: 'GET', path: `${DATASET}/documents` },
   { of: 'GetDocument', method: 'GET', path: `${DATASET}/document` },
+  { of: 'ListDocumentChunks', method: 'GET', path: `${DATASET}/document/chunks` },
   { of: 'DeleteDocument', method: 'DELETE', path: `${DATASET}/document` },
   { of: 'PatchMetadata', method: 'PATCH', path: `${DATASET}/document/metadata` },
   { of: 'RetryDocument', method: 'POST', path: `${DATASET}/document/retry` },

@@ -81,6 +81,20 @@ export interface IndexHit {
   readonly parts?: { readonly lexical: number; readonly vector: number };
 }
 
+/** A page of one document's chunks, in position order (`listDocumentChunks`). */
+export interface DocumentChunkPage {
+  readonly chunks: readonly Omit<IndexedChunk, 'vector'>[];
+  /** How many chunks the document has in the index, the pages before and after this one included. */
+  readonly total: number;
+}
+
+/** Where a page of a document's chunks starts and how many it holds at most. */
+export interface DocumentChunkRange {
+  /** The page starts after this position; null: at the first chunk. */
+  readonly afterPosition: number | null;
+  readonly limit: number;
+}
+
 /**
  * What a document record knows of its chunks in the index: every upload whose chunks may be there (written before
  * they are indexed, narrowed once the others are removed). Undefined for a record written before this was kept: the
@@ -132,12 +146,21 @@ export interface KnowledgeIndex {
    */
   countDocumentChunks(ref: DocumentRef, known?: ChunkGeneration): Promise<number>;
   query(query: IndexQuery): Promise<IndexHit[]>;
+  /**
+   * The document's chunks in position order, each exactly as a query hit would give it (text, position, labels, custom
+   * metadata): the chunk view of a document (core/knowledge/list-document-chunks.ts). Undefined when the index cannot
+   * say (Bedrock, for a document indexed before it kept a chunk manifest: a reindex writes one).
+   */
+  listDocumentChunks(ref: DocumentRef, range: DocumentChunkRange): Promise<DocumentChunkPage | undefined>;
   /** The filter exactly as the backend receives it (SQL where clause, Bedrock RetrievalFilter), for `explain`. */
   describeFilter?(scope: DatasetRef, filters: readonly IndexFilter[]): unknown;
 }
 
 /** What retrieval needs of an index: the retrieval functions are given only this (and bundle only the read half). */
 export type KnowledgeRetrieval = Pick<KnowledgeIndex, 'query' | 'describeFilter'>;
+
+/** What the chunk view needs of an index: listing one document's chunks (the API function bundles only this). */
+export type KnowledgeChunkListing = Pick<KnowledgeIndex, 'listDocumentChunks'>;
 
 /** The contract of `replaceDocument`: every chunk is of `ref`, and no chunkId repeats. Throws otherwise. */
 export function assertChunksOfDocument(ref: DocumentRef, chunks: readonly IndexedChunk[]): void {

@@ -14,6 +14,8 @@ import type { KnowledgeIndexBackend } from './knowledge-index';
 
 export class ChunkTableIndex extends Construct implements KnowledgeIndexBackend {
   public readonly table: Table;
+  /** The chunk view reads the table (grantRetrieve). */
+  public readonly chunkManifests = false;
 
   constructor(scope: Construct, id: string) {
     super(scope, id);

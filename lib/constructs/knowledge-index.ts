@@ -48,6 +48,11 @@ export interface KnowledgeBaseResources {
  */
 export interface KnowledgeIndexBackend {
   environment(): Record<string, string>;
+  /**
+   * Whether a document's chunks are listed from the chunk manifests of the documents bucket (Bedrock, which lists no
+   * chunks: adapters/index/chunk-manifests.ts) rather than from the index itself (`knowledgeIndex: 'listChunks'`).
+   */
+  readonly chunkManifests: boolean;
   grantIngest(grantee: IGrantable): void;
   grantRetrieve(grantee: IGrantable): void;
 }
@@ -63,6 +68,7 @@ function knowledgeBaseName(scope: Construct): string {
 }
 
 export class KnowledgeIndexInfra extends Construct implements KnowledgeIndexBackend {
+  public readonly chunkManifests = true;
   /** Per environment: the ids the adapter needs and the ARN the grants name. */
   public readonly knowledgeBases: Record<Environment, KnowledgeBaseResources>;
   public readonly vectorBucket: CfnVectorBucket;

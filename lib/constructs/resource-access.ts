@@ -11,6 +11,7 @@ import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
+import { CHUNK_MANIFEST_FOLDER } from '#adapters/index/chunk-manifests';
 import { ATTACHMENTS_PREFIX } from '#core/flows/attachments';
 import { RESOURCE_ENV, type ResourceAccess, SINGLE_WRITE_OF, type TableAccess, type TableName } from '../routes';
 import { TABLES } from '../tables';
@@ -56,7 +57,10 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   }
   if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = resources.processingQueue.queueUrl;
   if (access.flowRunQueue) environment[RESOURCE_ENV.flowRunQueue] = requireFlowRunQueue(resources).queueUrl;
-  if (access.knowledgeIndex) Object.assign(environment, requireIndex(resources).environment());
+  // The chunk view of a Bedrock deployment reads the chunk manifests of the documents bucket, no knowledge base.
+  if (access.knowledgeIndex === 'listChunks' && requireIndex(resources).chunkManifests) {
+    environment[RESOURCE_ENV.documentsBucket] = resources.documentsBucket.bucketName;
+  } else if (access.knowledgeIndex) Object.assign(environment, requireIndex(resources).environment());
   // The default answers generate and every node without llmConfig; the list bounds what a definition may name
   // (empty: no Bedrock model at all), read where definitions are checked and models listed.
   if (access.model === 'invoke' && resources.models.length > 0) {
@@ -151,6 +155,10 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
     requirePeople(resources).userPool.grant(fn, 'cognito-idp:AdminCreateUser');
   }
   if (access.knowledgeIndex === 'retrieve') requireIndex(resources).grantRetrieve(fn);
+  if (access.knowledgeIndex === 'listChunks') {
+    if (requireIndex(resources).chunkManifests) grantChunkManifests(fn, bucket);
+    else requireIndex(resources).grantRetrieve(fn);
+  }
   if (access.model === 'invoke' && resources.openAiCompatible) {
     fn.addToRolePolicy(
       new PolicyStatement({
@@ -204,6 +212,24 @@ function arnAsNagNamesIt(fn: IConstruct, resource: IConstruct): string {
   const stack = Stack.of(fn);
   if (Stack.of(element) === stack) return `<${stack.getLogicalId(element)}.Arn>`;
   return `<referenceto${Names.nodeUniqueId(element.node)}Arn>`;
+}
+
+/**
+ * The chunk view of a Bedrock deployment: GetObject on the chunk manifests only (`<document folder>/_chunks/…`), not
+ * the documents' files; and ListBucket, without which S3 answers a missing manifest (a document indexed before they
+ * were kept) 403 instead of 404. ListBucket shows keys, never content.
+ */
+function grantChunkManifests(fn: IFunction, bucket: IBucket): void {
+  const pattern = `*/${CHUNK_MANIFEST_FOLDER}/*`;
+  fn.addToRolePolicy(new PolicyStatement({ actions: ['s3:GetObject'], resources: [bucket.arnForObjects(pattern)] }));
+  fn.addToRolePolicy(new PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] }));
+  const bucketArn = arnAsNagNamesIt(fn, bucket);
+  Validations.of(fn).acknowledge({
+    id: `AwsSolutions-IAM5[Resource::${bucketArn}/${pattern}]`,
+    reason:
+      'Chunk manifest keys hold the agent, environment, knowledge base and document, known only at run time; the ' +
+      'grant is GetObject on the _chunks/ folders of the documents bucket only, not the documents themselves.',
+  });
 }
 
 function acknowledgeBucketGrantWildcards(fn: IFunction, bucket: IBucket, level: 'read' | 'readWrite'): void {

@@ -994,6 +994,10 @@ export class FixedHitsIndex implements KnowledgeIndex {
   async countDocumentChunks(_ref: DocumentRef): Promise<number> {
     throw new Error('FixedHitsIndex answers queries only');
   }
+
+  async listDocumentChunks(_ref: DocumentRef): Promise<undefined> {
+    throw new Error('FixedHitsIndex answers queries only');
+  }
 }
 
 export class RecordingQueue implements ProcessingQueue {

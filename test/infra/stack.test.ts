@@ -213,10 +213,12 @@ describe('functions', () => {
     const variables = (functionProperties(id).Environment as { Variables: Record<string, unknown> }).Variables;
     const expected = [
       ...Object.keys(route.access.tables ?? {}).map((t) => RESOURCE_ENV.tables[t as TableName]),
-      ...(route.access.documentsBucket || route.access.attachments ? [RESOURCE_ENV.documentsBucket] : []),
+      ...(route.access.documentsBucket || route.access.attachments || route.access.knowledgeIndex === 'listChunks'
+        ? [RESOURCE_ENV.documentsBucket]
+        : []),
       ...(route.access.processingQueue ? [RESOURCE_ENV.processingQueue] : []),
       ...(route.access.flowRunQueue ? [RESOURCE_ENV.flowRunQueue] : []),
-      ...(route.access.knowledgeIndex ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
+      ...(route.access.knowledgeIndex === 'retrieve' ? ['BEDROCK_KNOWLEDGE_BASES'] : []),
       // The deployment's Bedrock models (the default model in this synth), where definitions are checked; the
       // default, where a model is called.
       ...(route.access.model === 'list' ? ['BEDROCK_MODELS'] : []),
@@ -331,9 +333,11 @@ describe('least privilege', () => {
   test.each(ROUTES.map((r) => [r.id]))('%s touches the bucket and the queue only as its route says', (id) => {
     const route = routeById(id);
     const statements = statementsOf(id);
-    // The attachments/ prefix grant has its own test (test/infra/attachments.test.ts).
+    // The attachments/ prefix grant has its own test (test/infra/attachments.test.ts), the chunk manifests' below.
     const bucketActions = actionsOn(
-      statements.filter((s) => !JSON.stringify(s.Resource).includes('/attachments/*')),
+      statements.filter(
+        (s) => !JSON.stringify(s.Resource).includes('/attachments/*') && !isChunkManifestGrant(s, route.id),
+      ),
       logicalId(stack.storage.bucket),
     );
     const queueActions = actionsOn(statements, logicalId(stack.storage.queue));
@@ -686,6 +690,30 @@ describe('document processing', () => {
       Variables: Record<string, unknown>;
     };
     expect(Object.keys(environment)).toEqual(expect.arrayContaining(['DOCUMENTS_TABLE', 'ZIP_JOBS_TABLE']));
+  });
+});
+
+/** The chunk view's grant on the chunk manifests (`*\/_chunks/*`, and ListBucket for their 404): its routes only. */
+function isChunkManifestGrant(statement: Statement, routeId: string): boolean {
+  if (routeById(routeId).access.knowledgeIndex !== 'listChunks') return false;
+  const resource = JSON.stringify(statement.Resource);
+  return (
+    (statement.Action === 's3:GetObject' && resource.includes('/*/_chunks/*')) ||
+    (statement.Action === 's3:ListBucket' && !resource.includes('/*'))
+  );
+}
+
+describe('chunk view', () => {
+  test("the chunk routes may read the chunk manifests of the documents bucket, not the documents' files", () => {
+    const listing = ROUTES.filter((route) => route.access.knowledgeIndex === 'listChunks');
+    expect(listing.map((route) => route.id).sort()).toEqual(['DashboardListDocumentChunks', 'ListDocumentChunks']);
+    const statements = statementsOf('ListDocumentChunks').filter((s) =>
+      ([] as string[]).concat(s.Action as string).some((a) => a.startsWith('s3:')),
+    );
+    expect(statements.map((s) => s.Action).sort()).toEqual(['s3:GetObject', 's3:ListBucket']);
+    const get = statements.find((s) => s.Action === 's3:GetObject');
+    expect(JSON.stringify(get?.Resource)).toContain('/*/_chunks/*');
+    expect(JSON.stringify(get?.Resource)).toContain(logicalId(stack.storage.bucket));
   });
 });
 

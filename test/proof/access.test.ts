@@ -211,6 +211,13 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body, f) => expect(body.s3Key).toBe(f.s3Key),
   },
+  ListDocumentChunks: {
+    request: (f) => ({ query: { ...dataset(f), s3Key: f.s3Key, limit: '10' } }),
+    success: 200,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    // Ready, or uploaded again by the UpdateUploadComplete cell: either way its chunks (the previous ones) are there.
+    check: (body) => expect(body.total).toBeGreaterThan(0),
+  },
   DeleteDocument: {
     request: (f) => ({ body: { ...dataset(f), s3Key: f.s3KeyToDelete } }),
     success: 200,

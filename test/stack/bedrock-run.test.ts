@@ -52,7 +52,7 @@ afterAll(async () => {
   fs.rmSync(workdir, { recursive: true, force: true });
 });
 
-test('a document is ingested into the Bedrock knowledge base, retrieved, deleted, and generate answers with the model, every call allowed', async () => {
+test('a document is ingested into the Bedrock knowledge base, retrieved, listed in its chunk view, deleted, and generate answers with the model, every call allowed', async () => {
   const call = api(stack, stack.token);
   const d = await dataset(call, 'staging');
   const { s3Key, document } = await uploadProcessed(
@@ -67,6 +67,16 @@ test('a document is ingested into the Bedrock knowledge base, retrieved, deleted
   const found = await call('POST', `${kbPath}/query`, { query: 'zebra stripes' });
   expect(found.status).toBe(200);
   expect(JSON.stringify(found.body.results)).toContain('zebra crossing manual');
+
+  // The chunk view reads the chunk manifest the processor wrote beside the document, with the route's own grant (no
+  // Bedrock call): the chunk, its metadata exactly the retrieval result's.
+  const chunks = await call('GET', `/api/v1/knowledge/documents/chunks?${new URLSearchParams({ ...d, s3Key })}`);
+  expect(chunks.status).toBe(200);
+  const [hit] = found.body.results as { content: string; metadata: Record<string, unknown> }[];
+  expect(chunks.body).toMatchObject({ status: 'ready', total: 1, nextToken: null });
+  expect(chunks.body.chunks).toEqual([
+    { chunkId: hit.metadata.chunkId, position: 0, text: hit.content, metadata: hit.metadata },
+  ]);
 
   const generated = await call('POST', `${kbPath}/generate`, { query: 'When are the stripes repainted?' });
   expect(generated.status).toBe(200);
@@ -142,7 +152,7 @@ test('the same calls replayed against the template as synthesized are all allowe
 });
 
 test.each(MUTATIONS.filter((m) => m.variant === 'bedrock').map((m) => [m.id, m]))(
-  'mutation %s is caught: a Bedrock call the functions made is refused by the mutated roles',
+  'mutation %s is caught: a call of the default variant the functions made is refused by the mutated roles',
   async (_id, mutation) => {
     const copy = structuredClone(assembly.template);
     mutation.apply(copy);

@@ -11,6 +11,7 @@ import { BedrockAgentRuntimeClient } from '@aws-sdk/client-bedrock-agent-runtime
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { DocumentTextExtractor } from '#adapters/extraction/text-extractor';
 import { type BedrockKnowledgeBases, BedrockKnowledgeIndex } from '#adapters/index/bedrock-knowledge-base';
+import { ChunkManifests } from '#adapters/index/chunk-manifests';
 import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
 import { BEDROCK_AGENT_RETRY, BEDROCK_AGENT_RUNTIME_RETRY, type RetryConfig } from '#composition/clients/bedrock-retry';
 import { type DocumentRecord, reservationRecord } from '#core/knowledge/document';
@@ -128,6 +129,7 @@ async function world(
           : [];
       },
     },
+    manifests: new ChunkManifests(blobs),
   });
   const withIndex = { ...deps, index };
   return {

@@ -25,6 +25,7 @@ import {
   BedrockKnowledgeIndex,
   type ChunkTextSource,
 } from '#adapters/index/bedrock-knowledge-base';
+import { ChunkManifests } from '#adapters/index/chunk-manifests';
 import { BedrockConverseModel, CONVERSATION_START } from '#adapters/model/bedrock-converse';
 import type { DatasetRef } from '#core/knowledge/document';
 import type { ChunkMetadata, DocumentRef, FilterOperator, IndexQuery } from '#ports/processing';
@@ -38,6 +39,7 @@ import {
   type Violation,
 } from '../../lib/stack-check/bedrock-stand-in';
 import { chunksOf, NO_METADATA } from '../helpers/chunks';
+import { InMemoryBlobStore } from '../helpers/in-memory-ports';
 
 const AGENT = '11111111-1111-4111-8111-111111111111';
 const KB = '22222222-2222-4222-8222-222222222222';
@@ -105,6 +107,7 @@ async function harness(kind: 'adapter' | 'probe', options: BedrockStandInOptions
         runtimeClient: runtime,
         knowledgeBases: KNOWLEDGE_BASES,
         chunkTexts,
+        manifests: new ChunkManifests(new InMemoryBlobStore()),
       }),
   };
 }

@@ -226,6 +226,14 @@ export const MUTATIONS: readonly Mutation[] = [
       /DocumentProcessingProcessorFunction\S* bedrock:IngestKnowledgeBaseDocuments arn:aws:bedrock:[^:]+:\d{12}:knowledge-base\//,
   },
   {
+    id: 'chunk-view-manifest-grant-removed',
+    change: "the chunk view's role loses s3:GetObject on the chunk manifests (the default variant's Bedrock index)",
+    caughtBy: 'IAM replay',
+    variant: 'bedrock',
+    apply: (t) => withoutAction(t, 'ListDocumentChunksFunction', 's3:GetObject'),
+    expected: /ListDocumentChunksFunction\S* s3:GetObject arn:aws:s3:::\S+\/_chunks\/manifest\.json\.gz/,
+  },
+  {
     id: 'generate-model-grant-on-another-model',
     change: "generate's bedrock:InvokeModel granted on another foundation model than the default of `-c models`",
     caughtBy: 'IAM replay',

@@ -31,6 +31,7 @@ import { Tokens } from './screens/Tokens';
 const KnowledgeBases = lazy(() => import('./screens/KnowledgeBases'));
 const Playground = lazy(() => import('./screens/Playground'));
 const Documents = lazy(() => import('./screens/Documents'));
+const Chunks = lazy(() => import('./screens/Chunks'));
 const Flows = lazy(() => import('./screens/Flows'));
 const FlowPlayground = lazy(() => import('./screens/FlowPlayground'));
 const Analytics = lazy(() => import('./screens/Analytics'));
@@ -210,6 +211,9 @@ export function App({ config }: { config: ConsoleConfig }) {
                   {(params) => (
                     <Documents api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />
                   )}
+                </Route>
+                <Route path="/agents/:agentId/knowledge/:knowledgeBaseId/chunks">
+                  {(params) => <Chunks api={api} agentId={params.agentId} knowledgeBaseId={params.knowledgeBaseId} />}
                 </Route>
                 <Route path="/agents/:agentId/knowledge/:knowledgeBaseId/playground">
                   {(params) => (

@@ -80,3 +80,16 @@ export function metadataChanges(before: Metadata, after: Record<MetadataField, s
 export function pollDelay(unchangedPolls: number): number {
   return Math.min(5000, Math.round(500 * 1.5 ** Math.min(unchangedPolls, 6)));
 }
+
+/**
+ * The chunk view of a document (screens/Chunks.tsx): its dataset, the document by s3Key, and optionally the chunk to
+ * open at (a retrieval hit's `chunkId`).
+ */
+export function chunkViewHref(dataset: Dataset, s3Key: string, chunkId?: string): string {
+  const search = new URLSearchParams({
+    environment: dataset.environment,
+    s3Key,
+    ...(chunkId ? { chunk: chunkId } : {}),
+  });
+  return `/agents/${dataset.agentId}/knowledge/${dataset.knowledgeBaseId}/chunks?${search}`;
+}

@@ -31,6 +31,8 @@ import {
   assertChunksOfDocument,
   type ChunkGeneration,
   type ChunkMetadata,
+  type DocumentChunkPage,
+  type DocumentChunkRange,
   type DocumentRef,
   type IndexedChunk,
   type IndexedChunks,
@@ -50,6 +52,7 @@ import {
   uploadChunkIds,
 } from './bedrock-documents';
 import { type BedrockKnowledgeBase, type BedrockKnowledgeBases, BedrockRetrieval } from './bedrock-retrieval';
+import type { ChunkManifests } from './chunk-manifests';
 
 export {
   BEDROCK_KNOWLEDGE_BASES_VARIABLE,
@@ -98,6 +101,8 @@ export interface BedrockKnowledgeIndexOptions {
   /** One Bedrock knowledge base (with its custom data source) per environment. */
   readonly knowledgeBases: BedrockKnowledgeBases;
   readonly chunkTexts: ChunkTextSource;
+  /** Every document's chunks as ingested, for the chunk view (chunk-manifests.ts): Bedrock cannot list them. */
+  readonly manifests: ChunkManifests;
 }
 
 function batches<T>(items: readonly T[], size: number): T[][] {
@@ -141,6 +146,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
   private readonly retrieval: BedrockRetrieval;
   private readonly knowledgeBases: BedrockKnowledgeBases;
   private readonly chunkTexts: ChunkTextSource;
+  private readonly manifests: ChunkManifests;
   /** The ids the last replaceDocument of this process gave each document (insertion-ordered, bounded). */
   private readonly ingestedIds = new Map<string, readonly string[]>();
   /**
@@ -161,6 +167,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     this.retrieval = new BedrockRetrieval(options.runtimeClient, options.knowledgeBases);
     this.knowledgeBases = options.knowledgeBases;
     this.chunkTexts = options.chunkTexts;
+    this.manifests = options.manifests;
   }
 
   /**
@@ -189,16 +196,27 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
 
     await this.ingestMissing(ref.environment, documents, ids);
     this.remember(ref, ids);
+    await this.manifests.write(ref, null, chunks);
   }
 
+  /** The chunks go, then the manifest: a deletion cut off between the two is done again whole by its redelivery. */
   async deleteDocument(ref: DocumentRef, known?: IndexedChunks): Promise<void> {
     this.ingestedIds.delete(refKey(ref));
-    if (known !== undefined) return this.deleteUploads(ref, known);
-    const existing = await this.listDocument(ref);
-    const ids = [...existing.values()]
-      .filter((detail) => !LEAVING.has(detail.status ?? ''))
-      .map((detail) => idOf(detail) as string);
-    await this.delete(ref.environment, ids, existing);
+    if (known !== undefined) {
+      await this.deleteIds(ref.environment, uploadChunkIds(ref, known));
+    } else {
+      const existing = await this.listDocument(ref);
+      const ids = [...existing.values()]
+        .filter((detail) => !LEAVING.has(detail.status ?? ''))
+        .map((detail) => idOf(detail) as string);
+      await this.delete(ref.environment, ids, existing);
+    }
+    await this.manifests.remove(ref);
+  }
+
+  /** The document's chunks as ingested, from its manifest; undefined for a document indexed before manifests were kept. */
+  listDocumentChunks(ref: DocumentRef, range: DocumentChunkRange): Promise<DocumentChunkPage | undefined> {
+    return this.manifests.listDocumentChunks(ref, range);
   }
 
   /**
@@ -211,7 +229,13 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     metadata: ChunkMetadata,
     known?: { readonly uploadId: string; readonly indexed: IndexedChunks },
   ): Promise<void> {
-    if (known?.indexed !== undefined) return this.updateUploadMetadata(ref, metadata, known.uploadId, known.indexed);
+    if (known?.indexed !== undefined) await this.updateUploadMetadata(ref, metadata, known.uploadId, known.indexed);
+    else await this.updateListedMetadata(ref, metadata);
+    await this.manifests.setMetadata(ref, metadata, known?.uploadId);
+  }
+
+  /** updateDocumentMetadata of an older record, which knows no uploads: the data source is listed. */
+  private async updateListedMetadata(ref: DocumentRef, metadata: ChunkMetadata): Promise<void> {
     const existing = await this.listDocument(ref);
     if (existing.size === 0) return;
     const chunks = await this.chunkTexts.chunksOf(ref);
@@ -259,6 +283,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
    */
   async deleteUploads(ref: DocumentRef, uploads: readonly ChunkGeneration[]): Promise<void> {
     await this.deleteIds(ref.environment, uploadChunkIds(ref, uploads));
+    await this.manifests.removeUploads(ref, uploads);
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -320,6 +345,7 @@ export class BedrockKnowledgeIndex implements KnowledgeIndex {
     }
     const details = await this.ingestMissing(ref.environment, documents, ids);
     this.remember(ref, ids);
+    await this.manifests.write(ref, uploadId, chunks);
     let indexed = 0;
     for (const detail of details.values()) if (detail.status === INDEXED) indexed++;
     this.checks.set(checkKey(ref, { uploadId, count: ids.length }), indexed);

@@ -22,6 +22,8 @@ import {
   assertChunksOfDocument,
   CHUNK_METADATA_KEYS,
   type ChunkMetadata,
+  type DocumentChunkPage,
+  type DocumentChunkRange,
   type DocumentRef,
   FILTERABLE_KEYS,
   type IndexedChunk,
@@ -121,6 +123,19 @@ export class DynamoChunkIndex implements KnowledgeIndex {
       ExclusiveStartKey = page.LastEvaluatedKey;
     } while (ExclusiveStartKey);
     return count;
+  }
+
+  /**
+   * A page of the document's chunks in position order. The sort key orders them as strings (`…#10#` before `…#2#`), so
+   * the document's chunks are read whole and sorted: a stand-in's cost, as its queries are.
+   */
+  async listDocumentChunks(ref: DocumentRef, range: DocumentChunkRange): Promise<DocumentChunkPage> {
+    const items = await collect(queryAll<ChunkItem>(this.client, this.documentQuery(ref)));
+    const chunks = items
+      .map(({ tenantKey: _key, ...chunk }) => chunk)
+      .sort((a, b) => a.position - b.position)
+      .filter((chunk) => range.afterPosition === null || chunk.position > range.afterPosition);
+    return { chunks: chunks.slice(0, range.limit), total: items.length };
   }
 
   async query(query: IndexQuery): Promise<IndexHit[]> {

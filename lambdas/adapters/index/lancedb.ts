@@ -21,6 +21,8 @@ import {
   assertChunksOfDocument,
   CHUNK_METADATA_KEYS,
   type ChunkMetadata,
+  type DocumentChunkPage,
+  type DocumentChunkRange,
   type DocumentRef,
   type Embedder,
   type IndexedChunk,
@@ -85,6 +87,10 @@ export interface LanceKnowledgeIndexOptions {
   readonly indexRefreshDelayMs?: number;
   /** Dataset tables kept open (default 64); past it the least recently used idle one is closed, to be opened again. */
   readonly maxOpenTables?: number;
+}
+
+function datasetOfRef(ref: DocumentRef): DatasetRef {
+  return { agentId: ref.agentId, environment: ref.environment, knowledgeBaseId: ref.knowledgeBaseId };
 }
 
 interface Candidate {
@@ -218,6 +224,19 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
 
   async countDocumentChunks(ref: DocumentRef): Promise<number> {
     return this.withDataset(ref, false, 0, (dataset) => dataset.table.countRows(documentClause(ref)));
+  }
+
+  /**
+   * A page of the document's chunks in position order, from the lexical index: the very rows a lexical hit is read
+   * from (lexicalBest), with the same fields a hybrid hit reads from the table.
+   */
+  async listDocumentChunks(ref: DocumentRef, range: DocumentChunkRange): Promise<DocumentChunkPage> {
+    const name = this.tableNameOf(ref);
+    const stored = this.lexical.documentChunks(name, ref.documentId, range.afterPosition ?? -1, range.limit);
+    return {
+      chunks: stored.map((chunk) => ({ ...datasetOfRef(ref), documentId: ref.documentId, ...chunk })),
+      total: this.lexical.documentChunkCount(name, ref.documentId),
+    };
   }
 
   /**

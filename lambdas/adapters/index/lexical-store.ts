@@ -147,6 +147,8 @@ export class LexicalStore {
     | 'deleteChunks'
     | 'putChunk'
     | 'storedChunk'
+    | 'documentChunks'
+    | 'documentChunkCount'
     | 'setMetadata',
     StatementSync
   >;
@@ -185,6 +187,11 @@ export class LexicalStore {
           `VALUES (?, ?, ?, ?, ${STORED_FIELDS.map(() => '?').join(', ')})`,
       ),
       storedChunk: prepare(`SELECT ${STORED_COLUMNS} FROM chunks WHERE dataset = ? AND document = ? AND position = ?`),
+      // chunks_by_position serves both: a range of one document's positions, in order.
+      documentChunks: prepare(
+        `SELECT ${STORED_COLUMNS} FROM chunks WHERE dataset = ? AND document = ? AND position > ? ORDER BY position LIMIT ?`,
+      ),
+      documentChunkCount: prepare('SELECT COUNT(*) AS count FROM chunks WHERE dataset = ? AND document = ?'),
       setMetadata: prepare(
         `UPDATE chunks SET ${CHUNK_METADATA_KEYS.map((key) => `${key} = ?`).join(', ')} WHERE dataset = ? AND document = ?`,
       ),
@@ -275,6 +282,19 @@ export class LexicalStore {
   storedChunk(dataset: string, document: string, position: number): StoredChunk | undefined {
     const row = this.statements.storedChunk.get(dataset, document, position);
     return row ? ({ ...row } as unknown as StoredChunk) : undefined;
+  }
+
+  /** Up to `limit` of the document's chunks after `afterPosition` (-1: from the first), in position order. */
+  documentChunks(dataset: string, document: string, afterPosition: number, limit: number): StoredChunk[] {
+    return this.statements.documentChunks
+      .all(dataset, document, afterPosition, limit)
+      .map((row) => ({ ...row }) as unknown as StoredChunk);
+  }
+
+  /** How many chunks of the document the lexical index holds. */
+  documentChunkCount(dataset: string, document: string): number {
+    const row = this.statements.documentChunkCount.get(dataset, document) as { count: number } | undefined;
+    return Number(row?.count ?? 0);
   }
 
   close(): void {

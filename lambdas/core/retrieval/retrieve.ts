@@ -74,24 +74,24 @@ export interface RetrievalExplanation {
   }[];
 }
 
-export function resultOf(hit: IndexHit): RetrievalResult {
-  const { chunk } = hit;
+/** The `metadata` of a retrieval result of this chunk; the chunk view of a document shows each chunk's the same. */
+export function hitMetadataOf(chunk: Omit<IndexedChunk, 'vector'>): RetrievalResult['metadata'] {
   return {
-    content: chunk.text,
-    score: hit.score,
-    metadata: {
-      documentId: chunk.documentId,
-      s3Key: chunk.s3Key,
-      chunkId: chunk.chunkId,
-      position: chunk.position,
-      label1: chunk.label1,
-      label2: chunk.label2,
-      svc_internal_meta1: chunk.svc_internal_meta1,
-      svc_internal_meta2: chunk.svc_internal_meta2,
-      svc_internal_meta3: chunk.svc_internal_meta3,
-      svc_internal_meta4: chunk.svc_internal_meta4,
-    },
+    documentId: chunk.documentId,
+    s3Key: chunk.s3Key,
+    chunkId: chunk.chunkId,
+    position: chunk.position,
+    label1: chunk.label1,
+    label2: chunk.label2,
+    svc_internal_meta1: chunk.svc_internal_meta1,
+    svc_internal_meta2: chunk.svc_internal_meta2,
+    svc_internal_meta3: chunk.svc_internal_meta3,
+    svc_internal_meta4: chunk.svc_internal_meta4,
   };
+}
+
+export function resultOf(hit: IndexHit): RetrievalResult {
+  return { content: hit.chunk.text, score: hit.score, metadata: hitMetadataOf(hit.chunk) };
 }
 
 export async function retrieve(

@@ -25,6 +25,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   DeleteDocument: knowledge.documentQuerySchema,
   RetryDocument: knowledge.documentQuerySchema,
   ListDocuments: knowledge.listDocumentsSchema,
+  ListDocumentChunks: knowledge.listDocumentChunksSchema,
   CreateAgent: dashboard.createAgentSchema,
   ListAgents: dashboard.noInputSchema,
   GetAgent: dashboard.agentPathSchema,

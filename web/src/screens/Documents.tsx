@@ -12,6 +12,7 @@ import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
 import { Confirm, EnvironmentTabs, ErrorAlert, TruncatedName, useConfirmedAction } from '../components';
 import {
+  chunkViewHref,
   type Dataset,
   type DocumentStatus,
   type Environment,
@@ -333,6 +334,17 @@ export function DocumentTable({
                           aria-label={`Retry ${document.fileName}`}
                         >
                           Retry
+                        </Button>
+                      )}
+                      {document.status === 'ready' && (
+                        <Button
+                          size="xs"
+                          variant="default"
+                          component={Link}
+                          href={chunkViewHref(dataset, document.s3Key)}
+                          aria-label={`Chunks of ${document.fileName}`}
+                        >
+                          Chunks
                         </Button>
                       )}
                       <Button

@@ -28,7 +28,7 @@ import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
 import { type Api, unwrap } from '../api';
 import { ErrorAlert, ScrollBox } from '../components';
-import { ENVIRONMENTS, type Environment } from '../knowledge';
+import { chunkViewHref, ENVIRONMENTS, type Environment } from '../knowledge';
 
 const OPERATORS = ['equals', 'notEquals', 'greaterThan', 'lessThan'] as const;
 type Operator = (typeof OPERATORS)[number];
@@ -271,6 +271,18 @@ export default function Playground({
                 label1 {result.metadata.label1 ?? '—'} · label2 {result.metadata.label2 ?? '—'} · document{' '}
                 {result.metadata.documentId}
               </Text>
+              <Anchor
+                component={Link}
+                size="sm"
+                href={chunkViewHref(
+                  { agentId, environment, knowledgeBaseId },
+                  result.metadata.s3Key,
+                  result.metadata.chunkId,
+                )}
+                aria-label={`Open in the document's chunks (result ${index + 1})`}
+              >
+                Open in the document's chunks
+              </Anchor>
             </Card>
           ))}
         </Stack>

@@ -58,3 +58,18 @@ export const listZipJobsSchema = z.strictObject({
   limit: pageLimit('ZIP imports'),
   nextToken: z.string().min(1).max(1000).optional(),
 });
+
+export const listDocumentChunksSchema = z
+  .strictObject({
+    ...datasetFields,
+    ...documentIdentifierFields,
+    limit: pageLimit('Chunks'),
+    nextToken: z.string().min(1).max(1000).optional(),
+    q: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .meta({ description: 'Lists only the chunks whose text contains it, ignoring case (a plain substring).' }),
+  })
+  .superRefine(exactlyOneIdentifier);

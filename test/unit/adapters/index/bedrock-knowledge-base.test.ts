@@ -41,10 +41,13 @@ import {
   type ChunkTextSource,
   readKnowledgeBases,
 } from '#adapters/index/bedrock-knowledge-base';
+import { ChunkManifests, chunkManifestKey } from '#adapters/index/chunk-manifests';
 import { deployedKnowledgeIndex } from '#composition/knowledge-index';
 import type { DatasetRef } from '#core/knowledge/document';
+import { documentOfObjectKey } from '#core/processing/work';
 import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexFilter } from '#ports/processing';
 import { NO_METADATA } from '../../../helpers/chunks';
+import { InMemoryBlobStore } from '../../../helpers/in-memory-ports';
 
 const AGENT = '11111111-1111-4111-8111-111111111111';
 const KB = '22222222-2222-4222-8222-222222222222';
@@ -206,6 +209,7 @@ function setup(chunkTexts: ChunkTextSource = { chunksOf: async () => [] }) {
     runtimeClient: runtime.client,
     knowledgeBases: KNOWLEDGE_BASES,
     chunkTexts,
+    manifests: new ChunkManifests(new InMemoryBlobStore()),
   });
   return { agent, runtime, index };
 }
@@ -217,6 +221,7 @@ function anotherProcess(agent: FakeBedrockAgent, runtime: FakeRuntime, chunkText
     runtimeClient: runtime.client,
     knowledgeBases: KNOWLEDGE_BASES,
     chunkTexts: chunkTexts ?? { chunksOf: async () => [] },
+    manifests: new ChunkManifests(new InMemoryBlobStore()),
   });
 }
 
@@ -457,6 +462,79 @@ describe('deleteDocument', () => {
     const { agent, index } = setup();
     await index.deleteDocument(REF);
     expect(agent.inputs(DeleteKnowledgeBaseDocumentsCommand)).toEqual([]);
+  });
+});
+
+describe('listDocumentChunks (the chunk manifest)', () => {
+  /** Two processes (the worker that ingests, the API function that lists) over one data source and one bucket. */
+  function withManifests() {
+    const agent = new FakeBedrockAgent();
+    const runtime = new FakeRuntime();
+    const blobs = new InMemoryBlobStore();
+    const index = new BedrockKnowledgeIndex({
+      agentClient: agent.client,
+      runtimeClient: runtime.client,
+      knowledgeBases: KNOWLEDGE_BASES,
+      chunkTexts: { chunksOf: async () => chunks(12) },
+      manifests: new ChunkManifests(blobs),
+    });
+    return { agent, blobs, index, listing: new ChunkManifests(blobs) };
+  }
+  const positions = (page: { chunks: readonly { position: number }[] } | undefined) =>
+    page?.chunks.map((c) => c.position);
+
+  test('pages through the chunks as ingested, in position order, as the query reads them back', async () => {
+    const { index, listing } = withManifests();
+    const ingested = chunks(12, { label1: 'team:a', svc_internal_meta2: 'm2' });
+    await index.replaceDocument(REF, [...ingested].reverse(), { uploadId: 'upload-1', previous: [] });
+    const first = await listing.listDocumentChunks(REF, { afterPosition: null, limit: 5 });
+    expect(positions(first)).toEqual([0, 1, 2, 3, 4]);
+    expect(first?.total).toBe(12);
+    expect(positions(await listing.listDocumentChunks(REF, { afterPosition: 9, limit: 5 }))).toEqual([10, 11]);
+    expect(positions(await listing.listDocumentChunks(REF, { afterPosition: 11, limit: 5 }))).toEqual([]);
+    const { vector: _vector, ...expected } = ingested[3];
+    expect(first?.chunks[3]).toEqual(expected);
+  });
+
+  test('follows a metadata change, and leaves another upload alone', async () => {
+    const { agent, index, listing } = withManifests();
+    await index.replaceDocument(REF, chunks(12), { uploadId: 'upload-1', previous: [] });
+    agent.indexAll();
+    const metadata = { ...NO_METADATA, label2: 'tier:gold', svc_internal_meta4: 'owner' };
+    await index.updateDocumentMetadata(REF, metadata, {
+      uploadId: 'upload-1',
+      indexed: [{ uploadId: 'upload-1', count: 12 }],
+    });
+    const page = await listing.listDocumentChunks(REF, { afterPosition: null, limit: 100 });
+    expect(page?.chunks).toHaveLength(12);
+    for (const listed of page?.chunks ?? []) expect(listed).toMatchObject(metadata);
+    // An update for an upload the manifest is not of changes nothing there.
+    await index.updateDocumentMetadata(REF, NO_METADATA, { uploadId: 'upload-0', indexed: [] });
+    expect((await listing.listDocumentChunks(REF, { afterPosition: null, limit: 1 }))?.chunks[0]).toMatchObject(
+      metadata,
+    );
+  });
+
+  test("goes with the document's chunks: deleteDocument, or deleteUploads of its upload (not another's)", async () => {
+    const { index, listing } = withManifests();
+    await index.replaceDocument(REF, chunks(3), { uploadId: 'upload-2', previous: [] });
+    await index.deleteUploads(REF, [{ uploadId: 'upload-1', count: 3 }]);
+    expect(positions(await listing.listDocumentChunks(REF, { afterPosition: null, limit: 10 }))).toEqual([0, 1, 2]);
+    await index.deleteUploads(REF, [{ uploadId: 'upload-2', count: 3 }]);
+    expect(await listing.listDocumentChunks(REF, { afterPosition: null, limit: 10 })).toBeUndefined();
+    await index.replaceDocument(REF, chunks(3));
+    expect((await listing.listDocumentChunks(REF, { afterPosition: null, limit: 10 }))?.total).toBe(3);
+    await index.deleteDocument(REF);
+    expect(await listing.listDocumentChunks(REF, { afterPosition: null, limit: 10 })).toBeUndefined();
+  });
+
+  test('lives beside the document under _chunks/, a key the processing queue ignores', async () => {
+    const { blobs, index } = withManifests();
+    await index.replaceDocument(REF, chunks(2), { uploadId: 'upload-1', previous: [] });
+    const keys = [...blobs.objects.keys()];
+    expect(keys).toEqual([chunkManifestKey(REF)]);
+    expect(keys[0]).toBe(`${AGENT}/staging/${KB}/${DOC}/_chunks/manifest.json.gz`);
+    expect(documentOfObjectKey(keys[0])).toBeUndefined();
   });
 });
 

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { DynamoChunkIndex, passes } from '#adapters/index/dynamodb-chunks';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import type { DatasetRef } from '#core/knowledge/document';
-import type { DocumentRef, IndexFilter } from '#ports/processing';
+import type { DocumentChunkPage, DocumentRef, IndexFilter } from '#ports/processing';
 import { CHUNK_INDEX_TABLE } from '../../../../lib/tables';
 import { chunksOf, NO_METADATA } from '../../../helpers/chunks';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
@@ -197,6 +197,60 @@ describe('filters answer what the embedded index answers', () => {
       // And passes() alone agrees, chunk by chunk.
       const passing = docs.flatMap((d) => d.chunks).filter((c) => filters.every((f) => passes(c, f)));
       expect(passing.map((c) => c.chunkId).sort()).toEqual(expected);
+    }
+  });
+});
+
+describe('listDocumentChunks, in the chunk table and the embedded index alike', () => {
+  let lanceDir: string;
+  let lance: LanceKnowledgeIndex;
+
+  beforeAll(async () => {
+    lanceDir = mkdtempSync(join(tmpdir(), 'chunk-listing-'));
+    lance = await LanceKnowledgeIndex.open(lanceDir, { indexRefreshDelayMs: 0 });
+  });
+  afterAll(async () => {
+    await lance?.close();
+    rmSync(lanceDir, { recursive: true, force: true });
+  });
+
+  it('pages a document of 12 chunks in position order (10 after 9, not after 1), each as a hit gives it', async () => {
+    const dynamo = await newIndex();
+    const doc = ref('doc-listed', { knowledgeBaseId: 'kb-listing' });
+    const neighbour = ref('doc-listed-2', { knowledgeBaseId: 'kb-listing' });
+    const texts = Array.from({ length: 12 }, (_, i) => `Chapter ${i} about lighthouse number ${i}.`);
+    for (const index of [dynamo, lance]) {
+      await index.replaceDocument(doc, chunksOf(doc, texts, { label1: 'team:a' }));
+      await index.replaceDocument(neighbour, chunksOf(neighbour, ['Another document.']));
+      await index.updateDocumentMetadata(doc, { ...NO_METADATA, label2: 'tier:gold', svc_internal_meta1: 'm1' });
+      const pages = [];
+      let after: number | null = null;
+      for (;;) {
+        const page: DocumentChunkPage = await index.listDocumentChunks(doc, { afterPosition: after, limit: 5 });
+        expect(page.total).toBe(12);
+        if (page.chunks.length === 0) break;
+        pages.push(page.chunks.map((chunk) => chunk.position));
+        after = page.chunks.at(-1)?.position ?? null;
+      }
+      expect(pages).toEqual([
+        [0, 1, 2, 3, 4],
+        [5, 6, 7, 8, 9],
+        [10, 11],
+      ]);
+      const [hit] = await index.query({
+        scope: { ...scope, knowledgeBaseId: 'kb-listing' },
+        text: 'chapter 7',
+        filters: [],
+        limit: 1,
+      });
+      const listed = (await index.listDocumentChunks(doc, { afterPosition: 6, limit: 1 })).chunks[0];
+      expect(listed).toEqual(hit.chunk);
+      expect(listed).toMatchObject({ label1: null, label2: 'tier:gold', svc_internal_meta1: 'm1', position: 7 });
+      const none = await index.listDocumentChunks(ref('never-indexed', { knowledgeBaseId: 'kb-listing' }), {
+        afterPosition: null,
+        limit: 5,
+      });
+      expect(none).toEqual({ chunks: [], total: 0 });
     }
   });
 });
