@@ -1077,16 +1077,22 @@ it('fits a phone and a tablet: every screen as wide as the viewport, the navigat
   const knowledge = agentLinks.find((href) => href.endsWith('/knowledge')) as string;
   await page.goto(`${service.baseUrl}${knowledge}`);
   const documentsHref = await page.getByRole('link', { name: 'Documents of Manuals' }).getAttribute('href');
+  await page.goto(`${service.baseUrl}${documentsHref}`);
+  const chunksHref = await page
+    .getByRole('link', { name: /^Chunks of / })
+    .first()
+    .getAttribute('href');
   const screens = [
     '/agents',
     '/members',
     '/tokens',
     ...agentLinks,
     documentsHref as string,
+    chunksHref as string,
     `${documentsHref}/playground`,
     `${knowledge.replace(/\/knowledge$/, '')}/flows/playground`,
   ];
-  expect(screens.length).toBeGreaterThanOrEqual(10);
+  expect(screens.length).toBeGreaterThanOrEqual(11);
 
   for (const [width, height] of [
     [390, 844],

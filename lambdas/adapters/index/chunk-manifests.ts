@@ -23,6 +23,8 @@ import type { BlobStore } from '#ports/services';
 export const CHUNK_MANIFEST_FOLDER = '_chunks';
 const MANIFEST_FILE = 'manifest.json.gz';
 const VERSION = 1;
+/** Reads of a manifest before one that is not whole is an error (see `read`). */
+const MANIFEST_READS = 4;
 
 type ManifestChunk = Pick<IndexedChunk, 'chunkId' | 's3Key' | 'position' | 'text'> & ChunkMetadata;
 
@@ -89,11 +91,23 @@ export class ChunkManifests implements KnowledgeChunkListing {
     };
   }
 
+  /**
+   * The manifest, read again (up to MANIFEST_READS times) when what was read is not a whole one: S3 replaces an object
+   * at once, but s3rver (the local engine) writes it in place, so a reader can meet a manifest half rewritten by a
+   * document's reprocessing. A manifest still unreadable after that is an error.
+   */
   private async read(ref: DocumentRef): Promise<Manifest | undefined> {
-    const bytes = await this.blobs.get(chunkManifestKey(ref));
-    if (!bytes) return undefined;
-    const manifest = JSON.parse(gunzipSync(bytes).toString('utf8')) as Manifest;
-    return manifest.version === VERSION ? manifest : undefined;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const bytes = await this.blobs.get(chunkManifestKey(ref));
+        if (!bytes) return undefined;
+        const manifest = JSON.parse(gunzipSync(bytes).toString('utf8')) as Manifest;
+        return manifest.version === VERSION ? manifest : undefined;
+      } catch (error) {
+        if (attempt >= MANIFEST_READS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
+    }
   }
 
   private async put(ref: DocumentRef, manifest: Manifest): Promise<void> {

@@ -256,12 +256,12 @@ export function DocumentTable({
       <ErrorAlert error={retry.error} />
       <div ref={scroller} style={{ maxHeight: 560, overflow: 'auto' }} data-testid="documents-scroller">
         {/* Fixed layout: the name takes what the other columns leave and is cut, never the status or the actions;
-            below 760 px the table scrolls in its own box. */}
+            below 810 px the table scrolls in its own box. */}
         <Table
           striped
           stickyHeader
           layout="fixed"
-          miw={760}
+          miw={810}
           aria-label="Documents"
           aria-rowcount={documents.length + 1}
         >
@@ -271,7 +271,7 @@ export function DocumentTable({
               <Table.Th w={110}>Status</Table.Th>
               <Table.Th w="22%">Labels</Table.Th>
               <Table.Th w={170}>Updated</Table.Th>
-              <Table.Th w={220}>Actions</Table.Th>
+              <Table.Th w={270}>Actions</Table.Th>
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>

@@ -528,6 +528,26 @@ describe('listDocumentChunks (the chunk manifest)', () => {
     expect(await listing.listDocumentChunks(REF, { afterPosition: null, limit: 10 })).toBeUndefined();
   });
 
+  test('reads a manifest again when it met one half rewritten (s3rver writes in place), and fails if it stays so', async () => {
+    const { blobs, index } = withManifests();
+    await index.replaceDocument(REF, chunks(4), { uploadId: 'upload-1', previous: [] });
+    const whole = blobs.objects.get(chunkManifestKey(REF))?.bytes as Buffer;
+    expect(whole).toBeDefined();
+    // The first read meets the first half of the object (a writer replacing it); the second the whole.
+    let reads = 0;
+    const halfThenWhole = {
+      get: async (key: string) => (++reads === 1 ? whole.subarray(0, whole.length >> 1) : blobs.get(key)),
+      put: blobs.put.bind(blobs),
+      delete: blobs.delete.bind(blobs),
+    };
+    const page = await new ChunkManifests(halfThenWhole).listDocumentChunks(REF, { afterPosition: null, limit: 10 });
+    expect([reads, page?.total]).toEqual([2, 4]);
+    const alwaysHalf = { ...halfThenWhole, get: async () => whole.subarray(0, whole.length >> 1) };
+    await expect(
+      new ChunkManifests(alwaysHalf).listDocumentChunks(REF, { afterPosition: null, limit: 10 }),
+    ).rejects.toThrow();
+  });
+
   test('lives beside the document under _chunks/, a key the processing queue ignores', async () => {
     const { blobs, index } = withManifests();
     await index.replaceDocument(REF, chunks(2), { uploadId: 'upload-1', previous: [] });
