@@ -224,18 +224,38 @@ function VersionDiff({
       <pre className="version-diff" tabIndex={0}>
         {parts.map((part, index) => {
           const mark = part.added ? '+' : part.removed ? '-' : ' ';
-          const lines = part.value.replace(/\n$/, '').split('\n');
+          const lines = unchangedContext(part.value.replace(/\n$/, '').split('\n'), part, index, parts.length);
           return (
             <span
               // biome-ignore lint/suspicious/noArrayIndexKey: the parts of one diff, never reordered
               key={index}
               className={part.added ? 'diff-added' : part.removed ? 'diff-removed' : undefined}
             >
-              {lines.map((line) => `${mark} ${line}\n`).join('')}
+              {lines.map((line) => (line === null ? '  …\n' : `${mark} ${line}\n`)).join('')}
             </span>
           );
         })}
       </pre>
     </Stack>
   );
+}
+
+/** Lines of context kept around a change; longer unchanged stretches are cut to a `…`. */
+const CONTEXT_LINES = 3;
+
+/**
+ * The lines of one part of the diff as shown: a change whole; an unchanged stretch cut to CONTEXT_LINES after the
+ * change before it and before the change after it (null: the lines left out).
+ */
+function unchangedContext(
+  lines: string[],
+  part: { added?: boolean; removed?: boolean },
+  index: number,
+  count: number,
+): (string | null)[] {
+  if (part.added || part.removed) return lines;
+  const head = index > 0 ? CONTEXT_LINES : 0;
+  const tail = index < count - 1 ? CONTEXT_LINES : 0;
+  if (lines.length <= head + tail + 1) return lines;
+  return [...lines.slice(0, head), null, ...(tail > 0 ? lines.slice(-tail) : [])];
 }
