@@ -10,6 +10,7 @@ import { queryEventsSchema, trackEventSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
 import * as flows from './flows/schemas';
 import * as knowledge from './knowledge/schemas';
+import { responseSchemaOf } from './responses';
 import * as retrievalConfig from './retrieval/config-schemas';
 import * as retrieval from './retrieval/schemas';
 
@@ -119,6 +120,34 @@ const ORGANIZATION_PARAMETER = {
   schema: { type: 'string', format: 'uuid' },
 };
 
+/**
+ * The success answer of a route: its body schema (responses.ts) with the `success: true` every answer but the raw
+ * ones (this document) carries.
+ */
+function successResponse(routeId: string): Record<string, unknown> {
+  if (routeId === 'OpenApi') {
+    return {
+      description: 'This document',
+      content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } },
+    };
+  }
+  const schema = responseSchemaOf(routeId);
+  if (!schema) return { description: 'Success' };
+  const { $schema: _ignored, ...body } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as JsonSchema;
+  return {
+    description: 'Success',
+    content: {
+      'application/json': {
+        schema: {
+          ...body,
+          properties: { success: { const: true }, ...(body.properties ?? {}) },
+          required: ['success', ...(body.required ?? [])],
+        },
+      },
+    },
+  };
+}
+
 function pathParameterNames(path: string): string[] {
   return [...path.matchAll(/\{([^{}]+)\}/g)].map((m) => m[1]);
 }
@@ -157,9 +186,8 @@ export function buildOpenApiDocument() {
       ...(parameters.length ? { parameters } : {}),
       ...(requestBody ? { requestBody } : {}),
       responses: {
-        [route.successStatus ?? (route.method === 'POST' && route.id.startsWith('Create') ? 201 : 200)]: {
-          description: 'Success',
-        },
+        [route.successStatus ?? (route.method === 'POST' && route.id.startsWith('Create') ? 201 : 200)]:
+          successResponse(route.id),
         '400': errorResponse,
         ...(route.scope ? { '401': errorResponse, '403': errorResponse, '404': errorResponse } : {}),
       },

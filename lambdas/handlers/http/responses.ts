@@ -1,0 +1,32 @@
+/**
+ * The success body of every route, by route id (lib/routes.ts): one zod schema per route, written beside the
+ * request schemas of its area. The OpenAPI document (openapi-document.ts) is generated from these, and a jest helper
+ * checks every answer the integration suites receive against that document.
+ */
+import * as z from 'zod';
+import { RESPONSES as analytics } from './analytics/responses';
+import { RESPONSES as dashboard } from './dashboard/responses';
+import { RESPONSES as flows } from './flows/responses';
+import { RESPONSES as knowledge } from './knowledge/responses';
+import { RESPONSES as retrieval } from './retrieval/responses';
+
+const SERVICE: Readonly<Record<string, z.ZodType>> = {
+  Health: z.strictObject({ status: z.literal('ok') }),
+};
+
+const RESPONSE_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
+  ...SERVICE,
+  ...knowledge,
+  ...retrieval,
+  ...dashboard,
+  ...flows,
+  ...analytics,
+};
+
+/**
+ * The success body of `routeId`, without `success: true`; a dashboard mirror (lib/routes.ts, DASHBOARD_MIRRORS)
+ * answers what its customer route answers. Undefined where none is written yet.
+ */
+export function responseSchemaOf(routeId: string): z.ZodType | undefined {
+  return RESPONSE_SCHEMAS[routeId] ?? RESPONSE_SCHEMAS[routeId.replace(/^Dashboard(?=[A-Z])/, '')];
+}
