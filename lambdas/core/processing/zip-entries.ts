@@ -6,29 +6,7 @@
 import type { CustomMetaField } from '#core/knowledge/fields';
 
 /** Why the archive reader refused one entry; the rest of the archive is still read. */
-export type ZipEntryRejectionCode =
-  | 'UNSAFE_PATH'
-  | 'INVALID_FILE_NAME'
-  | 'ENCRYPTED_ENTRY'
-  | 'NESTED_ARCHIVE'
-  | 'FILE_TOO_LARGE'
-  | 'UNSUPPORTED_COMPRESSION'
-  | 'CORRUPT_ENTRY'
-  | 'DUPLICATE_ENTRY';
-
-/** Why a whole archive could not be (fully) read: the job fails; entries yielded before keep their outcome. */
-export type ZipArchiveErrorCode = 'ARCHIVE_TOO_LARGE' | 'INVALID_ARCHIVE';
-
-/** Why one file of the archive is not imported: refused by the reader, or by its row of the label file. */
-export type ZipFileErrorCode =
-  | ZipEntryRejectionCode
-  | 'INVALID_LABEL'
-  | 'INVALID_CUSTOM_META'
-  | 'INVALID_LABEL_ROW'
-  | 'INVALID_LABEL_FILE';
-
-/** Every ZipFileErrorCode: the error of a document made of a file its ZIP import refused. */
-export const ZIP_FILE_ERROR_CODES: ReadonlySet<string> = new Set<string>([
+const ZIP_ENTRY_REJECTION_CODES = [
   'UNSAFE_PATH',
   'INVALID_FILE_NAME',
   'ENCRYPTED_ENTRY',
@@ -37,10 +15,30 @@ export const ZIP_FILE_ERROR_CODES: ReadonlySet<string> = new Set<string>([
   'UNSUPPORTED_COMPRESSION',
   'CORRUPT_ENTRY',
   'DUPLICATE_ENTRY',
+] as const;
+
+export type ZipEntryRejectionCode = (typeof ZIP_ENTRY_REJECTION_CODES)[number];
+
+/** Why a whole archive could not be (fully) read: the job fails; entries yielded before keep their outcome. */
+export type ZipArchiveErrorCode = 'ARCHIVE_TOO_LARGE' | 'INVALID_ARCHIVE';
+
+/** Why one file of the archive is not imported: refused by the reader, or by its row of the label file. */
+const ZIP_FILE_CODES = [
+  ...ZIP_ENTRY_REJECTION_CODES,
   'INVALID_LABEL',
   'INVALID_CUSTOM_META',
   'INVALID_LABEL_ROW',
   'INVALID_LABEL_FILE',
+] as const;
+
+export type ZipFileErrorCode = (typeof ZIP_FILE_CODES)[number];
+
+/**
+ * The error of a document made of a file its ZIP import refused: every ZipFileErrorCode, and a customDocumentId
+ * (from the label file) another document already has.
+ */
+export const ZIP_FILE_ERROR_CODES: ReadonlySet<string> = new Set<string>([
+  ...ZIP_FILE_CODES,
   'DUPLICATE_CUSTOM_DOCUMENT_ID',
 ]);
 
