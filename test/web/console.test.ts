@@ -8,85 +8,53 @@
  * showing its own organization's data; signs out. axe checks every screen (no serious or critical violation), and
  * the first screen's JavaScript and CSS are weighed against the 300 KB (gzip) budget.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import AxeBuilder from '@axe-core/playwright';
-import { type Browser, chromium, type Page, type Request } from 'playwright-core';
-import { CHROMIUM_FLAGS, packagedChromium } from '#adapters/browser/playwright-driver';
+import type { Browser, Page, Request } from 'playwright-core';
+import {
+  expectAccessible as axe,
+  type ConsoleBrowser,
+  closeConsole,
+  openConsole,
+  screenshot as picture,
+} from '../helpers/console-browser';
 import { zipOf } from '../helpers/fixtures';
 import { refundFlow } from '../helpers/flow-definitions';
 import { DOCX_TYPE, docxOf, pdfOf } from '../helpers/office-files';
 import { pollUntil } from '../helpers/poll';
-import { client as apiClient, startService, type TestService } from '../helpers/service';
+import { client as apiClient, type TestService } from '../helpers/service';
 
 const ROOT = resolve(__dirname, '../..');
 const DIST = join(ROOT, 'web/dist');
 const FIRST_SCREEN_BUDGET_BYTES = 300 * 1024;
 
+let opened: ConsoleBrowser | undefined;
 let service: TestService;
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  // The build npm start would make (CONSOLE_BUILD is off in the test runtimes); kept if another suite made it.
-  const build = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build-web.ts', '--if-missing'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 180_000,
-  });
-  if (build.status !== 0) throw new Error(`the console did not build:\n${build.stdout}\n${build.stderr}`);
   const starting = Date.now();
-  [service, browser] = await Promise.all([
+  opened = await openConsole({
+    // A run longer than 2 s is handed to the flow runner (202 running), which the flow playground follows.
+    env: { FLOW_SYNC_BUDGET_MS: '2000', OUTBOUND_ALLOW_PRIVATE_NETWORK: 'true' },
     // The figure of the closing note: from the runtime's start (its process spawned) to the console's index.html.
-    startService({
-      // A run longer than 2 s is handed to the flow runner (202 running), which the flow playground follows.
-      env: { COGNITO: 'on', FLOW_SYNC_BUDGET_MS: '2000', OUTBOUND_ALLOW_PRIVATE_NETWORK: 'true' },
-    }).then(async (started) => {
+    started: async (started) => {
       const index = await fetch(`${started.baseUrl}/agents`, { headers: { accept: 'text/html' } });
       expect([index.status, (await index.text()).includes('<div id="root">')]).toEqual([200, true]);
       console.log(`[console] npm start to the console answering: ${Date.now() - starting} ms (web/dist built)`);
-      return started;
-    }),
-    packagedChromium().then((executablePath) => chromium.launch({ executablePath, args: CHROMIUM_FLAGS })),
-  ]);
-  // Reduced motion: the console's dialogs then open without a fade, which axe would read as faint text.
-  page = await (await browser.newContext({ reducedMotion: 'reduce' })).newPage();
+    },
+  });
+  ({ service, browser, page } = opened);
 }, 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await service?.stop();
-});
+afterAll(() => closeConsole(opened));
 
-/** No serious or critical accessibility violation on the page as it is now. */
-async function expectAccessible(screen: string, on: Page = page) {
-  const { violations } = await new AxeBuilder({ page: on }).analyze();
-  const serious = violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map(
-      (v) =>
-        `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => `${n.target.join(' ')} ${n.failureSummary}`).join(', ')}`,
-    );
-  expect(serious).toEqual([]);
-}
-
-/**
- * Where each screen's picture goes: `docs/screenshots` with `npm run screenshots` (the README shows them), else a
- * temporary folder, so a test run does not rewrite committed files.
- */
-const SCREENSHOTS = process.env.SCREENSHOTS_DIR
-  ? resolve(ROOT, process.env.SCREENSHOTS_DIR)
-  : join(tmpdir(), 'agent-platform-console-screenshots');
-
-async function screenshot(name: string, on: Page = page) {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  await on.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
-}
+const expectAccessible = (screen: string, on: Page = page) => axe(on, screen);
+const screenshot = (name: string, on: Page = page) => picture(on, name);
 
 /** The signed-in person's ID token, from the console's session. */
 async function personToken(on: Page = page): Promise<string> {

@@ -8,63 +8,30 @@
  * a node. axe checks the canvas screen; its picture is `flow-canvas`.
  */
 
-import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
-import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
-import { CHROMIUM_FLAGS, packagedChromium } from '#adapters/browser/playwright-driver';
+import type { Locator, Page } from 'playwright-core';
+import {
+  expectAccessible as axe,
+  type ConsoleBrowser,
+  closeConsole,
+  openConsole,
+  screenshot as picture,
+} from '../helpers/console-browser';
 import { refundFlow } from '../helpers/flow-definitions';
-import { client as apiClient, startService, type TestService } from '../helpers/service';
+import { client as apiClient, type TestService } from '../helpers/service';
 
-const ROOT = resolve(__dirname, '../..');
-
+let opened: ConsoleBrowser | undefined;
 let service: TestService;
-let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  // The build npm start would make (CONSOLE_BUILD is off in the test runtimes); kept if another suite made it.
-  const build = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build-web.ts', '--if-missing'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 180_000,
-  });
-  if (build.status !== 0) throw new Error(`the console did not build:\n${build.stdout}\n${build.stderr}`);
-  [service, browser] = await Promise.all([
-    startService({ env: { COGNITO: 'on' } }),
-    packagedChromium().then((executablePath) => chromium.launch({ executablePath, args: CHROMIUM_FLAGS })),
-  ]);
-  page = await (
-    await browser.newContext({ reducedMotion: 'reduce', viewport: { width: 1440, height: 1000 } })
-  ).newPage();
+  opened = await openConsole({ viewport: { width: 1440, height: 1000 } });
+  ({ service, page } = opened);
 }, 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await service?.stop();
-});
+afterAll(() => closeConsole(opened));
 
-async function expectAccessible(screen: string) {
-  const { violations } = await new AxeBuilder({ page }).analyze();
-  const serious = violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map(
-      (v) =>
-        `${screen}: ${v.id} (${v.impact}) ${v.nodes.map((n) => `${n.target.join(' ')} ${n.failureSummary}`).join(', ')}`,
-    );
-  expect(serious).toEqual([]);
-}
-
-const SCREENSHOTS = process.env.SCREENSHOTS_DIR
-  ? resolve(ROOT, process.env.SCREENSHOTS_DIR)
-  : join(tmpdir(), 'agent-platform-console-screenshots');
-
-async function screenshot(name: string) {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
-}
+const expectAccessible = (screen: string) => axe(page, screen);
+const screenshot = (name: string) => picture(page, name);
 
 const OWNER = { email: 'canvas@console.example.com', password: 'Canvas-pass-1', organization: 'Canvas Co' };
 

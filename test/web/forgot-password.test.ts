@@ -6,42 +6,27 @@
  * and an unknown address. It serves web/dist as console.test.ts does (built if missing: `npm run build:web` after a
  * change to web/).
  */
-import { spawnSync } from 'node:child_process';
-import { resolve } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { CHROMIUM_FLAGS, packagedChromium } from '#adapters/browser/playwright-driver';
+import type { Page } from 'playwright-core';
+import { type ConsoleBrowser, closeConsole, openConsole } from '../helpers/console-browser';
 import { pollUntil } from '../helpers/poll';
-import { client as apiClient, startService, type TestService } from '../helpers/service';
+import { client as apiClient, type TestService } from '../helpers/service';
 
-const ROOT = resolve(__dirname, '../..');
 const PERSON = { email: 'forgetful@console.example.com', password: 'First-pass-1', organization: 'Forgetful Co' };
 
+let opened: ConsoleBrowser | undefined;
 let service: TestService;
-let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  const build = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build-web.ts', '--if-missing'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 180_000,
-  });
-  if (build.status !== 0) throw new Error(`the console did not build:\n${build.stdout}\n${build.stderr}`);
-  [service, browser] = await Promise.all([
-    startService({ env: { COGNITO: 'on' } }),
-    packagedChromium().then((executablePath) => chromium.launch({ executablePath, args: CHROMIUM_FLAGS })),
-  ]);
-  page = await (await browser.newContext({ reducedMotion: 'reduce' })).newPage();
+  opened = await openConsole();
+  ({ service, page } = opened);
   const signUp = await apiClient(service, null)('POST', '/dashboard/signup', {
     body: { email: PERSON.email, password: PERSON.password, organizationName: PERSON.organization },
   });
   expect(signUp.status).toBe(201);
 }, 240_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await service?.stop();
-});
+afterAll(() => closeConsole(opened));
 
 async function signInWith(email: string, password: string): Promise<string> {
   await page.getByLabel('E-mail').fill(email);
