@@ -49,6 +49,11 @@ export interface DocumentRecord extends DatasetRef, Record<MetadataField, string
   /** The ZIP import that created it (its uploadId then is the zipJobId until its content is replaced). */
   readonly zipJobId?: string;
   /**
+   * Made by its ZIP import of a file the archive rules refused: failed, with no content. Holds while its uploadId is
+   * still the import's (a content update replaces the refusal).
+   */
+  readonly refusedByImport?: true;
+  /**
    * The uploads whose chunks may be in the index, with how many each gave (processing writes an upload here before it
    * indexes it, and leaves only that one once the others are removed). Absent on records written before it was kept:
    * the index then finds the chunks itself (docs/retrieval-aws.md, "Chunk identifiers").
@@ -71,7 +76,7 @@ export function reservationRecord(
       | 'contentType'
       | 'createdAt'
     > &
-    Pick<DocumentRecord, 'zipJobId'>,
+    Pick<DocumentRecord, 'zipJobId' | 'refusedByImport'>,
 ): DocumentRecord {
   return {
     ...fields,

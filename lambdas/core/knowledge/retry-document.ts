@@ -6,7 +6,6 @@
  * stays `uploaded` and the watchdog queues it again past its time limit: nothing is lost.
  */
 import { ConflictError } from '#core/errors';
-import { ZIP_FILE_ERROR_CODES } from '#core/processing/zip-entries';
 import type { Caller } from '#core/tenancy/tenancy';
 import { type DatasetRef, type DocumentRecord, type DocumentView, documentView } from './document';
 import { datasetOf, findDocument } from './find-document';
@@ -18,15 +17,9 @@ function notFailed(doc: DocumentRecord): ConflictError {
   ]);
 }
 
-/** A failed document a ZIP import made of a file its archive rules refused: it has no content (zip-job.ts). */
+/** A failed document a ZIP import made of a file its archive rules refused, not replaced since: it has no content. */
 function refusedByZipImport(doc: DocumentRecord): boolean {
-  return (
-    doc.zipJobId !== undefined &&
-    doc.zipJobId === doc.uploadId &&
-    doc.fileSize === 0 &&
-    doc.error !== null &&
-    ZIP_FILE_ERROR_CODES.has(doc.error.code)
-  );
+  return doc.refusedByImport === true && doc.zipJobId === doc.uploadId;
 }
 
 /** POST /knowledge/documents/retry */

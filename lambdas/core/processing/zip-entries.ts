@@ -6,7 +6,7 @@
 import type { CustomMetaField } from '#core/knowledge/fields';
 
 /** Why the archive reader refused one entry; the rest of the archive is still read. */
-const ZIP_ENTRY_REJECTION_CODES = [
+export const ZIP_ENTRY_REJECTION_CODES = [
   'UNSAFE_PATH',
   'INVALID_FILE_NAME',
   'ENCRYPTED_ENTRY',
@@ -23,7 +23,7 @@ export type ZipEntryRejectionCode = (typeof ZIP_ENTRY_REJECTION_CODES)[number];
 export type ZipArchiveErrorCode = 'ARCHIVE_TOO_LARGE' | 'INVALID_ARCHIVE';
 
 /** Why one file of the archive is not imported: refused by the reader, or by its row of the label file. */
-const ZIP_FILE_CODES = [
+export const ZIP_FILE_ERROR_CODES = [
   ...ZIP_ENTRY_REJECTION_CODES,
   'INVALID_LABEL',
   'INVALID_CUSTOM_META',
@@ -31,16 +31,7 @@ const ZIP_FILE_CODES = [
   'INVALID_LABEL_FILE',
 ] as const;
 
-export type ZipFileErrorCode = (typeof ZIP_FILE_CODES)[number];
-
-/**
- * The error of a document made of a file its ZIP import refused: every ZipFileErrorCode, and a customDocumentId
- * (from the label file) another document already has.
- */
-export const ZIP_FILE_ERROR_CODES: ReadonlySet<string> = new Set<string>([
-  ...ZIP_FILE_CODES,
-  'DUPLICATE_CUSTOM_DOCUMENT_ID',
-]);
+export type ZipFileErrorCode = (typeof ZIP_FILE_ERROR_CODES)[number];
 
 export interface ZipProblem<C extends string> {
   readonly code: C;

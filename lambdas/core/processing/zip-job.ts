@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { NotFoundError } from '#core/errors';
 import { contentTypeFor } from '#core/knowledge/content-types';
-import { type DatasetRef, reservationRecord } from '#core/knowledge/document';
+import { type DatasetRef, type DocumentRecord, reservationRecord } from '#core/knowledge/document';
 import { CUSTOM_META_FIELDS, type CustomMetaField, fileNameSafetyViolations } from '#core/knowledge/fields';
 import { documentS3Key } from '#core/knowledge/object-keys';
 import { pageTokens } from '#core/paging/pages';
@@ -230,27 +230,9 @@ async function recordRefused(
     error: file.error,
   };
   const documentId = zipDocumentId(job.zipJobId, file.fileName);
-  const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
   const fileName = refusedFileName(file.fileName);
-  const s3Key = documentS3Key(ref, documentId, fileName);
-  const contentType = contentTypeFor(fileName);
-  const reserved = await deps.documents.reserve(
-    reservationRecord({
-      ...ref,
-      organizationId: job.organizationId,
-      documentId,
-      customDocumentId: null,
-      s3Key,
-      fileName,
-      uploadId: job.zipJobId,
-      reservedUntil: now,
-      contentType,
-      createdAt: now,
-      zipJobId: job.zipJobId,
-    }),
-    now,
-  );
-  let doc = reserved ? undefined : await deps.documents.get(ref, documentId);
+  const { ref, s3Key, contentType, existing } = await reserveFor(deps, job, documentId, null, fileName, now, true);
+  let doc = existing;
   // The id is derived from (job, path): taken by something else only if a caller chose it as a customDocumentId.
   if (doc && doc.uploadId !== job.zipJobId) return { entry: refused };
   if (!doc || doc.status === 'reserved') {
@@ -268,6 +250,43 @@ async function recordRefused(
   return { entry: { ...refused, documentId, s3Key } };
 }
 
+/**
+ * The document of one file of the job reserved under `documentId` (`refused`: with the mark of a file the archive
+ * rules refused), or what already holds that id: the same file's document from an attempt cut off, or another
+ * upload's.
+ */
+async function reserveFor(
+  deps: ZipImportDeps,
+  job: ZipJobRecord,
+  documentId: string,
+  customDocumentId: string | null,
+  fileName: string,
+  now: string,
+  refused = false,
+): Promise<{ ref: DatasetRef; s3Key: string; contentType: string; existing?: DocumentRecord }> {
+  const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
+  const s3Key = documentS3Key(ref, documentId, fileName);
+  const contentType = contentTypeFor(fileName);
+  const reserved = await deps.documents.reserve(
+    reservationRecord({
+      ...ref,
+      organizationId: job.organizationId,
+      documentId,
+      customDocumentId,
+      s3Key,
+      fileName,
+      uploadId: job.zipJobId,
+      reservedUntil: now,
+      contentType,
+      createdAt: now,
+      zipJobId: job.zipJobId,
+      ...(refused ? { refusedByImport: true as const } : {}),
+    }),
+    now,
+  );
+  return { ref, s3Key, contentType, existing: reserved ? undefined : await deps.documents.get(ref, documentId) };
+}
+
 /** The refused file's name as a document's: its last path segment when that is a safe name, else `refused-file`. */
 function refusedFileName(path: string): string {
   const last = path.slice(Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\')) + 1);
@@ -283,8 +302,14 @@ async function createDocument(
   now: string,
 ): Promise<Stored> {
   const documentId = file.customDocumentId ?? zipDocumentId(job.zipJobId, file.fileName);
-  const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
-  const s3Key = `${job.agentId}/${job.environment}/${job.knowledgeBaseId}/${documentId}/${file.baseName}`;
+  const { ref, s3Key, contentType, existing } = await reserveFor(
+    deps,
+    job,
+    documentId,
+    file.customDocumentId,
+    file.baseName,
+    now,
+  );
   const customMeta = customMetaOf(file);
   const outcome = {
     fileName: file.fileName,
@@ -294,24 +319,6 @@ async function createDocument(
     label2: file.label2,
     ...customMeta,
   };
-  const contentType = contentTypeFor(file.baseName);
-  const reserved = await deps.documents.reserve(
-    reservationRecord({
-      ...ref,
-      organizationId: job.organizationId,
-      documentId,
-      customDocumentId: file.customDocumentId,
-      s3Key,
-      fileName: file.baseName,
-      uploadId: job.zipJobId,
-      reservedUntil: now,
-      contentType,
-      createdAt: now,
-      zipJobId: job.zipJobId,
-    }),
-    now,
-  );
-  const existing = reserved ? undefined : await deps.documents.get(ref, documentId);
   if (existing && existing.uploadId !== job.zipJobId) {
     return recordRefused(
       deps,
