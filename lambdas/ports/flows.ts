@@ -313,8 +313,12 @@ export type OutboundErrorCode = 'TARGET_REFUSED' | 'OUTBOUND_FAILED' | 'BROWSER_
 
 /** A node's outbound call failed; the session fails with this code (never echoed with internal addresses). */
 export class OutboundError extends AppError {
-  constructor(code: OutboundErrorCode, message: string) {
+  /** No answer came within the call's time limit (the caller may tell a timeout from other failures by it). */
+  readonly timedOut: boolean;
+
+  constructor(code: OutboundErrorCode, message: string, options: { readonly timedOut?: boolean } = {}) {
     super(code === 'TARGET_REFUSED' ? 400 : 502, code, message);
+    this.timedOut = options.timedOut === true;
   }
 }
 

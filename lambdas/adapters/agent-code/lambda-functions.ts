@@ -25,7 +25,9 @@ export class LambdaAgentCodeFunctions implements AgentCodeFunctions {
     } catch (error) {
       const { name, $metadata } = (error ?? {}) as { name?: string; $metadata?: { httpStatusCode?: number } };
       if (name === 'TimeoutError' || name === 'AbortError') {
-        throw new OutboundError('OUTBOUND_FAILED', `The agent code function timed out after ${request.timeoutMs} ms`);
+        throw new OutboundError('OUTBOUND_FAILED', `The agent code function timed out after ${request.timeoutMs} ms`, {
+          timedOut: true,
+        });
       }
       // Lambda's own refusal (403: not granted or not allowed by the function's policy; 404; 429): its name only.
       const status = $metadata?.httpStatusCode;

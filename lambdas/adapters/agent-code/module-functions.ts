@@ -40,7 +40,11 @@ export class ModuleAgentCodeFunctions implements AgentCodeFunctions {
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () =>
-          reject(new OutboundError('OUTBOUND_FAILED', `The agent code module timed out after ${request.timeoutMs} ms`)),
+          reject(
+            new OutboundError('OUTBOUND_FAILED', `The agent code module timed out after ${request.timeoutMs} ms`, {
+              timedOut: true,
+            }),
+          ),
         request.timeoutMs,
       );
     });

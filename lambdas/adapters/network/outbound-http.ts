@@ -80,7 +80,9 @@ export class GuardedOutboundHttp implements OutboundHttp {
       return await Promise.race([exchange(), timedOut]);
     } catch (error) {
       if (signal.aborted) {
-        throw new OutboundError('OUTBOUND_FAILED', `The request to ${host} timed out after ${timeoutMs} ms`);
+        throw new OutboundError('OUTBOUND_FAILED', `The request to ${host} timed out after ${timeoutMs} ms`, {
+          timedOut: true,
+        });
       }
       if (error instanceof OutboundError) throw error;
       // Never the error's message: it names the resolved address.

@@ -84,7 +84,7 @@ export async function callTriggerHandler(context: RunContext): Promise<boolean> 
 
 function handlerFailure(error: unknown): FlowError {
   if (error instanceof FlowError) return error;
-  if (error instanceof OutboundError && /timed out/.test(error.message)) {
+  if (error instanceof OutboundError && error.timedOut) {
     return new FlowError('AGENT_CODE_TIMEOUT', error.message);
   }
   if (error instanceof Error && 'code' in error) {

@@ -12,7 +12,7 @@
  * A message whose JSON is over AI_MESSAGE_RETRY_MAX_BYTES is not queued (an SQS message holds 256 KB).
  */
 import { type AnalyticsRecorder, recordBuiltInEventIfValid } from '#core/analytics/track';
-import type { AiMessageDeliveryMessage, FlowRunQueue } from '#ports/flows';
+import { type AiMessageDeliveryMessage, type FlowRunQueue, OutboundError } from '#ports/flows';
 import { type CallbackDeps, postSignedCallback } from './callback-delivery';
 import { describeFailure } from './run-context';
 
@@ -49,7 +49,8 @@ export async function deliverOnce(
     return { delivered: false, status: response.status, code: failedCode };
   } catch (error) {
     const failure = describeFailure(error);
-    const code = message.agentCode && /timed out/.test(failure.message) ? 'AGENT_CODE_TIMEOUT' : failedCode;
+    const timedOut = error instanceof OutboundError && error.timedOut;
+    const code = message.agentCode && timedOut ? 'AGENT_CODE_TIMEOUT' : failedCode;
     return { delivered: false, error: failure.message, code };
   }
 }
