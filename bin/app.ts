@@ -122,6 +122,22 @@ function contextCount(setting: Setting, name: keyof StageSettings): number | und
   return value;
 }
 
+/**
+ * A list setting, comma-separated or a JSON array: up to `max` distinct strings, each one `valid`; undefined when the
+ * value is not such a list (the caller names what it expected).
+ */
+function contextList(raw: unknown, max: number, valid: (item: string) => boolean): string[] | undefined {
+  const list =
+    typeof raw === 'string'
+      ? raw
+          .split(',')
+          .map((item) => item.trim())
+          .filter((item) => item !== '')
+      : raw;
+  if (!Array.isArray(list) || list.length > max || new Set(list).size !== list.length) return undefined;
+  return list.every((item) => typeof item === 'string' && valid(item)) ? (list as string[]) : undefined;
+}
+
 const STAGE_PATTERN = /^[a-z][a-z0-9-]{0,19}$/;
 
 /** A setting's raw value: its `-c` flag, else its value in the stage file, else undefined. */
@@ -158,25 +174,14 @@ const MAX_AGENT_CODE_FUNCTIONS = 20;
 
 function readAgentCodeFunctions(setting: Setting): string[] {
   const raw: unknown = setting('agentCodeFunctions') ?? [];
-  const list =
-    typeof raw === 'string'
-      ? raw
-          .split(',')
-          .map((arn) => arn.trim())
-          .filter((arn) => arn !== '')
-      : raw;
-  if (
-    !Array.isArray(list) ||
-    list.length > MAX_AGENT_CODE_FUNCTIONS ||
-    new Set(list).size !== list.length ||
-    list.some((arn) => typeof arn !== 'string' || !LAMBDA_FUNCTION_ARN.test(arn))
-  ) {
+  const list = contextList(raw, MAX_AGENT_CODE_FUNCTIONS, (arn) => LAMBDA_FUNCTION_ARN.test(arn));
+  if (!list) {
     throw new Error(
       `Invalid context agentCodeFunctions=${JSON.stringify(raw)}: expected up to ${MAX_AGENT_CODE_FUNCTIONS} distinct ` +
         'Lambda function ARNs (arn:aws:lambda:<region>:<account>:function:<name>), comma-separated',
     );
   }
-  return list as string[];
+  return list;
 }
 
 export function readConfig(app: App): AppConfig {
@@ -198,20 +203,14 @@ export function readConfig(app: App): AppConfig {
   }
   const models =
     rawModels === undefined ? (generateModelId === undefined ? [DEFAULT_MODEL] : [generateModelId]) : rawModels;
-  const modelList =
-    models === OFFLINE_MODELS ? [] : typeof models === 'string' ? models.split(',').map((m) => m.trim()) : models;
-  if (
-    !Array.isArray(modelList) ||
-    modelList.length > MAX_MODELS ||
-    new Set(modelList).size !== modelList.length ||
-    modelList.some((m) => typeof m !== 'string' || !MODEL_ID.test(m))
-  ) {
+  const modelList = models === OFFLINE_MODELS ? [] : contextList(models, MAX_MODELS, (m) => MODEL_ID.test(m));
+  if (!modelList) {
     throw new Error(
       `Invalid context models=${JSON.stringify(rawModels)}: expected up to ${MAX_MODELS} distinct Bedrock model or ` +
         `inference profile ids, comma-separated, the default first (or ${OFFLINE_MODELS})`,
     );
   }
-  for (const id of modelList as string[]) bedrockModel(id);
+  for (const id of modelList) bedrockModel(id);
   const openAiCompatible = readOpenAiCompatible(setting);
   const agentCodeFunctions = readAgentCodeFunctions(setting);
   const knowledgeIndex: unknown = setting('knowledgeIndex') ?? 'bedrock';
@@ -311,7 +310,7 @@ export function readConfig(app: App): AppConfig {
     waf,
     console: consoleSite,
     wafRateLimit,
-    models: modelList as string[],
+    models: modelList,
     agentCodeFunctions,
     ...(openAiCompatible ? { openAiCompatible } : {}),
     ...(uploadUrlTtlSeconds !== undefined ? { uploadUrlTtlSeconds } : {}),
