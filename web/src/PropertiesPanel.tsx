@@ -76,12 +76,12 @@ function Field({
   const error = problemText(problems);
   const description = schema.description;
   const kind = typeOf(schema);
+  // What every field's row shows: its label, its help and the problem found in it.
+  const row = { label, description, error };
   if (kind === 'enum') {
     return (
       <Select
-        label={label}
-        description={description}
-        error={error}
+        {...row}
         required={required}
         clearable={!required}
         data={(schema.enum ?? []).map(String)}
@@ -95,9 +95,7 @@ function Field({
     const fallback = typeof schema.default === 'boolean' ? schema.default : false;
     return (
       <Switch
-        label={label}
-        description={description}
-        error={error}
+        {...row}
         checked={typeof value === 'boolean' ? value : fallback}
         // The default (or false) is said by leaving the field out, as a person writing the JSON would.
         onChange={(event) =>
@@ -109,9 +107,7 @@ function Field({
   if (kind === 'number' || kind === 'integer') {
     return (
       <NumberInput
-        label={label}
-        description={description}
-        error={error}
+        {...row}
         required={required}
         min={schema.minimum}
         max={schema.maximum}
@@ -124,13 +120,7 @@ function Field({
   }
   if (kind === 'string') {
     const long = (schema.maxLength ?? 0) > 2000;
-    const common = {
-      label,
-      description,
-      error,
-      required,
-      value: typeof value === 'string' ? value : '',
-    };
+    const common = { ...row, required, value: typeof value === 'string' ? value : '' };
     const change = (text: string) => onChange(text === '' && !required ? undefined : text);
     return long ? (
       <Textarea {...common} autosize minRows={3} maxRows={10} onChange={(event) => change(event.currentTarget.value)} />
@@ -179,9 +169,8 @@ function Field({
     // A scalar of several types (a `when` test's value): JSON when it reads as a number or boolean, else text.
     return (
       <TextInput
-        label={label}
+        {...row}
         description={`${description ?? ''} (a number, true or false, or text)`.trim()}
-        error={error}
         value={value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value)}
         onChange={(event) => {
           const text = event.currentTarget.value;
@@ -191,16 +180,7 @@ function Field({
       />
     );
   }
-  return (
-    <JsonField
-      label={label}
-      description={description}
-      error={error}
-      value={value}
-      onChange={onChange}
-      required={required}
-    />
-  );
+  return <JsonField {...row} value={value} onChange={onChange} required={required} />;
 }
 
 function startingObject(schema: JsonSchema): Record<string, unknown> {
