@@ -359,7 +359,9 @@ export const getZipJobResponse = z
         status: 'processing',
         failedCount: 1,
         error: null,
-        warnings: ['labels.csv row 4 names no file of the archive: policies/old.pdf'],
+        warnings: [
+          'label file line 4: "policies/old.pdf" names no file of the archive: give the file name with its extension, its path in the archive, or its name without extension as a custom document id; the row is ignored',
+        ],
         createdAt: EXAMPLE.createdAt,
         updatedAt: EXAMPLE.updatedAt,
         files: [
@@ -377,9 +379,9 @@ export const getZipJobResponse = z
             error: null,
           },
           {
-            fileName: 'tools/setup.exe',
+            fileName: 'archive/2019-policies.zip',
             documentId: REFUSED_DOCUMENT_ID,
-            s3Key: `${EXAMPLE.agentId}/production/${EXAMPLE.knowledgeBaseId}/${REFUSED_DOCUMENT_ID}/setup.exe`,
+            s3Key: `${EXAMPLE.agentId}/production/${EXAMPLE.knowledgeBaseId}/${REFUSED_DOCUMENT_ID}/2019-policies.zip`,
             label1: null,
             label2: null,
             customMeta1: null,
@@ -387,7 +389,10 @@ export const getZipJobResponse = z
             customMeta3: null,
             customMeta4: null,
             status: 'failed',
-            error: { code: 'UNSUPPORTED_FILE_TYPE', message: 'setup.exe: .exe files are not imported' },
+            error: {
+              code: 'NESTED_ARCHIVE',
+              message: 'refused: the content is a ZIP archive; archives inside the archive are not imported',
+            },
           },
         ],
       },
