@@ -22,7 +22,7 @@ export async function createUpdateUploadLink(
   deps: KnowledgeDeps,
   caller: Caller,
   request: UpdateUploadLinkRequest,
-): Promise<UploadLinkResponse> {
+): Promise<UploadLinkResponse & { readonly documentId: string }> {
   if (isZipFileName(request.fileName)) {
     throw new ValidationError([
       { field: 'fileName', rule: 'fileName.notZip', message: 'a document cannot be replaced by a ZIP archive' },
@@ -44,5 +44,6 @@ export async function createUpdateUploadLink(
     declaredSize: request.fileSize ?? null,
     metadata: pickMetadataChanges(request),
   });
-  return issueUploadUrl(deps, session);
+  // The document's id always: the answer of an update names the document it changes.
+  return { ...(await issueUploadUrl(deps, session)), documentId: doc.documentId };
 }

@@ -51,7 +51,12 @@ export async function listDocumentChunks(
   deps: ChunkListDeps,
   caller: Caller,
   request: ListDocumentChunksRequest,
-): Promise<{ status: DocumentStatus; chunks: DocumentChunkView[]; total: number; nextToken: string | null }> {
+): Promise<{
+  status: Exclude<DocumentStatus, 'failed'>;
+  chunks: DocumentChunkView[];
+  total: number;
+  nextToken: string | null;
+}> {
   const doc = await findDocument(deps, caller, request);
   const identity = [doc.agentId, doc.environment, doc.knowledgeBaseId, doc.documentId, request.q ?? null];
   let after: number | null =
@@ -62,7 +67,7 @@ export async function listDocumentChunks(
       `The document failed processing (${doc.error?.code ?? 'no code'}): retrieval finds none of its chunks; retry it or upload it again`,
     );
   }
-  const status = doc.status as DocumentStatus;
+  const status = doc.status as Exclude<DocumentStatus, 'failed'>;
   const ref = {
     agentId: doc.agentId,
     environment: doc.environment,

@@ -142,6 +142,10 @@ function successResponse(routeId: string): Record<string, unknown> {
           ...body,
           properties: { success: { const: true }, ...(body.properties ?? {}) },
           required: ['success', ...(body.required ?? [])],
+          // An example is a whole answer: the envelope's `success: true` too.
+          ...(Array.isArray(body.examples)
+            ? { examples: body.examples.map((example) => ({ success: true, ...(example as object) })) }
+            : {}),
         },
       },
     },

@@ -1117,7 +1117,32 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * Format: uuid
+                         * @description Name it to upload-complete once the file is PUT.
+                         */
+                        uploadId: string;
+                        /**
+                         * Format: uri
+                         * @description A pre-signed URL: PUT the file there, with `requiredHeaders`.
+                         */
+                        uploadUrl: string;
+                        /** @description Seconds the URL works for. */
+                        expiresIn: number;
+                        s3Key: string;
+                        documentId?: string;
+                        /** Format: uuid */
+                        zipJobId?: string;
+                        /** @description Headers the PUT must send as they are (the content type, and the size when declared). */
+                        requiredHeaders: {
+                            [key: string]: string;
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1226,7 +1251,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @enum {string} */
+                        type: "document" | "zip_import";
+                        s3Key: string;
+                        /** @description With `type: document`. */
+                        documentId?: string;
+                        /**
+                         * Format: uuid
+                         * @description With `type: zip_import`: follow it at GET /api/v1/knowledge/zip-jobs/{zipJobId}.
+                         */
+                        zipJobId?: string;
+                        /** @constant */
+                        status: "uploaded";
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1349,7 +1395,30 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * Format: uuid
+                         * @description Name it to upload-complete once the file is PUT.
+                         */
+                        uploadId: string;
+                        /**
+                         * Format: uri
+                         * @description A pre-signed URL: PUT the file there, with `requiredHeaders`.
+                         */
+                        uploadUrl: string;
+                        /** @description Seconds the URL works for. */
+                        expiresIn: number;
+                        s3Key: string;
+                        documentId: string;
+                        /** @description Headers the PUT must send as they are (the content type, and the size when declared). */
+                        requiredHeaders: {
+                            [key: string]: string;
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1458,7 +1527,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @enum {string} */
+                        type: "document" | "zip_import";
+                        s3Key: string;
+                        /** @description With `type: document`. */
+                        documentId?: string;
+                        /**
+                         * Format: uuid
+                         * @description With `type: zip_import`: follow it at GET /api/v1/knowledge/zip-jobs/{zipJobId}.
+                         */
+                        zipJobId?: string;
+                        /** @constant */
+                        status: "uploaded";
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1579,7 +1669,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1687,7 +1811,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1808,7 +1966,16 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        documentId: string;
+                        s3Key: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1919,7 +2086,44 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * @description `uploaded`: the chunks of its previous content while new content is processed, or none.
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready";
+                        chunks: {
+                            chunkId: string;
+                            position: number;
+                            text: string;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                        }[];
+                        /** @description Chunks of the document, whatever `q`. */
+                        total: number;
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -2031,7 +2235,53 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Newest first, narrowed by the filters. */
+                        documents: {
+                            /** @description The document’s identifier path, fixed at creation. */
+                            s3Key: string;
+                            /** @description Its customDocumentId when one was given, else a generated UUID. */
+                            documentId: string;
+                            customDocumentId: string | null;
+                            fileName: string;
+                            /**
+                             * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "ready" | "failed";
+                            contentType: string;
+                            /** @description Bytes of its current content. */
+                            fileSize: number | null;
+                            label1: string | null;
+                            label2: string | null;
+                            customMeta1: string | null;
+                            customMeta2: string | null;
+                            customMeta3: string | null;
+                            customMeta4: string | null;
+                            /** @description Why processing failed; null unless `failed`. */
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        /** @description The whole dataset’s documents per status, whatever the filters and the page. */
+                        counts: {
+                            uploaded: number;
+                            ready: number;
+                            failed: number;
+                            total: number;
+                        };
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -2146,7 +2396,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -2254,7 +2538,38 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            zipJobId: string;
+                            /**
+                             * @description `completed` once the archive is read through and every document it created is `ready` or `failed`; `failed` when the archive itself could not be imported (see `error`).
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "processing" | "completed" | "failed";
+                            /** @description Its documents that are `failed` now, the files the archive rules refused included. */
+                            failedCount: number;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** @description What the archive rules noticed without failing a file. */
+                            warnings: string[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** @description Entries of the archive; null until it is read through. */
+                            fileCount: number | null;
+                        }[];
+                        count: number;
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -2358,7 +2673,52 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        zipJobId: string;
+                        /**
+                         * @description `completed` once the archive is read through and every document it created is `ready` or `failed`; `failed` when the archive itself could not be imported (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "processing" | "completed" | "failed";
+                        /** @description Its documents that are `failed` now, the files the archive rules refused included. */
+                        failedCount: number;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** @description What the archive rules noticed without failing a file. */
+                        warnings: string[];
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        files: {
+                            /** @description Its path in the archive. */
+                            fileName: string;
+                            documentId: string | null;
+                            s3Key: string | null;
+                            label1: string | null;
+                            label2: string | null;
+                            customMeta1: string | null;
+                            customMeta2: string | null;
+                            customMeta3: string | null;
+                            customMeta4: string | null;
+                            /**
+                             * @description Its document’s status now.
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "ready" | "failed";
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        }[];
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3474,7 +3834,25 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            knowledgeBaseId: string;
+                            /** Format: uuid */
+                            agentId: string;
+                            name: string;
+                            description: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        count: number;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3588,7 +3966,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        name: string;
+                        description: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3696,7 +4089,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        name: string;
+                        description: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3804,7 +4212,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @constant */
+                        status: "deleting";
+                        /** Format: date-time */
+                        startedAt: string;
+                        /** @description Environments whose default retrieval named the knowledge base and no longer does. */
+                        defaultRetrievalChanged: ("development" | "staging" | "production")[];
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3919,7 +4342,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        name: string;
+                        description: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4027,7 +4465,40 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** @enum {string} */
+                        status: "running" | "completed";
+                        /** Format: date-time */
+                        startedAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Its last progress.
+                         */
+                        updatedAt: string;
+                        completedAt: string | null;
+                        /** @description The datasets it reindexes, in order. */
+                        environments: ("development" | "staging" | "production")[];
+                        /** @description `ready` documents when it started, of every environment it reindexes. */
+                        total: number;
+                        reindexed: number;
+                        /** @description Documents no longer `ready`: their own processing indexes them. */
+                        skipped: number;
+                        failed: number;
+                        /** @description The first failures (at most 20); a failed document stays as it was. */
+                        failures: {
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            documentId: string;
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4142,7 +4613,40 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** @enum {string} */
+                        status: "running" | "completed";
+                        /** Format: date-time */
+                        startedAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Its last progress.
+                         */
+                        updatedAt: string;
+                        completedAt: string | null;
+                        /** @description The datasets it reindexes, in order. */
+                        environments: ("development" | "staging" | "production")[];
+                        /** @description `ready` documents when it started, of every environment it reindexes. */
+                        total: number;
+                        reindexed: number;
+                        /** @description Documents no longer `ready`: their own processing indexes them. */
+                        skipped: number;
+                        failed: number;
+                        /** @description The first failures (at most 20); a failed document stays as it was. */
+                        failures: {
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            documentId: string;
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4269,7 +4773,70 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Best first. */
+                        results: {
+                            content: string;
+                            score: number;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                        }[];
+                        /** @description Present when the request asked `explain: true`. */
+                        explain?: {
+                            /** @description The filters applied, memory placeholders resolved. */
+                            filters: {
+                                /** @enum {string} */
+                                key: "label1" | "label2";
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "greaterThan" | "lessThan";
+                                value: string;
+                            }[];
+                            /** @description Filters left out: their memory value was null or absent. */
+                            skippedFilters: {
+                                index: number;
+                                key: string;
+                                value: string;
+                                reason: string;
+                            }[];
+                            /** @description The filter as the index backend received it; null when none. */
+                            backendFilter: unknown;
+                            /** @enum {string} */
+                            retrieval: "lexical" | "hybrid";
+                            numberOfResults: number;
+                            minScore: number;
+                            candidates: {
+                                documentId: string;
+                                chunkId: string;
+                                score: number;
+                                /** @description Of a hybrid score: its lexical part. */
+                                lexicalScore?: number;
+                                /** @description Of a hybrid score: its vector part. */
+                                vectorScore?: number;
+                                /** @description Whether its score reached minScore. */
+                                kept: boolean;
+                            }[];
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4396,7 +4963,82 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        answer: string;
+                        citations: {
+                            /** @description 0-based index into `results`. */
+                            resultIndex: number;
+                            documentId: string;
+                            s3Key: string;
+                            chunkId: string;
+                            /** @description The sentence of that result quoted (extractive answers). */
+                            sentence?: string;
+                        }[];
+                        /** @description What the answer was generated from, best first. */
+                        results: {
+                            content: string;
+                            score: number;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                        }[];
+                        /** @description The model that answered, or `extractive` when none is configured. */
+                        model: string;
+                        /** @description Present when the request asked `explain: true`. */
+                        explain?: {
+                            /** @description The filters applied, memory placeholders resolved. */
+                            filters: {
+                                /** @enum {string} */
+                                key: "label1" | "label2";
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "greaterThan" | "lessThan";
+                                value: string;
+                            }[];
+                            /** @description Filters left out: their memory value was null or absent. */
+                            skippedFilters: {
+                                index: number;
+                                key: string;
+                                value: string;
+                                reason: string;
+                            }[];
+                            /** @description The filter as the index backend received it; null when none. */
+                            backendFilter: unknown;
+                            /** @enum {string} */
+                            retrieval: "lexical" | "hybrid";
+                            numberOfResults: number;
+                            minScore: number;
+                            candidates: {
+                                documentId: string;
+                                chunkId: string;
+                                score: number;
+                                /** @description Of a hybrid score: its lexical part. */
+                                lexicalScore?: number;
+                                /** @description Of a hybrid score: its vector part. */
+                                vectorScore?: number;
+                                /** @description Whether its score reached minScore. */
+                                kept: boolean;
+                            }[];
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4504,7 +5146,33 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        enabled: boolean;
+                        knowledgeBases: {
+                            /** Format: uuid */
+                            knowledgeBaseId: string;
+                            /** @enum {string} */
+                            environment?: "development" | "staging" | "production";
+                            numberOfResults?: number;
+                            minScore?: number;
+                            filters?: {
+                                key: string;
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "greaterThan" | "lessThan";
+                                value: string;
+                            }[];
+                        }[];
+                        /** @description Null: never set, so default retrieval is off. */
+                        updatedAt: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4632,7 +5300,33 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        enabled: boolean;
+                        knowledgeBases: {
+                            /** Format: uuid */
+                            knowledgeBaseId: string;
+                            /** @enum {string} */
+                            environment?: "development" | "staging" | "production";
+                            numberOfResults?: number;
+                            minScore?: number;
+                            filters?: {
+                                key: string;
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "greaterThan" | "lessThan";
+                                value: string;
+                            }[];
+                        }[];
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4749,7 +5443,53 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The system message a trigger would inject; null when off or nothing was found. */
+                        systemMessage: string | null;
+                        /** @description Of every configured knowledge base, best first. */
+                        results: {
+                            content: string;
+                            score: number;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                            /** Format: uuid */
+                            knowledgeBaseId: string;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                        }[];
+                        explain: {
+                            /** @description Configured knowledge bases that were not searched, and why. */
+                            warnings: {
+                                /** @constant */
+                                code: "KNOWLEDGE_BASE_NOT_FOUND";
+                                /** Format: uuid */
+                                knowledgeBaseId: string;
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -7823,7 +8563,53 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Newest first, narrowed by the filters. */
+                        documents: {
+                            /** @description The document’s identifier path, fixed at creation. */
+                            s3Key: string;
+                            /** @description Its customDocumentId when one was given, else a generated UUID. */
+                            documentId: string;
+                            customDocumentId: string | null;
+                            fileName: string;
+                            /**
+                             * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "ready" | "failed";
+                            contentType: string;
+                            /** @description Bytes of its current content. */
+                            fileSize: number | null;
+                            label1: string | null;
+                            label2: string | null;
+                            customMeta1: string | null;
+                            customMeta2: string | null;
+                            customMeta3: string | null;
+                            customMeta4: string | null;
+                            /** @description Why processing failed; null unless `failed`. */
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        /** @description The whole dataset’s documents per status, whatever the filters and the page. */
+                        counts: {
+                            uploaded: number;
+                            ready: number;
+                            failed: number;
+                            total: number;
+                        };
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -7935,7 +8721,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8054,7 +8874,16 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        documentId: string;
+                        s3Key: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8169,7 +8998,44 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * @description `uploaded`: the chunks of its previous content while new content is processed, or none.
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready";
+                        chunks: {
+                            chunkId: string;
+                            position: number;
+                            text: string;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                        }[];
+                        /** @description Chunks of the document, whatever `q`. */
+                        total: number;
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8291,7 +9157,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8407,7 +9307,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8530,7 +9464,32 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * Format: uuid
+                         * @description Name it to upload-complete once the file is PUT.
+                         */
+                        uploadId: string;
+                        /**
+                         * Format: uri
+                         * @description A pre-signed URL: PUT the file there, with `requiredHeaders`.
+                         */
+                        uploadUrl: string;
+                        /** @description Seconds the URL works for. */
+                        expiresIn: number;
+                        s3Key: string;
+                        documentId?: string;
+                        /** Format: uuid */
+                        zipJobId?: string;
+                        /** @description Headers the PUT must send as they are (the content type, and the size when declared). */
+                        requiredHeaders: {
+                            [key: string]: string;
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8642,7 +9601,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @enum {string} */
+                        type: "document" | "zip_import";
+                        s3Key: string;
+                        /** @description With `type: document`. */
+                        documentId?: string;
+                        /**
+                         * Format: uuid
+                         * @description With `type: zip_import`: follow it at GET /api/v1/knowledge/zip-jobs/{zipJobId}.
+                         */
+                        zipJobId?: string;
+                        /** @constant */
+                        status: "uploaded";
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8754,7 +9734,38 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            zipJobId: string;
+                            /**
+                             * @description `completed` once the archive is read through and every document it created is `ready` or `failed`; `failed` when the archive itself could not be imported (see `error`).
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "processing" | "completed" | "failed";
+                            /** @description Its documents that are `failed` now, the files the archive rules refused included. */
+                            failedCount: number;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** @description What the archive rules noticed without failing a file. */
+                            warnings: string[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** @description Entries of the archive; null until it is read through. */
+                            fileCount: number | null;
+                        }[];
+                        count: number;
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8861,7 +9872,52 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        zipJobId: string;
+                        /**
+                         * @description `completed` once the archive is read through and every document it created is `ready` or `failed`; `failed` when the archive itself could not be imported (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "processing" | "completed" | "failed";
+                        /** @description Its documents that are `failed` now, the files the archive rules refused included. */
+                        failedCount: number;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** @description What the archive rules noticed without failing a file. */
+                        warnings: string[];
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        files: {
+                            /** @description Its path in the archive. */
+                            fileName: string;
+                            documentId: string | null;
+                            s3Key: string | null;
+                            label1: string | null;
+                            label2: string | null;
+                            customMeta1: string | null;
+                            customMeta2: string | null;
+                            customMeta3: string | null;
+                            customMeta4: string | null;
+                            /**
+                             * @description Its document’s status now.
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "ready" | "failed";
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        }[];
+                    };
+                };
             };
             /** @description Error */
             400: {

@@ -1,6 +1,7 @@
 import { container } from '#composition/container';
 import { deleteKnowledgeBase } from '#core/dashboard/dashboard';
 import { httpHandler } from '#shared/http';
+import type { DeleteKnowledgeBaseResponse } from '../knowledge/responses';
 import { knowledgeBasePathSchema } from './schemas';
 
 /**
@@ -9,5 +10,7 @@ import { knowledgeBasePathSchema } from './schemas';
  */
 export const handler = httpHandler('DeleteKnowledgeBase', knowledgeBasePathSchema, async (input, caller) => ({
   status: 202,
-  body: { ...(await deleteKnowledgeBase(container, caller, input.agentId, input.knowledgeBaseId)) },
+  body: {
+    ...(await deleteKnowledgeBase(container, caller, input.agentId, input.knowledgeBaseId)),
+  } satisfies DeleteKnowledgeBaseResponse,
 }));

@@ -3,6 +3,7 @@ import { retrievalContainer } from '#composition/retrieval-container';
 import { generateWithCitations } from '#core/retrieval/generate';
 import { resultOf, retrieve } from '#core/retrieval/retrieve';
 import { httpHandler } from '#shared/http';
+import type { GenerateResponse } from './responses';
 import { retrievalSchema } from './schemas';
 
 /** Read once per cold start (lambdas/composition/model.ts): OpenAI-compatible, Bedrock Converse, or extractive. */
@@ -22,6 +23,6 @@ export const handler = httpHandler('GenerateFromKnowledgeBase', retrievalSchema,
       results: hits.map(resultOf),
       model: model?.name ?? 'extractive',
       ...(explain ? { explain } : {}),
-    },
+    } satisfies GenerateResponse,
   };
 });
