@@ -124,6 +124,8 @@ let sibling: Fixtures;
 let restrictedToken: string;
 /** Org A tokens with every scope but one. */
 const allBut = {} as Record<Scope, string>;
+/** Org A tokens with none of the scopes of a route that takes any of several (the MCP server), by those scopes. */
+const noneOf = new Map<string, string>();
 /** An upload link of the short-TTL runtime, issued in beforeAll; its URL lives one second. */
 let expiringLink: { link: UploadLink; issuedAt: number };
 
@@ -135,6 +137,17 @@ const kbInEnvPath = (f: Fixtures) => ({ ...envPath(f), knowledgeBaseId: f.a.know
 const notFound = (code: string): OtherOrg => ({ status: 404, code });
 const ids = (body: Body, key = 'agentId', list = 'data') =>
   (body[list] as Record<string, string>[]).map((item) => item[key]);
+
+const MCP_LIST_KNOWLEDGE_BASES = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'list_knowledge_bases', arguments: {} },
+};
+/** The knowledge bases of an MCP answer to MCP_LIST_KNOWLEDGE_BASES. */
+const mcpKnowledgeBases = (body: Body) =>
+  ((body.result as Body).structuredContent as { knowledgeBases: { agentId: string; knowledgeBaseId: string }[] })
+    .knowledgeBases;
 
 /** Org B lists its own agents: its agent is there, org A's is not. */
 const onlyOrgBAgents: OtherOrg = {
@@ -488,6 +501,22 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body).toMatchObject({ status: 'completed', flowName: 'crm' }),
   },
+  // One JSON-RPC message: the list of knowledge bases, which shows whose they are (docs/mcp.md).
+  Mcp: {
+    request: () => ({ body: MCP_LIST_KNOWLEDGE_BASES }),
+    success: 200,
+    otherOrg: {
+      status: 200,
+      check: (body) => expect(mcpKnowledgeBases(body).map((kb) => kb.agentId)).not.toContain(fx.a.agentId),
+    },
+    restricted: {
+      addresses: 'organization',
+      status: 200,
+      check: (body) =>
+        expect(new Set(mcpKnowledgeBases(body).map((kb) => kb.agentId))).toEqual(new Set([own.a.agentId])),
+    },
+    check: (body, f) => expect(mcpKnowledgeBases(body).map((kb) => kb.knowledgeBaseId)).toContain(f.a.knowledgeBaseId),
+  },
   CreateToken: {
     request: () => ({ body: { scopes: ['analytics'], name: 'matrix' } }),
     // The agents are in the body; without agentIds it is the 403 of the minting matrix below.
@@ -685,7 +714,7 @@ function tokenFor(route: HttpRoute, cell: Case): string | null {
     case 'bad token':
       return BAD_TOKEN;
     case 'wrong scope':
-      return allBut[route.scope as Scope];
+      return typeof route.scope === 'string' ? allBut[route.scope] : (noneOf.get(String(route.scope)) ?? null);
     case 'other organization':
       return service.tokens[1];
     case 'right':
@@ -860,6 +889,15 @@ beforeAll(async () => {
     expect(token.status).toBe(201);
     expect(token.body.scopes).toEqual(others);
     allBut[scope] = token.body.token;
+  }
+  for (const route of ROUTES) {
+    if (!Array.isArray(route.scope)) continue;
+    const others = SCOPES.filter((s) => !route.scope?.includes(s));
+    const token = await orgA<{ token: string }>('POST', '/dashboard/tokens', {
+      body: { scopes: others, name: `none of ${route.scope}` },
+    });
+    expect(token.status).toBe(201);
+    noneOf.set(String(route.scope), token.body.token);
   }
 
   fx = await makeFixtures(orgA);
@@ -1442,7 +1480,7 @@ afterAll(() => {
   for (const route of ROUTES) {
     const statuses = observed.get(route.id);
     const row = CASES.map((cell) => statuses?.get(cell) ?? '—').join(' ');
-    lines.push(`${route.id.padEnd(26)} ${route.method.padEnd(6)} ${(route.scope ?? 'public').padEnd(20)} ${row}`);
+    lines.push(`${route.id.padEnd(26)} ${route.method.padEnd(6)} ${String(route.scope ?? 'public').padEnd(20)} ${row}`);
     for (const [cell, status] of statuses ?? []) {
       const column = route.scope === null ? 'public (any token)' : cell;
       const counts = totals.get(column) ?? new Map<number, number>();
