@@ -1,16 +1,17 @@
 /**
  * The MCP server's tool table (lambdas/handlers/http/mcp/tools.ts) and protocol constants against their sources: the
  * input schemas tools/list shows are the zod schemas the tools check their arguments with, and the protocol versions
- * are the SDK's. UPDATE_MCP_SCHEMAS=1 writes input-schemas.json again.
+ * are the SDK's. UPDATE_MCP_SCHEMAS=1 writes input-schemas.ts again (then `npx biome check --write` it).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SUPPORTED_PROTOCOL_VERSIONS as SDK_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
+import { INPUT_SCHEMAS } from '../../../lambdas/handlers/http/mcp/input-schemas';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '../../../lambdas/handlers/http/mcp/protocol';
 import { TOOLS, toolsFor } from '../../../lambdas/handlers/http/mcp/tools';
 
-const FILE = join(__dirname, '../../../lambdas/handlers/http/mcp/input-schemas.json');
+const FILE = join(__dirname, '../../../lambdas/handlers/http/mcp/input-schemas.ts');
 
 /** zod's JSON Schema, without `$schema` and without the long pattern of a uuid (its `format` says it). */
 function published(value: unknown): unknown {
@@ -33,8 +34,12 @@ it('publishes each tool input schema as its zod schema says', () => {
       TOOLS.filter((other) => other.inputName === tool.inputName).map(() => tool.input),
     );
   }
-  if (process.env.UPDATE_MCP_SCHEMAS) writeFileSync(FILE, `${JSON.stringify(expected, null, 2)}\n`);
-  expect(JSON.parse(readFileSync(FILE, 'utf8'))).toEqual(expected);
+  if (process.env.UPDATE_MCP_SCHEMAS) {
+    const head = readFileSync(FILE, 'utf8').split('export const INPUT_SCHEMAS')[0];
+    writeFileSync(FILE, `${head}export const INPUT_SCHEMAS = ${JSON.stringify(expected, null, 2)};\n`);
+    return;
+  }
+  expect(INPUT_SCHEMAS).toEqual(expected);
 });
 
 it('speaks the protocol versions the SDK supports', () => {

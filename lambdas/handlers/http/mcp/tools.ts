@@ -17,9 +17,7 @@ import { type Caller, requireAgent } from '#core/tenancy/tenancy';
 import { parseInput } from '#core/validation';
 import { WEBHOOK_BODY_MAX_BYTES, webhookSchema } from '../flows/schemas';
 import { retrievalSchema } from '../retrieval/schemas';
-// The tools' zod schemas as JSON Schema, written by test/unit/handlers/mcp-tools.test.ts (which fails when they
-// drift): z.toJSONSchema would add 3 KB to a bundle at its budget (docs/mcp.md, "Bundle").
-import INPUT_SCHEMAS from './input-schemas.json';
+import { INPUT_SCHEMAS } from './input-schemas';
 
 export interface McpTool {
   readonly name: string;
