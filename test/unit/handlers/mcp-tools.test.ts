@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { SUPPORTED_PROTOCOL_VERSIONS as SDK_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import { INPUT_SCHEMAS } from '../../../lambdas/handlers/http/mcp/input-schemas';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '../../../lambdas/handlers/http/mcp/protocol';
+import { answerMessage, SUPPORTED_PROTOCOL_VERSIONS } from '../../../lambdas/handlers/http/mcp/protocol';
 import { TOOLS, toolsFor } from '../../../lambdas/handlers/http/mcp/tools';
 
 const FILE = join(__dirname, '../../../lambdas/handlers/http/mcp/input-schemas.ts');
@@ -59,4 +59,26 @@ it('lists to a token only the tools whose scope it holds', () => {
   for (const tool of toolsFor({ organizationId: 'o', tokenId: 't', scopes: ['dashboard', 'webhook'] })) {
     expect(tool.inputSchema.type).toBe('object');
   }
+});
+
+describe('the protocol (protocol.ts)', () => {
+  const caller = { organizationId: 'o', tokenId: 't', scopes: ['webhook'] };
+  const toolbox = { list: toolsFor, call: async () => undefined };
+  const initialize = (protocolVersion: string) =>
+    answerMessage({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion } }, caller, toolbox);
+
+  it('answers initialize in the client’s version when it speaks it, else in its newest', async () => {
+    expect(await initialize('2025-06-18')).toMatchObject({ result: { protocolVersion: '2025-06-18' } });
+    expect(await initialize('2099-01-01')).toMatchObject({ result: { protocolVersion: SDK_VERSIONS[0] } });
+  });
+
+  it('answers nothing to a notification or a client’s response, and -32602 to a call without a tool name', async () => {
+    expect(await answerMessage({ jsonrpc: '2.0', method: 'notifications/initialized' }, caller, toolbox)).toBe(
+      undefined,
+    );
+    expect(await answerMessage({ jsonrpc: '2.0', id: 3 }, caller, toolbox)).toBe(undefined);
+    expect(
+      await answerMessage({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: {} }, caller, toolbox),
+    ).toMatchObject({ id: 4, error: { code: -32602 } });
+  });
 });

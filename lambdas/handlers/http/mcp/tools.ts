@@ -25,7 +25,7 @@ export interface McpTool {
   readonly scope: Scope;
   readonly description: string;
   readonly input: z.ZodType;
-  /** Its input's JSON Schema in input-schemas.json: tools that take the same input share one. */
+  /** Its input's JSON Schema in input-schemas.ts: tools that take the same input share one. */
   readonly inputName: keyof typeof INPUT_SCHEMAS;
   run(input: never, caller: Caller): Promise<Record<string, unknown>>;
 }
