@@ -722,6 +722,15 @@ function tokenFor(route: HttpRoute, cell: Case): string | null {
   }
 }
 
+/**
+ * Whether an answer is a success body: `success: true`, or a JSON-RPC result, which the MCP route sends as it is
+ * (lambdas/handlers/http/responses.ts, RAW_RESPONSE_ROUTES).
+ */
+function succeeded(body: Body): boolean | undefined {
+  if (body.jsonrpc === '2.0') return body.result !== undefined && body.error === undefined;
+  return body.success as boolean | undefined;
+}
+
 function expectError(response: ApiResponse<Body>, status: number, code: string) {
   expect({ status: response.status, body: response.body }).toEqual({
     status,
@@ -962,11 +971,11 @@ describe('access matrix', () => {
         if (row.otherOrg.status === 404) expectError(response, 404, row.otherOrg.code);
         else {
           expect(response.status).toBe(row.otherOrg.status);
-          expect(response.body.success).toBe(true);
+          expect(succeeded(response.body)).toBe(true);
           await row.otherOrg.check(response.body);
         }
       } else {
-        expect({ status: response.status, success: response.body.success }).toEqual({
+        expect({ status: response.status, success: succeeded(response.body) }).toEqual({
           status: row.success,
           success: true,
         });
@@ -1103,7 +1112,7 @@ describe('agent-restricted token (issue 22)', () => {
       response = await send(row.request(own));
       if (restricted.status === 403) expectError(response, 403, 'FORBIDDEN');
       else {
-        expect({ status: response.status, success: response.body.success }).toEqual({ status: 200, success: true });
+        expect({ status: response.status, success: succeeded(response.body) }).toEqual({ status: 200, success: true });
         restricted.check(response.body);
       }
     } else {
@@ -1115,7 +1124,7 @@ describe('agent-restricted token (issue 22)', () => {
       } else {
         expect(cell).toBe('its own agent');
         response = await send(requestOf(own));
-        expect({ status: response.status, success: response.body.success }).toEqual({
+        expect({ status: response.status, success: succeeded(response.body) }).toEqual({
           status: row.success,
           success: true,
         });
