@@ -4,6 +4,8 @@
  * base searched and generated from, an agent's webhook flow invoked and continued, a token restricted to one agent
  * kept to it, bad arguments answered as tool errors; then the HTTP edges a client meets without the SDK.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -19,6 +21,11 @@ let dataset: Dataset;
 let sibling: Dataset;
 const tokens = {} as Record<'dashboard' | 'webhook' | 'analytics' | 'restricted', string>;
 const open: Client[] = [];
+/** A loopback tool that answers after SLOW_TOOL_MS: a run that outlives FLOW_SYNC_BUDGET_MS (1 s here). */
+let slowTool: Server;
+const SLOW_TOOL_MS = 2_500;
+/** An agent whose webhook flow calls the slow tool twice. */
+let slowAgentId: string;
 
 const ALL_TOOLS = ['list_knowledge_bases', 'search_knowledge_base', 'generate_from_knowledge_base', 'invoke_agent'];
 
@@ -56,7 +63,13 @@ async function newToken(body: Record<string, unknown>): Promise<string> {
 }
 
 beforeAll(async () => {
-  service = await startService();
+  slowTool = createServer((request, response) => {
+    request.resume();
+    setTimeout(() => response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'), SLOW_TOOL_MS);
+  });
+  await new Promise<void>((done) => slowTool.listen(0, '127.0.0.1', done));
+  // Loopback tools allowed, and a run handed to the flow runner after 1 s (docs/flows.md, "Long runs").
+  service = await startService({ env: { OUTBOUND_ALLOW_PRIVATE_NETWORK: 'true', FLOW_SYNC_BUDGET_MS: '1000' } });
   call = client(service);
   dataset = await createDataset(call);
   sibling = await createDataset(call);
@@ -76,6 +89,29 @@ beforeAll(async () => {
     });
     expect(put.status).toBe(200);
   }
+  const slow = await call<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'Slow' } });
+  slowAgentId = slow.body.agentId;
+  const slowPut = await call('PUT', `/dashboard/agents/${slowAgentId}/definition/production`, {
+    body: {
+      tools: [{ name: 'report', url: `http://127.0.0.1:${(slowTool.address() as AddressInfo).port}/report` }],
+      flows: [
+        {
+          name: 'reports',
+          nodes: [
+            { name: 'Start', type: 'trigger', triggerType: 'webhook' },
+            { name: 'Report', type: 'tool', toolName: 'report' },
+            { name: 'Again', type: 'tool', toolName: 'report' },
+          ],
+          // The budget is looked at between nodes: past it after Report, Again runs in the flow runner.
+          edges: [
+            { from: 'Start', to: 'Report', type: 'stepForward' },
+            { from: 'Report', to: 'Again', type: 'stepForward' },
+          ],
+        },
+      ],
+    },
+  });
+  expect(slowPut.status).toBe(200);
   tokens.dashboard = await newToken({ scopes: ['dashboard'] });
   tokens.webhook = await newToken({ scopes: ['webhook'] });
   tokens.analytics = await newToken({ scopes: ['analytics'] });
@@ -85,6 +121,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(open.map((mcp) => mcp.close()));
   await service?.stop();
+  slowTool?.closeAllConnections();
+  await new Promise<void>((done) => slowTool?.close(() => done()));
 });
 
 describe('with a token of every scope', () => {
@@ -177,6 +215,20 @@ describe('with a token of every scope', () => {
       await callTool(mcp, 'invoke_agent', { ...args, sessionId: first.sessionId, body: { customerId: 'C-8' } }),
     );
     expect(again.sessionId).toBe(first.sessionId);
+  });
+
+  it('answers a run longer than the request’s budget with the session to follow, which the flow runner completes', async () => {
+    const handedOver = structured<{ sessionId: string; status: string; aiMessages: unknown[] }>(
+      await callTool(mcp, 'invoke_agent', { agentId: slowAgentId, environment: 'production', triggerName: 'Start' }),
+    );
+    expect(handedOver).toEqual({ sessionId: expect.any(String), status: 'running', aiMessages: [] });
+    const done = await pollUntil(
+      () =>
+        call<{ status: string }>('GET', `/dashboard/agents/${slowAgentId}/sessions/production/${handedOver.sessionId}`),
+      (r) => r.body.status !== 'running',
+      20_000,
+    );
+    expect(done.body.status).toBe('completed');
   });
 
   it('answers bad arguments and the core’s refusals as tool errors, an unknown tool as a protocol error', async () => {
