@@ -195,6 +195,10 @@ export function buildOpenApiDocument() {
           successResponse(route.id),
         '400': errorResponse,
         ...(route.scope ? { '401': errorResponse, '403': errorResponse, '404': errorResponse } : {}),
+        // The MCP server (docs/mcp.md): a notification or a client's response gets no body; an Accept without JSON 406.
+        ...(route.id === 'Mcp'
+          ? { '202': { description: 'A notification or a client response, accepted: no body' }, '406': errorResponse }
+          : {}),
       },
     };
   }

@@ -6630,6 +6630,13 @@ export interface operations {
                     };
                 };
             };
+            /** @description A notification or a client response, accepted: no body */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Error */
             400: {
                 headers: {
@@ -6695,6 +6702,27 @@ export interface operations {
             };
             /** @description Error */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            406: {
                 headers: {
                     [name: string]: unknown;
                 };
