@@ -91,8 +91,11 @@ export interface HttpRoute {
   readonly path: string;
   /** Handler file relative to the repository root; it exports `handler`. */
   readonly handler: string;
-  /** Scope the caller's token must carry; `null` = no token needed. */
-  readonly scope: Scope | null;
+  /**
+   * Scope the caller's token must carry; a list: any one of them (a route whose operations each need their own, as
+   * the MCP server's tools: docs/mcp.md); `null` = no token needed.
+   */
+  readonly scope: Scope | readonly Scope[] | null;
   readonly access: ResourceAccess;
   readonly summary: string;
   /**
@@ -672,6 +675,21 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     access: flowInput,
     maxBodyBytes: FLOW_INPUT_MAX_BODY_BYTES,
     summary: 'Deliver an external app event to the app trigger that listens to it',
+  },
+  {
+    id: 'Mcp',
+    area: 'knowledge',
+    method: 'POST',
+    path: '/api/v1/mcp',
+    handler: http('mcp/server'),
+    // Any scope of one of its tools: each tool then needs its REST twin's (search, generate and the list: dashboard;
+    // invoke_agent: webhook), and tools/list shows only those the token may call (docs/mcp.md).
+    scope: ['dashboard', 'webhook'],
+    // The union of what its tools touch: invoke_agent runs a flow as the webhook does, which covers retrieval and
+    // generate as well.
+    access: flowInput,
+    summary:
+      'The MCP server (Streamable HTTP, stateless, JSON answers): tools to list and search knowledge bases, generate from them, and invoke agents',
   },
   {
     id: 'CreateToken',

@@ -137,9 +137,18 @@ function requestInput(route: RouteFacts, event: APIGatewayProxyEvent): Record<st
 
 export interface HttpResult {
   readonly status?: number;
-  readonly body: Record<string, unknown>;
-  /** Send `body` as it is, without the `success: true` envelope (documents such as the OpenAPI document). */
+  /** `null`: an answer without a body (a raw 202, as the MCP server gives a notification). */
+  readonly body: Record<string, unknown> | null;
+  /**
+   * Send `body` as it is, without the `success: true` envelope (documents such as the OpenAPI document, the MCP
+   * server's JSON-RPC messages).
+   */
   readonly raw?: boolean;
+}
+
+/** What a handler may read of its request besides the parsed input: a header (case-insensitive). */
+export interface RequestView {
+  header(name: string): string | undefined;
 }
 
 /**
@@ -292,7 +301,7 @@ function handlerFor<S extends z.ZodType, W>(
   routeId: string | readonly string[],
   schema: S,
   personal: boolean,
-  run: (input: z.output<S>, who: W) => Promise<HttpResult>,
+  run: (input: z.output<S>, who: W, request: RequestView) => Promise<HttpResult>,
 ) {
   // The routes named, and the dashboard's routes to the same handler (lib/routes.ts, DASHBOARD_MIRRORS).
   const routes = (typeof routeId === 'string' ? [routeId] : routeId).flatMap((id) => {
@@ -320,7 +329,9 @@ function handlerFor<S extends z.ZodType, W>(
     const input = parseInput(schema, requestInput(route, event));
     annotateRequest(input);
     const caller = who?.person ?? who?.caller ?? { organizationId: '', tokenId: '', scopes: [] };
-    const result = await run(input, caller as W);
+    const result = await run(input, caller as W, { header: (name) => header(event, name) });
+    if (result.body === null)
+      return { statusCode: result.status ?? 204, headers: { 'cache-control': 'no-store' }, body: '' };
     return jsonResponse(result.status ?? 200, result.raw ? result.body : { success: true, ...result.body });
   };
   // The anchor's order: metrics flushed last (after the error middleware has made its answer), then the log context.
@@ -342,7 +353,7 @@ function handlerFor<S extends z.ZodType, W>(
 export function httpHandler<S extends z.ZodType>(
   routeId: string | readonly string[],
   schema: S,
-  run: (input: z.output<S>, caller: Caller) => Promise<HttpResult>,
+  run: (input: z.output<S>, caller: Caller, request: RequestView) => Promise<HttpResult>,
 ) {
   return handlerFor(routeId, schema, false, run);
 }

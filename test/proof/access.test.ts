@@ -124,6 +124,8 @@ let sibling: Fixtures;
 let restrictedToken: string;
 /** Org A tokens with every scope but one. */
 const allBut = {} as Record<Scope, string>;
+/** Org A tokens with none of the scopes of a route that takes any of several (the MCP server), by those scopes. */
+const noneOf = new Map<string, string>();
 /** An upload link of the short-TTL runtime, issued in beforeAll; its URL lives one second. */
 let expiringLink: { link: UploadLink; issuedAt: number };
 
@@ -135,6 +137,17 @@ const kbInEnvPath = (f: Fixtures) => ({ ...envPath(f), knowledgeBaseId: f.a.know
 const notFound = (code: string): OtherOrg => ({ status: 404, code });
 const ids = (body: Body, key = 'agentId', list = 'data') =>
   (body[list] as Record<string, string>[]).map((item) => item[key]);
+
+const MCP_LIST_KNOWLEDGE_BASES = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'list_knowledge_bases', arguments: {} },
+};
+/** The knowledge bases of an MCP answer to MCP_LIST_KNOWLEDGE_BASES. */
+const mcpKnowledgeBases = (body: Body) =>
+  ((body.result as Body).structuredContent as { knowledgeBases: { agentId: string; knowledgeBaseId: string }[] })
+    .knowledgeBases;
 
 /** Org B lists its own agents: its agent is there, org A's is not. */
 const onlyOrgBAgents: OtherOrg = {
@@ -488,6 +501,22 @@ const ROWS: Record<string, Row> = {
     otherOrg: notFound('AGENT_NOT_FOUND'),
     check: (body) => expect(body).toMatchObject({ status: 'completed', flowName: 'crm' }),
   },
+  // One JSON-RPC message: the list of knowledge bases, which shows whose they are (docs/mcp.md).
+  Mcp: {
+    request: () => ({ body: MCP_LIST_KNOWLEDGE_BASES }),
+    success: 200,
+    otherOrg: {
+      status: 200,
+      check: (body) => expect(mcpKnowledgeBases(body).map((kb) => kb.agentId)).not.toContain(fx.a.agentId),
+    },
+    restricted: {
+      addresses: 'organization',
+      status: 200,
+      check: (body) =>
+        expect(new Set(mcpKnowledgeBases(body).map((kb) => kb.agentId))).toEqual(new Set([own.a.agentId])),
+    },
+    check: (body, f) => expect(mcpKnowledgeBases(body).map((kb) => kb.knowledgeBaseId)).toContain(f.a.knowledgeBaseId),
+  },
   CreateToken: {
     request: () => ({ body: { scopes: ['analytics'], name: 'matrix' } }),
     // The agents are in the body; without agentIds it is the 403 of the minting matrix below.
@@ -685,12 +714,21 @@ function tokenFor(route: HttpRoute, cell: Case): string | null {
     case 'bad token':
       return BAD_TOKEN;
     case 'wrong scope':
-      return allBut[route.scope as Scope];
+      return typeof route.scope === 'string' ? allBut[route.scope] : (noneOf.get(String(route.scope)) ?? null);
     case 'other organization':
       return service.tokens[1];
     case 'right':
       return service.tokens[0];
   }
+}
+
+/**
+ * Whether an answer is a success body: `success: true`, or a JSON-RPC result, which the MCP route sends as it is
+ * (lambdas/handlers/http/responses.ts, RAW_RESPONSE_ROUTES).
+ */
+function succeeded(body: Body): boolean | undefined {
+  if (body.jsonrpc === '2.0') return body.result !== undefined && body.error === undefined;
+  return body.success as boolean | undefined;
 }
 
 function expectError(response: ApiResponse<Body>, status: number, code: string) {
@@ -861,6 +899,15 @@ beforeAll(async () => {
     expect(token.body.scopes).toEqual(others);
     allBut[scope] = token.body.token;
   }
+  for (const route of ROUTES) {
+    if (!Array.isArray(route.scope)) continue;
+    const others = SCOPES.filter((s) => !route.scope?.includes(s));
+    const token = await orgA<{ token: string }>('POST', '/dashboard/tokens', {
+      body: { scopes: others, name: `none of ${route.scope}` },
+    });
+    expect(token.status).toBe(201);
+    noneOf.set(String(route.scope), token.body.token);
+  }
 
   fx = await makeFixtures(orgA);
   const agentOfB = await orgB<{ agentId: string }>('POST', '/dashboard/agents', { body: { displayName: 'B bot' } });
@@ -924,11 +971,11 @@ describe('access matrix', () => {
         if (row.otherOrg.status === 404) expectError(response, 404, row.otherOrg.code);
         else {
           expect(response.status).toBe(row.otherOrg.status);
-          expect(response.body.success).toBe(true);
+          expect(succeeded(response.body)).toBe(true);
           await row.otherOrg.check(response.body);
         }
       } else {
-        expect({ status: response.status, success: response.body.success }).toEqual({
+        expect({ status: response.status, success: succeeded(response.body) }).toEqual({
           status: row.success,
           success: true,
         });
@@ -1065,7 +1112,7 @@ describe('agent-restricted token (issue 22)', () => {
       response = await send(row.request(own));
       if (restricted.status === 403) expectError(response, 403, 'FORBIDDEN');
       else {
-        expect({ status: response.status, success: response.body.success }).toEqual({ status: 200, success: true });
+        expect({ status: response.status, success: succeeded(response.body) }).toEqual({ status: 200, success: true });
         restricted.check(response.body);
       }
     } else {
@@ -1077,7 +1124,7 @@ describe('agent-restricted token (issue 22)', () => {
       } else {
         expect(cell).toBe('its own agent');
         response = await send(requestOf(own));
-        expect({ status: response.status, success: response.body.success }).toEqual({
+        expect({ status: response.status, success: succeeded(response.body) }).toEqual({
           status: row.success,
           success: true,
         });
@@ -1442,7 +1489,7 @@ afterAll(() => {
   for (const route of ROUTES) {
     const statuses = observed.get(route.id);
     const row = CASES.map((cell) => statuses?.get(cell) ?? '—').join(' ');
-    lines.push(`${route.id.padEnd(26)} ${route.method.padEnd(6)} ${(route.scope ?? 'public').padEnd(20)} ${row}`);
+    lines.push(`${route.id.padEnd(26)} ${route.method.padEnd(6)} ${String(route.scope ?? 'public').padEnd(20)} ${row}`);
     for (const [cell, status] of statuses ?? []) {
       const column = route.scope === null ? 'public (any token)' : cell;
       const counts = totals.get(column) ?? new Map<number, number>();

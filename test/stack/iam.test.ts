@@ -121,6 +121,19 @@ describe('a call is checked against the role of the function that makes it', () 
     }
   });
 
+  test('the MCP server may read knowledge bases and write sessions (invoke_agent), and may change no knowledge base or token', async () => {
+    const permissions = new FunctionPermissions(template(), functionNamed(template(), 'McpFunction'), names());
+    await permissions.check('dynamodb:Query', tableArn('DataKnowledgeBasesTable'));
+    await permissions.check('dynamodb:PutItem', tableArn('DataSessionsTable'));
+    for (const table of ['DataKnowledgeBasesTable', 'DataTokensTable']) {
+      await expect(permissions.check('dynamodb:PutItem', tableArn(table))).rejects.toBeInstanceOf(AccessDeniedError);
+    }
+    await expect(permissions.check('dynamodb:GetItem', tableArn('DataTokensTable'))).rejects.toBeInstanceOf(
+      AccessDeniedError,
+    );
+    expect(permissions.calls.map((c) => c.allowed)).toEqual([true, true, false, false, false]);
+  });
+
   test('a statement deleted from a copy of the template refuses the call it allowed, naming function, action and resource', async () => {
     const copy = structuredClone(template());
     const fn = functionNamed(copy, 'UploadLinkFunction');

@@ -124,9 +124,14 @@ export function callerFromContext(context: Record<string, unknown> | null | unde
   };
 }
 
-export function requireScope(caller: Pick<Caller, 'scopes'>, scope: Scope): void {
-  if (!caller.scopes.includes(scope)) {
-    throw new ForbiddenError(`This route needs a token with scope ${scope}`);
+export function requireScope(caller: Pick<Caller, 'scopes'>, scope: Scope | readonly Scope[]): void {
+  if (typeof scope === 'string') {
+    if (!caller.scopes.includes(scope)) throw new ForbiddenError(`This route needs a token with scope ${scope}`);
+    return;
+  }
+  // A route whose operations each need their own scope (the MCP server's tools) admits a token with any of them.
+  if (!scope.some((one) => caller.scopes.includes(one))) {
+    throw new ForbiddenError(`This route needs a token with one of the scopes ${scope.join(', ')}`);
   }
 }
 

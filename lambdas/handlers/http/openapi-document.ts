@@ -10,7 +10,8 @@ import { queryEventsSchema, trackEventSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
 import * as flows from './flows/schemas';
 import * as knowledge from './knowledge/schemas';
-import { responseSchemaOf } from './responses';
+import { mcpMessageSchema } from './mcp/schemas';
+import { RAW_RESPONSE_ROUTES, responseSchemaOf } from './responses';
 import * as retrievalConfig from './retrieval/config-schemas';
 import * as retrieval from './retrieval/schemas';
 
@@ -75,6 +76,7 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   ListModels: flows.listModelsSchema,
   InvokeWebhook: flows.webhookSchema,
   SendAppEvent: flows.appEventSchema,
+  Mcp: mcpMessageSchema,
 };
 
 export function requestSchemaOf(routeId: string): z.ZodType {
@@ -134,6 +136,9 @@ function successResponse(routeId: string): Record<string, unknown> {
   const schema = responseSchemaOf(routeId);
   if (!schema) return { description: 'Success' };
   const { $schema: _ignored, ...body } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as JsonSchema;
+  if (RAW_RESPONSE_ROUTES.has(routeId)) {
+    return { description: 'Success', content: { 'application/json': { schema: body } } };
+  }
   return {
     description: 'Success',
     content: {
@@ -194,6 +199,10 @@ export function buildOpenApiDocument() {
           successResponse(route.id),
         '400': errorResponse,
         ...(route.scope ? { '401': errorResponse, '403': errorResponse, '404': errorResponse } : {}),
+        // The MCP server (docs/mcp.md): a notification or a client's response gets no body; an Accept without JSON 406.
+        ...(route.id === 'Mcp'
+          ? { '202': { description: 'A notification or a client response, accepted: no body' }, '406': errorResponse }
+          : {}),
       },
     };
   }

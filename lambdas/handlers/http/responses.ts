@@ -8,6 +8,7 @@ import { RESPONSES as analytics } from './analytics/responses';
 import { RESPONSES as dashboard } from './dashboard/responses';
 import { RESPONSES as flows } from './flows/responses';
 import { RESPONSES as knowledge } from './knowledge/responses';
+import { RESPONSES as mcp } from './mcp/responses';
 import { RESPONSES as retrieval } from './retrieval/responses';
 
 const SERVICE: Readonly<Record<string, z.ZodType>> = {
@@ -21,7 +22,11 @@ const RESPONSE_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   ...dashboard,
   ...flows,
   ...analytics,
+  ...mcp,
 };
+
+/** Routes whose success body is sent as it is, without `success: true` (HttpResult.raw): a JSON-RPC message. */
+export const RAW_RESPONSE_ROUTES: ReadonlySet<string> = new Set(['Mcp']);
 
 /**
  * The success body of `routeId`, without `success: true`; a dashboard mirror (lib/routes.ts, DASHBOARD_MIRRORS)
