@@ -78,19 +78,17 @@ export class GuardedMcpClient implements McpClient {
     let id = 0;
     /** One message; with `method` a request (its answer's result), without a notification. */
     const request = async (method: string, params?: Record<string, unknown>): Promise<unknown> => {
+      // The bound is the server's, for the whole exchange: a timeout names it, not what was left of it.
+      const timedOut = () =>
+        new OutboundError('OUTBOUND_FAILED', `MCP server ${host} timed out after ${target.timeoutMs} ms (${method})`);
       const timeoutMs = deadline - this.now();
-      if (timeoutMs <= 0) {
-        throw new OutboundError('OUTBOUND_FAILED', `The request to ${host} timed out after ${target.timeoutMs} ms`);
-      }
+      if (timeoutMs <= 0) throw timedOut();
       const message = params ? { jsonrpc: '2.0', id: ++id, method, params } : { jsonrpc: '2.0', method };
-      const response = await this.http.request({
-        url: target.url,
-        method: 'POST',
-        headers,
-        body: message,
-        timeoutMs,
-        answerHeaders: true,
-      });
+      const response = await this.http
+        .request({ url: target.url, method: 'POST', headers, body: message, timeoutMs, answerHeaders: true })
+        .catch((error: unknown) => {
+          throw this.now() >= deadline ? timedOut() : error;
+        });
       const failed = (why: string) => new McpError('TOOL_FAILED', `MCP server ${host} answered ${method} ${why}`);
       if (response.status < 200 || response.status >= 300) throw failed(`with HTTP ${response.status}`);
       if (response.truncated) {

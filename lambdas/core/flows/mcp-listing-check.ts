@@ -26,7 +26,7 @@ export async function mcpProblems(
 ): Promise<DefinitionProblem[]> {
   const servers = definition.mcpServers ?? [];
   if (servers.length === 0) return [];
-  const problems: DefinitionProblem[] = [];
+  const failures: (DefinitionProblem | undefined)[] = [];
   const listings = await Promise.all(
     servers.map(async (server, i): Promise<McpToolInfo[] | undefined> => {
       try {
@@ -34,7 +34,7 @@ export async function mcpProblems(
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         const secret = error.code === 'MCP_SECRET_UNAVAILABLE';
-        problems.push({
+        failures[i] = {
           field: `mcpServers.${i}.${secret ? 'bearerSecret' : 'url'}`,
           rule: secret
             ? 'mcp.secretUnavailable'
@@ -42,12 +42,14 @@ export async function mcpProblems(
               ? 'mcp.targetRefused'
               : 'mcp.unreachable',
           message: `MCP server ${server.name} could not be listed: ${error.message}`,
-        });
+        };
         return undefined;
       }
     }),
   );
 
+  // In the order of the servers, whichever answered first.
+  const problems = failures.filter((failure): failure is DefinitionProblem => failure !== undefined);
   const offered = (i: number) => new Set((listings[i] ?? []).map((tool) => tool.name));
   servers.forEach((server, i) => {
     if (!listings[i]) return;

@@ -83,7 +83,10 @@ it('cuts a slow tool off at the bound of the whole call', async () => {
     .catch((e: unknown) => e);
   const took = Date.now() - started;
   expect(error).toBeInstanceOf(OutboundError);
-  expect(error).toMatchObject({ code: 'OUTBOUND_FAILED', message: expect.stringContaining('timed out after') });
+  expect(error).toMatchObject({
+    code: 'OUTBOUND_FAILED',
+    message: expect.stringContaining('timed out after 800 ms (tools/call)'),
+  });
   expect(took).toBeLessThan(2_000);
 });
 
