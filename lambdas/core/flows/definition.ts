@@ -567,8 +567,7 @@ function crossReferenceProblems(model: ReferenceModel): DefinitionProblem[] {
     if (name === undefined) return;
     if (mcpServers.has(name)) {
       add({ field: `mcpServers.${i}.name`, rule: 'mcpServer.unique', message: `MCP server ${name} is declared twice` });
-    }
-    mcpServers.set(name, server);
+    } else mcpServers.set(name, server); // the first one, as the runtime finds it
   });
   model.tools.forEach(({ name }, i) => {
     const server = name === undefined ? undefined : splitMcpToolName(name)?.server;
