@@ -1,6 +1,6 @@
 /**
  * A definition's MCP servers listed when it is validated or stored (docs/flows.md, "MCP tools"): each server is
- * asked for its tools (in parallel, each within its own bound), and what the definition names that the server does
+ * asked for its tools (in parallel, each within its own bound and at most 10 s), and what the definition names that the server does
  * not offer is a problem at its field, as every other problem of a definition is. A server that cannot be listed
  * (refused by the outbound guard, unreachable, an error, a secret it cannot be given) is a problem of its `url` or
  * `bearerSecret`, never a failure of the request.
@@ -19,6 +19,12 @@ export function mcpTarget(server: McpServerDefinition, organizationId: string): 
   };
 }
 
+/**
+ * The most one server's listing may take when a definition is checked, whatever its `timeoutSeconds` (up to 60 for
+ * its calls): the servers are listed in parallel inside a request that API Gateway ends at 29 s.
+ */
+export const LISTING_AT_VALIDATION_MAX_MS = 10_000;
+
 export async function mcpProblems(
   definition: AgentDefinition,
   client: McpClient,
@@ -30,7 +36,11 @@ export async function mcpProblems(
   const listings = await Promise.all(
     servers.map(async (server, i): Promise<McpToolInfo[] | undefined> => {
       try {
-        return await client.listTools(mcpTarget(server, organizationId));
+        const target = mcpTarget(server, organizationId);
+        return await client.listTools({
+          ...target,
+          timeoutMs: Math.min(target.timeoutMs, LISTING_AT_VALIDATION_MAX_MS),
+        });
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         const secret = error.code === 'MCP_SECRET_UNAVAILABLE';

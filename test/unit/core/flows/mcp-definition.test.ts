@@ -187,6 +187,33 @@ describe('the listing check', () => {
     ]);
   });
 
+  it('lists each server within its bound, and at most 10 s when a definition is checked', async () => {
+    const definition = parsed(
+      {
+        mcpServers: [
+          { ...crm, timeoutSeconds: 3 },
+          { ...crm, name: 'slow', timeoutSeconds: 60 },
+        ],
+      },
+      [],
+    );
+    const bounds: number[] = [];
+    await mcpProblems(
+      definition,
+      {
+        listTools: async (target) => {
+          bounds.push(target.timeoutMs);
+          return [];
+        },
+        callTool: async () => {
+          throw new Error('not called');
+        },
+      },
+      'org-1',
+    );
+    expect(bounds).toEqual([3_000, 10_000]);
+  });
+
   it('lets a fault of the service itself (not an AppError) fail the request', async () => {
     const definition = parsed({ mcpServers: [crm] }, []);
     await expect(
