@@ -5,6 +5,7 @@
 import { mcpToolOf, splitMcpToolName, validateDefinition } from '#core/flows/definition';
 import { schemaProblems } from '#core/flows/json-schema-check';
 import { mcpProblems } from '#core/flows/mcp-listing-check';
+import { nodeBoundMs } from '#core/flows/run-nodes';
 import { type McpClient, McpError, OutboundError } from '#ports/flows';
 
 const trigger = { name: 'Start', type: 'trigger', triggerType: 'webhook' };
@@ -84,6 +85,19 @@ describe('the definition', () => {
       ]),
     );
   });
+});
+
+it("counts an MCP server's bound in a node's: a run is handed to the flow runner before a node that may outlast the request", () => {
+  const outcome = validateDefinition(
+    definitionWith({ mcpServers: [{ ...crm, timeoutSeconds: 45 }] }, [
+      { name: 'Look', type: 'tool', toolName: 'crm__lookup_customer' },
+      { name: 'Ask', type: 'promptNode', displayName: 'Ask', prompt: 'Hi', tools: ['setMemory', 'crm__open_ticket'] },
+    ]),
+  );
+  if (!outcome.valid) throw new Error(JSON.stringify(outcome.problems));
+  const [, look, ask] = outcome.definition.flows[0].nodes;
+  expect(nodeBoundMs(outcome.definition, look)).toBe(45_000);
+  expect(nodeBoundMs(outcome.definition, ask)).toBe(45_000);
 });
 
 describe('arguments against an input schema', () => {
