@@ -10,6 +10,7 @@ import { type CorsPolicy, parseCorsAllowedOrigins } from '#shared/cors';
 import { AgentPlatformStack } from '../lib/agent-platform-stack';
 import { DEFAULT_RATE_LIMIT_PER_5_MINUTES } from '../lib/constructs/api-firewall';
 import { bedrockModel, MODEL_ID } from '../lib/constructs/bedrock-models';
+import type { McpSecretSetting } from '../lib/constructs/mcp-secrets';
 import { readStageSettings, type StageSettings } from './stage-settings';
 
 /** Bedrock models one deployment may list: each adds its ARNs to every flow function's policy. */
@@ -46,6 +47,11 @@ export interface AppConfig {
    * definitions may name as agent code; the flow functions are granted exactly these (docs/agent-code.md).
    */
   readonly agentCodeFunctions: readonly string[];
+  /**
+   * `-c mcpSecrets=crm=https://mcp.crm.example,…`: bearer tokens of MCP servers that definitions may name
+   * (`bearerSecret`), each sent to its origin only; the stack makes an empty secret for each (docs/flows.md, "MCP tools").
+   */
+  readonly mcpSecrets: readonly McpSecretSetting[];
   /** `-c knowledgeIndex=dynamodb`: a DynamoDB chunk table instead of Bedrock knowledge bases (for LocalStack). */
   readonly knowledgeIndex: 'bedrock' | 'dynamodb';
   /** `-c waf=off` leaves the WAF web ACL out of the stack; on by default. */
@@ -184,6 +190,43 @@ function readAgentCodeFunctions(setting: Setting): string[] {
   return list;
 }
 
+/** How many MCP secrets one deployment may hold: each is a secret and a resource of the flow functions' policies. */
+const MAX_MCP_SECRETS = 20;
+
+function readMcpSecrets(setting: Setting): McpSecretSetting[] {
+  const raw: unknown = setting('mcpSecrets') ?? [];
+  const list =
+    typeof raw === 'string'
+      ? raw
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter((entry) => entry !== '')
+          .map((entry) => {
+            const at = entry.indexOf('=');
+            return { name: entry.slice(0, at), origin: entry.slice(at + 1) };
+          })
+      : raw;
+  const isOrigin = (origin: unknown) => {
+    try {
+      return typeof origin === 'string' && origin.startsWith('https://') && new URL(origin).origin === origin;
+    } catch {
+      return false;
+    }
+  };
+  if (
+    !Array.isArray(list) ||
+    list.length > MAX_MCP_SECRETS ||
+    new Set(list.map((entry) => entry?.name)).size !== list.length ||
+    list.some((entry) => !/^[A-Za-z][A-Za-z0-9_-]{0,63}$/.test(String(entry?.name)) || !isOrigin(entry?.origin))
+  ) {
+    throw new Error(
+      `Invalid context mcpSecrets=${JSON.stringify(raw)}: expected up to ${MAX_MCP_SECRETS} distinct ` +
+        '<name>=<https origin> pairs (crm=https://mcp.crm.example), comma-separated',
+    );
+  }
+  return (list as McpSecretSetting[]).map(({ name, origin }) => ({ name, origin }));
+}
+
 export function readConfig(app: App): AppConfig {
   const stage: unknown = app.node.tryGetContext('stage') ?? 'dev';
   if (typeof stage !== 'string' || !STAGE_PATTERN.test(stage)) {
@@ -213,6 +256,7 @@ export function readConfig(app: App): AppConfig {
   for (const id of modelList) bedrockModel(id);
   const openAiCompatible = readOpenAiCompatible(setting);
   const agentCodeFunctions = readAgentCodeFunctions(setting);
+  const mcpSecrets = readMcpSecrets(setting);
   const knowledgeIndex: unknown = setting('knowledgeIndex') ?? 'bedrock';
   if (knowledgeIndex !== 'bedrock' && knowledgeIndex !== 'dynamodb') {
     throw new Error(`Invalid context knowledgeIndex=${JSON.stringify(knowledgeIndex)}: expected bedrock or dynamodb`);
@@ -312,6 +356,7 @@ export function readConfig(app: App): AppConfig {
     wafRateLimit,
     models: modelList,
     agentCodeFunctions,
+    mcpSecrets,
     ...(openAiCompatible ? { openAiCompatible } : {}),
     ...(uploadUrlTtlSeconds !== undefined ? { uploadUrlTtlSeconds } : {}),
   };
@@ -330,6 +375,7 @@ export function createApp(props?: AppProps): { app: App; stack: AgentPlatformSta
     stage: config.stage,
     models: config.models,
     agentCodeFunctions: config.agentCodeFunctions,
+    mcpSecrets: config.mcpSecrets,
     openAiCompatible: config.openAiCompatible,
     knowledgeIndex: config.knowledgeIndex,
     waf: config.waf,

@@ -23,6 +23,8 @@ export const STAGE_SETTINGS = z
     region: z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d$/, 'a Region name such as eu-west-1'),
     models: z.union([text, z.array(text).max(10)]),
     agentCodeFunctions: z.union([z.string().max(8192), z.array(text).max(20)]),
+    /** `crm=https://mcp.crm.example,…`, or a list of { name, origin }: bearer tokens of MCP servers. */
+    mcpSecrets: z.union([z.string().max(8192), z.array(z.object({ name: text, origin: text })).max(20)]),
     generateModelId: text,
     modelBaseUrl: text,
     modelName: text,

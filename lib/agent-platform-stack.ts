@@ -18,6 +18,7 @@ import { EdgeIdentity } from './constructs/edge-identity';
 import { FlowRunner } from './constructs/flow-runner';
 import { FlowScheduler } from './constructs/flow-scheduler';
 import { type KnowledgeIndexBackend, KnowledgeIndexInfra } from './constructs/knowledge-index';
+import { type McpSecretSetting, McpSecrets } from './constructs/mcp-secrets';
 import { ModelApiKey } from './constructs/model-api-key';
 import { Operations } from './constructs/operations';
 import { PeopleAccounts, type SignUpMode } from './constructs/people';
@@ -43,6 +44,8 @@ export interface AgentPlatformStackProps extends StackProps {
    * docs/agent-code.md): the flow functions may invoke exactly these. Default none.
    */
   readonly agentCodeFunctions?: readonly string[];
+  /** Bearer tokens of MCP servers that definitions may name (`bearerSecret`): an empty secret each (McpSecrets). */
+  readonly mcpSecrets?: readonly McpSecretSetting[];
   /**
    * An OpenAI-compatible server as the default model: its base URL and model name; the stack creates the secret its
    * API key goes in (ModelApiKey).
@@ -134,6 +137,9 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
         value: modelApiKey.secret.secretArn,
       });
     }
+    const mcpSecrets = props.mcpSecrets?.length
+      ? new McpSecrets(this, 'McpSecrets', { secrets: props.mcpSecrets }).secrets
+      : [];
     const stateful = {
       people: this.people,
       tables: this.data.tables,
@@ -142,6 +148,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       knowledgeIndex: this.knowledgeIndex,
       models: props.models ?? [],
       agentCodeFunctions: props.agentCodeFunctions ?? [],
+      mcpSecrets,
       ...(props.openAiCompatible && modelApiKey
         ? { openAiCompatible: { ...props.openAiCompatible, apiKey: modelApiKey.secret } }
         : {}),

@@ -56,6 +56,11 @@ export interface ResourceAccess {
    * InvokeFunction on exactly those functions; `list` = only know them (AGENT_CODE_FUNCTIONS), to check definitions.
    */
   readonly agentCode?: 'invoke' | 'list';
+  /**
+   * The bearer tokens of MCP servers (`-c mcpSecrets`, docs/flows.md "MCP tools"): MCP_SECRETS (names, origins, ARNs)
+   * and GetSecretValue on exactly those secrets; where MCP servers are listed or called.
+   */
+  readonly mcpSecrets?: 'read';
   /** Run browser tasks in the BrowserTask function (Lambda Invoke); it gets BROWSER_DRIVER=lambda. */
   readonly browserTask?: 'invoke';
   /**
@@ -149,6 +154,7 @@ const flowRun: ResourceAccess = {
   model: 'invoke',
   browserTask: 'invoke',
   agentCode: 'invoke',
+  mcpSecrets: 'read',
 };
 
 /**
@@ -561,7 +567,12 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: `${DEFINITION}`,
     handler: http('flows/put-definition'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read', agentDefinitions: 'readWrite' }, model: 'list', agentCode: 'list' },
+    access: {
+      tables: { agents: 'read', agentDefinitions: 'readWrite' },
+      model: 'list',
+      agentCode: 'list',
+      mcpSecrets: 'read',
+    },
     summary: "Validate and store an agent's definition (its flows, tools and variables) in one environment",
   },
   {
@@ -601,7 +612,12 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: `${DEFINITION}/versions/{version}/restore`,
     handler: http('flows/restore-definition-version'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read', agentDefinitions: 'readWrite' }, model: 'list', agentCode: 'list' },
+    access: {
+      tables: { agents: 'read', agentDefinitions: 'readWrite' },
+      model: 'list',
+      agentCode: 'list',
+      mcpSecrets: 'read',
+    },
     summary: 'Store an earlier version of the definition again, as the next version (checked as a PUT is)',
   },
   {
@@ -611,7 +627,7 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: `${DEFINITION}/validate`,
     handler: http('flows/validate-definition'),
     scope: 'dashboard',
-    access: { tables: { agents: 'read' }, model: 'list', agentCode: 'list' },
+    access: { tables: { agents: 'read' }, model: 'list', agentCode: 'list', mcpSecrets: 'read' },
     summary: 'Check a definition without storing it: every problem at once, with its flow, node, field and rule',
   },
   {

@@ -9,6 +9,7 @@ import type { SessionStore } from '#ports/flows';
 import { config, positiveInteger } from '#shared/config';
 import { dynamoDocumentClient } from './clients/dynamodb';
 import { agentsStore, clock } from './container';
+import { mcpClient } from './mcp-client';
 import { agentCodeFunctionsFromEnv, bedrockModelsFromEnv, modelCatalogFromEnv } from './model-catalog';
 import { once } from './once';
 
@@ -40,6 +41,9 @@ export const definitionContainer = {
   },
   get agentCodeFunctions() {
     return agentCodeFunctionsFromEnv();
+  },
+  get mcp() {
+    return mcpClient();
   },
   get defaultModelClass() {
     return modelCatalogFromEnv().find((model) => model.default)?.llmConfigName;

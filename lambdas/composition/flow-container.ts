@@ -22,6 +22,7 @@ import { sqsClient } from './clients/sqs';
 import { analyticsStore, blobsStore, cachedAgentsStore, clock, ids } from './container';
 import { definitionStore, sessionStore } from './definition-container';
 import { flowModelResolverFromEnv } from './flow-model';
+import { mcpClient } from './mcp-client';
 import { operationalMetrics } from './metrics';
 import { generateModelFromEnv } from './model';
 import { once } from './once';
@@ -159,6 +160,9 @@ export const flowContainer = {
   },
   get http() {
     return http();
+  },
+  get mcp() {
+    return mcpClient();
   },
   agentCodeFunctions,
   get attachments() {

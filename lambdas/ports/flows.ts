@@ -45,6 +45,8 @@ export interface ScopedTool {
   readonly parameters: Readonly<Record<string, ToolParameterSpec>>;
   /** setMemory takes any parameter; every other tool only the ones it declares. */
   readonly anyParameters: boolean;
+  /** An MCP tool's own JSON schema: the model sees it as it is, and the arguments are checked against it. */
+  readonly inputSchema?: Readonly<Record<string, unknown>>;
 }
 
 /** What a prompt node with scoped tools asks the model, once per model turn of the node's run. */
@@ -267,12 +269,18 @@ export interface OutboundRequest {
    */
   readonly serializedBody?: string;
   readonly timeoutMs?: number;
+  /** Answer with the response's headers too (an MCP client reads the content type and the session id). */
+  readonly answerHeaders?: boolean;
 }
 
 export interface OutboundResponse {
   readonly status: number;
   /** Parsed JSON when the answer is JSON, else its text (at most 1 MB is read). */
   readonly body: unknown;
+  /** With `answerHeaders`: the answer's headers, names in lower case (one sent twice: its values joined by ", "). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** A text answer was longer than what is read (a JSON one that is fails instead). */
+  readonly truncated?: boolean;
 }
 
 export interface OutboundHttp {
@@ -307,6 +315,49 @@ export interface AgentCodeFunctions {
     readonly body: string;
     readonly timeoutMs: number;
   }): Promise<OutboundResponse>;
+}
+
+/** An MCP server as a call of one of its tools reaches it (core/flows/mcp-tools.ts, adapters/network/mcp-client.ts). */
+export interface McpServerTarget {
+  readonly url: string;
+  /** The name of a secret the deployment holds (MCP_SECRETS): its value goes as the bearer token, to its origin only. */
+  readonly bearerSecret?: string;
+  /** Whose definition names the server: a secret may be held for some organizations only. */
+  readonly organizationId: string;
+  /** For the whole exchange: initialize, listing or call, each answer read. */
+  readonly timeoutMs: number;
+}
+
+/** A tool as the server lists it (`tools/list`). */
+export interface McpToolInfo {
+  readonly name: string;
+  readonly description?: string;
+  /** A JSON schema of an object: the tool's arguments. */
+  readonly inputSchema: Readonly<Record<string, unknown>>;
+}
+
+/** A `tools/call` result: the tool's content blocks, its structured content, and whether it failed. */
+export interface McpCallResult {
+  readonly content: readonly unknown[];
+  readonly structuredContent?: Readonly<Record<string, unknown>>;
+  readonly isError: boolean;
+}
+
+/**
+ * A client of MCP servers over Streamable HTTP, every request through the outbound guard. Rejects with OutboundError
+ * (TARGET_REFUSED, OUTBOUND_FAILED: unreachable, timed out, an answer over 1 MiB) or McpError (the server answered an
+ * error, or no MCP answer; the secret cannot be used).
+ */
+export interface McpClient {
+  listTools(target: McpServerTarget): Promise<McpToolInfo[]>;
+  callTool(target: McpServerTarget, name: string, args: Readonly<Record<string, unknown>>): Promise<McpCallResult>;
+}
+
+/** An MCP server's failure (TOOL_FAILED) or a bearer secret it cannot be given (MCP_SECRET_UNAVAILABLE). */
+export class McpError extends AppError {
+  constructor(code: 'TOOL_FAILED' | 'MCP_SECRET_UNAVAILABLE', message: string) {
+    super(502, code, message);
+  }
 }
 
 export type OutboundErrorCode = 'TARGET_REFUSED' | 'OUTBOUND_FAILED' | 'BROWSER_UNAVAILABLE' | 'BROWSER_FAILED';

@@ -40,10 +40,19 @@ export interface PlatformResources {
    * with `agentCode: 'invoke'` may invoke exactly these; `list` ones check definitions against them. Default none.
    */
   readonly agentCodeFunctions?: readonly string[];
+  /** The bearer tokens of MCP servers (`-c mcpSecrets`, mcp-secrets.ts); functions with `mcpSecrets: 'read'` read them. */
+  readonly mcpSecrets?: readonly McpSecretResource[];
   /** The BrowserTask function (lib/constructs/browser-task.ts); functions with `browserTask: 'invoke'` invoke it. */
   readonly browserTask?: IFunction;
   /** People's accounts (lib/constructs/people.ts); functions with `people` get its ids, `manage` its admin calls. */
   readonly people?: PeopleAccounts;
+}
+
+/** A bearer token of an MCP server: the name definitions give it, the only origin it goes to, its secret. */
+export interface McpSecretResource {
+  readonly name: string;
+  readonly origin: string;
+  readonly secret: ISecret;
 }
 
 /** The physical name of every resource the access names, under the variable lambdas/shared/config.ts reads. */
@@ -86,6 +95,13 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   }
   // Empty too: a definition naming a function is then refused when stored, not when it runs.
   if (access.agentCode === 'list') environment.AGENT_CODE_FUNCTIONS = (resources.agentCodeFunctions ?? []).join(',');
+  // Names, origins and ARNs only: the tokens stay in Secrets Manager until an MCP call reads them.
+  const mcpSecrets = resources.mcpSecrets ?? [];
+  if (access.mcpSecrets && mcpSecrets.length > 0) {
+    environment.MCP_SECRETS = Stack.of(resources.documentsBucket).toJsonString(
+      Object.fromEntries(mcpSecrets.map(({ name, origin, secret }) => [name, { origin, secretArn: secret.secretArn }])),
+    );
+  }
   if (access.browserTask) {
     environment.BROWSER_DRIVER = 'lambda';
     environment[RESOURCE_ENV.browserTask] = requireBrowserTask(resources).functionName;
@@ -149,6 +165,14 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
     // Exactly the registered ARNs, as registered (an unqualified one is not its versions and aliases): the grant is
     // half of the permission; the customer's function policy, which names this role, is the other (README).
     fn.addToRolePolicy(new PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [...codeFunctions] }));
+  }
+  if (access.mcpSecrets === 'read' && (resources.mcpSecrets ?? []).length > 0) {
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['secretsmanager:GetSecretValue'],
+        resources: (resources.mcpSecrets ?? []).map(({ secret }) => secret.secretArn),
+      }),
+    );
   }
   if (access.people === 'manage') {
     // The invitation's call of the people directory (adapters/auth/cognito-directory.ts); no account is ever deleted.

@@ -896,6 +896,73 @@ describe('generate model', () => {
   });
 });
 
+describe('-c mcpSecrets: bearer tokens of MCP servers', () => {
+  test('a secret created empty per name, its ARN and origin given (MCP_SECRETS) and readable where MCP servers are listed or called', () => {
+    const synth = synthesizeUnbundled({
+      mcpSecrets: 'crm=https://mcp.crm.example,billing=https://billing.example:8443',
+    });
+    try {
+      expect(synth.violations).toEqual([]);
+      const all = synth.template.toJSON().Resources as Resources;
+      const secrets = Object.entries(all).filter(
+        ([id, r]) => r.Type === 'AWS::SecretsManager::Secret' && id.startsWith('McpSecrets'),
+      );
+      expect(secrets).toHaveLength(2);
+      for (const [, secret] of secrets) {
+        expect(secret.Properties).not.toHaveProperty('SecretString');
+        expect(secret.Properties).not.toHaveProperty('GenerateSecretString');
+      }
+      const secretRefs = secrets.map(([id]) => ({ Ref: id }));
+      const variablesOf = (fn: IConstruct) =>
+        (
+          (Template.fromStack(Stack.of(fn)).toJSON().Resources as Resources)[
+            Stack.of(fn).getLogicalId(fn.node.defaultChild as CfnElement)
+          ].Properties.Environment as { Variables: Record<string, unknown> }
+        ).Variables;
+      const functions = synth.stack.api.functions;
+      for (const id of ['InvokeWebhook', 'SendAppEvent', 'PutAgentDefinition', 'ValidateAgentDefinition']) {
+        const value = JSON.stringify(variablesOf(functions[id]).MCP_SECRETS);
+        expect(value).toContain('https://mcp.crm.example');
+        expect(value).toContain('https://billing.example:8443');
+        expect(value).toContain('secretArn');
+      }
+      expect(variablesOf(functions.GetAgentDefinition)).not.toHaveProperty('MCP_SECRETS');
+      expect(variablesOf(synth.stack.flowRunner.function)).toHaveProperty('MCP_SECRETS');
+      // GetSecretValue on exactly those secrets (the deployed whole: each nested parameter replaced by its value).
+      const grants = Object.values(all)
+        .filter((r) => r.Type === 'AWS::IAM::Policy')
+        .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement)
+        .filter((statement) => statement.Action === 'secretsmanager:GetSecretValue');
+      // The webhook (its dashboard mirror on the same function), the app event, the flow runner, and put, validate
+      // and restore of definitions.
+      const exact = grants.filter((g) => JSON.stringify(g.Resource) === JSON.stringify(secretRefs));
+      expect(exact).toHaveLength(6);
+    } finally {
+      synth.dispose();
+    }
+  });
+
+  test('names and https origins only, distinct, at most 20; read from a list or comma-separated', () => {
+    const config = (context: Record<string, unknown>) => () =>
+      readConfig(new App({ context: { ...cdkJson.context, ...context } }));
+    expect(config({ mcpSecrets: 'crm=https://mcp.crm.example, b=https://b.example:8443' })().mcpSecrets).toEqual([
+      { name: 'crm', origin: 'https://mcp.crm.example' },
+      { name: 'b', origin: 'https://b.example:8443' },
+    ]);
+    expect(config({ mcpSecrets: [{ name: 'crm', origin: 'https://mcp.crm.example' }] })().mcpSecrets).toHaveLength(1);
+    expect(config({})().mcpSecrets).toEqual([]);
+    for (const wrong of [
+      'crm=http://mcp.crm.example',
+      'crm=https://mcp.crm.example/mcp',
+      'crm=https://a.example,crm=https://b.example',
+      '1crm=https://a.example',
+      Array.from({ length: 21 }, (_, i) => `s${i}=https://a.example`).join(','),
+    ]) {
+      expect(config({ mcpSecrets: wrong })).toThrow(/Invalid context mcpSecrets/);
+    }
+  });
+});
+
 describe('operations: alarms, their topic and the dashboard', () => {
   const topicRef = () => ({ Ref: logicalId(stack.operations.alarmTopic) });
 

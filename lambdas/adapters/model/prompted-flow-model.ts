@@ -208,7 +208,8 @@ export function modelToolOf(tool: ScopedTool): ModelTool {
   return {
     name: tool.name,
     description: tool.description,
-    inputSchema: {
+    // An MCP tool's schema as its server lists it.
+    inputSchema: tool.inputSchema ?? {
       type: 'object',
       properties,
       ...(required.length > 0 ? { required } : {}),

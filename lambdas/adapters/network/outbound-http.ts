@@ -51,7 +51,13 @@ export class GuardedOutboundHttp implements OutboundHttp {
         const answer = await this.send(target, method, headers, body, signal);
         const location = answer.headers.location;
         if (!REDIRECTS.has(answer.statusCode ?? 0) || location === undefined) {
-          return { status: answer.statusCode ?? 0, body: await readAnswer(answer, host) };
+          const { body, truncated } = await readAnswer(answer, host);
+          return {
+            status: answer.statusCode ?? 0,
+            body,
+            ...(request.answerHeaders ? { headers: headersOf(answer) } : {}),
+            ...(truncated ? { truncated } : {}),
+          };
         }
         answer.resume();
         if (redirects === MAX_OUTBOUND_REDIRECTS) {
@@ -121,8 +127,16 @@ function without(headers: OutgoingHttpHeaders, names: readonly string[]): Outgoi
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !names.includes(name)));
 }
 
+function headersOf(answer: IncomingMessage): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(answer.headers).flatMap(([name, value]) =>
+      value === undefined ? [] : [[name, Array.isArray(value) ? value.join(', ') : value]],
+    ),
+  );
+}
+
 /** Parsed JSON when the answer says it is JSON, else its text; at most MAX_OUTBOUND_ANSWER_BYTES are read. */
-async function readAnswer(answer: IncomingMessage, host: string): Promise<unknown> {
+async function readAnswer(answer: IncomingMessage, host: string): Promise<{ body: unknown; truncated: boolean }> {
   const parts: Buffer[] = [];
   let size = 0;
   let truncated = false;
@@ -137,16 +151,16 @@ async function readAnswer(answer: IncomingMessage, host: string): Promise<unknow
     size += chunk.length;
   }
   const text = Buffer.concat(parts).toString('utf8');
-  if (!JSON_MEDIA_TYPE.test(answer.headers['content-type'] ?? '')) return text;
+  if (!JSON_MEDIA_TYPE.test(answer.headers['content-type'] ?? '')) return { body: text, truncated };
   if (truncated) {
     throw new OutboundError(
       'OUTBOUND_FAILED',
       `The JSON answer of ${host} is larger than ${MAX_OUTBOUND_ANSWER_BYTES} bytes`,
     );
   }
-  if (text.trim() === '') return null;
+  if (text.trim() === '') return { body: null, truncated };
   try {
-    return JSON.parse(text);
+    return { body: JSON.parse(text), truncated };
   } catch {
     throw new OutboundError('OUTBOUND_FAILED', `The answer of ${host} is not valid JSON`);
   }

@@ -6,7 +6,7 @@
  */
 import * as z from 'zod';
 import { environment } from '#core/knowledge/fields';
-import { TRIGGER_TYPES } from './definition';
+import { TRIGGER_TYPES } from './definition-parts';
 
 /** The most messages and memory keys one answer may add; past them it is a failed handler (AGENT_CODE_FAILED). */
 export const MAX_ANSWER_MESSAGES = 20;

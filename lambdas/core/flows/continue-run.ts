@@ -9,7 +9,8 @@
 
 import { ConflictError, NotFoundError } from '#core/errors';
 import type { ContinueRunMessage } from '#ports/flows';
-import { type AgentDefinition, nodesOf, type TriggerNode } from './definition';
+import type { AgentDefinition, TriggerNode } from './definition';
+import { nodesOf } from './definition-parts';
 import type { AgentDefinitionRecord } from './definition-record';
 import { type FlowRuntimeDeps, fail, type RunContext, SESSION_LEASE_MS, SessionLease } from './run-context';
 import { CheckpointError, finish, handOver, RunLostError } from './run-endings';

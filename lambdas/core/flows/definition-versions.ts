@@ -10,7 +10,7 @@ import { pageTokens } from '#core/paging/pages';
 import { type Caller, requireAgent } from '#core/tenancy/tenancy';
 import type { AgentDefinitionRecord, DefinitionVersionSummary } from './definition-record';
 import {
-  checkDefinition,
+  checkDefinitionAndServers,
   DEFINITION_VERSIONS_KEPT,
   type DefinitionDeps,
   type SavedDefinition,
@@ -122,7 +122,7 @@ export async function restoreDefinitionVersion(
   const { agentId, environment, version } = request;
   await requireAgent(deps, caller, agentId);
   const old = await findVersion(deps, agentId, environment, version);
-  const outcome = checkDefinition(old.definition, deps.bedrockModels, deps.defaultModelClass, deps.agentCodeFunctions);
+  const outcome = await checkDefinitionAndServers(deps, caller, old.definition);
   if (!outcome.valid) {
     throw new ValidationError(
       outcome.problems,

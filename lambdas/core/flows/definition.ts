@@ -10,60 +10,36 @@
 import * as z from 'zod';
 import type { ErrorDetail } from '#core/errors';
 import { issuesToDetails } from '#core/validation';
+import {
+  BUILT_IN_TOOL_PARAMETERS,
+  BUILT_IN_TOOLS,
+  isBuiltInTool,
+  MCP_TOOL_SEPARATOR,
+  splitMcpToolName,
+  TRIGGER_TYPES,
+  type TriggerType,
+} from './definition-parts';
 import { LLM_CLASS_NAMES, llmPropertyProblems } from './llm-config';
-import type { ToolParameterSpec } from './parameters';
 import { placeholdersIn } from './placeholders';
 import { cronProblems, isValidTimeZone } from './schedule';
 
-export const NODE_TYPES = ['trigger', 'promptNode', 'tool', 'junction', 'jumpToNode', 'browserTask'] as const;
-export type NodeType = (typeof NODE_TYPES)[number];
-export const TRIGGER_TYPES = ['webhook', 'app', 'schedule'] as const;
-export type TriggerType = (typeof TRIGGER_TYPES)[number];
+export {
+  BUILT_IN_TOOL_PARAMETERS,
+  BUILT_IN_TOOLS,
+  type BuiltInToolName,
+  isBuiltInTool,
+  MCP_TOOL_SEPARATOR,
+  mcpToolOf,
+  NODE_TYPES,
+  type NodeType,
+  nodesOf,
+  splitMcpToolName,
+  TRIGGER_TYPES,
+  type TriggerType,
+} from './definition-parts';
+
 export const EDGE_TYPES = ['stepForward', 'promptCondition'] as const;
 export const CONDITION_OPERATORS = ['equals', 'notEquals', 'greaterThan', 'lessThan', 'exists', 'notExists'] as const;
-
-/** Tools every agent has without declaring them (docs/flows.md, "Tools"). */
-export const BUILT_IN_TOOLS = {
-  setMemory: 'Writes each of its parameters into the session memory under the same name',
-  trackAnalyticsEvent: 'Records a custom analytics event: parameters eventName (string) and payload (object)',
-  retrieveFromKnowledgeBase:
-    "Finds the passages of the agent's knowledge base that best match a query; answers { results: [{ content, score, metadata }] }",
-  retrieveAndGenerateFromKnowledgeBase:
-    "Finds passages of the agent's knowledge base for a query and answers the query from them with citations; answers { answer, citations, results, model }",
-} as const;
-export type BuiltInToolName = keyof typeof BUILT_IN_TOOLS;
-
-const RETRIEVAL_TOOL_PARAMETERS: Readonly<Record<string, ToolParameterSpec>> = {
-  query: { type: 'string', required: true, description: 'what to look for, in words (at most 2,000 characters)' },
-  knowledgeBaseId: {
-    type: 'string',
-    description: 'the knowledge base to search; may be left out when the agent has exactly one',
-  },
-  numberOfResults: { type: 'number', description: 'how many passages at most, 1 to 100 (default 5)' },
-  minScore: { type: 'number', description: 'drop passages scoring under this, 0 to 1 (default 0)' },
-  filters: {
-    type: 'array',
-    description:
-      'AND-combined filters on document labels: [{ "key": "label1" or "label2", "operator": "equals", "notEquals", "greaterThan" or "lessThan", "value": text or "{state.memory.<path>}" }]',
-  },
-};
-
-/** The parameters of each built-in tool; null: any parameter (setMemory writes whatever it is given). */
-export const BUILT_IN_TOOL_PARAMETERS: Readonly<
-  Record<BuiltInToolName, Readonly<Record<string, ToolParameterSpec>> | null>
-> = {
-  setMemory: null,
-  trackAnalyticsEvent: {
-    eventName: { type: 'string', required: true, description: 'name of the custom analytics event' },
-    payload: { type: 'object', description: 'event data' },
-  },
-  retrieveFromKnowledgeBase: RETRIEVAL_TOOL_PARAMETERS,
-  retrieveAndGenerateFromKnowledgeBase: RETRIEVAL_TOOL_PARAMETERS,
-};
-
-export function isBuiltInTool(name: string): name is BuiltInToolName {
-  return Object.hasOwn(BUILT_IN_TOOLS, name);
-}
 
 export const LIMITS = {
   flows: 20,
@@ -74,6 +50,7 @@ export const LIMITS = {
   promptLength: 20_000,
   /** Tools one prompt node may let the model call: each one's schema goes with every model turn of the node. */
   toolsPerPromptNode: 16,
+  mcpServers: 10,
 } as const;
 
 /** A declared HTTP tool's call bound (docs/flows.md, "Tools"): the outbound default, and the most a tool may ask. */
@@ -224,14 +201,16 @@ const promptNode = z.strictObject({
     .array(nodeName)
     .max(LIMITS.toolsPerPromptNode)
     .optional()
-    .describe('Tools the model may call while it answers (declared or built-in names)'),
+    .describe(
+      'Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server)',
+    ),
 });
 
 const toolNode = z.strictObject({
   ...base,
   type: z.literal('tool'),
   toolName: nodeName.describe(
-    'A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools',
+    'A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server',
   ),
   prompt: z.string().max(LIMITS.promptLength).optional().describe('A hint for inferring the parameters'),
   parameters: z
@@ -330,6 +309,45 @@ export const toolSchema = z.strictObject({
   timeoutSeconds: z.number().int().min(1).max(MAX_TOOL_TIMEOUT_SECONDS).default(DEFAULT_TOOL_TIMEOUT_SECONDS),
 });
 
+/** An MCP call's bound (docs/flows.md, "MCP tools"): initialize, listing and the call, answers read, in this time. */
+export const DEFAULT_MCP_TIMEOUT_SECONDS = 10;
+export const MAX_MCP_TIMEOUT_SECONDS = 60;
+/** What a tool of a server may be called to be named `<server>__<tool>`: the model providers' function-name rule. */
+const MCP_TOOL_NAME = /^[A-Za-z0-9_-]{1,61}$/;
+
+/**
+ * An MCP server whose tools the agent may call (Streamable HTTP): a node names each tool `<server>__<tool>`. Its tools
+ * are listed when the definition is validated or stored, and every call goes through the outbound guard.
+ */
+export const mcpServerSchema = z.strictObject({
+  name: nodeName
+    .refine((name) => !name.includes(MCP_TOOL_SEPARATOR), {
+      message: 'must not hold "__": it separates the server from the tool in a tool\'s name',
+    })
+    .describe('Unique among the servers; nodes name its tools <name>__<tool>'),
+  description: z.string().max(1000).optional(),
+  url: httpUrl.describe('The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp)'),
+  bearerSecret: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, 'must be the name of a secret the deployment holds (MCP_SECRETS)')
+    .optional()
+    .describe(
+      "The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value",
+    ),
+  tools: z
+    .array(z.string().regex(MCP_TOOL_NAME, 'must be 1 to 61 letters, digits, "_" or "-"'))
+    .max(LIMITS.tools)
+    .optional()
+    .describe('Only these tools of the server may be named; absent: every tool it lists'),
+  timeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_MCP_TIMEOUT_SECONDS)
+    .default(DEFAULT_MCP_TIMEOUT_SECONDS)
+    .describe('How long one call may take, listing and answer included (default 10 s, at most 60)'),
+});
+
 export const flowSchema = z.strictObject({
   name: nodeName,
   nodes: z.array(nodeSchema).min(1).max(LIMITS.nodesPerFlow),
@@ -392,6 +410,8 @@ export const definitionSchema = z.strictObject({
     .refine((v) => Object.keys(v).length <= LIMITS.variables, { message: `at most ${LIMITS.variables} variables` })
     .default({}),
   tools: z.array(toolSchema).max(LIMITS.tools).default([]),
+  /** MCP servers whose tools the nodes may call as `<server>__<tool>` (docs/flows.md, "MCP tools"). */
+  mcpServers: z.array(mcpServerSchema).max(LIMITS.mcpServers).optional(),
   flows: z.array(flowSchema).min(1).max(LIMITS.flows),
   /** The console's own data (docs/flows.md, "The console's ui block"): stored with the definition, never read by a run. */
   ui: uiSchema.optional(),
@@ -403,6 +423,7 @@ export type FlowNode = z.output<typeof nodeSchema>;
 export type FlowEdge = z.output<typeof edgeSchema>;
 export type EdgeCondition = z.output<typeof conditionSchema>;
 export type ToolDefinition = z.output<typeof toolSchema>;
+export type McpServerDefinition = z.output<typeof mcpServerSchema>;
 export type TriggerNode = z.output<typeof triggerNode>;
 export type PromptNode = z.output<typeof promptNode>;
 export type ToolNode = z.output<typeof toolNode>;
@@ -418,15 +439,6 @@ export interface DefinitionProblem extends ErrorDetail {
 export type ValidationOutcome =
   | { readonly valid: true; readonly definition: AgentDefinition; readonly problems: readonly [] }
   | { readonly valid: false; readonly problems: readonly DefinitionProblem[] };
-
-/** Every node of every flow, with where it is. */
-export function nodesOf(
-  definition: AgentDefinition,
-): { flow: FlowDefinition; flowIndex: number; node: FlowNode; index: number }[] {
-  return definition.flows.flatMap((flow, flowIndex) =>
-    flow.nodes.map((node, index) => ({ flow, flowIndex, node, index })),
-  );
-}
 
 /**
  * Parses the definition and checks the rules that span nodes; all problems at once. When the shape is wrong, the
@@ -453,6 +465,7 @@ export function validateDefinition(input: unknown): ValidationOutcome {
 interface ReferenceModel {
   readonly variables: readonly string[];
   readonly tools: readonly { readonly name?: string; readonly tool?: ToolDefinition }[];
+  readonly mcpServers: readonly { readonly name?: string; readonly server?: McpServerDefinition }[];
   readonly flows: readonly {
     readonly name?: string;
     readonly nodes: readonly { readonly name?: string; readonly type?: string; readonly node?: FlowNode }[];
@@ -464,6 +477,7 @@ function modelOf(definition: AgentDefinition): ReferenceModel {
   return {
     variables: Object.keys(definition.variables),
     tools: definition.tools.map((tool) => ({ name: tool.name, tool })),
+    mcpServers: (definition.mcpServers ?? []).map((server) => ({ name: server.name, server })),
     flows: definition.flows.map((flow) => ({
       name: flow.name,
       nodes: flow.nodes.map((node) => ({ name: node.name, type: node.type, node })),
@@ -487,6 +501,10 @@ function salvaged(input: unknown): ReferenceModel {
     tools: listOf(fieldOf(input, 'tools')).map((raw) => {
       const tool = toolSchema.safeParse(raw);
       return { name: stringOf(fieldOf(raw, 'name')), tool: tool.success ? tool.data : undefined };
+    }),
+    mcpServers: listOf(fieldOf(input, 'mcpServers')).map((raw) => {
+      const server = mcpServerSchema.safeParse(raw);
+      return { name: stringOf(fieldOf(raw, 'name')), server: server.success ? server.data : undefined };
     }),
     flows: listOf(fieldOf(input, 'flows')).map((flow) => ({
       name: stringOf(fieldOf(flow, 'name')),
@@ -544,6 +562,39 @@ function crossReferenceProblems(model: ReferenceModel): DefinitionProblem[] {
     if (tool) declaredTools.set(name, tool);
   });
 
+  const mcpServers = new Map<string, McpServerDefinition | undefined>();
+  model.mcpServers.forEach(({ name, server }, i) => {
+    if (name === undefined) return;
+    if (mcpServers.has(name)) {
+      add({ field: `mcpServers.${i}.name`, rule: 'mcpServer.unique', message: `MCP server ${name} is declared twice` });
+    } else mcpServers.set(name, server); // the first one, as the runtime finds it
+  });
+  model.tools.forEach(({ name }, i) => {
+    const server = name === undefined ? undefined : splitMcpToolName(name)?.server;
+    if (server !== undefined && mcpServers.has(server)) {
+      add({
+        field: `tools.${i}.name`,
+        rule: 'tool.mcpName',
+        message: `tools.${i}.name: ${name} would name a tool of MCP server ${server}; choose a name without "__"`,
+      });
+    }
+  });
+  /** Why `name` names no tool a node may use: [rule, message]; undefined when it does. */
+  const unknownTool = (name: string): [string, string] | undefined => {
+    if (toolNames.has(name)) return undefined;
+    const mcp = splitMcpToolName(name);
+    if (mcp && mcpServers.has(mcp.server)) {
+      const allowed = mcpServers.get(mcp.server)?.tools;
+      if (allowed === undefined || allowed.includes(mcp.tool)) return undefined;
+      return ['tool.notAllowed', `${mcp.tool} is not in the tools of MCP server ${mcp.server}: ${allowed.join(', ')}`];
+    }
+    const servers = [...mcpServers.keys()].map((server) => `${server}${MCP_TOOL_SEPARATOR}<tool>`);
+    return [
+      'tool.unknown',
+      `tool ${name} is not registered (built-in: ${Object.keys(BUILT_IN_TOOLS).join(', ')}; or declare it under tools${servers.length > 0 ? `; MCP: ${servers.join(', ')}` : ''})`,
+    ];
+  };
+
   const flowNames = new Set<string>();
   model.flows.forEach((flow, f) => {
     if (flow.name === undefined) return;
@@ -595,14 +646,10 @@ function crossReferenceProblems(model: ReferenceModel): DefinitionProblem[] {
         case 'trigger':
           triggerProblems(node, at);
           break;
-        case 'tool':
-          if (!toolNames.has(node.toolName)) {
-            at(
-              'toolName',
-              'tool.unknown',
-              `tool ${node.toolName} is not registered (built-in: ${Object.keys(BUILT_IN_TOOLS).join(', ')}; or declare it under tools)`,
-            );
-          } else {
+        case 'tool': {
+          const unknown = unknownTool(node.toolName);
+          if (unknown) at('toolName', ...unknown);
+          else if (toolNames.has(node.toolName)) {
             const parameters = isBuiltInTool(node.toolName)
               ? BUILT_IN_TOOL_PARAMETERS[node.toolName]
               : declaredTools.get(node.toolName)?.parameters;
@@ -613,15 +660,12 @@ function crossReferenceProblems(model: ReferenceModel): DefinitionProblem[] {
             }
           }
           break;
+        }
         case 'promptNode':
           (node.tools ?? []).forEach((tool, t) => {
-            if (!toolNames.has(tool)) {
-              at(
-                `tools.${t}`,
-                'tool.unknown',
-                `tool ${tool} is not registered (built-in: ${Object.keys(BUILT_IN_TOOLS).join(', ')}; or declare it under tools)`,
-              );
-            } else if (node.tools?.indexOf(tool) !== t) {
+            const unknown = unknownTool(tool);
+            if (unknown) at(`tools.${t}`, ...unknown);
+            else if (node.tools?.indexOf(tool) !== t) {
               at(`tools.${t}`, 'tool.duplicate', `tool ${tool} is listed more than once`);
             }
           });

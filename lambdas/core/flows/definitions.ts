@@ -6,13 +6,14 @@
 import { ConflictError, NotFoundError, ValidationError } from '#core/errors';
 import type { Environment } from '#core/knowledge/fields';
 import { type Caller, requireAgent } from '#core/tenancy/tenancy';
-import type { DefinitionStore, SessionStore } from '#ports/flows';
+import type { DefinitionStore, McpClient, SessionStore } from '#ports/flows';
 import type { Clock } from '#ports/services';
 import type { AgentStore } from '#ports/stores';
 import { sameDefinition } from './canonical-json';
 import { type AgentDefinition, type DefinitionProblem, nodesOf, validateDefinition } from './definition';
 import type { AgentDefinitionRecord, DefinitionAuthor } from './definition-record';
 import { LLM_CLASS_NAMES, type LlmClassName } from './llm-config';
+import { mcpProblems } from './mcp-listing-check';
 
 /** Stored as one DynamoDB item (400 KB), with room for its keys. */
 export const DEFINITION_MAX_BYTES = 300 * 1024;
@@ -33,6 +34,8 @@ export interface DefinitionDeps {
    * agentCodeFunctions`): a definition naming another is a problem when it is stored. Undefined: not checked.
    */
   readonly agentCodeFunctions?: readonly string[];
+  /** Lists the definition's MCP servers (mcp-listing-check.ts); undefined: they are not listed (unit tests). */
+  readonly mcp?: McpClient;
 }
 
 /** A definition's `agentCode.functionArn` that the deployment did not register (its functions are not granted it). */
@@ -127,9 +130,20 @@ export function checkDefinition(
   return problems.length === 0 ? outcome : { valid: false as const, problems };
 }
 
+/**
+ * checkDefinition, then, for a definition that passes it, its MCP servers listed: what it names that they do not
+ * offer, and a server that cannot be listed, are problems too.
+ */
+export async function checkDefinitionAndServers(deps: DefinitionDeps, caller: Caller, input: unknown) {
+  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass, deps.agentCodeFunctions);
+  if (!outcome.valid || !deps.mcp) return outcome;
+  const problems = await mcpProblems(outcome.definition, deps.mcp, caller.organizationId);
+  return problems.length === 0 ? outcome : { valid: false as const, problems };
+}
+
 export async function validateAgentDefinition(deps: DefinitionDeps, caller: Caller, agentId: string, input: unknown) {
   await requireAgent(deps, caller, agentId);
-  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass, deps.agentCodeFunctions);
+  const outcome = await checkDefinitionAndServers(deps, caller, input);
   return { valid: outcome.valid, problems: outcome.problems };
 }
 
@@ -159,7 +173,7 @@ export async function putAgentDefinition(
   expectedVersion?: number,
 ): Promise<SavedDefinition> {
   await requireAgent(deps, caller, agentId);
-  const outcome = checkDefinition(input, deps.bedrockModels, deps.defaultModelClass, deps.agentCodeFunctions);
+  const outcome = await checkDefinitionAndServers(deps, caller, input);
   if (!outcome.valid) throw new ValidationError(outcome.problems);
   return saveNextVersion(deps, caller, { agentId, environment, definition: outcome.definition, expectedVersion });
 }

@@ -25,6 +25,7 @@ import type {
   FlowModelContext,
   FlowModelResolver,
   FlowRunQueue,
+  McpClient,
   OutboundHttp,
   SessionStore,
 } from '#ports/flows';
@@ -128,6 +129,8 @@ export interface FlowRuntimeDeps {
   readonly models: FlowModelResolver;
   readonly browser: BrowserDriver;
   readonly http: OutboundHttp;
+  /** The tools of MCP servers (docs/flows.md, "MCP tools"); without it, calling one fails with TOOL_FAILED. */
+  readonly mcp?: McpClient;
   /** Agent code deployed as Lambda functions (docs/agent-code.md); absent: a definition naming one fails to call it. */
   readonly agentCodeFunctions?: AgentCodeFunctions;
   /** The agents' callback secrets, which sign AI-message callbacks (one is made at an agent's first if it has none). */

@@ -13,6 +13,7 @@ import { BROWSER_TIME_LIMIT_MS } from './browser-task';
 import { agentCodeTarget } from './callback-delivery';
 import { callbackMessageId } from './callback-signing';
 import type { AgentDefinition, BrowserTaskNode, FlowNode, PromptNode } from './definition';
+import { mcpToolOf } from './definition-parts';
 import { renderText } from './placeholders';
 import {
   AgentEvents,
@@ -37,12 +38,15 @@ import type { AiMessage } from './session';
 import { browserTaskUnits, spendFlowWork } from './work-budget';
 
 /**
- * The longest a node may take by its own bounds: a tool node its declared HTTP tool's `timeoutSeconds`, a prompt node
- * the longest `timeoutSeconds` of the declared tools its model may call, a browser task its time limit
+ * The longest a node may take by its own bounds: a tool node its declared HTTP tool's (or MCP server's)
+ * `timeoutSeconds`, a prompt node the longest `timeoutSeconds` of the tools its model may call, a browser task its time limit
  * (BROWSER_TIME_LIMIT_MS); 0 for the rest. A model call's own timeout is not counted (docs/flows.md, "Long runs").
  */
 export function nodeBoundMs(definition: AgentDefinition, node: FlowNode): number {
-  const toolMs = (name: string) => (definition.tools.find((t) => t.name === name)?.timeoutSeconds ?? 0) * 1000;
+  const toolMs = (name: string) =>
+    (definition.tools.find((t) => t.name === name)?.timeoutSeconds ??
+      mcpToolOf(definition, name)?.server.timeoutSeconds ??
+      0) * 1000;
   switch (node.type) {
     case 'tool':
       return toolMs(node.toolName);

@@ -1,6 +1,6 @@
 /**
  * A tool node, and any call of a tool (from a tool node or a prompt node's model): its parameters checked against the
- * tool's specs, then an HTTP tool through the outbound guard or a built-in, its output kept under `{tools.<Node>…}`
+ * tool's specs, then an HTTP tool through the outbound guard, an MCP server's tool or a built-in, its output kept under `{tools.<Node>…}`
  * (bounded to a preview when large).
  */
 
@@ -8,13 +8,9 @@ import { trackAnalyticsEvent } from '#core/analytics/track';
 import { ValidationError } from '#core/errors';
 import type { ScopedTool, ToolParameterSpec } from '#ports/flows';
 import { METRIC } from '#ports/metrics';
-import {
-  type AgentDefinition,
-  BUILT_IN_TOOL_PARAMETERS,
-  BUILT_IN_TOOLS,
-  isBuiltInTool,
-  type ToolNode,
-} from './definition';
+import type { AgentDefinition, ToolNode } from './definition';
+import { BUILT_IN_TOOL_PARAMETERS, BUILT_IN_TOOLS, isBuiltInTool } from './definition-parts';
+import { mcpScopedTool, runMcpTool } from './mcp-tools';
 import { renderValue } from './placeholders';
 import { isRetrievalTool, runRetrievalTool } from './retrieval-tools';
 import {
@@ -32,7 +28,7 @@ import {
 
 export async function runTool(context: RunContext, node: ToolNode): Promise<void> {
   const { session, deps } = context;
-  const tool = scopedTool(context.definition, node.toolName);
+  const tool = await resolveTool(context, node.toolName);
   if (!tool) throw new FlowError('TOOL_NOT_FOUND', `Tool ${node.toolName} is not registered for this agent`);
   const specs: Readonly<Record<string, ToolParameterSpec>> = tool.parameters;
   const fixed = renderValue(node.parameters ?? {}, placeholderScope(context, node.name)) as Record<string, unknown>;
@@ -72,14 +68,14 @@ interface ToolExecution {
 
 /**
  * One tool call, whoever makes it (a tool node, or a prompt node's model): the required-parameter rule, then the
- * built-in's code or the declared HTTP tool through the outbound guard. Its output as a node stores it: a JSON
+ * built-in's code, the declared HTTP tool through the outbound guard, or the MCP server's tool (mcp-tools.ts). Its output as a node stores it: a JSON
  * object as it is, anything else as `{ result }`. Fails with an AppError (TOOL_FAILED, TOOL_PARAMETERS_MISSING,
  * TOOL_PARAMETERS_INVALID, TARGET_REFUSED, OUTBOUND_FAILED, KNOWLEDGE_BASE_NOT_FOUND, …).
  */
 export async function executeTool(context: RunContext, execution: ToolExecution): Promise<Record<string, unknown>> {
   const { session, deps, definition } = context;
   const { toolName, parameters } = execution;
-  const tool = scopedTool(definition, toolName);
+  const tool = await resolveTool(context, toolName);
   if (!tool) throw new FlowError('TOOL_NOT_FOUND', `Tool ${toolName} is not registered for this agent`);
   const absent = Object.entries(tool.parameters)
     .filter(([key, spec]) => spec.required && parameters[key] === undefined)
@@ -115,6 +111,8 @@ export async function executeTool(context: RunContext, execution: ToolExecution)
       environment: session.environment,
       memory: session.memory,
     });
+  } else if (tool.inputSchema) {
+    output = await runMcpTool(context, tool, parameters);
   } else {
     const declared = definition.tools.find((t) => t.name === toolName);
     if (!declared) throw new FlowError('TOOL_NOT_FOUND', `Tool ${toolName} is not registered for this agent`);
@@ -135,7 +133,12 @@ export async function executeTool(context: RunContext, execution: ToolExecution)
     : { result: output ?? null };
 }
 
-/** A tool as the model of a prompt node sees it; undefined when the definition has no such tool. */
+/** A tool as the model of a prompt node sees it, an MCP tool's from its server's listing; undefined: no such tool. */
+export async function resolveTool(context: RunContext, name: string): Promise<ScopedTool | undefined> {
+  return scopedTool(context.definition, name) ?? (await mcpScopedTool(context, name));
+}
+
+/** A declared or built-in tool as the model of a prompt node sees it; undefined when the definition has no such tool. */
 export function scopedTool(definition: AgentDefinition, name: string): ScopedTool | undefined {
   const declared = definition.tools.find((t) => t.name === name);
   if (declared) {

@@ -24,7 +24,8 @@ import { boundedValue, recordBuiltInEvent } from '#core/analytics/track';
 import { ConflictError, NotFoundError } from '#core/errors';
 import { callTriggerHandler } from './agent-code';
 import { forgetAttachments } from './attachments';
-import { type AgentDefinition, type FlowNode, nodesOf, type TriggerNode } from './definition';
+import type { AgentDefinition, FlowNode, TriggerNode } from './definition';
+import { nodesOf } from './definition-parts';
 import { type EdgeTaken, routeWithReason } from './route';
 import {
   analyticsScope,

@@ -15,7 +15,8 @@
  */
 import type { ScheduleFireMessage } from '#ports/flows';
 import { type ContinueRunOptions, type ContinueRunOutcome, continueRun } from './continue-run';
-import { nodesOf, type TriggerNode } from './definition';
+import type { TriggerNode } from './definition';
+import { nodesOf } from './definition-parts';
 import type { FlowRuntimeDeps } from './run-context';
 import { SESSION_LEASE_MS } from './run-context';
 import { fireInvocationId, fireSessionId } from './scheduler';

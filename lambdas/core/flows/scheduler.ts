@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { DefinitionStore, FlowRunQueue, ScheduleFireLog, ScheduleFireMessage } from '#ports/flows';
 import type { TriggerNode } from './definition';
-import { nodesOf } from './definition';
+import { nodesOf } from './definition-parts';
 import type { AgentDefinitionRecord } from './definition-record';
 import { firesBetween } from './schedule';
 

@@ -24,7 +24,7 @@ import {
   type RunContext,
   TOOL_CALL_LIMIT,
 } from './run-context';
-import { executeTool, scopedTool } from './run-tool';
+import { executeTool, resolveTool } from './run-tool';
 
 /** A scoped call as `{tools.<PromptNode>.calls.<n>}` reads it (n from 0, in the order the model asked). */
 export interface StoredCall {
@@ -47,7 +47,10 @@ export async function respondWithTools(
   prompt: string,
   calls: StoredCall[],
 ): Promise<string> {
-  const tools = (node.tools ?? []).flatMap((name) => scopedTool(context.definition, name) ?? []);
+  // An MCP tool from its server's listing: a server that cannot be listed fails the node (its error and code).
+  const tools = (await Promise.all((node.tools ?? []).map((name) => resolveTool(context, name)))).filter(
+    (tool): tool is ScopedTool => tool !== undefined,
+  );
   const rounds: ModelToolRound[] = [];
   for (;;) {
     metricsOf(context).count(METRIC.modelCalls);

@@ -5760,6 +5760,22 @@ export interface operations {
                         /** @default 10 */
                         timeoutSeconds?: number;
                     }[];
+                    mcpServers?: {
+                        /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                        name: string;
+                        description?: string;
+                        /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                        url: string;
+                        /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                        bearerSecret?: string;
+                        /** @description Only these tools of the server may be named; absent: every tool it lists */
+                        tools?: string[];
+                        /**
+                         * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                         * @default 10
+                         */
+                        timeoutSeconds?: number;
+                    }[];
                     flows: {
                         name: string;
                         nodes: ({
@@ -5821,7 +5837,7 @@ export interface operations {
                              * @enum {string}
                              */
                             context?: "run" | "conversation" | "none";
-                            /** @description Tools the model may call while it answers (declared or built-in names) */
+                            /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
                             tools?: string[];
                         } | {
                             /** @description Unique across all flows: edges and jumps name the node by it */
@@ -5830,7 +5846,7 @@ export interface operations {
                             displayName?: string;
                             /** @constant */
                             type: "tool";
-                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
+                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
                             toolName: string;
                             /** @description A hint for inferring the parameters */
                             prompt?: string;
@@ -6391,6 +6407,22 @@ export interface operations {
                         /** @default 10 */
                         timeoutSeconds?: number;
                     }[];
+                    mcpServers?: {
+                        /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                        name: string;
+                        description?: string;
+                        /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                        url: string;
+                        /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                        bearerSecret?: string;
+                        /** @description Only these tools of the server may be named; absent: every tool it lists */
+                        tools?: string[];
+                        /**
+                         * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                         * @default 10
+                         */
+                        timeoutSeconds?: number;
+                    }[];
                     flows: {
                         name: string;
                         nodes: ({
@@ -6452,7 +6484,7 @@ export interface operations {
                              * @enum {string}
                              */
                             context?: "run" | "conversation" | "none";
-                            /** @description Tools the model may call while it answers (declared or built-in names) */
+                            /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
                             tools?: string[];
                         } | {
                             /** @description Unique across all flows: edges and jumps name the node by it */
@@ -6461,7 +6493,7 @@ export interface operations {
                             displayName?: string;
                             /** @constant */
                             type: "tool";
-                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
+                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
                             toolName: string;
                             /** @description A hint for inferring the parameters */
                             prompt?: string;

@@ -185,7 +185,7 @@ export const FLOW_SCHEMA: { nodes: Record<string, JsonSchema>; edge: JsonSchema 
           ]
         },
         "tools": {
-          "description": "Tools the model may call while it answers (declared or built-in names)",
+          "description": "Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server)",
           "maxItems": 16,
           "type": "array",
           "items": {
@@ -223,7 +223,7 @@ export const FLOW_SCHEMA: { nodes: Record<string, JsonSchema>; edge: JsonSchema 
         "toolName": {
           "type": "string",
           "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,63}$",
-          "description": "A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools"
+          "description": "A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server"
         },
         "prompt": {
           "description": "A hint for inferring the parameters",
