@@ -272,7 +272,10 @@ function reportError(error: unknown): number {
   if (typeof commander.code === 'string' && commander.code.startsWith('commander.')) {
     return commander.exitCode === 0 ? 0 : 2;
   }
-  err(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+  // fetch's own failure says only "fetch failed"; its cause says why (ECONNREFUSED, ENOTFOUND, …).
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const why = cause ? ` (${cause.code ?? cause.message})` : '';
+  err(`error: ${error instanceof Error ? error.message : String(error)}${why}\n`);
   return 1;
 }
 
