@@ -69,8 +69,7 @@ it('uploads a document in one call and waits until it is ready, labels and all',
   );
   // What the helpers read of a document is what the OpenAPI document says it is: once the document describes this
   // answer (npm run web:types), a field they read that it types otherwise fails the type-check here.
-  const read: Pick<DocumentFields, 'status' | 'error' | 's3Key' | 'documentId'> = answer;
-  const document = read as DocumentFields;
+  const document: Pick<DocumentFields, 'status' | 'error' | 's3Key' | 'documentId'> = answer;
   expect(document).toMatchObject({
     status: 'ready',
     error: null,
@@ -91,20 +90,20 @@ it('uploads a document in one call and waits until it is ready, labels and all',
 });
 
 it('answers upload-complete’s answer when not asked to wait, and the same document once waited for', async () => {
-  const completion = (await api.uploadDocument(
+  const completion = await api.uploadDocument(
     { name: 'notes.md', content: Buffer.from('# Notes\n\nThe warranty lasts two years.') },
     { ...dataset },
-  )) as Client.UploadCompletionFields;
+  );
   expect(completion).toMatchObject({ type: 'document', status: 'uploaded' });
-  const document = (await api.waitForDocument({ ...dataset, s3Key: completion.s3Key })) as DocumentFields;
+  const document = await api.waitForDocument({ ...dataset, s3Key: completion.s3Key });
   expect(document).toMatchObject({ documentId: completion.documentId, status: 'ready' });
 });
 
 it('answers a document processing refused as failed, with its error code', async () => {
-  const document = (await api.uploadDocument(
+  const document = await api.uploadDocument(
     { name: 'blank.txt', content: new Blob(['   \n\n  ']) },
     { ...dataset, wait: true },
-  )) as DocumentFields;
+  );
   expect(document.status).toBe('failed');
   expect(document.error?.code).toBe('EMPTY_DOCUMENT');
 });
@@ -118,10 +117,10 @@ it('updates a document’s content and deletes it', async () => {
       wait: true,
     },
   );
-  const updated = (await api.updateDocument(
+  const updated = await api.updateDocument(
     { name: 'faq.txt', content: 'Shipping takes five days.' },
     { ...dataset, customDocumentId: 'faq', labels: { label2: 'lang:en' }, wait: true },
-  )) as DocumentFields;
+  );
   expect(updated).toMatchObject({ status: 'ready', label2: 'lang:en', fileSize: 25 });
 
   await api.deleteDocument({ ...dataset, customDocumentId: 'faq' });
