@@ -9,8 +9,15 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createClient, type DocumentFields, type PlatformClient, unwrap } from '@agent-platform/client';
+import {
+  createClient,
+  type DocumentFields,
+  type PlatformClient,
+  type UploadLinkFields,
+  unwrap,
+} from '@agent-platform/client';
 import { parse } from 'csv-parse/sync';
+import { customDocumentIdOf, sha256 } from '../../clients/cli/src/sync';
 import { refundFlow } from '../helpers/flow-definitions';
 import { pollUntil } from '../helpers/poll';
 import { startService, type TestService } from '../helpers/service';
@@ -356,6 +363,60 @@ describe('aps kb sync', () => {
       }),
     )) as unknown as { counts: { total: number; ready: number } };
     expect(list.counts).toMatchObject({ total: 30, ready: 30 });
+  });
+  it('completes an upload a killed run had a link for, with that link, whether or not its PUT was done', async () => {
+    const folder = join(home, 'linked');
+    const files = { 'linked.txt': 'Issued a link, nothing more.', 'put.txt': 'Issued a link and sent the file.' };
+    writeFiles(folder, files);
+    const development = { agentId, knowledgeBaseId, environment: 'development' as const };
+    const state: Record<string, unknown> = {};
+    for (const [path, content] of Object.entries(files)) {
+      const customDocumentId = customDocumentIdOf(path);
+      const link = (await unwrap(
+        api.POST('/api/v1/knowledge/documents/upload-link', {
+          body: { ...development, fileName: path, fileSize: Buffer.byteLength(content), customDocumentId },
+        }),
+      )) as unknown as UploadLinkFields;
+      if (path === 'put.txt') await api.putUpload(link, content);
+      state[path] = {
+        sha256: null,
+        customDocumentId,
+        documentId: null,
+        s3Key: null,
+        status: null,
+        error: null,
+        metadata: {},
+        pending: { ...link, kind: 'create', sha256: sha256(content), issuedAt: new Date().toISOString() },
+      };
+    }
+    writeFileSync(
+      join(folder, '.aps-sync.json'),
+      JSON.stringify({ version: 1, datasets: { [`${agentId}/development/${knowledgeBaseId}`]: { files: state } } }),
+    );
+
+    const run = await aps([
+      'kb',
+      'sync',
+      folder,
+      '--agent',
+      agentId,
+      '--kb',
+      knowledgeBaseId,
+      '--env',
+      'development',
+      '--json',
+    ]);
+    expect(run.code).toBe(0);
+    // Only with those links: a new upload-link for these ids is refused while their reservations hold (409).
+    const summary = JSON.parse(run.stdout) as Summary;
+    expect([...summary.uploaded].sort()).toEqual(['linked.txt', 'put.txt']);
+    expect(summary.ready).toEqual(['linked.txt', 'put.txt']);
+    const list = (await unwrap(
+      api.GET('/api/v1/knowledge/documents/list', { params: { query: { ...development, limit: '100' } } }),
+    )) as unknown as { documents: DocumentFields[] };
+    expect(list.documents.map((doc) => [doc.customDocumentId, doc.status]).sort()).toEqual(
+      Object.keys(files).map((path) => [customDocumentIdOf(path), 'ready']),
+    );
   });
 });
 
