@@ -418,6 +418,33 @@ describe('aps kb sync', () => {
       Object.keys(files).map((path) => [customDocumentIdOf(path), 'ready']),
     );
   });
+  it('says a file whose id a stopped upload of other content reserves is pending, not missing', async () => {
+    const folder = join(home, 'reserved');
+    writeFiles(folder, { 'draft.txt': 'The second draft.' });
+    const development = { agentId, knowledgeBaseId, environment: 'development' as const };
+    // A run issued a link for the first draft, stopped, and lost its state file; the file changed since.
+    await unwrap(
+      api.POST('/api/v1/knowledge/documents/upload-link', {
+        body: { ...development, fileName: 'draft.txt', customDocumentId: customDocumentIdOf('draft.txt') },
+      }),
+    );
+    const run = await aps([
+      'kb',
+      'sync',
+      folder,
+      '--agent',
+      agentId,
+      '--kb',
+      knowledgeBaseId,
+      '--env',
+      'development',
+      '--json',
+    ]);
+    expect(run.code).toBe(1);
+    expect((JSON.parse(run.stdout) as Summary).failed).toEqual([
+      { path: 'draft.txt', code: 'UPLOAD_PENDING', message: expect.stringMatching(/sync again then$/) },
+    ]);
+  });
 });
 
 describe('aps query', () => {

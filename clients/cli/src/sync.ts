@@ -344,11 +344,25 @@ async function upload(
     }
   }
   if (!link) {
-    link = (await unwrap(
-      api.POST('/api/v1/knowledge/documents/update/upload-link', {
-        body: { ...body, customDocumentId: file.customDocumentId },
-      }),
-    )) as unknown as UploadLinkFields;
+    try {
+      link = (await unwrap(
+        api.POST('/api/v1/knowledge/documents/update/upload-link', {
+          body: { ...body, customDocumentId: file.customDocumentId },
+        }),
+      )) as unknown as UploadLinkFields;
+    } catch (error) {
+      // Taken, yet no document: an upload-link of a run that stopped (for other content) still reserves the id.
+      if (kind === 'update' && file.sha256 === null && error instanceof ApiError && error.status === 404) {
+        throw new ApiError(
+          409,
+          'UPLOAD_PENDING',
+          `customDocumentId ${file.customDocumentId} is reserved by an upload that was never completed ` +
+            '(a sync stopped, then the file changed); the reservation ends with its upload session ' +
+            '(UPLOAD_SESSION_TTL_SECONDS, an hour by default): sync again then',
+        );
+      }
+      throw error;
+    }
   }
   file.pending = { ...link, kind, sha256: hash, issuedAt: new Date().toISOString() };
   save();
