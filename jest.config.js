@@ -16,6 +16,7 @@ module.exports = {
     '^fast-xml-parser$': '<rootDir>/lib/local/fast-xml-parser-v3-compat.cjs',
     // The repository's own packages from their sources (examples/ imports them by name, as a customer would).
     '^@agent-platform/agent-sdk$': '<rootDir>/packages/agent-sdk/src',
+    '^@agent-platform/client$': '<rootDir>/clients/typescript/src',
   },
   maxWorkers: 2,
   // Every answer of every local runtime a suite starts is checked against the OpenAPI document; the teardown prints
