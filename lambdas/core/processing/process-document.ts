@@ -6,6 +6,8 @@
  */
 
 import type { DatasetRef, DocumentRecord } from '#core/knowledge/document';
+import { documentStatusEvent } from '#core/webhooks/events';
+import { type PublishDeps, publishStatusEvent } from '#core/webhooks/publish';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
 import {
   type ChunkGeneration,
@@ -23,7 +25,7 @@ import type { DocumentStore } from '#ports/stores';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from './chunking';
 import { ProcessingError } from './errors';
 
-export interface ProcessingDeps {
+export interface ProcessingDeps extends PublishDeps {
   readonly documents: DocumentStore;
   readonly blobs: BlobStore;
   readonly queue: ProcessingQueue;
@@ -141,9 +143,28 @@ async function fail(deps: ProcessingDeps, doc: DocumentRecord, error: Processing
   );
   if (!updated) return 'skipped';
   deps.metrics.count(METRIC.documentsFailed, 1, { errorCode: error.code });
+  await publishStatusEvent(deps, statusEventOf(updated, 'failed'));
   // A failed document is not retrievable: chunks of an earlier version go too, so the status tells the truth.
   await removeChunksOfFailed(deps, refOf(doc), updated.indexedChunks);
   return 'failed';
+}
+
+/** The `document.ready` / `document.failed` status webhook of the record the status was just written to. */
+function statusEventOf(doc: DocumentRecord, status: 'ready' | 'failed', chunkCount?: number) {
+  return documentStatusEvent({
+    organizationId: doc.organizationId,
+    agentId: doc.agentId,
+    environment: doc.environment,
+    knowledgeBaseId: doc.knowledgeBaseId,
+    documentId: doc.documentId,
+    uploadId: doc.uploadId,
+    fileName: doc.fileName,
+    customDocumentId: doc.customDocumentId,
+    status,
+    error: doc.error,
+    ...(chunkCount !== undefined ? { chunkCount } : {}),
+    updatedAt: doc.updatedAt,
+  });
 }
 
 /** Ends a stuck document `failed` with INDEXING_FAILED; false when it moved on meanwhile. */
@@ -184,6 +205,7 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: 
   }
   deps.metrics.count(METRIC.documentsReady);
   deps.metrics.count(METRIC.chunksIndexed, chunkCount);
+  await publishStatusEvent(deps, statusEventOf(updated, 'ready', chunkCount));
   // From the document's last `uploaded` write (upload-complete, or the watchdog's retry) to `ready`.
   deps.metrics.milliseconds(
     METRIC.processingDuration,

@@ -13,6 +13,7 @@ import * as knowledge from './knowledge/schemas';
 import { responseSchemaOf } from './responses';
 import * as retrievalConfig from './retrieval/config-schemas';
 import * as retrieval from './retrieval/schemas';
+import * as webhooks from './webhooks/schemas';
 
 const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   Health: z.strictObject({}),
@@ -33,6 +34,13 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   RenameAgent: dashboard.renameAgentSchema,
   DeleteAgent: dashboard.agentPathSchema,
   RotateCallbackSecret: dashboard.agentPathSchema,
+  CreateWebhookEndpoint: webhooks.createWebhookEndpointSchema,
+  ListWebhookEndpoints: webhooks.noWebhookInputSchema,
+  GetWebhookEndpoint: webhooks.webhookEndpointPathSchema,
+  UpdateWebhookEndpoint: webhooks.updateWebhookEndpointSchema,
+  DeleteWebhookEndpoint: webhooks.webhookEndpointPathSchema,
+  RotateWebhookEndpointSecret: webhooks.webhookEndpointPathSchema,
+  ListWebhookDeliveries: webhooks.listWebhookDeliveriesSchema,
   AgentsList: dashboard.noInputSchema,
   QueryEvents: queryEventsSchema,
   TrackEvent: trackEventSchema,

@@ -9,6 +9,7 @@ import { RESPONSES as dashboard } from './dashboard/responses';
 import { RESPONSES as flows } from './flows/responses';
 import { RESPONSES as knowledge } from './knowledge/responses';
 import { RESPONSES as retrieval } from './retrieval/responses';
+import { RESPONSES as webhooks } from './webhooks/responses';
 
 const SERVICE: Readonly<Record<string, z.ZodType>> = {
   Health: z.strictObject({ status: z.literal('ok') }),
@@ -21,6 +22,7 @@ const RESPONSE_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   ...dashboard,
   ...flows,
   ...analytics,
+  ...webhooks,
 };
 
 /**
