@@ -109,12 +109,8 @@ export const processingContainer: ProcessingDeps &
   get statusEvents() {
     return statusEventPublisher();
   },
-  onPublishError: (error, event) =>
-    logger.warn('a status event was not published: its webhooks are not sent', {
-      eventType: event.type,
-      eventId: event.id,
-      error: error as Error,
-    }),
+  onPublishError: (error, eventType) =>
+    logger.warn('a status event was not published: its webhooks are not sent', { eventType, error: error as Error }),
   get metrics() {
     return operationalMetrics();
   },

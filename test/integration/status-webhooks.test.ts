@@ -7,7 +7,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { createDataset, type Dataset, uploadDocument } from '../helpers/fixtures';
+import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
 
@@ -303,6 +303,60 @@ it('rotates the secret: the next delivery is signed by the new secret and, for 2
   expect(String(delivery.headers['webhook-signature']).split(' ')).toHaveLength(2);
   expect(verify(rotated.body.secret, delivery)).toMatchObject({ type: 'document.ready' });
   expect(verify(endpoint.secret, delivery)).toMatchObject({ type: 'document.ready' });
+});
+
+it('delivers zip_import.completed once the import is completed, with its file and failure counts', async () => {
+  const dataset = await createDataset(call);
+  const endpoint = await register(dataset, '/zips', ['zip_import.completed']);
+  const link = await call<UploadLink>('POST', '/api/v1/knowledge/documents/upload-link', {
+    body: { ...dataset, fileName: 'batch.zip' },
+  });
+  expect(link.status).toBe(200);
+  await putFile(link.body, await zipOf({ 'a.txt': 'Alpha manual.', 'b.txt': 'Beta manual.', 'empty.txt': ' ' }));
+  await call('POST', '/api/v1/knowledge/documents/upload-complete', { body: { uploadId: link.body.uploadId } });
+
+  const [delivery] = await deliveriesTo('/zips', 1);
+  expect(verify(endpoint.secret, delivery)).toEqual({
+    type: 'zip_import.completed',
+    timestamp: expect.any(String),
+    data: {
+      agentId: dataset.agentId,
+      environment: dataset.environment,
+      knowledgeBaseId: dataset.knowledgeBaseId,
+      zipJobId: link.body.zipJobId,
+      status: 'completed',
+      fileCount: 3,
+      failedCount: 1,
+    },
+  });
+  // What the event says, the import's own route says too.
+  const job = await call<{ status: string; failedCount: number }>(
+    'GET',
+    `/api/v1/knowledge/zip-jobs/${link.body.zipJobId}`,
+  );
+  expect(job.body).toMatchObject({ status: 'completed', failedCount: 1 });
+  // Every delivery of it carries the one webhook-id of the import's completion.
+  const ids = new Set((received['/zips'] ?? []).map((d) => d.headers['webhook-id']));
+  expect(ids.size).toBe(1);
+});
+
+it('delivers knowledge_base.deleted when the deletion job has removed the knowledge base', async () => {
+  const dataset = await createDataset(call);
+  const endpoint = await register(dataset, '/deleted-kbs', ['knowledge_base.deleted']);
+  const deleted = await call(
+    'DELETE',
+    `/dashboard/agents/${dataset.agentId}/knowledge/bases/${dataset.knowledgeBaseId}`,
+  );
+  expect(deleted.status).toBe(202);
+
+  const [delivery] = await deliveriesTo('/deleted-kbs', 1);
+  expect(verify(endpoint.secret, delivery)).toEqual({
+    type: 'knowledge_base.deleted',
+    timestamp: expect.any(String),
+    data: { agentId: dataset.agentId, knowledgeBaseId: dataset.knowledgeBaseId, name: 'Manuals', status: 'deleted' },
+  });
+  const gone = await call('GET', `/dashboard/agents/${dataset.agentId}/knowledge/bases/${dataset.knowledgeBaseId}`);
+  expect(gone.status).toBe(404);
 });
 
 it('sends an endpoint scoped to an agent only that agent’s events', async () => {

@@ -7,7 +7,7 @@
 
 import type { DatasetRef, DocumentRecord } from '#core/knowledge/document';
 import { documentStatusEvent } from '#core/webhooks/events';
-import { type PublishDeps, publishStatusEvent } from '#core/webhooks/publish';
+import { type PublishDeps, publishStatusEvent, publishZipImportIfCompleted } from '#core/webhooks/publish';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
 import {
   type ChunkGeneration,
@@ -22,6 +22,7 @@ import {
 } from '#ports/processing';
 import type { BlobStore, Clock, ProcessingQueue } from '#ports/services';
 import type { DocumentStore } from '#ports/stores';
+import type { ZipJobStore } from '#ports/zip-jobs';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from './chunking';
 import { ProcessingError } from './errors';
 
@@ -143,13 +144,38 @@ async function fail(deps: ProcessingDeps, doc: DocumentRecord, error: Processing
   );
   if (!updated) return 'skipped';
   deps.metrics.count(METRIC.documentsFailed, 1, { errorCode: error.code });
-  await publishStatusEvent(deps, statusEventOf(updated, 'failed'));
+  await publishStatusEvents(deps, updated, 'failed');
   // A failed document is not retrievable: chunks of an earlier version go too, so the status tells the truth.
   await removeChunksOfFailed(deps, refOf(doc), updated.indexedChunks);
   return 'failed';
 }
 
-/** The `document.ready` / `document.failed` status webhook of the record the status was just written to. */
+/**
+ * The status webhooks of a status just written: `document.ready` / `document.failed`, and `zip_import.completed` when
+ * the document was the last unfinished one of its ZIP import.
+ */
+async function publishStatusEvents(
+  deps: ProcessingDeps,
+  doc: DocumentRecord,
+  status: 'ready' | 'failed',
+  chunkCount?: number,
+): Promise<void> {
+  if (!deps.statusEvents) return;
+  await publishStatusEvent(deps, statusEventOf(doc, status, chunkCount));
+  // The worker's deps hold the ZIP imports' store (ZipImportDeps); deps without it publish no ZIP completion.
+  const { zipJobs } = deps as { zipJobs?: Pick<ZipJobStore, 'get'> };
+  if (doc.zipJobId !== undefined && doc.uploadId === doc.zipJobId) {
+    await publishZipImportIfCompleted(
+      { ...pickPublish(deps), zipJobs, documents: deps.documents, clock: deps.clock },
+      doc.zipJobId,
+    );
+  }
+}
+
+function pickPublish(deps: ProcessingDeps): PublishDeps {
+  return { statusEvents: deps.statusEvents, onPublishError: deps.onPublishError };
+}
+
 function statusEventOf(doc: DocumentRecord, status: 'ready' | 'failed', chunkCount?: number) {
   return documentStatusEvent({
     organizationId: doc.organizationId,
@@ -205,7 +231,7 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: 
   }
   deps.metrics.count(METRIC.documentsReady);
   deps.metrics.count(METRIC.chunksIndexed, chunkCount);
-  await publishStatusEvent(deps, statusEventOf(updated, 'ready', chunkCount));
+  await publishStatusEvents(deps, updated, 'ready', chunkCount);
   // From the document's last `uploaded` write (upload-complete, or the watchdog's retry) to `ready`.
   deps.metrics.milliseconds(
     METRIC.processingDuration,
