@@ -155,7 +155,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       resources: { ...stateful, browserTask: this.browserTask.function },
       reservedConcurrency,
     });
-    this.webhooks = new WebhookDelivery(this, 'WebhookDelivery', { resources: stateful });
+    this.webhooks = new WebhookDelivery(this, 'WebhookDelivery', { resources: stateful, reservedConcurrency });
     const resources = {
       ...stateful,
       browserTask: this.browserTask.function,

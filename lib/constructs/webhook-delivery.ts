@@ -26,6 +26,8 @@ export const WEBHOOK_DELIVERY_CONCURRENCY = 5;
 export interface WebhookDeliveryProps {
   /** What the worker gets: the webhook tables (the queue is its own). */
   readonly resources: PlatformResources;
+  /** Reserve WEBHOOK_DELIVERY_CONCURRENCY for the worker (default true), so its own batches are never throttled. */
+  readonly reservedConcurrency?: boolean;
 }
 
 export class WebhookDelivery extends Construct {
@@ -54,6 +56,7 @@ export class WebhookDelivery extends Construct {
       description: 'Signs and sends status webhooks to the endpoints organizations registered, with retries',
       timeout: WEBHOOK_DELIVERY_TIMEOUT,
       environment: resourceEnvironment(resources, access),
+      ...(props.reservedConcurrency === false ? {} : { reservedConcurrentExecutions: WEBHOOK_DELIVERY_CONCURRENCY }),
       // A failed attempt is queued again on this same queue, after its wait.
       recursiveLoop: RecursiveLoop.ALLOW,
     });
