@@ -7,6 +7,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { RESPONSES } from '#handlers/http/webhooks/responses';
 import { createDataset, type Dataset, putFile, type UploadLink, uploadDocument, zipOf } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
 import { client, startService, type TestService } from '../helpers/service';
@@ -85,6 +86,7 @@ async function register(dataset: Dataset, path: string, events = ['document.read
     body: { url: `${baseUrl}${path}`, events, agentId: dataset.agentId },
   });
   expect(created.status).toBe(201);
+  conforms('CreateWebhookEndpoint', created.body);
   return created.body;
 }
 
@@ -103,7 +105,15 @@ async function attemptsOf(endpointId: string, query: Record<string, string> = {}
     { query },
   );
   expect(listed.status).toBe(200);
+  conforms('ListWebhookDeliveries', listed.body);
   return listed.body;
+}
+
+/** The answer's body is what the route's response schema (the OpenAPI document's) admits. */
+function conforms(routeId: string, body: unknown) {
+  const { success, ...rest } = body as { success: boolean };
+  expect(success).toBe(true);
+  expect(RESPONSES[routeId].safeParse(rest)).toEqual(expect.objectContaining({ success: true }));
 }
 
 const verify = (secret: string, delivery: Received) =>
@@ -122,9 +132,11 @@ it('registers an endpoint and shows its secret only in the answer that made it',
   const read = await call<Endpoint>('GET', `/dashboard/webhook-endpoints/${created.endpointId}`);
   expect(read.status).toBe(200);
   expect(read.body).not.toHaveProperty('secret');
+  conforms('GetWebhookEndpoint', read.body);
   expect(JSON.stringify(read.body)).not.toContain(created.secret);
   const listed = await call<{ endpoints: Endpoint[] }>('GET', '/dashboard/webhook-endpoints');
   expect(listed.body.endpoints.map((e) => e.endpointId)).toContain(created.endpointId);
+  conforms('ListWebhookEndpoints', listed.body);
   expect(JSON.stringify(listed.body)).not.toContain(created.secret);
   // Another organization does not see it.
   expect((await other('GET', `/dashboard/webhook-endpoints/${created.endpointId}`)).status).toBe(404);
@@ -132,6 +144,7 @@ it('registers an endpoint and shows its secret only in the answer that made it',
 
   const deleted = await call('DELETE', `/dashboard/webhook-endpoints/${created.endpointId}`);
   expect(deleted.status).toBe(200);
+  conforms('DeleteWebhookEndpoint', deleted.body);
   expect((await call('GET', `/dashboard/webhook-endpoints/${created.endpointId}`)).status).toBe(404);
 });
 
@@ -281,6 +294,7 @@ it('disables an endpoint whose deliveries fail for the whole streak, and PATCH e
     body: { enabled: true },
   });
   expect(enabled.status).toBe(200);
+  conforms('UpdateWebhookEndpoint', enabled.body);
   expect(enabled.body).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
   // Nothing was queued for it while it was disabled.
   expect((received['/down'] ?? []).length).toBe(sent);
@@ -295,6 +309,7 @@ it('rotates the secret: the next delivery is signed by the new secret and, for 2
     { body: {} },
   );
   expect(rotated.status).toBe(201);
+  conforms('RotateWebhookEndpointSecret', rotated.body);
   expect(rotated.body.secret).not.toBe(endpoint.secret);
   expect(Date.parse(rotated.body.previousSecretValidUntil) - Date.now()).toBeGreaterThan(23 * 3600_000);
 
