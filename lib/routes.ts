@@ -1012,6 +1012,8 @@ export const WORKERS = {
       },
       documentsBucket: 'readWrite',
       processingQueue: 'send',
+      // Status webhooks: a document it fails (stuck) is `document.failed`.
+      webhookQueue: 'send',
     },
   },
   /**
