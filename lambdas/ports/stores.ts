@@ -509,9 +509,10 @@ export interface DocumentStore {
   /**
    * True when no document the ZIP import created is unfinished: each still holding the import's content is `ready`
    * or `failed` (a deleted one, or one whose content was replaced since, is done with the import). Read from an index:
-   * in AWS it may lag a write by a fraction of a second.
+   * in AWS it may lag a write by a fraction of a second. `finishedDocumentId`: a document the caller has just seen
+   * finish, which the index may still list (its own write's lag).
    */
-  zipImportFinished(zipJobId: string): Promise<boolean>;
+  zipImportFinished(zipJobId: string, finishedDocumentId?: string): Promise<boolean>;
   /**
    * How many documents still holding the ZIP import's content are `failed` (the files it refused included: they are
    * failed documents too). Read from an index: in AWS it may lag a write by a fraction of a second.

@@ -168,6 +168,7 @@ async function publishStatusEvents(
     await publishZipImportIfCompleted(
       { ...pickPublish(deps), zipJobs, documents: deps.documents, clock: deps.clock },
       doc.zipJobId,
+      doc.documentId,
     );
   }
 }

@@ -35,15 +35,21 @@ export interface ZipCompletionDeps extends PublishDeps {
  * `zip_import.completed` once the import is what GET …/zip-jobs/{id} calls `completed`: read through, not failed, and
  * every document it created finished. Called when one of its documents finishes and when its archive is read through,
  * so whichever comes last publishes; two that finish together may both publish it, with the same `webhook-id`. The
- * unfinished documents are read from an index, which in AWS may lag their last write by a fraction of a second: an
- * import whose last documents finish within that lag may send no event (docs/webhooks.md, "Guarantees").
+ * unfinished documents are read from an index, which in AWS may lag their last write by a fraction of a second (the
+ * finishing document's own entry is discounted): an import whose last two documents finish within that lag of each
+ * other may send no event (docs/webhooks.md, "Guarantees").
  */
-export async function publishZipImportIfCompleted(deps: ZipCompletionDeps, zipJobId: string): Promise<void> {
+export async function publishZipImportIfCompleted(
+  deps: ZipCompletionDeps,
+  zipJobId: string,
+  /** The document whose finishing calls this: the index may still list it as unfinished. */
+  finishedDocumentId?: string,
+): Promise<void> {
   if (!deps.statusEvents || !deps.zipJobs) return;
   try {
     const job = await deps.zipJobs.get(zipJobId);
     if (!job || job.status === 'failed' || typeof job.fileCount !== 'number') return;
-    if (!(await deps.documents.zipImportFinished(zipJobId))) return;
+    if (!(await deps.documents.zipImportFinished(zipJobId, finishedDocumentId))) return;
     const failedCount = await deps.documents.zipImportFailures(zipJobId);
     await deps.statusEvents.publish(
       zipImportCompletedEvent({

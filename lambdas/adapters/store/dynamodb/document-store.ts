@@ -496,17 +496,18 @@ export class DynamoDocumentStore implements DocumentStore {
     return { uploaded, ready, failed, total: uploaded + ready + failed };
   }
 
-  async zipImportFinished(zipJobId: string): Promise<boolean> {
+  async zipImportFinished(zipJobId: string, finishedDocumentId?: string): Promise<boolean> {
     const { Items } = await this.client.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: ZIP_PENDING,
         KeyConditionExpression: 'zipPendingKey = :job',
         ExpressionAttributeValues: { ':job': zipJobId },
-        Limit: 1,
+        // Two: the document the caller saw finish may still be listed (the index lags its write).
+        Limit: finishedDocumentId === undefined ? 1 : 2,
       }),
     );
-    return (Items ?? []).length === 0;
+    return (Items ?? []).every((item) => item.documentId === finishedDocumentId);
   }
 
   async zipImportFailures(zipJobId: string): Promise<number> {
