@@ -509,10 +509,11 @@ export interface DocumentStore {
   /**
    * True when no document the ZIP import created is unfinished: each still holding the import's content is `ready`
    * or `failed` (a deleted one, or one whose content was replaced since, is done with the import). Read from an index:
-   * in AWS it may lag a write by a fraction of a second. `finishedDocumentId`: a document the caller has just seen
-   * finish, which the index may still list (its own write's lag).
+   * in AWS it may lag a write by a fraction of a second.
    */
-  zipImportFinished(zipJobId: string, finishedDocumentId?: string): Promise<boolean>;
+  zipImportFinished(zipJobId: string): Promise<boolean>;
+  /** Up to `limit` of the documents zipImportFinished waits for (their ids), from the same index. */
+  zipImportUnfinished(zipJobId: string, limit: number): Promise<string[]>;
   /**
    * How many documents still holding the ZIP import's content are `failed` (the files it refused included: they are
    * failed documents too). Read from an index: in AWS it may lag a write by a fraction of a second.

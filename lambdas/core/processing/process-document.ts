@@ -166,7 +166,7 @@ async function publishStatusEvents(
   const { zipJobs } = deps as { zipJobs?: Pick<ZipJobStore, 'get'> };
   if (doc.zipJobId !== undefined && doc.uploadId === doc.zipJobId) {
     await publishZipImportIfCompleted(
-      { ...pickPublish(deps), zipJobs, documents: deps.documents, clock: deps.clock },
+      { ...pickPublish(deps), zipJobs, documents: deps.documents, queue: deps.queue, clock: deps.clock },
       doc.zipJobId,
       doc.documentId,
     );

@@ -496,18 +496,21 @@ export class DynamoDocumentStore implements DocumentStore {
     return { uploaded, ready, failed, total: uploaded + ready + failed };
   }
 
-  async zipImportFinished(zipJobId: string, finishedDocumentId?: string): Promise<boolean> {
+  async zipImportFinished(zipJobId: string): Promise<boolean> {
+    return (await this.zipImportUnfinished(zipJobId, 1)).length === 0;
+  }
+
+  async zipImportUnfinished(zipJobId: string, limit: number): Promise<string[]> {
     const { Items } = await this.client.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: ZIP_PENDING,
         KeyConditionExpression: 'zipPendingKey = :job',
         ExpressionAttributeValues: { ':job': zipJobId },
-        // Two: the document the caller saw finish may still be listed (the index lags its write).
-        Limit: finishedDocumentId === undefined ? 1 : 2,
+        Limit: limit,
       }),
     );
-    return (Items ?? []).every((item) => item.documentId === finishedDocumentId);
+    return (Items ?? []).map((item) => String(item.documentId));
   }
 
   async zipImportFailures(zipJobId: string): Promise<number> {
