@@ -33,7 +33,7 @@ export interface ZipCompletionDeps extends PublishDeps {
 }
 
 /** How long after a document finishes its import is asked again, when the index may not have caught up yet. */
-export const ZIP_COMPLETION_RECHECK_SECONDS = 5;
+export const ZIP_COMPLETION_RECHECK_SECONDS = 2;
 
 /**
  * `zip_import.completed` once the import is what GET …/zip-jobs/{id} calls `completed`: read through, not failed, and
