@@ -24,6 +24,7 @@ import { Operations } from './constructs/operations';
 import { PeopleAccounts, type SignUpMode } from './constructs/people';
 import { PlatformApi } from './constructs/platform-api';
 import { metricsNamespace, type ObservedStack } from './constructs/service-function';
+import { WebhookDelivery } from './constructs/webhook-delivery';
 import type { TableName } from './routes';
 
 /** Largest document processed: 50 MB, Bedrock's own limit. */
@@ -95,6 +96,8 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
   public readonly browserTask: BrowserTask;
   /** Where runs that outlive a webhook's budget go on: the flow runner's queue and function. */
   public readonly flowRunner: FlowRunner;
+  /** The status webhooks' queue and delivery worker (docs/webhooks.md). */
+  public readonly webhooks: WebhookDelivery;
   /** Alarms (to the topic of output AlarmTopicArn) and the CloudWatch dashboard. */
   public readonly operations: Operations;
   /** People's accounts: the user pool and the console's app client. */
@@ -159,10 +162,12 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       resources: { ...stateful, browserTask: this.browserTask.function },
       reservedConcurrency,
     });
+    this.webhooks = new WebhookDelivery(this, 'WebhookDelivery', { resources: stateful, reservedConcurrency });
     const resources = {
       ...stateful,
       browserTask: this.browserTask.function,
       flowRunQueue: this.flowRunner.queue,
+      webhookQueue: this.webhooks.queue,
     };
     this.api = new PlatformApi(this, 'PlatformApi', {
       stageName: props.stage,
@@ -226,14 +231,16 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
       deadLetterQueues: {
         Processing: this.storage.deadLetterQueue,
         FlowRun: this.flowRunner.deadLetterQueue,
+        Webhook: this.webhooks.deadLetterQueue,
       },
-      workQueues: { Processing: this.storage.queue, FlowRun: this.flowRunner.queue },
+      workQueues: { Processing: this.storage.queue, FlowRun: this.flowRunner.queue, Webhook: this.webhooks.queue },
       workers: {
         Processor: this.processing.processor,
         Watchdog: this.processing.watchdog,
         FlowRunner: this.flowRunner.function,
         ScheduleTick: this.scheduler.tick,
         BrowserTask: this.browserTask.function,
+        WebhookDelivery: this.webhooks.function,
       },
       heartbeats: { Watchdog: this.processing.watchdog, ScheduleTick: this.scheduler.tick },
       alarmEmail: props.alarms?.email,
@@ -246,6 +253,7 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
         FlowRunner: this.flowRunner.function,
         ScheduleTick: this.scheduler.tick,
         BrowserTask: this.browserTask.function,
+        WebhookDelivery: this.webhooks.function,
         Authorizer: this.api.authorizerFunction,
       },
     });
@@ -271,6 +279,8 @@ export class AgentPlatformStack extends Stack implements ObservedStack {
     new CfnOutput(this, 'ProcessingQueueUrl', { value: this.storage.queue.queueUrl });
     // `npm run redrive -- flow-run --stage <stage>` finds the flow runner's queue (and from it its DLQ) here.
     new CfnOutput(this, 'FlowRunQueueUrl', { value: this.flowRunner.queue.queueUrl });
+    // `npm run redrive -- webhook --stage <stage>` finds the status webhooks' queue here.
+    new CfnOutput(this, 'WebhookQueueUrl', { value: this.webhooks.queue.queueUrl });
     for (const [name, table] of Object.entries(this.data.tables) as [TableName, { tableName: string }][]) {
       new CfnOutput(this, `${pascalCase(name)}TableName`, { value: table.tableName });
     }

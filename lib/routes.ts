@@ -41,6 +41,8 @@ export interface ResourceAccess {
   readonly processingQueue?: 'send';
   /** Send to the flow runner's queue: hand a run that outlives its request over (docs/flows.md, "Long runs"). */
   readonly flowRunQueue?: 'send';
+  /** Send to the status webhooks' queue (lib/constructs/webhook-delivery.ts): publish status events, queue attempts. */
+  readonly webhookQueue?: 'send';
   /**
    * `retrieve`: query the knowledge index (Bedrock Retrieve / RetrieveAndGenerate in AWS). `listChunks`: list a
    * document's chunks (the chunk table's read; with Bedrock, GetObject on the chunk manifests of the documents bucket).
@@ -172,6 +174,14 @@ const PERSONAL: ResourceAccess = {
   tables: { memberships: 'readWrite', invitations: 'readWrite', organizations: 'readWrite' },
   people: 'signUpMode',
 };
+
+const WEBHOOK_ENDPOINTS = '/dashboard/webhook-endpoints';
+/**
+ * The status webhook endpoints (docs/webhooks.md). Agents: an endpoint scoped to an agent names one of the caller's.
+ * The deliveries are only read here; the delivery worker writes them.
+ */
+const webhookEndpointsRead: ResourceAccess = { tables: { webhookEndpoints: 'read' } };
+const webhookEndpointsWrite: ResourceAccess = { tables: { webhookEndpoints: 'readWrite', agents: 'read' } };
 
 const TABLE_OF_ROUTES: readonly HttpRoute[] = [
   {
@@ -739,6 +749,81 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     summary: 'Revoke a token of the organization',
   },
   {
+    id: 'CreateWebhookEndpoint',
+    area: 'dashboard',
+    method: 'POST',
+    path: WEBHOOK_ENDPOINTS,
+    handler: http('webhooks/create-endpoint'),
+    scope: 'dashboard',
+    access: webhookEndpointsWrite,
+    summary:
+      'Register an endpoint for status webhooks (document.ready, document.failed, zip_import.completed, knowledge_base.deleted), of the organization or one agent (owners); its signing secret is shown only in this answer',
+  },
+  {
+    id: 'ListWebhookEndpoints',
+    area: 'dashboard',
+    method: 'GET',
+    path: WEBHOOK_ENDPOINTS,
+    handler: http('webhooks/list-endpoints'),
+    scope: 'dashboard',
+    access: webhookEndpointsRead,
+    summary: "The organization's status webhook endpoints (never their secrets)",
+  },
+  {
+    id: 'GetWebhookEndpoint',
+    area: 'dashboard',
+    method: 'GET',
+    path: `${WEBHOOK_ENDPOINTS}/{endpointId}`,
+    handler: http('webhooks/get-endpoint'),
+    scope: 'dashboard',
+    access: webhookEndpointsRead,
+    summary: 'A status webhook endpoint: its URL, events, and whether it is enabled or failing',
+  },
+  {
+    id: 'UpdateWebhookEndpoint',
+    area: 'dashboard',
+    method: 'PATCH',
+    path: `${WEBHOOK_ENDPOINTS}/{endpointId}`,
+    handler: http('webhooks/update-endpoint'),
+    scope: 'dashboard',
+    access: webhookEndpointsWrite,
+    summary: "Change a status webhook endpoint's URL, events or description, or enable it again (owners)",
+  },
+  {
+    id: 'DeleteWebhookEndpoint',
+    area: 'dashboard',
+    method: 'DELETE',
+    path: `${WEBHOOK_ENDPOINTS}/{endpointId}`,
+    handler: http('webhooks/delete-endpoint'),
+    scope: 'dashboard',
+    access: webhookEndpointsWrite,
+    summary: 'Delete a status webhook endpoint: nothing more is sent to it (owners)',
+  },
+  {
+    id: 'RotateWebhookEndpointSecret',
+    area: 'dashboard',
+    method: 'POST',
+    path: `${WEBHOOK_ENDPOINTS}/{endpointId}/secret`,
+    handler: http('webhooks/rotate-secret'),
+    scope: 'dashboard',
+    // readUpdate: it reads the endpoint and sets its secrets with one conditional UpdateItem.
+    access: { tables: { webhookEndpoints: 'readUpdate' } },
+    successStatus: 201,
+    summary:
+      "Make a new secret that signs the endpoint's deliveries, shown only in this answer (owners); the previous one signs too for 24 hours",
+  },
+  {
+    id: 'ListWebhookDeliveries',
+    area: 'dashboard',
+    method: 'GET',
+    path: `${WEBHOOK_ENDPOINTS}/{endpointId}/deliveries`,
+    handler: http('webhooks/list-deliveries'),
+    scope: 'dashboard',
+    access: { tables: { webhookEndpoints: 'read', webhookDeliveries: 'read' } },
+    summary:
+      "A status webhook endpoint's delivery attempts, newest first: event, attempt, status code, error, next try",
+  },
+  {
     id: 'SignUp',
     area: 'dashboard',
     method: 'POST',
@@ -943,6 +1028,8 @@ export const WORKERS = {
       },
       documentsBucket: 'readWrite',
       processingQueue: 'send',
+      // Status webhooks: a document ready or failed, a ZIP import completed, a knowledge base deleted.
+      webhookQueue: 'send',
     },
   },
   watchdog: {
@@ -959,6 +1046,8 @@ export const WORKERS = {
       },
       documentsBucket: 'readWrite',
       processingQueue: 'send',
+      // Status webhooks: a document it fails (stuck) is `document.failed`.
+      webhookQueue: 'send',
     },
   },
   /**
@@ -978,6 +1067,18 @@ export const WORKERS = {
   flowRunner: {
     handler: 'lambdas/handlers/queue/flow-runner.ts',
     access: { ...flowRun, attachments: 'read', flowRunQueue: 'send' },
+  },
+  /**
+   * Consumes the status webhooks' queue (lib/constructs/webhook-delivery.ts; docs/webhooks.md): fans each event out to
+   * its endpoints, signs and sends each attempt through the outbound guard, records it, queues the next one after a
+   * failure, and disables an endpoint after a day of failures.
+   */
+  webhookDelivery: {
+    handler: 'lambdas/handlers/queue/deliver-webhooks.ts',
+    access: {
+      tables: { webhookEndpoints: 'readUpdate', webhookDeliveries: 'readPut' },
+      webhookQueue: 'send',
+    },
   },
   /** Runs one browser task in Chromium for a flow function (lib/constructs/browser-task.ts): its model, no table. */
   browserTask: {

@@ -211,6 +211,16 @@ export const TABLES: Record<TableName, TableSchema> = {
       },
     ],
   },
+  /**
+   * Status webhook endpoints (docs/webhooks.md): one item per organization and endpoint, with its URL, events, optional
+   * agent, secrets (never answered after the create and rotate calls) and its failure streak.
+   */
+  webhookEndpoints: { partitionKey: 'organizationId', sortKey: 'endpointId' },
+  /**
+   * Each delivery attempt of a status webhook: `attemptKey` = `<attemptedAt>#<webhook-id>#<attempt, 3 digits>` under
+   * its endpoint, read backwards for newest first; TTL `expiresAt` removes it after WEBHOOK_DELIVERY_RETENTION_DAYS.
+   */
+  webhookDeliveries: { partitionKey: 'endpointId', sortKey: 'attemptKey', timeToLiveAttribute: 'expiresAt' },
   analytics: {
     partitionKey: 'pk',
     timeToLiveAttribute: 'expiresAt',

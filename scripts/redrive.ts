@@ -36,12 +36,13 @@ import { LOCAL_REGION } from '../lib/local/engine-credentials';
 import { runMain, stackOutputs, withLocalDefault } from './operator';
 
 const USAGE =
-  'usage: npm run redrive -- <processing|flow-run> [--peek] [--stage <stage> | --outputs <cdk-outputs.json> | ' +
+  'usage: npm run redrive -- <processing|flow-run|webhook> [--peek] [--stage <stage> | --outputs <cdk-outputs.json> | ' +
   '--queue-url <url> | --local [DATA_DIR]] [--rate <messages per second>]';
 
 export const QUEUES = {
   processing: { output: 'ProcessingQueueUrl', local: 'processingQueueUrl' },
   'flow-run': { output: 'FlowRunQueueUrl', local: 'flowRunQueueUrl' },
+  webhook: { output: 'WebhookQueueUrl', local: 'webhookQueueUrl' },
 } as const;
 export type QueueName = keyof typeof QUEUES;
 

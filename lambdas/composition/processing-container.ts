@@ -25,10 +25,12 @@ import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '#core
 import type { ZipImportDeps } from '#core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '#ports/processing';
 import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '#shared/config';
+import { logger } from '#shared/logger';
 import { container, uncachedStores } from './container';
 import { definitionStore, sessionStore } from './definition-container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';
+import { statusEventPublisher } from './webhook-container';
 
 export { useKnowledgeIndex } from './knowledge-index';
 
@@ -103,6 +105,12 @@ export const processingContainer: ProcessingDeps &
     return container.zipJobs;
   },
   clock: container.clock,
+  // Status webhooks (docs/webhooks.md): a document ready or failed, a ZIP import completed, a knowledge base deleted.
+  get statusEvents() {
+    return statusEventPublisher();
+  },
+  onPublishError: (error, eventType) =>
+    logger.warn('a status event was not published: its webhooks are not sent', { eventType, error: error as Error }),
   get metrics() {
     return operationalMetrics();
   },

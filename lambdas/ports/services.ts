@@ -113,6 +113,17 @@ export type ProcessingMessage =
       readonly agentId: string;
       readonly page: number;
     }
+  /**
+   * Whether ZIP import `zipJobId` has completed, asked again once the index of unfinished documents has caught up with
+   * the last ones that finished (its status webhook, core/webhooks/publish.ts).
+   */
+  | {
+      readonly kind: 'check-zip-completion';
+      readonly agentId: string;
+      readonly environment: Environment;
+      readonly knowledgeBaseId: string;
+      readonly zipJobId: string;
+    }
   | {
       readonly kind: 'process-zip';
       readonly agentId: string;

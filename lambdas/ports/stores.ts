@@ -512,6 +512,8 @@ export interface DocumentStore {
    * in AWS it may lag a write by a fraction of a second.
    */
   zipImportFinished(zipJobId: string): Promise<boolean>;
+  /** Up to `limit` of the documents zipImportFinished waits for (their ids), from the same index. */
+  zipImportUnfinished(zipJobId: string, limit: number): Promise<string[]>;
   /**
    * How many documents still holding the ZIP import's content are `failed` (the files it refused included: they are
    * failed documents too). Read from an index: in AWS it may lag a write by a fraction of a second.

@@ -42,6 +42,8 @@ export const config = {
   documentsBucket: () => requireEnv(RESOURCE_ENV.documentsBucket),
   processingQueueUrl: () => requireEnv(RESOURCE_ENV.processingQueue),
   flowRunQueueUrl: () => requireEnv(RESOURCE_ENV.flowRunQueue),
+  /** The status webhooks' queue (docs/webhooks.md); unset in a function that publishes no status event. */
+  webhookQueueUrl: () => handlerVariable(RESOURCE_ENV.webhookQueue) || undefined,
   /**
    * Runs longer than a request (docs/flows.md, "Long runs"): FLOW_SYNC_BUDGET_MS, after which a webhook or app event
    * starts no further node and hands the run over to the flow runner (under API Gateway's 29 s, with room for the

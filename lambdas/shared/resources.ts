@@ -19,7 +19,9 @@ export type TableName =
   | 'members'
   | 'memberships'
   | 'invitations'
-  | 'organizations';
+  | 'organizations'
+  | 'webhookEndpoints'
+  | 'webhookDeliveries';
 
 /** Environment variable that carries each stateful resource's physical name into a function. */
 export const RESOURCE_ENV = {
@@ -39,15 +41,19 @@ export const RESOURCE_ENV = {
     memberships: 'MEMBERSHIPS_TABLE',
     invitations: 'INVITATIONS_TABLE',
     organizations: 'ORGANIZATIONS_TABLE',
+    webhookEndpoints: 'WEBHOOK_ENDPOINTS_TABLE',
+    webhookDeliveries: 'WEBHOOK_DELIVERIES_TABLE',
   },
   documentsBucket: 'DOCUMENTS_BUCKET',
   processingQueue: 'PROCESSING_QUEUE_URL',
   flowRunQueue: 'FLOW_RUN_QUEUE_URL',
+  webhookQueue: 'WEBHOOK_QUEUE_URL',
   browserTask: 'BROWSER_TASK_FUNCTION',
 } as const satisfies {
   tables: Record<TableName, string>;
   documentsBucket: string;
   processingQueue: string;
   flowRunQueue: string;
+  webhookQueue: string;
   browserTask: string;
 };

@@ -26,6 +26,8 @@ export interface PlatformResources {
   readonly processingQueue: IQueue;
   /** The flow runner's queue (lib/constructs/flow-runner.ts); functions with `flowRunQueue: 'send'` send to it. */
   readonly flowRunQueue?: IQueue;
+  /** The status webhooks' queue (lib/constructs/webhook-delivery.ts); `webhookQueue: 'send'` functions send to it. */
+  readonly webhookQueue?: IQueue;
   /** The knowledge index (Bedrock, or the chunk table on LocalStack); routes with `knowledgeIndex: 'retrieve'` query it. */
   readonly knowledgeIndex?: KnowledgeIndexBackend;
   /**
@@ -66,6 +68,7 @@ export function resourceEnvironment(resources: PlatformResources, access: Resour
   }
   if (access.processingQueue) environment[RESOURCE_ENV.processingQueue] = resources.processingQueue.queueUrl;
   if (access.flowRunQueue) environment[RESOURCE_ENV.flowRunQueue] = requireFlowRunQueue(resources).queueUrl;
+  if (access.webhookQueue) environment[RESOURCE_ENV.webhookQueue] = requireWebhookQueue(resources).queueUrl;
   // The chunk view of a Bedrock deployment reads the chunk manifests of the documents bucket, no knowledge base.
   if (access.knowledgeIndex === 'listChunks' && requireIndex(resources).chunkManifests) {
     environment[RESOURCE_ENV.documentsBucket] = resources.documentsBucket.bucketName;
@@ -151,6 +154,7 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
   }
   if (access.processingQueue === 'send') resources.processingQueue.grantSendMessages(fn);
   if (access.flowRunQueue === 'send') requireFlowRunQueue(resources).grantSendMessages(fn);
+  if (access.webhookQueue === 'send') requireWebhookQueue(resources).grantSendMessages(fn);
   if (access.browserTask === 'invoke') {
     // The function itself, unqualified (as the driver invokes it): not its versions and aliases (grantInvoke's :*).
     fn.addToRolePolicy(
@@ -208,6 +212,11 @@ export function grantAccess(fn: IFunction, resources: PlatformResources, access:
 function requireFlowRunQueue(resources: PlatformResources): IQueue {
   if (!resources.flowRunQueue) throw new Error('a function sends to the flow runner, but no flow run queue was given');
   return resources.flowRunQueue;
+}
+
+function requireWebhookQueue(resources: PlatformResources): IQueue {
+  if (!resources.webhookQueue) throw new Error('a function sends to the webhook queue, but no webhook queue was given');
+  return resources.webhookQueue;
 }
 
 function requireBrowserTask(resources: PlatformResources): IFunction {

@@ -19,7 +19,7 @@ export interface EnginesFile extends EngineEndpoints {
 
 export function writeEnginesFile(dataDir: string, engines: EngineEndpoints): void {
   const { dynamodbEndpoint, s3Endpoint, sqsEndpoint, processingQueueUrl, deadLetterQueueUrl, tableNames } = engines;
-  const { flowRunQueueUrl, flowRunDeadLetterQueueUrl } = engines;
+  const { flowRunQueueUrl, flowRunDeadLetterQueueUrl, webhookQueueUrl, webhookDeadLetterQueueUrl } = engines;
   const file: EnginesFile = {
     dynamodbEndpoint,
     s3Endpoint,
@@ -28,6 +28,8 @@ export function writeEnginesFile(dataDir: string, engines: EngineEndpoints): voi
     deadLetterQueueUrl,
     flowRunQueueUrl,
     flowRunDeadLetterQueueUrl,
+    webhookQueueUrl,
+    webhookDeadLetterQueueUrl,
     tableNames,
     credentials: { accessKeyId: engines.credentials.accessKeyId, secretAccessKey: engines.credentials.secretAccessKey },
     pid: process.pid,

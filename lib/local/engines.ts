@@ -51,6 +51,17 @@ export const FLOW_RUN_QUEUE = 'flow-runs';
 
 export const FLOW_RUN_DLQ = 'flow-runs-dlq';
 
+/** The status webhooks' queue (docs/webhooks.md) and its dead-letter queue, as the stack makes them. */
+export const WEBHOOK_QUEUE = 'webhooks';
+
+export const WEBHOOK_DLQ = 'webhooks-dlq';
+
+/** Receives of a webhook message before the dead-letter queue (WebhookDelivery in the stack: the same). */
+export const WEBHOOK_MAX_RECEIVES = 5;
+
+/** Visibility timeout of the local webhook queue: longer than one attempt may take (WEBHOOK_TIMEOUT_MS). */
+export const WEBHOOK_VISIBILITY_TIMEOUT_SECONDS = 60;
+
 /** Receives of a flow run message before it moves to the dead-letter queue (FlowRunner in the stack: the same). */
 export const FLOW_RUN_MAX_RECEIVES = 5;
 
@@ -113,6 +124,8 @@ export interface EngineEndpoints {
   readonly deadLetterQueueUrl: string;
   readonly flowRunQueueUrl: string;
   readonly flowRunDeadLetterQueueUrl: string;
+  readonly webhookQueueUrl: string;
+  readonly webhookDeadLetterQueueUrl: string;
   /** Physical table name of each logical table. */
   readonly tableNames: Record<TableName, string>;
   /** What every engine checks a request's signature against. */
@@ -279,6 +292,28 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
       )
     ).QueueUrl as string;
 
+    const webhookDeadLetterQueueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: WEBHOOK_DLQ })))
+      .QueueUrl as string;
+    const webhookDeadLetterArn = (
+      await sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: webhookDeadLetterQueueUrl, AttributeNames: ['QueueArn'] }),
+      )
+    ).Attributes?.QueueArn as string;
+    const webhookQueueUrl = (
+      await sqs.send(
+        new CreateQueueCommand({
+          QueueName: WEBHOOK_QUEUE,
+          Attributes: {
+            VisibilityTimeout: String(WEBHOOK_VISIBILITY_TIMEOUT_SECONDS),
+            RedrivePolicy: JSON.stringify({
+              deadLetterTargetArn: webhookDeadLetterArn,
+              maxReceiveCount: String(WEBHOOK_MAX_RECEIVES),
+            }),
+          },
+        }),
+      )
+    ).QueueUrl as string;
+
     const s3 = new S3rver({
       silent: true,
       directory: join(options.dataDir, 's3'),
@@ -328,6 +363,8 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
       deadLetterQueueUrl,
       flowRunQueueUrl,
       flowRunDeadLetterQueueUrl,
+      webhookQueueUrl,
+      webhookDeadLetterQueueUrl,
       tableNames,
       credentials,
       stop: async () => {

@@ -133,6 +133,7 @@ export function configureHandlers(
     [RESOURCE_ENV.documentsBucket]: DOCUMENTS_BUCKET,
     [RESOURCE_ENV.processingQueue]: engines.processingQueueUrl,
     [RESOURCE_ENV.flowRunQueue]: engines.flowRunQueueUrl,
+    [RESOURCE_ENV.webhookQueue]: engines.webhookQueueUrl,
     POWERTOOLS_LOG_LEVEL: logLevel,
     // People's ID tokens (docs/people.md): the local pool's, when cognito-local runs.
     // Sign-up and members: the local pool, open to anyone, each sign-up confirmed at once (no e-mail goes out).
@@ -266,6 +267,38 @@ export async function startProcessing(engines: EngineEndpoints): Promise<QueueWo
  */
 export const LOCAL_FLOW_RUNNERS = 4;
 
+/** Pollers of the webhook queue: deliveries to this many endpoints go on at once. */
+export const LOCAL_WEBHOOK_POLLERS = 2;
+
+/**
+ * The status webhooks' delivery worker (docs/webhooks.md): LOCAL_WEBHOOK_POLLERS queue workers on the webhook queue,
+ * handing batches to the same SQS handler the stack deploys. It runs wherever the flow runner runs.
+ */
+export async function startWebhookDelivery(engines: EngineEndpoints): Promise<QueueWorker> {
+  const { handler } = await import('#handlers/queue/deliver-webhooks');
+  const sqs = new SQSClient({
+    endpoint: engines.sqsEndpoint,
+    region: LOCAL_REGION,
+    credentials: { ...engines.credentials },
+  });
+  const workers = Array.from({ length: LOCAL_WEBHOOK_POLLERS }, () =>
+    startQueueWorker({
+      sqs,
+      queueUrl: engines.webhookQueueUrl,
+      queueArn: `arn:aws:sqs:${LOCAL_REGION}:000000000000:webhooks`,
+      handler: handler as SqsHandler,
+      batchSize: 10,
+    }),
+  );
+  return {
+    idle: () => queueDrained(sqs, engines.webhookQueueUrl),
+    stop: async () => {
+      await Promise.all(workers.map((worker) => worker.stop()));
+      sqs.destroy();
+    },
+  };
+}
+
 /**
  * The flow runner: LOCAL_FLOW_RUNNERS queue workers (batch size 1, as the stack's event source) on the flow runner's
  * queue, handing each message to the same SQS handler the stack deploys.
@@ -287,11 +320,14 @@ export async function startFlowRunner(engines: EngineEndpoints): Promise<QueueWo
       batchSize: 1,
     }),
   );
+  // The status webhooks are delivered beside the flow runs (the stack's WebhookDelivery function).
+  const webhooks = await startWebhookDelivery(engines);
   return {
     // Each poller seeing the queue empty once is not enough: another's batch may queue more meanwhile.
     idle: () => queueDrained(sqs, engines.processingQueueUrl),
     stop: async () => {
       await Promise.all(workers.map((worker) => worker.stop()));
+      await webhooks.stop();
       await flowContainer.browser.close();
       sqs.destroy();
     },

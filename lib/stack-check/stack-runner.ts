@@ -39,7 +39,11 @@ import {
   PROCESSING_MAX_RECEIVES,
   PROCESSING_QUEUE,
   startEngines,
+  WEBHOOK_DLQ,
+  WEBHOOK_MAX_RECEIVES,
+  WEBHOOK_QUEUE,
 } from '../local/engines';
+import { RESOURCE_ENV } from '../routes';
 import { runtimeNodePath } from './asset-checks';
 import { bedrockIamCalls } from './bedrock-access';
 import { type BedrockStandIn, startBedrockStandIn } from './bedrock-stand-in';
@@ -150,6 +154,7 @@ export function engineNames(resources: Resources): {
   overrides: Record<string, string>;
   processingQueue: string;
   flowRunQueue: string;
+  webhookQueue: string;
   notificationFilter: NotificationFilter;
 } {
   const notifications = ofType(resources, 'Custom::S3BucketNotifications');
@@ -181,9 +186,27 @@ export function engineNames(resources: Resources): {
       `${processingQueue} moves messages to its DLQ after ${processingDlq.maxReceiveCount} receives; the engines after ${PROCESSING_MAX_RECEIVES}`,
     );
   }
+  // The status webhooks' queue: the one the functions that publish status events are given (WEBHOOK_QUEUE_URL).
+  const webhookQueues = new Set(
+    ofType(resources, 'AWS::Lambda::Function').flatMap(([, p]) => {
+      const variables = (p.Environment as { Variables?: Record<string, Json> } | undefined)?.Variables ?? {};
+      const queue = refTarget(variables[RESOURCE_ENV.webhookQueue] ?? null);
+      return queue ? [queue] : [];
+    }),
+  );
+  if (webhookQueues.size !== 1) throw new Error(`expected one webhook queue, found ${webhookQueues.size}`);
+  const [webhookQueue] = webhookQueues;
+  const webhookDlq = deadLetterOf(webhookQueue);
+  if (webhookDlq.maxReceiveCount !== WEBHOOK_MAX_RECEIVES) {
+    throw new Error(
+      `${webhookQueue} redrives after ${webhookDlq.maxReceiveCount} receives; the engines after ${WEBHOOK_MAX_RECEIVES}`,
+    );
+  }
   const consumed = ofType(resources, 'AWS::Lambda::EventSourceMapping').map(([, p]) => getAttTarget(p.EventSourceArn));
-  const flowRunQueue = consumed.find((q): q is string => q !== undefined && q !== processingQueue);
-  if (!flowRunQueue) throw new Error('no queue besides the processing queue is consumed by a function');
+  const flowRunQueue = consumed.find(
+    (q): q is string => q !== undefined && q !== processingQueue && q !== webhookQueue,
+  );
+  if (!flowRunQueue) throw new Error('no queue besides the processing and webhook queues is consumed by a function');
   const flowDlq = deadLetterOf(flowRunQueue);
   if (flowDlq.maxReceiveCount !== FLOW_RUN_MAX_RECEIVES) {
     throw new Error(
@@ -197,9 +220,12 @@ export function engineNames(resources: Resources): {
       [processingDlq.target]: PROCESSING_DLQ,
       [flowRunQueue]: FLOW_RUN_QUEUE,
       [flowDlq.target]: FLOW_RUN_DLQ,
+      [webhookQueue]: WEBHOOK_QUEUE,
+      [webhookDlq.target]: WEBHOOK_DLQ,
     },
     processingQueue,
     flowRunQueue,
+    webhookQueue,
     notificationFilter,
   };
 }
@@ -309,6 +335,8 @@ export async function runStack(
       [PROCESSING_DLQ]: engines.deadLetterQueueUrl,
       [FLOW_RUN_QUEUE]: engines.flowRunQueueUrl,
       [FLOW_RUN_DLQ]: engines.flowRunDeadLetterQueueUrl,
+      [WEBHOOK_QUEUE]: engines.webhookQueueUrl,
+      [WEBHOOK_DLQ]: engines.webhookDeadLetterQueueUrl,
     };
     const overrides: Record<string, string> = { ...wiring.overrides };
     for (const [logicalId, name] of Object.entries(wiring.overrides)) {

@@ -578,6 +578,19 @@ export class InMemoryDocumentStore implements DocumentStore {
     );
   }
 
+  async zipImportUnfinished(zipJobId: string, limit: number): Promise<string[]> {
+    return [...this.records.values()]
+      .flatMap((dataset) => [...dataset.values()])
+      .filter(
+        (doc) =>
+          doc.zipJobId === zipJobId &&
+          doc.uploadId === zipJobId &&
+          (doc.status === 'reserved' || doc.status === 'uploaded'),
+      )
+      .slice(0, limit)
+      .map((doc) => doc.documentId);
+  }
+
   async zipImportFailures(zipJobId: string): Promise<number> {
     return [...this.records.values()].flatMap((dataset) =>
       [...dataset.values()].filter((doc) => doc.uploadId === zipJobId && doc.status === 'failed'),

@@ -64,6 +64,12 @@ const PINNED: Record<string, string> = {
   PlatformApiExecutionLogsBC66BF8F: 'AWS::Logs::LogGroup',
   // The console's edge secret (the web ACL trusts x-viewer-address only with it): a new id would be a new value.
   EdgeIdentityOriginVerifySecret8A1F03E2: 'AWS::SecretsManager::Secret',
+  // The status webhooks (issue 39): their endpoints and delivery attempts, their queue and its DLQ, the worker's logs.
+  DataWebhookDeliveriesTable68C40AD6: 'AWS::DynamoDB::Table',
+  DataWebhookEndpointsTable9E51DC26: 'AWS::DynamoDB::Table',
+  WebhookDeliveryWebhookDeadLetterQueueDE78AC34: 'AWS::SQS::Queue',
+  WebhookDeliveryWebhookDeliveryFunctionLogsD279749D: 'AWS::Logs::LogGroup',
+  WebhookDeliveryWebhookQueue9CB70715: 'AWS::SQS::Queue',
 };
 
 /** The default variant's knowledge index: a knowledge base, data source and vector index per environment. */

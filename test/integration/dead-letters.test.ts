@@ -209,6 +209,6 @@ it('refuses an unknown queue name with its usage, moving nothing', async () => {
   } finally {
     console.error = original;
   }
-  expect(errors.join('\n')).toMatch(/usage: npm run redrive -- <processing\|flow-run>/);
+  expect(errors.join('\n')).toMatch(/usage: npm run redrive -- <processing\|flow-run\|webhook>/);
   expect(await depth(deadLetterUrl)).toBe(1);
 });

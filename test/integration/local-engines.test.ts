@@ -146,8 +146,8 @@ describe('every engine checks them', () => {
   });
 
   it('SQS (nor does fauxqs), its inspection routes that list messages included', async () => {
-    // The processing queue and the flow runner's, each with its dead-letter queue.
-    expect((await sqs(engines.credentials).send(new ListQueuesCommand({}))).QueueUrls).toHaveLength(4);
+    // The processing queue, the flow runner's and the status webhooks', each with its dead-letter queue.
+    expect((await sqs(engines.credentials).send(new ListQueuesCommand({}))).QueueUrls).toHaveLength(6);
     expect(await failure(sqs(FIXED_PAIR).send(new ListQueuesCommand({})))).toEqual({
       name: 'UnrecognizedClientException',
       status: 400,

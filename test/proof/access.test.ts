@@ -108,6 +108,9 @@ interface Fixtures {
   memberToRemove: string;
   /** What the dashboard's mirrors of the consuming document routes consume instead (DashboardDeleteDocument…). */
   dashboard: Pick<Fixtures, 's3KeyToDelete' | 'failedS3Key' | 'pendingUploadId'>;
+  /** A status webhook endpoint scoped to the agent, and another deleted by the DeleteWebhookEndpoint cell. */
+  webhookEndpointId: string;
+  webhookEndpointToDelete: string;
 }
 
 let service: TestService;
@@ -340,6 +343,75 @@ const ROWS: Record<string, Row> = {
         createdAt: expect.any(String),
         previousSecretValidUntil: expect.any(String),
       }),
+  },
+  CreateWebhookEndpoint: {
+    request: (f) => ({
+      body: { url: 'https://93.184.215.14/matrix', events: ['zip_import.completed'], agentId: f.a.agentId },
+    }),
+    success: 201,
+    otherOrg: notFound('AGENT_NOT_FOUND'),
+    check: (body, f) =>
+      expect(body).toMatchObject({ agentId: f.a.agentId, enabled: true, secret: expect.stringMatching(/^whsec_/) }),
+  },
+  ListWebhookEndpoints: {
+    request: () => ({}),
+    success: 200,
+    otherOrg: {
+      status: 200,
+      // Org B's own endpoints only: none of org A's.
+      check: (body) => {
+        const listed = (body.endpoints as { endpointId: string }[]).map((e) => e.endpointId);
+        expect(listed).not.toContain(fx.webhookEndpointId);
+      },
+    },
+    check: (body) =>
+      expect((body.endpoints as { endpointId: string }[]).map((e) => e.endpointId)).toContain(fx.webhookEndpointId),
+    // A token restricted to an agent sees that agent's endpoints only.
+    restricted: {
+      addresses: 'organization',
+      status: 200,
+      check: (body) => {
+        const agents = (body.endpoints as { agentId: string }[]).map((e) => e.agentId);
+        expect(agents.length).toBeGreaterThan(0);
+        expect(new Set(agents)).toEqual(new Set([own.a.agentId]));
+      },
+    },
+  },
+  GetWebhookEndpoint: {
+    request: (f) => ({ params: { endpointId: f.webhookEndpointId } }),
+    success: 200,
+    otherOrg: notFound('WEBHOOK_ENDPOINT_NOT_FOUND'),
+    check: (body, f) => {
+      expect(body).toMatchObject({ endpointId: f.webhookEndpointId, agentId: f.a.agentId });
+      expect(body).not.toHaveProperty('secret');
+    },
+  },
+  UpdateWebhookEndpoint: {
+    // A fixed description: a rerun sets the same.
+    request: (f) => ({ params: { endpointId: f.webhookEndpointId }, body: { description: 'Matrix endpoint' } }),
+    success: 200,
+    otherOrg: notFound('WEBHOOK_ENDPOINT_NOT_FOUND'),
+    check: (body, f) => expect(body).toMatchObject({ endpointId: f.webhookEndpointId, description: 'Matrix endpoint' }),
+  },
+  DeleteWebhookEndpoint: {
+    request: (f) => ({ params: { endpointId: f.webhookEndpointToDelete } }),
+    success: 200,
+    otherOrg: notFound('WEBHOOK_ENDPOINT_NOT_FOUND'),
+    check: (body, f) => expect(body).toEqual({ success: true, endpointId: f.webhookEndpointToDelete, deleted: true }),
+  },
+  RotateWebhookEndpointSecret: {
+    // Every cell rotates again: a new secret each time.
+    request: (f) => ({ params: { endpointId: f.webhookEndpointId }, body: {} }),
+    success: 201,
+    otherOrg: notFound('WEBHOOK_ENDPOINT_NOT_FOUND'),
+    check: (body, f) =>
+      expect(body).toMatchObject({ endpointId: f.webhookEndpointId, secret: expect.stringMatching(/^whsec_/) }),
+  },
+  ListWebhookDeliveries: {
+    request: (f) => ({ params: { endpointId: f.webhookEndpointId } }),
+    success: 200,
+    otherOrg: notFound('WEBHOOK_ENDPOINT_NOT_FOUND'),
+    check: (body) => expect(body).toEqual({ success: true, deliveries: [], nextToken: null }),
   },
   ListKnowledgeBases: {
     request: (f) => ({ params: agentPath(f) }),
@@ -823,8 +895,20 @@ async function makeFixtures(call: Call): Promise<Fixtures> {
     (response) => response.body.status !== 'uploaded',
   );
   expect(failedToo.body.status).toBe('failed');
+  // Status webhook endpoints of the agent, made last: the only event they take (its ZIP import's completion) is past.
+  // A public address as a literal, so registering it needs no DNS; nothing is ever delivered to it.
+  const endpoint = async () =>
+    (
+      await call<{ endpointId: string }>('POST', '/dashboard/webhook-endpoints', {
+        body: { url: 'https://93.184.215.14/matrix', events: ['zip_import.completed'], agentId: a.agentId },
+      })
+    ).body.endpointId;
+  const webhookEndpointId = await endpoint();
+  const webhookEndpointToDelete = await endpoint();
   return {
     a,
+    webhookEndpointId,
+    webhookEndpointToDelete,
     kbToDelete,
     agentToDelete,
     s3Key,

@@ -134,6 +134,43 @@ describe('a call is checked against the role of the function that makes it', () 
     expect(permissions.calls.map((c) => c.allowed)).toEqual([true, true, false, false, false]);
   });
 
+  test('WebhookDelivery may record attempts and update endpoints, and may neither delete an endpoint nor read documents', async () => {
+    const queue = Object.keys(template().Resources).find(
+      (k) => k.startsWith('WebhookDeliveryWebhookQueue') && template().Resources[k].Type === 'AWS::SQS::Queue',
+    ) as string;
+    const worker = new FunctionPermissions(
+      template(),
+      functionNamed(template(), 'WebhookDeliveryWebhookDeliveryFunction'),
+      names(),
+    );
+    await worker.check('dynamodb:PutItem', tableArn('DataWebhookDeliveriesTable'));
+    await worker.check('dynamodb:Query', tableArn('DataWebhookEndpointsTable'));
+    await worker.check('dynamodb:UpdateItem', tableArn('DataWebhookEndpointsTable'));
+    await worker.check('sqs:SendMessage', names().arn(queue));
+    await expect(worker.check('dynamodb:DeleteItem', tableArn('DataWebhookEndpointsTable'))).rejects.toBeInstanceOf(
+      AccessDeniedError,
+    );
+    await expect(worker.check('dynamodb:GetItem', tableArn('DataDocumentsTable'))).rejects.toBeInstanceOf(
+      AccessDeniedError,
+    );
+    // The processor publishes status events to it; the endpoints' routes read the deliveries, never write them.
+    const processor = new FunctionPermissions(
+      template(),
+      functionNamed(template(), 'DocumentProcessingProcessor'),
+      names(),
+    );
+    await processor.check('sqs:SendMessage', names().arn(queue));
+    const list = new FunctionPermissions(
+      template(),
+      functionNamed(template(), 'ListWebhookDeliveriesFunction'),
+      names(),
+    );
+    await list.check('dynamodb:Query', tableArn('DataWebhookDeliveriesTable'));
+    await expect(list.check('dynamodb:PutItem', tableArn('DataWebhookDeliveriesTable'))).rejects.toBeInstanceOf(
+      AccessDeniedError,
+    );
+  });
+
   test('a statement deleted from a copy of the template refuses the call it allowed, naming function, action and resource', async () => {
     const copy = structuredClone(template());
     const fn = functionNamed(copy, 'UploadLinkFunction');

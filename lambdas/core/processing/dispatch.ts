@@ -1,4 +1,6 @@
 /** Runs the work of one queue message. Transient errors propagate, so the queue redelivers the message. */
+
+import { publishZipImportIfCompleted } from '#core/webhooks/publish';
 import { type AgentDeletionDeps, runAgentDeletionPage } from './agent-deletion';
 import { type KnowledgeBaseDeletionDeps, runKnowledgeBaseDeletionPage } from './knowledge-base-deletion';
 import { type KnowledgeBaseReindexDeps, runKnowledgeBaseReindexPage } from './knowledge-base-reindex';
@@ -35,5 +37,8 @@ export async function runWork(
       return runKnowledgeBaseReindexPage(deps, message);
     case 'delete-agent':
       return runAgentDeletionPage(deps, message);
+    case 'check-zip-completion':
+      await publishZipImportIfCompleted(deps, message.zipJobId);
+      return 'ready';
   }
 }

@@ -20,6 +20,8 @@
 import type { DocumentRecord } from '#core/knowledge/document';
 import { ENVIRONMENTS, type Environment } from '#core/knowledge/fields';
 import { removeFromDefaultRetrieval } from '#core/retrieval/default-retrieval';
+import { knowledgeBaseDeletedEvent } from '#core/webhooks/events';
+import { type PublishDeps, publishStatusEvent } from '#core/webhooks/publish';
 import { type KnowledgeIndex, withGeneration } from '#ports/processing';
 import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type { BlobStore, Clock, ProcessingMessage, ProcessingQueue } from '#ports/services';
@@ -40,7 +42,7 @@ export const DEFAULT_DELETION_SETTINGS: KnowledgeBaseDeletionSettings = { pageSi
 /** Documents of a page whose chunks, then records, are removed at once (the index serializes its own writes). */
 const DOCUMENTS_IN_FLIGHT = 4;
 
-export interface KnowledgeBaseDeletionDeps {
+export interface KnowledgeBaseDeletionDeps extends PublishDeps {
   readonly knowledgeBases: KnowledgeBaseStore;
   readonly documents: DocumentStore;
   readonly zipJobs: ZipJobStore;
@@ -134,7 +136,19 @@ export async function runKnowledgeBaseDeletionPage(
   // Again: a configuration PUT that checked the knowledge base just before it was marked may have named it since.
   await removeFromDefaultRetrieval(deps, agentId, knowledgeBaseId);
   for (const environment of ENVIRONMENTS) await deps.documents.forgetCounts({ agentId, environment, knowledgeBaseId });
-  await deps.knowledgeBases.removeDeleted(agentId, knowledgeBaseId);
+  // Published once the row is gone: a copy of this page that comes later finds it gone and publishes nothing.
+  if (await deps.knowledgeBases.removeDeleted(agentId, knowledgeBaseId)) {
+    await publishStatusEvent(
+      deps,
+      knowledgeBaseDeletedEvent({
+        organizationId: kb.organizationId,
+        agentId,
+        knowledgeBaseId,
+        name: kb.name,
+        deletedAt: deps.clock.now().toISOString(),
+      }),
+    );
+  }
   return 'ready';
 }
 

@@ -6,6 +6,8 @@
  */
 
 import type { DatasetRef, DocumentRecord } from '#core/knowledge/document';
+import { documentStatusEvent } from '#core/webhooks/events';
+import { type PublishDeps, publishStatusEvent, publishZipImportIfCompleted } from '#core/webhooks/publish';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
 import {
   type ChunkGeneration,
@@ -20,10 +22,11 @@ import {
 } from '#ports/processing';
 import type { BlobStore, Clock, ProcessingQueue } from '#ports/services';
 import type { DocumentStore } from '#ports/stores';
+import type { ZipJobStore } from '#ports/zip-jobs';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from './chunking';
 import { ProcessingError } from './errors';
 
-export interface ProcessingDeps {
+export interface ProcessingDeps extends PublishDeps {
   readonly documents: DocumentStore;
   readonly blobs: BlobStore;
   readonly queue: ProcessingQueue;
@@ -141,9 +144,54 @@ async function fail(deps: ProcessingDeps, doc: DocumentRecord, error: Processing
   );
   if (!updated) return 'skipped';
   deps.metrics.count(METRIC.documentsFailed, 1, { errorCode: error.code });
+  await publishStatusEvents(deps, updated, 'failed');
   // A failed document is not retrievable: chunks of an earlier version go too, so the status tells the truth.
   await removeChunksOfFailed(deps, refOf(doc), updated.indexedChunks);
   return 'failed';
+}
+
+/**
+ * The status webhooks of a status just written: `document.ready` / `document.failed`, and `zip_import.completed` when
+ * the document was the last unfinished one of its ZIP import.
+ */
+async function publishStatusEvents(
+  deps: ProcessingDeps,
+  doc: DocumentRecord,
+  status: 'ready' | 'failed',
+  chunkCount?: number,
+): Promise<void> {
+  if (!deps.statusEvents) return;
+  await publishStatusEvent(deps, statusEventOf(doc, status, chunkCount));
+  // The worker's deps hold the ZIP imports' store (ZipImportDeps); deps without it publish no ZIP completion.
+  const { zipJobs } = deps as { zipJobs?: Pick<ZipJobStore, 'get'> };
+  if (doc.zipJobId !== undefined && doc.uploadId === doc.zipJobId) {
+    await publishZipImportIfCompleted(
+      { ...pickPublish(deps), zipJobs, documents: deps.documents, queue: deps.queue, clock: deps.clock },
+      doc.zipJobId,
+      doc.documentId,
+    );
+  }
+}
+
+function pickPublish(deps: ProcessingDeps): PublishDeps {
+  return { statusEvents: deps.statusEvents, onPublishError: deps.onPublishError };
+}
+
+function statusEventOf(doc: DocumentRecord, status: 'ready' | 'failed', chunkCount?: number) {
+  return documentStatusEvent({
+    organizationId: doc.organizationId,
+    agentId: doc.agentId,
+    environment: doc.environment,
+    knowledgeBaseId: doc.knowledgeBaseId,
+    documentId: doc.documentId,
+    uploadId: doc.uploadId,
+    fileName: doc.fileName,
+    customDocumentId: doc.customDocumentId,
+    status,
+    error: doc.error,
+    ...(chunkCount !== undefined ? { chunkCount } : {}),
+    updatedAt: doc.updatedAt,
+  });
 }
 
 /** Ends a stuck document `failed` with INDEXING_FAILED; false when it moved on meanwhile. */
@@ -184,6 +232,7 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: 
   }
   deps.metrics.count(METRIC.documentsReady);
   deps.metrics.count(METRIC.chunksIndexed, chunkCount);
+  await publishStatusEvents(deps, updated, 'ready', chunkCount);
   // From the document's last `uploaded` write (upload-complete, or the watchdog's retry) to `ready`.
   deps.metrics.milliseconds(
     METRIC.processingDuration,

@@ -29,6 +29,7 @@ const MESSAGE_KINDS = new Set([
   'delete-knowledge-base',
   'reindex-knowledge-base',
   'delete-agent',
+  'check-zip-completion',
 ]);
 
 interface S3Record {

@@ -14,6 +14,7 @@ import { CUSTOM_META_FIELDS, type CustomMetaField, fileNameSafetyViolations } fr
 import { documentS3Key } from '#core/knowledge/object-keys';
 import { pageTokens } from '#core/paging/pages';
 import { type Caller, ownsRecord, requireKnowledgeBase, type TenancyDeps } from '#core/tenancy/tenancy';
+import { type PublishDeps, publishZipImportIfCompleted } from '#core/webhooks/publish';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
 import {
   type BlobStore,
@@ -35,7 +36,7 @@ import type {
 } from '#ports/zip-jobs';
 import type { ProcessingOutcome } from './process-document';
 
-export interface ZipImportDeps {
+export interface ZipImportDeps extends PublishDeps {
   readonly documents: DocumentStore;
   readonly blobs: BlobStore;
   readonly queue: ProcessingQueue;
@@ -179,6 +180,8 @@ async function importArchive(
   await deps.zipJobs.markRead(job.zipJobId, plan.files.length, plan.warnings, now());
   deps.metrics.count(METRIC.zipFilesImported, imported);
   await deps.blobs.delete([job.s3Key]);
+  // Every document may have finished already (or none was made: every file refused).
+  await publishZipImportIfCompleted(deps, job.zipJobId);
   return 'ready';
 }
 

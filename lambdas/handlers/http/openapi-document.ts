@@ -14,6 +14,7 @@ import { mcpMessageSchema } from './mcp/schemas';
 import { RAW_RESPONSE_ROUTES, responseSchemaOf } from './responses';
 import * as retrievalConfig from './retrieval/config-schemas';
 import * as retrieval from './retrieval/schemas';
+import * as webhooks from './webhooks/schemas';
 
 const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   Health: z.strictObject({}),
@@ -34,6 +35,13 @@ const REQUEST_SCHEMAS: Record<string, z.ZodType> = {
   RenameAgent: dashboard.renameAgentSchema,
   DeleteAgent: dashboard.agentPathSchema,
   RotateCallbackSecret: dashboard.agentPathSchema,
+  CreateWebhookEndpoint: webhooks.createWebhookEndpointSchema,
+  ListWebhookEndpoints: webhooks.noWebhookInputSchema,
+  GetWebhookEndpoint: webhooks.webhookEndpointPathSchema,
+  UpdateWebhookEndpoint: webhooks.updateWebhookEndpointSchema,
+  DeleteWebhookEndpoint: webhooks.webhookEndpointPathSchema,
+  RotateWebhookEndpointSecret: webhooks.webhookEndpointPathSchema,
+  ListWebhookDeliveries: webhooks.listWebhookDeliveriesSchema,
   AgentsList: dashboard.noInputSchema,
   QueryEvents: queryEventsSchema,
   TrackEvent: trackEventSchema,

@@ -10,6 +10,7 @@ import { RESPONSES as flows } from './flows/responses';
 import { RESPONSES as knowledge } from './knowledge/responses';
 import { RESPONSES as mcp } from './mcp/responses';
 import { RESPONSES as retrieval } from './retrieval/responses';
+import { RESPONSES as webhooks } from './webhooks/responses';
 
 const SERVICE: Readonly<Record<string, z.ZodType>> = {
   Health: z.strictObject({ status: z.literal('ok') }),
@@ -23,6 +24,7 @@ const RESPONSE_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   ...flows,
   ...analytics,
   ...mcp,
+  ...webhooks,
 };
 
 /** Routes whose success body is sent as it is, without `success: true` (HttpResult.raw): a JSON-RPC message. */

@@ -497,16 +497,20 @@ export class DynamoDocumentStore implements DocumentStore {
   }
 
   async zipImportFinished(zipJobId: string): Promise<boolean> {
+    return (await this.zipImportUnfinished(zipJobId, 1)).length === 0;
+  }
+
+  async zipImportUnfinished(zipJobId: string, limit: number): Promise<string[]> {
     const { Items } = await this.client.send(
       new QueryCommand({
         TableName: this.tableName,
         IndexName: ZIP_PENDING,
         KeyConditionExpression: 'zipPendingKey = :job',
         ExpressionAttributeValues: { ':job': zipJobId },
-        Limit: 1,
+        Limit: limit,
       }),
     );
-    return (Items ?? []).length === 0;
+    return (Items ?? []).map((item) => String(item.documentId));
   }
 
   async zipImportFailures(zipJobId: string): Promise<number> {
