@@ -640,6 +640,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The MCP server (Streamable HTTP, stateless, JSON answers): tools to list and search knowledge bases, generate from them, and invoke agents */
+        post: operations["Mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dashboard/tokens": {
         parameters: {
             query?: never;
@@ -670,6 +687,77 @@ export interface paths {
         post?: never;
         /** Revoke a token of the organization */
         delete: operations["RevokeToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's status webhook endpoints (never their secrets) */
+        get: operations["ListWebhookEndpoints"];
+        put?: never;
+        /** Register an endpoint for status webhooks (document.ready, document.failed, zip_import.completed, knowledge_base.deleted), of the organization or one agent (owners); its signing secret is shown only in this answer */
+        post: operations["CreateWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/webhook-endpoints/{endpointId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A status webhook endpoint: its URL, events, and whether it is enabled or failing */
+        get: operations["GetWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /** Delete a status webhook endpoint: nothing more is sent to it (owners) */
+        delete: operations["DeleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /** Change a status webhook endpoint's URL, events or description, or enable it again (owners) */
+        patch: operations["UpdateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/dashboard/webhook-endpoints/{endpointId}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a new secret that signs the endpoint's deliveries, shown only in this answer (owners); the previous one signs too for 24 hours */
+        post: operations["RotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dashboard/webhook-endpoints/{endpointId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A status webhook endpoint's delivery attempts, newest first: event, attempt, status code, error, next try */
+        get: operations["ListWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1117,7 +1205,32 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * Format: uuid
+                         * @description Name it to upload-complete once the file is PUT.
+                         */
+                        uploadId: string;
+                        /**
+                         * Format: uri
+                         * @description A pre-signed URL: PUT the file there, with `requiredHeaders`.
+                         */
+                        uploadUrl: string;
+                        /** @description Seconds the URL works for. */
+                        expiresIn: number;
+                        s3Key: string;
+                        documentId?: string;
+                        /** Format: uuid */
+                        zipJobId?: string;
+                        /** @description Headers the PUT must send as they are (the content type, and the size when declared). */
+                        requiredHeaders: {
+                            [key: string]: string;
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1226,7 +1339,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @enum {string} */
+                        type: "document" | "zip_import";
+                        s3Key: string;
+                        /** @description With `type: document`. */
+                        documentId?: string;
+                        /**
+                         * Format: uuid
+                         * @description With `type: zip_import`: follow it at GET /api/v1/knowledge/zip-jobs/{zipJobId}.
+                         */
+                        zipJobId?: string;
+                        /** @constant */
+                        status: "uploaded";
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1349,7 +1483,30 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * Format: uuid
+                         * @description Name it to upload-complete once the file is PUT.
+                         */
+                        uploadId: string;
+                        /**
+                         * Format: uri
+                         * @description A pre-signed URL: PUT the file there, with `requiredHeaders`.
+                         */
+                        uploadUrl: string;
+                        /** @description Seconds the URL works for. */
+                        expiresIn: number;
+                        s3Key: string;
+                        documentId: string;
+                        /** @description Headers the PUT must send as they are (the content type, and the size when declared). */
+                        requiredHeaders: {
+                            [key: string]: string;
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1458,7 +1615,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @enum {string} */
+                        type: "document" | "zip_import";
+                        s3Key: string;
+                        /** @description With `type: document`. */
+                        documentId?: string;
+                        /**
+                         * Format: uuid
+                         * @description With `type: zip_import`: follow it at GET /api/v1/knowledge/zip-jobs/{zipJobId}.
+                         */
+                        zipJobId?: string;
+                        /** @constant */
+                        status: "uploaded";
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1579,7 +1757,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1687,7 +1899,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1808,7 +2054,16 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        documentId: string;
+                        s3Key: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -1919,7 +2174,44 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * @description `uploaded`: the chunks of its previous content while new content is processed, or none.
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready";
+                        chunks: {
+                            chunkId: string;
+                            position: number;
+                            text: string;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                        }[];
+                        /** @description Chunks of the document, whatever `q`. */
+                        total: number;
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -2031,7 +2323,53 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Newest first, narrowed by the filters. */
+                        documents: {
+                            /** @description The document’s identifier path, fixed at creation. */
+                            s3Key: string;
+                            /** @description Its customDocumentId when one was given, else a generated UUID. */
+                            documentId: string;
+                            customDocumentId: string | null;
+                            fileName: string;
+                            /**
+                             * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "ready" | "failed";
+                            contentType: string;
+                            /** @description Bytes of its current content. */
+                            fileSize: number | null;
+                            label1: string | null;
+                            label2: string | null;
+                            customMeta1: string | null;
+                            customMeta2: string | null;
+                            customMeta3: string | null;
+                            customMeta4: string | null;
+                            /** @description Why processing failed; null unless `failed`. */
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        /** @description The whole dataset’s documents per status, whatever the filters and the page. */
+                        counts: {
+                            uploaded: number;
+                            ready: number;
+                            failed: number;
+                            total: number;
+                        };
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -2146,7 +2484,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -2254,7 +2626,38 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            zipJobId: string;
+                            /**
+                             * @description `completed` once the archive is read through and every document it created is `ready` or `failed`; `failed` when the archive itself could not be imported (see `error`).
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "processing" | "completed" | "failed";
+                            /** @description Its documents that are `failed` now, the files the archive rules refused included. */
+                            failedCount: number;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** @description What the archive rules noticed without failing a file. */
+                            warnings: string[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** @description Entries of the archive; null until it is read through. */
+                            fileCount: number | null;
+                        }[];
+                        count: number;
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -2358,7 +2761,52 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        zipJobId: string;
+                        /**
+                         * @description `completed` once the archive is read through and every document it created is `ready` or `failed`; `failed` when the archive itself could not be imported (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "processing" | "completed" | "failed";
+                        /** @description Its documents that are `failed` now, the files the archive rules refused included. */
+                        failedCount: number;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** @description What the archive rules noticed without failing a file. */
+                        warnings: string[];
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        files: {
+                            /** @description Its path in the archive. */
+                            fileName: string;
+                            documentId: string | null;
+                            s3Key: string | null;
+                            label1: string | null;
+                            label2: string | null;
+                            customMeta1: string | null;
+                            customMeta2: string | null;
+                            customMeta3: string | null;
+                            customMeta4: string | null;
+                            /**
+                             * @description Its document’s status now.
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "ready" | "failed";
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        }[];
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3474,7 +3922,25 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            knowledgeBaseId: string;
+                            /** Format: uuid */
+                            agentId: string;
+                            name: string;
+                            description: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        count: number;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3588,7 +4054,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        name: string;
+                        description: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3696,7 +4177,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        name: string;
+                        description: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3804,7 +4300,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @constant */
+                        status: "deleting";
+                        /** Format: date-time */
+                        startedAt: string;
+                        /** @description Environments whose default retrieval named the knowledge base and no longer does. */
+                        defaultRetrievalChanged: ("development" | "staging" | "production")[];
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -3919,7 +4430,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** Format: uuid */
+                        agentId: string;
+                        name: string;
+                        description: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4027,7 +4553,40 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** @enum {string} */
+                        status: "running" | "completed";
+                        /** Format: date-time */
+                        startedAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Its last progress.
+                         */
+                        updatedAt: string;
+                        completedAt: string | null;
+                        /** @description The datasets it reindexes, in order. */
+                        environments: ("development" | "staging" | "production")[];
+                        /** @description `ready` documents when it started, of every environment it reindexes. */
+                        total: number;
+                        reindexed: number;
+                        /** @description Documents no longer `ready`: their own processing indexes them. */
+                        skipped: number;
+                        failed: number;
+                        /** @description The first failures (at most 20); a failed document stays as it was. */
+                        failures: {
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            documentId: string;
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4142,7 +4701,40 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        knowledgeBaseId: string;
+                        /** @enum {string} */
+                        status: "running" | "completed";
+                        /** Format: date-time */
+                        startedAt: string;
+                        /**
+                         * Format: date-time
+                         * @description Its last progress.
+                         */
+                        updatedAt: string;
+                        completedAt: string | null;
+                        /** @description The datasets it reindexes, in order. */
+                        environments: ("development" | "staging" | "production")[];
+                        /** @description `ready` documents when it started, of every environment it reindexes. */
+                        total: number;
+                        reindexed: number;
+                        /** @description Documents no longer `ready`: their own processing indexes them. */
+                        skipped: number;
+                        failed: number;
+                        /** @description The first failures (at most 20); a failed document stays as it was. */
+                        failures: {
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            documentId: string;
+                            code: string;
+                            message: string;
+                        }[];
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4269,7 +4861,70 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Best first. */
+                        results: {
+                            content: string;
+                            score: number;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                        }[];
+                        /** @description Present when the request asked `explain: true`. */
+                        explain?: {
+                            /** @description The filters applied, memory placeholders resolved. */
+                            filters: {
+                                /** @enum {string} */
+                                key: "label1" | "label2";
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "greaterThan" | "lessThan";
+                                value: string;
+                            }[];
+                            /** @description Filters left out: their memory value was null or absent. */
+                            skippedFilters: {
+                                index: number;
+                                key: string;
+                                value: string;
+                                reason: string;
+                            }[];
+                            /** @description The filter as the index backend received it; null when none. */
+                            backendFilter: unknown;
+                            /** @enum {string} */
+                            retrieval: "lexical" | "hybrid";
+                            numberOfResults: number;
+                            minScore: number;
+                            candidates: {
+                                documentId: string;
+                                chunkId: string;
+                                score: number;
+                                /** @description Of a hybrid score: its lexical part. */
+                                lexicalScore?: number;
+                                /** @description Of a hybrid score: its vector part. */
+                                vectorScore?: number;
+                                /** @description Whether its score reached minScore. */
+                                kept: boolean;
+                            }[];
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4396,7 +5051,82 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        answer: string;
+                        citations: {
+                            /** @description 0-based index into `results`. */
+                            resultIndex: number;
+                            documentId: string;
+                            s3Key: string;
+                            chunkId: string;
+                            /** @description The sentence of that result quoted (extractive answers). */
+                            sentence?: string;
+                        }[];
+                        /** @description What the answer was generated from, best first. */
+                        results: {
+                            content: string;
+                            score: number;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                        }[];
+                        /** @description The model that answered, or `extractive` when none is configured. */
+                        model: string;
+                        /** @description Present when the request asked `explain: true`. */
+                        explain?: {
+                            /** @description The filters applied, memory placeholders resolved. */
+                            filters: {
+                                /** @enum {string} */
+                                key: "label1" | "label2";
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "greaterThan" | "lessThan";
+                                value: string;
+                            }[];
+                            /** @description Filters left out: their memory value was null or absent. */
+                            skippedFilters: {
+                                index: number;
+                                key: string;
+                                value: string;
+                                reason: string;
+                            }[];
+                            /** @description The filter as the index backend received it; null when none. */
+                            backendFilter: unknown;
+                            /** @enum {string} */
+                            retrieval: "lexical" | "hybrid";
+                            numberOfResults: number;
+                            minScore: number;
+                            candidates: {
+                                documentId: string;
+                                chunkId: string;
+                                score: number;
+                                /** @description Of a hybrid score: its lexical part. */
+                                lexicalScore?: number;
+                                /** @description Of a hybrid score: its vector part. */
+                                vectorScore?: number;
+                                /** @description Whether its score reached minScore. */
+                                kept: boolean;
+                            }[];
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4504,7 +5234,33 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        enabled: boolean;
+                        knowledgeBases: {
+                            /** Format: uuid */
+                            knowledgeBaseId: string;
+                            /** @enum {string} */
+                            environment?: "development" | "staging" | "production";
+                            numberOfResults?: number;
+                            minScore?: number;
+                            filters?: {
+                                key: string;
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "greaterThan" | "lessThan";
+                                value: string;
+                            }[];
+                        }[];
+                        /** @description Null: never set, so default retrieval is off. */
+                        updatedAt: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4632,7 +5388,33 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        enabled: boolean;
+                        knowledgeBases: {
+                            /** Format: uuid */
+                            knowledgeBaseId: string;
+                            /** @enum {string} */
+                            environment?: "development" | "staging" | "production";
+                            numberOfResults?: number;
+                            minScore?: number;
+                            filters?: {
+                                key: string;
+                                /** @enum {string} */
+                                operator: "equals" | "notEquals" | "greaterThan" | "lessThan";
+                                value: string;
+                            }[];
+                        }[];
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -4749,7 +5531,53 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The system message a trigger would inject; null when off or nothing was found. */
+                        systemMessage: string | null;
+                        /** @description Of every configured knowledge base, best first. */
+                        results: {
+                            content: string;
+                            score: number;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                            /** Format: uuid */
+                            knowledgeBaseId: string;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                        }[];
+                        explain: {
+                            /** @description Configured knowledge bases that were not searched, and why. */
+                            warnings: {
+                                /** @constant */
+                                code: "KNOWLEDGE_BASE_NOT_FOUND";
+                                /** Format: uuid */
+                                knowledgeBaseId: string;
+                                /** @enum {string} */
+                                environment: "development" | "staging" | "production";
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -5003,6 +5831,22 @@ export interface operations {
                         /** @default 10 */
                         timeoutSeconds?: number;
                     }[];
+                    mcpServers?: {
+                        /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                        name: string;
+                        description?: string;
+                        /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                        url: string;
+                        /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                        bearerSecret?: string;
+                        /** @description Only these tools of the server may be named; absent: every tool it lists */
+                        tools?: string[];
+                        /**
+                         * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                         * @default 10
+                         */
+                        timeoutSeconds?: number;
+                    }[];
                     flows: {
                         name: string;
                         nodes: ({
@@ -5064,7 +5908,7 @@ export interface operations {
                              * @enum {string}
                              */
                             context?: "run" | "conversation" | "none";
-                            /** @description Tools the model may call while it answers (declared or built-in names) */
+                            /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
                             tools?: string[];
                         } | {
                             /** @description Unique across all flows: edges and jumps name the node by it */
@@ -5073,7 +5917,7 @@ export interface operations {
                             displayName?: string;
                             /** @constant */
                             type: "tool";
-                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
+                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
                             toolName: string;
                             /** @description A hint for inferring the parameters */
                             prompt?: string;
@@ -5634,6 +6478,22 @@ export interface operations {
                         /** @default 10 */
                         timeoutSeconds?: number;
                     }[];
+                    mcpServers?: {
+                        /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                        name: string;
+                        description?: string;
+                        /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                        url: string;
+                        /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                        bearerSecret?: string;
+                        /** @description Only these tools of the server may be named; absent: every tool it lists */
+                        tools?: string[];
+                        /**
+                         * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                         * @default 10
+                         */
+                        timeoutSeconds?: number;
+                    }[];
                     flows: {
                         name: string;
                         nodes: ({
@@ -5695,7 +6555,7 @@ export interface operations {
                              * @enum {string}
                              */
                             context?: "run" | "conversation" | "none";
-                            /** @description Tools the model may call while it answers (declared or built-in names) */
+                            /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
                             tools?: string[];
                         } | {
                             /** @description Unique across all flows: edges and jumps name the node by it */
@@ -5704,7 +6564,7 @@ export interface operations {
                             displayName?: string;
                             /** @constant */
                             type: "tool";
-                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
+                            /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
                             toolName: string;
                             /** @description A hint for inferring the parameters */
                             prompt?: string;
@@ -6565,6 +7425,168 @@ export interface operations {
             };
         };
     };
+    Mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    jsonrpc: "2.0";
+                    id?: string | number;
+                    method?: string;
+                    params?: {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        id: string | number;
+                        result: {
+                            [key: string]: unknown;
+                        };
+                    } | {
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        id: string | number;
+                        error: {
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description A notification or a client response, accepted: no body */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
     ListTokens: {
         parameters: {
             query?: never;
@@ -6806,6 +7828,918 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    ListWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        endpoints: {
+                            /** Format: uuid */
+                            endpointId: string;
+                            url: string;
+                            events: ("document.ready" | "document.failed" | "zip_import.completed" | "knowledge_base.deleted")[];
+                            agentId: string | null;
+                            description: string | null;
+                            enabled: boolean;
+                            disabledReason: ("failing" | "manual") | null;
+                            disabledAt: string | null;
+                            failingSince: string | null;
+                            lastDeliveryAt: string | null;
+                            /** Format: date-time */
+                            secretCreatedAt: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    CreateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Where deliveries are POSTed: http(s), a public address unless the deployment allows others. */
+                    url: string;
+                    /** @description The event types this endpoint receives. */
+                    events: ("document.ready" | "document.failed" | "zip_import.completed" | "knowledge_base.deleted")[];
+                    /**
+                     * Format: uuid
+                     * @description Only this agent's events; absent: every agent of the organization.
+                     */
+                    agentId?: string;
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        endpointId: string;
+                        url: string;
+                        events: ("document.ready" | "document.failed" | "zip_import.completed" | "knowledge_base.deleted")[];
+                        agentId: string | null;
+                        description: string | null;
+                        enabled: boolean;
+                        disabledReason: ("failing" | "manual") | null;
+                        disabledAt: string | null;
+                        failingSince: string | null;
+                        lastDeliveryAt: string | null;
+                        /** Format: date-time */
+                        secretCreatedAt: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** @description Shown only in this answer. */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    GetWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        endpointId: string;
+                        url: string;
+                        events: ("document.ready" | "document.failed" | "zip_import.completed" | "knowledge_base.deleted")[];
+                        agentId: string | null;
+                        description: string | null;
+                        enabled: boolean;
+                        disabledReason: ("failing" | "manual") | null;
+                        disabledAt: string | null;
+                        failingSince: string | null;
+                        lastDeliveryAt: string | null;
+                        /** Format: date-time */
+                        secretCreatedAt: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    DeleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        endpointId: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    UpdateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Where deliveries are POSTed: http(s), a public address unless the deployment allows others. */
+                    url?: string;
+                    /** @description The event types this endpoint receives. */
+                    events?: ("document.ready" | "document.failed" | "zip_import.completed" | "knowledge_base.deleted")[];
+                    description?: string | null;
+                    /** @description true enables a disabled endpoint again; false stops it. */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        endpointId: string;
+                        url: string;
+                        events: ("document.ready" | "document.failed" | "zip_import.completed" | "knowledge_base.deleted")[];
+                        agentId: string | null;
+                        description: string | null;
+                        enabled: boolean;
+                        disabledReason: ("failing" | "manual") | null;
+                        disabledAt: string | null;
+                        failingSince: string | null;
+                        lastDeliveryAt: string | null;
+                        /** Format: date-time */
+                        secretCreatedAt: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    RotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        endpointId: string;
+                        /** @description Shown only in this answer. */
+                        secret: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        previousSecretValidUntil: string | null;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            code: string;
+                            message: string;
+                            details: {
+                                field: string;
+                                rule: string;
+                                message?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    ListWebhookDeliveries: {
+        parameters: {
+            query?: {
+                limit?: string;
+                nextToken?: string;
+            };
+            header?: {
+                /** @description With a person’s ID token: the organization the request acts in, one of theirs (required when they belong to several). Ignored with an organization token. */
+                "X-Organization-Id"?: string;
+            };
+            path: {
+                endpointId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        deliveries: {
+                            /** @description The webhook-id header: the same on every attempt of one event. */
+                            messageId: string;
+                            /** @enum {string} */
+                            eventType: "document.ready" | "document.failed" | "zip_import.completed" | "knowledge_base.deleted";
+                            attempt: number;
+                            /** Format: date-time */
+                            attemptedAt: string;
+                            /** @enum {string} */
+                            outcome: "delivered" | "failed";
+                            statusCode: number | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            durationMs: number;
+                            nextAttemptAt: string | null;
+                        }[];
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -7823,7 +9757,53 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description Newest first, narrowed by the filters. */
+                        documents: {
+                            /** @description The document’s identifier path, fixed at creation. */
+                            s3Key: string;
+                            /** @description Its customDocumentId when one was given, else a generated UUID. */
+                            documentId: string;
+                            customDocumentId: string | null;
+                            fileName: string;
+                            /**
+                             * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "ready" | "failed";
+                            contentType: string;
+                            /** @description Bytes of its current content. */
+                            fileSize: number | null;
+                            label1: string | null;
+                            label2: string | null;
+                            customMeta1: string | null;
+                            customMeta2: string | null;
+                            customMeta3: string | null;
+                            customMeta4: string | null;
+                            /** @description Why processing failed; null unless `failed`. */
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        /** @description The whole dataset’s documents per status, whatever the filters and the page. */
+                        counts: {
+                            uploaded: number;
+                            ready: number;
+                            failed: number;
+                            total: number;
+                        };
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -7935,7 +9915,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8054,7 +10068,16 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        documentId: string;
+                        s3Key: string;
+                        /** @constant */
+                        deleted: true;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8169,7 +10192,44 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * @description `uploaded`: the chunks of its previous content while new content is processed, or none.
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready";
+                        chunks: {
+                            chunkId: string;
+                            position: number;
+                            text: string;
+                            metadata: {
+                                documentId: string;
+                                s3Key: string;
+                                /** @description `<documentId>#<position>#<hash of its text>` */
+                                chunkId: string;
+                                /** @description 0-based order of the chunk in its document. */
+                                position: number;
+                                label1: string | null;
+                                label2: string | null;
+                                /** @description The document’s customMeta1. */
+                                svc_internal_meta1: string | null;
+                                /** @description The document’s customMeta2. */
+                                svc_internal_meta2: string | null;
+                                /** @description The document’s customMeta3. */
+                                svc_internal_meta3: string | null;
+                                /** @description The document’s customMeta4. */
+                                svc_internal_meta4: string | null;
+                            };
+                        }[];
+                        /** @description Chunks of the document, whatever `q`. */
+                        total: number;
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8291,7 +10351,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8407,7 +10501,41 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The document’s identifier path, fixed at creation. */
+                        s3Key: string;
+                        /** @description Its customDocumentId when one was given, else a generated UUID. */
+                        documentId: string;
+                        customDocumentId: string | null;
+                        fileName: string;
+                        /**
+                         * @description `uploaded` until its processing ends `ready` (retrievable) or `failed` (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "ready" | "failed";
+                        contentType: string;
+                        /** @description Bytes of its current content. */
+                        fileSize: number | null;
+                        label1: string | null;
+                        label2: string | null;
+                        customMeta1: string | null;
+                        customMeta2: string | null;
+                        customMeta3: string | null;
+                        customMeta4: string | null;
+                        /** @description Why processing failed; null unless `failed`. */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8530,7 +10658,32 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /**
+                         * Format: uuid
+                         * @description Name it to upload-complete once the file is PUT.
+                         */
+                        uploadId: string;
+                        /**
+                         * Format: uri
+                         * @description A pre-signed URL: PUT the file there, with `requiredHeaders`.
+                         */
+                        uploadUrl: string;
+                        /** @description Seconds the URL works for. */
+                        expiresIn: number;
+                        s3Key: string;
+                        documentId?: string;
+                        /** Format: uuid */
+                        zipJobId?: string;
+                        /** @description Headers the PUT must send as they are (the content type, and the size when declared). */
+                        requiredHeaders: {
+                            [key: string]: string;
+                        };
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8642,7 +10795,28 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @enum {string} */
+                        type: "document" | "zip_import";
+                        s3Key: string;
+                        /** @description With `type: document`. */
+                        documentId?: string;
+                        /**
+                         * Format: uuid
+                         * @description With `type: zip_import`: follow it at GET /api/v1/knowledge/zip-jobs/{zipJobId}.
+                         */
+                        zipJobId?: string;
+                        /** @constant */
+                        status: "uploaded";
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8754,7 +10928,38 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            zipJobId: string;
+                            /**
+                             * @description `completed` once the archive is read through and every document it created is `ready` or `failed`; `failed` when the archive itself could not be imported (see `error`).
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "processing" | "completed" | "failed";
+                            /** @description Its documents that are `failed` now, the files the archive rules refused included. */
+                            failedCount: number;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** @description What the archive rules noticed without failing a file. */
+                            warnings: string[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** @description Entries of the archive; null until it is read through. */
+                            fileCount: number | null;
+                        }[];
+                        count: number;
+                        /** @description Pass it as `nextToken` to get the next page; null on the last page. */
+                        nextToken: string | null;
+                    };
+                };
             };
             /** @description Error */
             400: {
@@ -8861,7 +11066,52 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        zipJobId: string;
+                        /**
+                         * @description `completed` once the archive is read through and every document it created is `ready` or `failed`; `failed` when the archive itself could not be imported (see `error`).
+                         * @enum {string}
+                         */
+                        status: "uploaded" | "processing" | "completed" | "failed";
+                        /** @description Its documents that are `failed` now, the files the archive rules refused included. */
+                        failedCount: number;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** @description What the archive rules noticed without failing a file. */
+                        warnings: string[];
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        files: {
+                            /** @description Its path in the archive. */
+                            fileName: string;
+                            documentId: string | null;
+                            s3Key: string | null;
+                            label1: string | null;
+                            label2: string | null;
+                            customMeta1: string | null;
+                            customMeta2: string | null;
+                            customMeta3: string | null;
+                            customMeta4: string | null;
+                            /**
+                             * @description Its document’s status now.
+                             * @enum {string}
+                             */
+                            status: "uploaded" | "ready" | "failed";
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        }[];
+                    };
+                };
             };
             /** @description Error */
             400: {
