@@ -987,8 +987,1495 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
-    responses: never;
+    schemas: {
+        ErrorDetail: {
+            field: string;
+            rule: string;
+            message?: string;
+        };
+    };
+    responses: {
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR */
+        Error400_VALIDATION_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, INVALID_JSON */
+        Error400_VALIDATION_ERROR_INVALID_JSON: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "INVALID_JSON";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, INVALID_JSON, ORGANIZATION_REQUIRED */
+        Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "INVALID_JSON" | "ORGANIZATION_REQUIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, ORGANIZATION_REQUIRED */
+        Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "ORGANIZATION_REQUIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description No valid credential: a missing, unknown, expired or revoked token (or ID token). Codes: UNAUTHORIZED */
+        Error401_UNAUTHORIZED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UNAUTHORIZED",
+                 *         "message": "A valid bearer token is required",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UNAUTHORIZED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role). Codes: FORBIDDEN */
+        Error403_FORBIDDEN: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role). Codes: FORBIDDEN, NOT_A_MEMBER, NO_ORGANIZATION */
+        Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN" | "NOT_A_MEMBER" | "NO_ORGANIZATION";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role). Codes: FORBIDDEN, SIGNUP_CLOSED */
+        Error403_FORBIDDEN_SIGNUP_CLOSED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN" | "SIGNUP_CLOSED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role). Codes: SIGNUP_CLOSED */
+        Error403_SIGNUP_CLOSED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SIGNUP_CLOSED",
+                 *         "message": "The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SIGNUP_CLOSED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND, DEFINITION_VERSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND" | "DEFINITION_VERSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND, TRIGGER_NOT_FOUND, SESSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "SESSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_VERSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_VERSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, DOCUMENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "DOCUMENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, REINDEX_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_REINDEX_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "REINDEX_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, UPLOAD_NOT_FOUND, DOCUMENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "UPLOAD_NOT_FOUND" | "DOCUMENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, SESSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "SESSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: INVITATION_NOT_FOUND */
+        Error404_INVITATION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INVITATION_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INVITATION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: MEMBER_NOT_FOUND */
+        Error404_MEMBER_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "MEMBER_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "MEMBER_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: TOKEN_NOT_FOUND */
+        Error404_TOKEN_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "TOKEN_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "TOKEN_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: ZIP_JOB_NOT_FOUND */
+        Error404_ZIP_JOB_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ZIP_JOB_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ZIP_JOB_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The path exists but not with this method (answered by the local runtime; in AWS by API Gateway). Codes: METHOD_NOT_ALLOWED */
+        Error405_METHOD_NOT_ALLOWED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "METHOD_NOT_ALLOWED",
+                 *         "message": "PUT is not allowed here; use GET",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "METHOD_NOT_ALLOWED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request did not arrive in time (answered by the local runtime; in AWS by API Gateway). Codes: REQUEST_TIMEOUT */
+        Error408_REQUEST_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REQUEST_TIMEOUT",
+                 *         "message": "The request did not arrive in time",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REQUEST_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ALREADY_MEMBER, INVITATION_LIMIT, EMAIL_TAKEN, PEOPLE_NOT_CONFIGURED */
+        Error409_ALREADY_MEMBER_INVITATION_LIMIT_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ALREADY_MEMBER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ALREADY_MEMBER" | "INVITATION_LIMIT" | "EMAIL_TAKEN" | "PEOPLE_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ALREADY_MEMBER, ORGANIZATION_LIMIT */
+        Error409_ALREADY_MEMBER_ORGANIZATION_LIMIT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ALREADY_MEMBER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ALREADY_MEMBER" | "ORGANIZATION_LIMIT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: CALLBACK_SECRET_CONFLICT */
+        Error409_CALLBACK_SECRET_CONFLICT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "CALLBACK_SECRET_CONFLICT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "CALLBACK_SECRET_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DOCUMENT_FAILED, CHUNKS_NOT_LISTED */
+        Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DOCUMENT_FAILED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DOCUMENT_FAILED" | "CHUNKS_NOT_LISTED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DOCUMENT_NOT_FAILED, DOCUMENT_NOT_RETRYABLE */
+        Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DOCUMENT_NOT_FAILED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DOCUMENT_NOT_FAILED" | "DOCUMENT_NOT_RETRYABLE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DUPLICATE_CUSTOM_DOCUMENT_ID */
+        Error409_DUPLICATE_CUSTOM_DOCUMENT_ID: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DUPLICATE_CUSTOM_DOCUMENT_ID",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DUPLICATE_CUSTOM_DOCUMENT_ID";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: EMAIL_TAKEN, PEOPLE_NOT_CONFIGURED */
+        Error409_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "EMAIL_TAKEN",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "EMAIL_TAKEN" | "PEOPLE_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: LAST_OWNER, PEOPLE_NOT_CONFIGURED */
+        Error409_LAST_OWNER_PEOPLE_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "LAST_OWNER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "LAST_OWNER" | "PEOPLE_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ORGANIZATION_LIMIT */
+        Error409_ORGANIZATION_LIMIT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ORGANIZATION_LIMIT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ORGANIZATION_LIMIT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: PEOPLE_NOT_CONFIGURED */
+        Error409_PEOPLE_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "PEOPLE_NOT_CONFIGURED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "PEOPLE_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: REINDEX_RUNNING */
+        Error409_REINDEX_RUNNING: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REINDEX_RUNNING",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REINDEX_RUNNING";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: SESSION_BUSY */
+        Error409_SESSION_BUSY: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SESSION_BUSY",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SESSION_BUSY";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: UPLOAD_NOT_RECEIVED */
+        Error409_UPLOAD_NOT_RECEIVED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UPLOAD_NOT_RECEIVED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UPLOAD_NOT_RECEIVED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: VERSION_CONFLICT */
+        Error409_VERSION_CONFLICT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VERSION_CONFLICT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VERSION_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names has expired. Codes: UPLOAD_EXPIRED */
+        Error410_UPLOAD_EXPIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UPLOAD_EXPIRED",
+                 *         "message": "What the request names has expired",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UPLOAD_EXPIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE */
+        Error413_PAYLOAD_TOO_LARGE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "PAYLOAD_TOO_LARGE",
+                 *         "message": "The request body is too large",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "PAYLOAD_TOO_LARGE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE, SESSION_TOO_LARGE */
+        Error413_PAYLOAD_TOO_LARGE_SESSION_TOO_LARGE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "PAYLOAD_TOO_LARGE",
+                 *         "message": "The request body is too large",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "PAYLOAD_TOO_LARGE" | "SESSION_TOO_LARGE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A body that is not sent as `Content-Type: application/json`. Codes: UNSUPPORTED_MEDIA_TYPE */
+        Error415_UNSUPPORTED_MEDIA_TYPE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                 *         "message": "The request body must be JSON sent with Content-Type: application/json",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UNSUPPORTED_MEDIA_TYPE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description Too many requests: the token’s or organization’s limit (or the client’s, for sign-ups and requests without a valid credential); `Retry-After` says when to retry. Codes: RATE_LIMITED */
+        Error429_RATE_LIMITED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "RATE_LIMITED",
+                 *         "message": "Too many requests: at most 100 every 1 s for this token and for its organization; retry in 1 s",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "RATE_LIMITED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request headers exceed 16 KB (answered by the local runtime; in AWS by API Gateway). Codes: HEADERS_TOO_LARGE */
+        Error431_HEADERS_TOO_LARGE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "HEADERS_TOO_LARGE",
+                 *         "message": "The request headers exceed 16 KB",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "HEADERS_TOO_LARGE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An internal error: nothing of it is revealed; the request id is in the logs. Codes: INTERNAL_ERROR */
+        Error500_INTERNAL_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly. Codes: EMBEDDER_ERROR */
+        Error502_EMBEDDER_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "EMBEDDER_ERROR",
+                 *         "message": "An upstream (the model or the embedder) failed or answered badly",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "EMBEDDER_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly. Codes: MODEL_ERROR, EMBEDDER_ERROR */
+        Error502_MODEL_ERROR_EMBEDDER_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "MODEL_ERROR",
+                 *         "message": "An upstream (the model or the embedder) failed or answered badly",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "MODEL_ERROR" | "EMBEDDER_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A dependency is throttling or briefly unavailable (`Retry-After` says when to retry), or not configured. Codes: SERVICE_BUSY */
+        Error503_SERVICE_BUSY: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SERVICE_BUSY",
+                 *         "message": "The service is busy; retry in 5 seconds",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SERVICE_BUSY";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A dependency is throttling or briefly unavailable (`Retry-After` says when to retry), or not configured. Codes: SERVICE_BUSY, MODEL_NOT_CONFIGURED */
+        Error503_SERVICE_BUSY_MODEL_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SERVICE_BUSY",
+                 *         "message": "The service is busy; retry in 5 seconds",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SERVICE_BUSY" | "MODEL_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time. Codes: EMBEDDER_TIMEOUT */
+        Error504_EMBEDDER_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "EMBEDDER_TIMEOUT",
+                 *         "message": "An upstream (the model or the embedder) did not answer in time",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "EMBEDDER_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time. Codes: MODEL_TIMEOUT, EMBEDDER_TIMEOUT */
+        Error504_MODEL_TIMEOUT_EMBEDDER_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "MODEL_TIMEOUT",
+                 *         "message": "An upstream (the model or the embedder) did not answer in time",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "MODEL_TIMEOUT" | "EMBEDDER_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -1019,27 +2506,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
         };
     };
     OpenApi: {
@@ -1060,27 +2532,12 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
         };
     };
     UploadLink: {
@@ -1119,90 +2576,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DUPLICATE_CUSTOM_DOCUMENT_ID"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     UploadComplete: {
@@ -1228,90 +2614,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     UpdateUploadLink: {
@@ -1351,90 +2667,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     UpdateUploadComplete: {
@@ -1460,90 +2704,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     PatchMetadata: {
@@ -1581,90 +2755,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetDocument: {
@@ -1689,90 +2791,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DeleteDocument: {
@@ -1810,90 +2839,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListDocumentChunks: {
@@ -1921,90 +2878,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListDocuments: {
@@ -2033,90 +2918,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     RetryDocument: {
@@ -2148,90 +2960,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListZipJobs: {
@@ -2256,90 +2997,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetZipJob: {
@@ -2360,90 +3028,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_ZIP_JOB_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     AgentsList: {
@@ -2462,90 +3057,16 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     QueryEvents: {
@@ -2597,90 +3118,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     TrackEvent: {
@@ -2719,90 +3168,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListAgents: {
@@ -2824,90 +3201,16 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     CreateAgent: {
@@ -2935,90 +3238,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetAgent: {
@@ -3042,90 +3272,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DeleteAgent: {
@@ -3149,90 +3306,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     RenameAgent: {
@@ -3262,90 +3347,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     RotateCallbackSecret: {
@@ -3369,90 +3382,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_CALLBACK_SECRET_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListKnowledgeBases: {
@@ -3476,90 +3418,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     CreateKnowledgeBase: {
@@ -3590,90 +3459,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetKnowledgeBase: {
@@ -3698,90 +3495,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DeleteKnowledgeBase: {
@@ -3806,90 +3530,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     UpdateKnowledgeBase: {
@@ -3921,90 +3573,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetKnowledgeBaseReindex: {
@@ -4029,90 +3609,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_REINDEX_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ReindexKnowledgeBase: {
@@ -4144,90 +3651,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_REINDEX_RUNNING"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     QueryKnowledgeBase: {
@@ -4271,90 +3707,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_EMBEDDER_TIMEOUT"];
         };
     };
     GenerateFromKnowledgeBase: {
@@ -4398,90 +3764,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_MODEL_ERROR_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY_MODEL_NOT_CONFIGURED"];
+            504: components["responses"]["Error504_MODEL_TIMEOUT_EMBEDDER_TIMEOUT"];
         };
     };
     GetRetrievalConfig: {
@@ -4506,90 +3802,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     PutRetrievalConfig: {
@@ -4634,90 +3857,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     PreviewDefaultRetrieval: {
@@ -4751,90 +3902,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_EMBEDDER_TIMEOUT"];
         };
     };
     GetAgentDefinition: {
@@ -4859,90 +3940,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     PutAgentDefinition: {
@@ -5154,90 +4162,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_VERSION_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListAgentDefinitionVersions: {
@@ -5265,90 +4202,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetAgentDefinitionVersion: {
@@ -5374,90 +4238,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     RestoreAgentDefinitionVersion: {
@@ -5490,90 +4281,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_VERSION_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ValidateAgentDefinition: {
@@ -5783,90 +4503,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListSessions: {
@@ -5895,90 +4543,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetSession: {
@@ -6004,90 +4579,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListModels: {
@@ -6109,90 +4611,16 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetSessionTrace: {
@@ -6218,90 +4646,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     InvokeWebhook: {
@@ -6347,90 +4702,36 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     SendAppEvent: {
@@ -6479,90 +4780,36 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListTokens: {
@@ -6584,90 +4831,16 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     CreateToken: {
@@ -6700,90 +4873,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     RevokeToken: {
@@ -6807,90 +4907,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_TOKEN_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     SignUp: {
@@ -6919,27 +4947,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            403: components["responses"]["Error403_SIGNUP_CLOSED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetOrganization: {
@@ -6961,90 +4979,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     ListMembers: {
@@ -7066,90 +5011,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     InviteMember: {
@@ -7184,90 +5056,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ALREADY_MEMBER_INVITATION_LIMIT_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     RemoveMember: {
@@ -7291,90 +5091,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_MEMBER_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_LAST_OWNER_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     GetMe: {
@@ -7393,90 +5122,16 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     AcceptInvitation: {
@@ -7497,90 +5152,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_INVITATION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ALREADY_MEMBER_ORGANIZATION_LIMIT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DeclineInvitation: {
@@ -7601,90 +5185,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN"];
+            404: components["responses"]["Error404_INVITATION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     CreateOrganization: {
@@ -7709,90 +5221,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_SIGNUP_CLOSED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ORGANIZATION_LIMIT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardListDocuments: {
@@ -7825,90 +5265,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardGetDocument: {
@@ -7937,90 +5304,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardDeleteDocument: {
@@ -8056,90 +5350,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardListDocumentChunks: {
@@ -8171,90 +5393,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardPatchMetadata: {
@@ -8293,90 +5443,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardRetryDocument: {
@@ -8409,90 +5487,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardUploadLink: {
@@ -8532,90 +5539,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DUPLICATE_CUSTOM_DOCUMENT_ID"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardUploadComplete: {
@@ -8644,90 +5580,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardListZipJobs: {
@@ -8756,90 +5622,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardGetZipJob: {
@@ -8863,90 +5656,17 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_ZIP_JOB_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardQueryEvents: {
@@ -9001,90 +5721,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
     DashboardInvokeWebhook: {
@@ -9133,90 +5781,36 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
         };
     };
 }
