@@ -1,5 +1,5 @@
 /**
- * The answer check of the tests (docs/testing.md, "Every answer against the document"): every HTTP answer the
+ * The answer check of the tests (README, "Tests": "Every answer against the document"): every HTTP answer the
  * integration suites receive is validated against the OpenAPI document the service serves (ajv, JSON Schema 2020-12
  * as OpenAPI 3.1 writes it). An answer whose status the route does not list, or whose body its schema for that status
  * does not admit, is a violation.

@@ -1,5 +1,5 @@
 /**
- * The run's frame of the answer check (test/helpers/openapi-check.ts, docs/testing.md): the global setup makes the
+ * The run's frame of the answer check (test/helpers/openapi-check.ts, README, "Tests"): the global setup makes the
  * folder every runtime and handler check of the run records in; the teardown sums what was checked, prints
  * `openapi-check: N answers checked, M violations`, and fails the run with any violation no suite reported (a runtime
  * a suite never stopped).

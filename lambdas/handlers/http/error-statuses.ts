@@ -12,7 +12,7 @@ export type ErrorStatuses = Readonly<Record<number, readonly string[]>>;
 export const STATUS_DESCRIPTIONS: Readonly<Record<number, string>> = {
   400: 'The request is invalid: `details` names each field and the rule it breaks',
   401: 'No valid credential: a missing, unknown, expired or revoked token (or ID token)',
-  403: 'The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role)',
+  403: 'The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED)',
   404: 'What the request names does not exist for the caller (or is not theirs)',
   405: 'The path exists but not with this method (answered by the local runtime; in AWS by API Gateway)',
   408: 'The request did not arrive in time (answered by the local runtime; in AWS by API Gateway)',
@@ -20,26 +20,33 @@ export const STATUS_DESCRIPTIONS: Readonly<Record<number, string>> = {
   410: 'What the request names has expired',
   413: 'The request (its body, or the state it would make) is too large',
   415: 'A body that is not sent as `Content-Type: application/json`',
-  429: 'Too many requests: the token’s or organization’s limit (or the client’s, for sign-ups and requests without a valid credential); `Retry-After` says when to retry',
+  429: 'Too many requests: the token’s or organization’s limit (or the client’s, for sign-ups and requests without a valid credential; in AWS also the stage’s throttle and the firewall’s rate rule); `Retry-After` says when to retry',
   431: 'The request headers exceed 16 KB (answered by the local runtime; in AWS by API Gateway)',
   500: 'An internal error: nothing of it is revealed; the request id is in the logs',
-  502: 'An upstream (the model or the embedder) failed or answered badly',
+  502: 'An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed',
   503: 'A dependency is throttling or briefly unavailable (`Retry-After` says when to retry), or not configured',
-  504: 'An upstream (the model or the embedder) did not answer in time',
+  504: 'An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s',
 };
 
 /**
- * Answered for any request by the local runtime's router (lib/local/router.ts) or Node's HTTP parser before a
- * route's handler runs, and by every handler's error middleware (lambdas/shared/http.ts).
+ * Answered for any request before (or instead of) its route's handler: locally by the router (lib/local/router.ts)
+ * and Node's HTTP parser, in AWS by API Gateway's gateway responses in the same shape (lib/constructs/platform-api.ts:
+ * its own refusals BAD_REQUEST, its throttle and the WAF's rate rule RATE_LIMITED, the WAF's managed rules
+ * REQUEST_BLOCKED, a function that failed or timed out INTERNAL_ERROR); and by every handler's error middleware
+ * (lambdas/shared/http.ts).
  */
 const EVERY_ROUTE: ErrorStatuses = {
-  400: ['VALIDATION_ERROR'],
+  400: ['VALIDATION_ERROR', 'BAD_REQUEST'],
+  403: ['REQUEST_BLOCKED'],
   405: ['METHOD_NOT_ALLOWED'],
   408: ['REQUEST_TIMEOUT'],
   // The router's own limit on a body (API Gateway's 10 MiB; 16 KiB on a route without a token).
-  413: ['PAYLOAD_TOO_LARGE'],
+  413: ['PAYLOAD_TOO_LARGE', 'BAD_REQUEST'],
+  429: ['RATE_LIMITED'],
   431: ['HEADERS_TOO_LARGE'],
   500: ['INTERNAL_ERROR'],
+  502: ['INTERNAL_ERROR'],
+  504: ['INTERNAL_ERROR'],
 };
 
 /** A route that reads a JSON body (POST, PUT, PATCH, and DELETE when it has one): lambdas/shared/http.ts readJsonBody. */
@@ -177,10 +184,11 @@ export function errorStatusesOf(route: {
 }): ErrorStatuses {
   const own = ROUTE_ERRORS[route.id] ?? ROUTE_ERRORS[route.id.replace(/^Dashboard(?=[A-Z])/, '')] ?? {};
   const person = route.scope !== null && route.path.startsWith('/dashboard') && !route.personal;
+  // The token's first, so a status's example (its first code) is the one a caller meets most.
   return merge(
+    route.scope === null ? {} : WITH_TOKEN,
     EVERY_ROUTE,
     route.method === 'GET' ? {} : JSON_BODY,
-    route.scope === null ? {} : WITH_TOKEN,
     person ? PERSON_IN_ORGANIZATION : {},
     own,
   );

@@ -109,12 +109,18 @@ function errorBody(codes: readonly string[]): JsonSchema {
   };
 }
 
-/** One field's problem in an error's `details`. */
+/** One field's problem in an error's `details` (core/errors.ts ErrorDetail; a definition's: DefinitionProblem). */
 const ERROR_DETAIL: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['field', 'rule'],
-  properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } },
+  properties: {
+    field: { type: 'string', description: 'Dot path of the offending field; empty for the request as a whole' },
+    rule: { type: 'string', description: 'The rule the value broke' },
+    message: { type: 'string' },
+    flow: { type: 'string', description: 'A definition’s problem: the flow it is in' },
+    node: { type: 'string', description: 'A definition’s problem: the node it is in' },
+  },
 };
 
 /**

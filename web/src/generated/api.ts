@@ -989,14 +989,20 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         ErrorDetail: {
+            /** @description Dot path of the offending field; empty for the request as a whole */
             field: string;
+            /** @description The rule the value broke */
             rule: string;
             message?: string;
+            /** @description A definition’s problem: the flow it is in */
+            flow?: string;
+            /** @description A definition’s problem: the node it is in */
+            node?: string;
         };
     };
     responses: {
-        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR */
-        Error400_VALIDATION_ERROR: {
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST */
+        Error400_VALIDATION_ERROR_BAD_REQUEST: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1022,15 +1028,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "VALIDATION_ERROR";
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, INVALID_JSON */
-        Error400_VALIDATION_ERROR_INVALID_JSON: {
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, INVALID_JSON */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1056,15 +1062,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "VALIDATION_ERROR" | "INVALID_JSON";
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_JSON";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, INVALID_JSON, ORGANIZATION_REQUIRED */
-        Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED: {
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, INVALID_JSON, ORGANIZATION_REQUIRED */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1090,15 +1096,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "VALIDATION_ERROR" | "INVALID_JSON" | "ORGANIZATION_REQUIRED";
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_JSON" | "ORGANIZATION_REQUIRED";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, ORGANIZATION_REQUIRED */
-        Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED: {
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, ORGANIZATION_REQUIRED */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1124,7 +1130,7 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "VALIDATION_ERROR" | "ORGANIZATION_REQUIRED";
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "ORGANIZATION_REQUIRED";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -1159,8 +1165,8 @@ export interface components {
                 };
             };
         };
-        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role). Codes: FORBIDDEN */
-        Error403_FORBIDDEN: {
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED */
+        Error403_FORBIDDEN_REQUEST_BLOCKED: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1180,15 +1186,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "FORBIDDEN";
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role). Codes: FORBIDDEN, NOT_A_MEMBER, NO_ORGANIZATION */
-        Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION: {
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED, NOT_A_MEMBER, NO_ORGANIZATION */
+        Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1208,15 +1214,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "FORBIDDEN" | "NOT_A_MEMBER" | "NO_ORGANIZATION";
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED" | "NOT_A_MEMBER" | "NO_ORGANIZATION";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role). Codes: FORBIDDEN, SIGNUP_CLOSED */
-        Error403_FORBIDDEN_SIGNUP_CLOSED: {
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED, SIGNUP_CLOSED */
+        Error403_FORBIDDEN_REQUEST_BLOCKED_SIGNUP_CLOSED: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1236,15 +1242,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "FORBIDDEN" | "SIGNUP_CLOSED";
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED" | "SIGNUP_CLOSED";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role). Codes: SIGNUP_CLOSED */
-        Error403_SIGNUP_CLOSED: {
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: REQUEST_BLOCKED */
+        Error403_REQUEST_BLOCKED: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1253,8 +1259,8 @@ export interface components {
                  * @example {
                  *       "success": false,
                  *       "error": {
-                 *         "code": "SIGNUP_CLOSED",
-                 *         "message": "The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role)",
+                 *         "code": "REQUEST_BLOCKED",
+                 *         "message": "The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED)",
                  *         "details": []
                  *       }
                  *     }
@@ -1264,7 +1270,35 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "SIGNUP_CLOSED";
+                        code: "REQUEST_BLOCKED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: REQUEST_BLOCKED, SIGNUP_CLOSED */
+        Error403_REQUEST_BLOCKED_SIGNUP_CLOSED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REQUEST_BLOCKED",
+                 *         "message": "The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REQUEST_BLOCKED" | "SIGNUP_CLOSED";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -2139,8 +2173,8 @@ export interface components {
                 };
             };
         };
-        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE */
-        Error413_PAYLOAD_TOO_LARGE: {
+        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE, BAD_REQUEST */
+        Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2160,15 +2194,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "PAYLOAD_TOO_LARGE";
+                        code: "PAYLOAD_TOO_LARGE" | "BAD_REQUEST";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE, SESSION_TOO_LARGE */
-        Error413_PAYLOAD_TOO_LARGE_SESSION_TOO_LARGE: {
+        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE, BAD_REQUEST, SESSION_TOO_LARGE */
+        Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2188,7 +2222,7 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "PAYLOAD_TOO_LARGE" | "SESSION_TOO_LARGE";
+                        code: "PAYLOAD_TOO_LARGE" | "BAD_REQUEST" | "SESSION_TOO_LARGE";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -2223,7 +2257,7 @@ export interface components {
                 };
             };
         };
-        /** @description Too many requests: the token’s or organization’s limit (or the client’s, for sign-ups and requests without a valid credential); `Retry-After` says when to retry. Codes: RATE_LIMITED */
+        /** @description Too many requests: the token’s or organization’s limit (or the client’s, for sign-ups and requests without a valid credential; in AWS also the stage’s throttle and the firewall’s rate rule); `Retry-After` says when to retry. Codes: RATE_LIMITED */
         Error429_RATE_LIMITED: {
             headers: {
                 [name: string]: unknown;
@@ -2307,8 +2341,8 @@ export interface components {
                 };
             };
         };
-        /** @description An upstream (the model or the embedder) failed or answered badly. Codes: EMBEDDER_ERROR */
-        Error502_EMBEDDER_ERROR: {
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR */
+        Error502_INTERNAL_ERROR: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2317,8 +2351,8 @@ export interface components {
                  * @example {
                  *       "success": false,
                  *       "error": {
-                 *         "code": "EMBEDDER_ERROR",
-                 *         "message": "An upstream (the model or the embedder) failed or answered badly",
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
                  *         "details": []
                  *       }
                  *     }
@@ -2328,15 +2362,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "EMBEDDER_ERROR";
+                        code: "INTERNAL_ERROR";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description An upstream (the model or the embedder) failed or answered badly. Codes: MODEL_ERROR, EMBEDDER_ERROR */
-        Error502_MODEL_ERROR_EMBEDDER_ERROR: {
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR, EMBEDDER_ERROR */
+        Error502_INTERNAL_ERROR_EMBEDDER_ERROR: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2345,8 +2379,8 @@ export interface components {
                  * @example {
                  *       "success": false,
                  *       "error": {
-                 *         "code": "MODEL_ERROR",
-                 *         "message": "An upstream (the model or the embedder) failed or answered badly",
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
                  *         "details": []
                  *       }
                  *     }
@@ -2356,7 +2390,35 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "MODEL_ERROR" | "EMBEDDER_ERROR";
+                        code: "INTERNAL_ERROR" | "EMBEDDER_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR, MODEL_ERROR, EMBEDDER_ERROR */
+        Error502_INTERNAL_ERROR_MODEL_ERROR_EMBEDDER_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "MODEL_ERROR" | "EMBEDDER_ERROR";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -2419,8 +2481,8 @@ export interface components {
                 };
             };
         };
-        /** @description An upstream (the model or the embedder) did not answer in time. Codes: EMBEDDER_TIMEOUT */
-        Error504_EMBEDDER_TIMEOUT: {
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR */
+        Error504_INTERNAL_ERROR: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2429,8 +2491,8 @@ export interface components {
                  * @example {
                  *       "success": false,
                  *       "error": {
-                 *         "code": "EMBEDDER_TIMEOUT",
-                 *         "message": "An upstream (the model or the embedder) did not answer in time",
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
                  *         "details": []
                  *       }
                  *     }
@@ -2440,15 +2502,15 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "EMBEDDER_TIMEOUT";
+                        code: "INTERNAL_ERROR";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
                 };
             };
         };
-        /** @description An upstream (the model or the embedder) did not answer in time. Codes: MODEL_TIMEOUT, EMBEDDER_TIMEOUT */
-        Error504_MODEL_TIMEOUT_EMBEDDER_TIMEOUT: {
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR, EMBEDDER_TIMEOUT */
+        Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2457,8 +2519,8 @@ export interface components {
                  * @example {
                  *       "success": false,
                  *       "error": {
-                 *         "code": "MODEL_TIMEOUT",
-                 *         "message": "An upstream (the model or the embedder) did not answer in time",
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
                  *         "details": []
                  *       }
                  *     }
@@ -2468,7 +2530,35 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "MODEL_TIMEOUT" | "EMBEDDER_TIMEOUT";
+                        code: "INTERNAL_ERROR" | "EMBEDDER_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR, MODEL_TIMEOUT, EMBEDDER_TIMEOUT */
+        Error504_INTERNAL_ERROR_MODEL_TIMEOUT_EMBEDDER_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "MODEL_TIMEOUT" | "EMBEDDER_TIMEOUT";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -2506,12 +2596,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     OpenApi: {
@@ -2532,12 +2626,16 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UploadLink: {
@@ -2576,19 +2674,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_DUPLICATE_CUSTOM_DOCUMENT_ID"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UploadComplete: {
@@ -2614,20 +2714,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
             410: components["responses"]["Error410_UPLOAD_EXPIRED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateUploadLink: {
@@ -2667,18 +2769,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateUploadComplete: {
@@ -2704,20 +2808,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
             410: components["responses"]["Error410_UPLOAD_EXPIRED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PatchMetadata: {
@@ -2755,18 +2861,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetDocument: {
@@ -2791,17 +2899,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteDocument: {
@@ -2839,18 +2949,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListDocumentChunks: {
@@ -2878,18 +2990,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListDocuments: {
@@ -2918,17 +3032,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RetryDocument: {
@@ -2960,19 +3076,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListZipJobs: {
@@ -2997,17 +3115,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetZipJob: {
@@ -3028,17 +3148,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_ZIP_JOB_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     AgentsList: {
@@ -3057,16 +3179,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     QueryEvents: {
@@ -3118,18 +3242,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     TrackEvent: {
@@ -3168,18 +3294,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListAgents: {
@@ -3201,16 +3329,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateAgent: {
@@ -3238,17 +3368,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetAgent: {
@@ -3272,17 +3404,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteAgent: {
@@ -3306,18 +3440,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RenameAgent: {
@@ -3347,18 +3483,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RotateCallbackSecret: {
@@ -3382,19 +3520,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_CALLBACK_SECRET_CONFLICT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListKnowledgeBases: {
@@ -3418,17 +3558,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateKnowledgeBase: {
@@ -3459,18 +3601,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetKnowledgeBase: {
@@ -3495,17 +3639,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteKnowledgeBase: {
@@ -3530,18 +3676,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateKnowledgeBase: {
@@ -3573,18 +3721,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetKnowledgeBaseReindex: {
@@ -3609,17 +3759,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_REINDEX_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ReindexKnowledgeBase: {
@@ -3651,19 +3803,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_REINDEX_RUNNING"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     QueryKnowledgeBase: {
@@ -3707,20 +3861,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
-            502: components["responses"]["Error502_EMBEDDER_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_EMBEDDER_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
-            504: components["responses"]["Error504_EMBEDDER_TIMEOUT"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT"];
         };
     };
     GenerateFromKnowledgeBase: {
@@ -3764,20 +3918,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
-            502: components["responses"]["Error502_MODEL_ERROR_EMBEDDER_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_MODEL_ERROR_EMBEDDER_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY_MODEL_NOT_CONFIGURED"];
-            504: components["responses"]["Error504_MODEL_TIMEOUT_EMBEDDER_TIMEOUT"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_MODEL_TIMEOUT_EMBEDDER_TIMEOUT"];
         };
     };
     GetRetrievalConfig: {
@@ -3802,17 +3956,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PutRetrievalConfig: {
@@ -3857,18 +4013,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PreviewDefaultRetrieval: {
@@ -3902,20 +4060,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
-            502: components["responses"]["Error502_EMBEDDER_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_EMBEDDER_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
-            504: components["responses"]["Error504_EMBEDDER_TIMEOUT"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT"];
         };
     };
     GetAgentDefinition: {
@@ -3940,17 +4098,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PutAgentDefinition: {
@@ -4162,19 +4322,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_VERSION_CONFLICT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListAgentDefinitionVersions: {
@@ -4202,17 +4364,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetAgentDefinitionVersion: {
@@ -4238,17 +4402,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RestoreAgentDefinitionVersion: {
@@ -4281,19 +4447,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_VERSION_CONFLICT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ValidateAgentDefinition: {
@@ -4503,18 +4671,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListSessions: {
@@ -4543,17 +4713,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetSession: {
@@ -4579,17 +4751,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListModels: {
@@ -4611,16 +4785,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetSessionTrace: {
@@ -4646,17 +4822,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     InvokeWebhook: {
@@ -4719,19 +4897,21 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_SESSION_BUSY"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_SESSION_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     SendAppEvent: {
@@ -4797,19 +4977,21 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_SESSION_BUSY"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_SESSION_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListTokens: {
@@ -4831,16 +5013,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateToken: {
@@ -4873,17 +5057,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RevokeToken: {
@@ -4907,18 +5093,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_TOKEN_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     SignUp: {
@@ -4947,17 +5135,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
-            403: components["responses"]["Error403_SIGNUP_CLOSED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED_SIGNUP_CLOSED"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetOrganization: {
@@ -4979,17 +5169,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_PEOPLE_NOT_CONFIGURED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListMembers: {
@@ -5011,17 +5203,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_PEOPLE_NOT_CONFIGURED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     InviteMember: {
@@ -5056,18 +5250,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_ALREADY_MEMBER_INVITATION_LIMIT_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RemoveMember: {
@@ -5091,19 +5287,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_MEMBER_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_LAST_OWNER_PEOPLE_NOT_CONFIGURED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetMe: {
@@ -5122,16 +5320,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     AcceptInvitation: {
@@ -5152,19 +5352,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_INVITATION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_ALREADY_MEMBER_ORGANIZATION_LIMIT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeclineInvitation: {
@@ -5185,18 +5387,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
             404: components["responses"]["Error404_INVITATION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateOrganization: {
@@ -5221,18 +5425,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_SIGNUP_CLOSED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_SIGNUP_CLOSED"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_ORGANIZATION_LIMIT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListDocuments: {
@@ -5265,17 +5471,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardGetDocument: {
@@ -5304,17 +5512,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardDeleteDocument: {
@@ -5350,18 +5560,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListDocumentChunks: {
@@ -5393,18 +5605,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardPatchMetadata: {
@@ -5443,18 +5657,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardRetryDocument: {
@@ -5487,19 +5703,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardUploadLink: {
@@ -5539,19 +5757,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_DUPLICATE_CUSTOM_DOCUMENT_ID"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardUploadComplete: {
@@ -5580,20 +5800,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
             410: components["responses"]["Error410_UPLOAD_EXPIRED"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListZipJobs: {
@@ -5622,17 +5844,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardGetZipJob: {
@@ -5656,17 +5880,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_ZIP_JOB_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardQueryEvents: {
@@ -5721,18 +5947,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardInvokeWebhook: {
@@ -5798,19 +6026,21 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["Error400_VALIDATION_ERROR_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
-            403: components["responses"]["Error403_FORBIDDEN_NOT_A_MEMBER_NO_ORGANIZATION"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             409: components["responses"]["Error409_SESSION_BUSY"];
-            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_SESSION_TOO_LARGE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
 }
