@@ -144,6 +144,8 @@ const ROUTE_ERRORS: Readonly<Record<string, ErrorStatuses>> = {
   GetSessionTrace: SESSION,
   InvokeWebhook: FLOW_RUN,
   SendAppEvent: FLOW_RUN,
+  // A token restricted to agents names them (agentIds): each must be the organization's.
+  CreateToken: AGENT,
   RevokeToken: { 404: ['TOKEN_NOT_FOUND'] },
   SignUp: {
     403: ['SIGNUP_CLOSED'],

@@ -5060,6 +5060,7 @@ export interface operations {
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
             403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
