@@ -3,11 +3,13 @@
  * suites' zero violations would prove nothing.
  */
 
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildOpenApiDocument } from '#handlers/http/openapi-document';
 import { type Answer, createAnswerChecker, createAnswerRecorder } from '../../../lib/local/openapi-check';
+import { throwViolations } from '../../helpers/openapi-check';
+import { teardown } from '../../helpers/openapi-check-global';
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8' };
 const checker = createAnswerChecker(buildOpenApiDocument());
@@ -88,6 +90,31 @@ describe('the answer check', () => {
       expect(JSON.parse(lines[0])).toMatchObject({ route: 'Health', status: 418 });
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the run around it', () => {
+  it('a runtime’s violations fail its stop, and the teardown fails on those nobody reported', () => {
+    const saved = process.env.OPENAPI_CHECK_RUN_DIR;
+    const runDir = mkdtempSync(join(tmpdir(), 'openapi-check-run-'));
+    process.env.OPENAPI_CHECK_RUN_DIR = runDir;
+    try {
+      const stopped = createAnswerRecorder(join(runDir, 'service-stopped'), checker);
+      stopped.record(answer('Health', 418, notFound('TEAPOT')));
+      expect(() => throwViolations(join(runDir, 'service-stopped'), 'a runtime')).toThrow(
+        /1 answer\(s\) of a runtime do not match[\s\S]*status 418 is not listed for Health/,
+      );
+      // Reported once: the teardown does not count it as unreported.
+      const neverStopped = createAnswerRecorder(join(runDir, 'service-never-stopped'), checker);
+      neverStopped.record(answer('Health', 200, { success: true, status: 'ok' }));
+      expect(() => teardown()).not.toThrow();
+      mkdirSync(runDir);
+      createAnswerRecorder(join(runDir, 'service-left'), checker).record(answer('Health', 500, notFound('X')));
+      expect(() => teardown()).toThrow(/1 violation\(s\) of a runtime no suite stopped/);
+    } finally {
+      process.env.OPENAPI_CHECK_RUN_DIR = saved;
+      rmSync(runDir, { recursive: true, force: true });
     }
   });
 });
