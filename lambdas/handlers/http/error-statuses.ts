@@ -149,15 +149,14 @@ const ROUTE_ERRORS: Readonly<Record<string, ErrorStatuses>> = {
   RevokeToken: { 404: ['TOKEN_NOT_FOUND'] },
   SignUp: {
     403: ['SIGNUP_CLOSED'],
-    409: ['EMAIL_TAKEN', 'PEOPLE_NOT_CONFIGURED'],
+    409: ['EMAIL_TAKEN', ...PEOPLE[409]],
     // The per-client limit of sign-ups (lib/local/client-limits.ts; the web ACL in AWS).
     429: ['RATE_LIMITED'],
     503: ['SERVICE_BUSY'],
   },
-  InviteMember: { 409: ['ALREADY_MEMBER', 'INVITATION_LIMIT', 'EMAIL_TAKEN', 'PEOPLE_NOT_CONFIGURED'] },
-  ListMembers: PEOPLE,
-  RemoveMember: { 404: ['MEMBER_NOT_FOUND'], 409: ['LAST_OWNER', 'PEOPLE_NOT_CONFIGURED'] },
-  GetOrganization: PEOPLE,
+  // Only inviting reaches the people directory (core/dashboard/members.ts): an address with an account is invited too.
+  InviteMember: { 409: ['ALREADY_MEMBER', 'INVITATION_LIMIT', ...PEOPLE[409]] },
+  RemoveMember: { 404: ['MEMBER_NOT_FOUND'], 409: ['LAST_OWNER'] },
   AcceptInvitation: { 404: ['INVITATION_NOT_FOUND'], 409: ['ALREADY_MEMBER', 'ORGANIZATION_LIMIT'] },
   DeclineInvitation: { 404: ['INVITATION_NOT_FOUND'] },
   CreateOrganization: { 403: ['SIGNUP_CLOSED'], 409: ['ORGANIZATION_LIMIT'] },

@@ -152,6 +152,12 @@ const HANDED_OVER = z.strictObject({
 });
 const HANDOVER_ROUTES: readonly string[] = ['InvokeWebhook', 'SendAppEvent', 'DashboardInvokeWebhook'];
 
+/**
+ * A custom event whose `eventKey` was stored already: 200 with the body of its 201 (`duplicate: true`), nothing
+ * stored again (analytics/track-event.ts).
+ */
+const REPEATABLE_ROUTES: readonly string[] = ['TrackEvent'];
+
 /** A person signed in names the organization a dashboard request acts in (core/auth/people.ts); a token never needs it. */
 const ORGANIZATION_PARAMETER = {
   name: 'X-Organization-Id',
@@ -240,6 +246,9 @@ export function buildOpenApiDocument() {
           successResponse(route.id),
         ...(HANDOVER_ROUTES.includes(route.id)
           ? { '202': successResponse(route.id, HANDED_OVER, 'The run goes on in the flow runner: follow the session') }
+          : {}),
+        ...(REPEATABLE_ROUTES.includes(route.id)
+          ? { '200': successResponse(route.id, undefined, 'Stored already under this eventKey: nothing stored again') }
           : {}),
         ...Object.fromEntries(errors),
       },

@@ -1753,8 +1753,8 @@ export interface components {
                 };
             };
         };
-        /** @description The request conflicts with the current state of what it names. Codes: ALREADY_MEMBER, INVITATION_LIMIT, EMAIL_TAKEN, PEOPLE_NOT_CONFIGURED */
-        Error409_ALREADY_MEMBER_INVITATION_LIMIT_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED: {
+        /** @description The request conflicts with the current state of what it names. Codes: ALREADY_MEMBER, INVITATION_LIMIT, PEOPLE_NOT_CONFIGURED */
+        Error409_ALREADY_MEMBER_INVITATION_LIMIT_PEOPLE_NOT_CONFIGURED: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1774,7 +1774,7 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "ALREADY_MEMBER" | "INVITATION_LIMIT" | "EMAIL_TAKEN" | "PEOPLE_NOT_CONFIGURED";
+                        code: "ALREADY_MEMBER" | "INVITATION_LIMIT" | "PEOPLE_NOT_CONFIGURED";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -1949,8 +1949,8 @@ export interface components {
                 };
             };
         };
-        /** @description The request conflicts with the current state of what it names. Codes: LAST_OWNER, PEOPLE_NOT_CONFIGURED */
-        Error409_LAST_OWNER_PEOPLE_NOT_CONFIGURED: {
+        /** @description The request conflicts with the current state of what it names. Codes: LAST_OWNER */
+        Error409_LAST_OWNER: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1970,7 +1970,7 @@ export interface components {
                     success: false;
                     error: {
                         /** @enum {string} */
-                        code: "LAST_OWNER" | "PEOPLE_NOT_CONFIGURED";
+                        code: "LAST_OWNER";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -1999,34 +1999,6 @@ export interface components {
                     error: {
                         /** @enum {string} */
                         code: "ORGANIZATION_LIMIT";
-                        message: string;
-                        details: components["schemas"]["ErrorDetail"][];
-                    };
-                };
-            };
-        };
-        /** @description The request conflicts with the current state of what it names. Codes: PEOPLE_NOT_CONFIGURED */
-        Error409_PEOPLE_NOT_CONFIGURED: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "success": false,
-                 *       "error": {
-                 *         "code": "PEOPLE_NOT_CONFIGURED",
-                 *         "message": "The request conflicts with the current state of what it names",
-                 *         "details": []
-                 *       }
-                 *     }
-                 */
-                "application/json": {
-                    /** @constant */
-                    success: false;
-                    error: {
-                        /** @enum {string} */
-                        code: "PEOPLE_NOT_CONFIGURED";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -3287,6 +3259,13 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Stored already under this eventKey: nothing stored again */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Success */
             201: {
                 headers: {
@@ -5175,7 +5154,6 @@ export interface operations {
             403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            409: components["responses"]["Error409_PEOPLE_NOT_CONFIGURED"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
@@ -5209,7 +5187,6 @@ export interface operations {
             403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            409: components["responses"]["Error409_PEOPLE_NOT_CONFIGURED"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             429: components["responses"]["Error429_RATE_LIMITED"];
             431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
@@ -5256,7 +5233,7 @@ export interface operations {
             403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            409: components["responses"]["Error409_ALREADY_MEMBER_INVITATION_LIMIT_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED"];
+            409: components["responses"]["Error409_ALREADY_MEMBER_INVITATION_LIMIT_PEOPLE_NOT_CONFIGURED"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
@@ -5294,7 +5271,7 @@ export interface operations {
             404: components["responses"]["Error404_MEMBER_NOT_FOUND"];
             405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
             408: components["responses"]["Error408_REQUEST_TIMEOUT"];
-            409: components["responses"]["Error409_LAST_OWNER_PEOPLE_NOT_CONFIGURED"];
+            409: components["responses"]["Error409_LAST_OWNER"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
             429: components["responses"]["Error429_RATE_LIMITED"];
