@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { buildOpenApiDocument } from '#handlers/http/openapi-document';
+import { type HttpRoute, ROUTES } from '../routes';
 
 /**
  * What answered: a route of lib/routes.ts (its id), or the router itself for a request no route took: `unmatched` (no
@@ -238,6 +239,20 @@ export function createAnswerChecker(document: OpenApiDocument = buildOpenApiDocu
       );
     },
   };
+}
+
+/**
+ * What answers `method` `path` in API Gateway (the stack check's gateway, lib/stack-check/stack-runner.ts): the route
+ * of that method and path; a CORS preflight on a route's path; else no route (API Gateway's 404 ROUTE_NOT_FOUND,
+ * which it answers for a method the path lacks too).
+ */
+export function gatewayTargetOf(method: string, path: string, routes: readonly HttpRoute[] = ROUTES): AnswerTarget {
+  const matching = routes.filter((route) =>
+    new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/]+\}/g, '[^/]+')}/?$`).test(path),
+  );
+  const route = matching.find((r) => r.method === method);
+  if (route) return { routeId: route.id };
+  return method === 'OPTIONS' && matching.length > 0 ? { router: 'preflight' } : { router: 'unmatched' };
 }
 
 /** The files an answer recorder writes in its folder: one count file and one violations file per recorder. */
