@@ -93,6 +93,7 @@ const FLOW_RUN: ErrorStatuses = {
 };
 const EMBEDDER: ErrorStatuses = { 502: ['EMBEDDER_ERROR'], 504: ['EMBEDDER_TIMEOUT'] };
 const PEOPLE: ErrorStatuses = { 409: ['PEOPLE_NOT_CONFIGURED'] };
+const WEBHOOK_ENDPOINT: ErrorStatuses = { 404: ['WEBHOOK_ENDPOINT_NOT_FOUND'] };
 
 /** Each route's own statuses and codes, beside the common sets (a dashboard mirror has its customer route's). */
 const ROUTE_ERRORS: Readonly<Record<string, ErrorStatuses>> = {
@@ -161,6 +162,14 @@ const ROUTE_ERRORS: Readonly<Record<string, ErrorStatuses>> = {
   AcceptInvitation: { 404: ['INVITATION_NOT_FOUND'], 409: ['ALREADY_MEMBER', 'ORGANIZATION_LIMIT'] },
   DeclineInvitation: { 404: ['INVITATION_NOT_FOUND'] },
   CreateOrganization: { 403: ['SIGNUP_CLOSED'], 409: ['ORGANIZATION_LIMIT'] },
+  // Status webhooks (docs/webhooks.md): an endpoint scoped to an agent names one of the organization's.
+  CreateWebhookEndpoint: { ...AGENT, 409: ['WEBHOOK_ENDPOINT_LIMIT'] },
+  ListWebhookEndpoints: {},
+  GetWebhookEndpoint: WEBHOOK_ENDPOINT,
+  UpdateWebhookEndpoint: { ...WEBHOOK_ENDPOINT, 409: ['WEBHOOK_ENDPOINT_CONFLICT'] },
+  DeleteWebhookEndpoint: WEBHOOK_ENDPOINT,
+  RotateWebhookEndpointSecret: { ...WEBHOOK_ENDPOINT, 409: ['WEBHOOK_ENDPOINT_CONFLICT'] },
+  ListWebhookDeliveries: WEBHOOK_ENDPOINT,
   // The MCP server (docs/mcp.md): refusals of the service within a tool call are tool results, not statuses.
   Mcp: { 400: ['UNSUPPORTED_PROTOCOL_VERSION'], 406: ['NOT_ACCEPTABLE'] },
 };

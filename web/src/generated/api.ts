@@ -1191,6 +1191,40 @@ export interface components {
                 };
             };
         };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, INVALID_JSON, UNSUPPORTED_PROTOCOL_VERSION */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_UNSUPPORTED_PROTOCOL_VERSION: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_JSON" | "UNSUPPORTED_PROTOCOL_VERSION";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
         /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, ORGANIZATION_REQUIRED */
         Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED: {
             headers: {
@@ -1757,6 +1791,34 @@ export interface components {
                 };
             };
         };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: WEBHOOK_ENDPOINT_NOT_FOUND */
+        Error404_WEBHOOK_ENDPOINT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "WEBHOOK_ENDPOINT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
         /** @description What the request names does not exist for the caller (or is not theirs). Codes: ZIP_JOB_NOT_FOUND */
         Error404_ZIP_JOB_NOT_FOUND: {
             headers: {
@@ -1807,6 +1869,34 @@ export interface components {
                     error: {
                         /** @enum {string} */
                         code: "METHOD_NOT_ALLOWED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request’s Accept header rules out the JSON the route answers. Codes: NOT_ACCEPTABLE */
+        Error406_NOT_ACCEPTABLE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "NOT_ACCEPTABLE",
+                 *         "message": "The request’s Accept header rules out the JSON the route answers",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "NOT_ACCEPTABLE";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -2199,6 +2289,62 @@ export interface components {
                     error: {
                         /** @enum {string} */
                         code: "VERSION_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: WEBHOOK_ENDPOINT_CONFLICT */
+        Error409_WEBHOOK_ENDPOINT_CONFLICT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "WEBHOOK_ENDPOINT_CONFLICT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "WEBHOOK_ENDPOINT_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: WEBHOOK_ENDPOINT_LIMIT */
+        Error409_WEBHOOK_ENDPOINT_LIMIT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "WEBHOOK_ENDPOINT_LIMIT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "WEBHOOK_ENDPOINT_LIMIT";
                         message: string;
                         details: components["schemas"]["ErrorDetail"][];
                     };
@@ -5888,111 +6034,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            406: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_UNSUPPORTED_PROTOCOL_VERSION"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            406: components["responses"]["Error406_NOT_ACCEPTABLE"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListTokens: {
@@ -6154,90 +6209,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateWebhookEndpoint: {
@@ -6298,90 +6281,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_WEBHOOK_ENDPOINT_LIMIT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetWebhookEndpoint: {
@@ -6427,90 +6341,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteWebhookEndpoint: {
@@ -6543,90 +6386,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateWebhookEndpoint: {
@@ -6684,90 +6457,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_WEBHOOK_ENDPOINT_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RotateWebhookEndpointSecret: {
@@ -6803,90 +6507,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_WEBHOOK_ENDPOINT_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListWebhookDeliveries: {
@@ -6937,90 +6572,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     SignUp: {

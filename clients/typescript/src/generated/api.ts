@@ -1075,8 +1075,1703 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
-    responses: never;
+    schemas: {
+        ErrorDetail: {
+            /** @description Dot path of the offending field; empty for the request as a whole */
+            field: string;
+            /** @description The rule the value broke */
+            rule: string;
+            message?: string;
+            /** @description A definition’s problem: the flow it is in */
+            flow?: string;
+            /** @description A definition’s problem: the node it is in */
+            node?: string;
+        };
+    };
+    responses: {
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST */
+        Error400_VALIDATION_ERROR_BAD_REQUEST: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, INVALID_JSON */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_JSON";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, INVALID_JSON, ORGANIZATION_REQUIRED */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_JSON" | "ORGANIZATION_REQUIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, INVALID_JSON, UNSUPPORTED_PROTOCOL_VERSION */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_UNSUPPORTED_PROTOCOL_VERSION: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_JSON" | "UNSUPPORTED_PROTOCOL_VERSION";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, ORGANIZATION_REQUIRED */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "ORGANIZATION_REQUIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description No valid credential: a missing, unknown, expired or revoked token (or ID token). Codes: UNAUTHORIZED */
+        Error401_UNAUTHORIZED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UNAUTHORIZED",
+                 *         "message": "A valid bearer token is required",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UNAUTHORIZED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED */
+        Error403_FORBIDDEN_REQUEST_BLOCKED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED, NOT_A_MEMBER, NO_ORGANIZATION */
+        Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED" | "NOT_A_MEMBER" | "NO_ORGANIZATION";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED, SIGNUP_CLOSED */
+        Error403_FORBIDDEN_REQUEST_BLOCKED_SIGNUP_CLOSED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED" | "SIGNUP_CLOSED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: REQUEST_BLOCKED */
+        Error403_REQUEST_BLOCKED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REQUEST_BLOCKED",
+                 *         "message": "The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REQUEST_BLOCKED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: REQUEST_BLOCKED, SIGNUP_CLOSED */
+        Error403_REQUEST_BLOCKED_SIGNUP_CLOSED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REQUEST_BLOCKED",
+                 *         "message": "The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REQUEST_BLOCKED" | "SIGNUP_CLOSED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND, DEFINITION_VERSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND" | "DEFINITION_VERSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND, TRIGGER_NOT_FOUND, SESSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "SESSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_VERSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_VERSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, DOCUMENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "DOCUMENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, REINDEX_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_REINDEX_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "REINDEX_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, UPLOAD_NOT_FOUND, DOCUMENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "UPLOAD_NOT_FOUND" | "DOCUMENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, SESSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "SESSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: INVITATION_NOT_FOUND */
+        Error404_INVITATION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INVITATION_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INVITATION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: MEMBER_NOT_FOUND */
+        Error404_MEMBER_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "MEMBER_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "MEMBER_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: TOKEN_NOT_FOUND */
+        Error404_TOKEN_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "TOKEN_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "TOKEN_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: WEBHOOK_ENDPOINT_NOT_FOUND */
+        Error404_WEBHOOK_ENDPOINT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "WEBHOOK_ENDPOINT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: ZIP_JOB_NOT_FOUND */
+        Error404_ZIP_JOB_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ZIP_JOB_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ZIP_JOB_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The path exists but not with this method (answered by the local runtime; in AWS by API Gateway). Codes: METHOD_NOT_ALLOWED */
+        Error405_METHOD_NOT_ALLOWED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "METHOD_NOT_ALLOWED",
+                 *         "message": "PUT is not allowed here; use GET",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "METHOD_NOT_ALLOWED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request’s Accept header rules out the JSON the route answers. Codes: NOT_ACCEPTABLE */
+        Error406_NOT_ACCEPTABLE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "NOT_ACCEPTABLE",
+                 *         "message": "The request’s Accept header rules out the JSON the route answers",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "NOT_ACCEPTABLE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request did not arrive in time (answered by the local runtime; in AWS by API Gateway). Codes: REQUEST_TIMEOUT */
+        Error408_REQUEST_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REQUEST_TIMEOUT",
+                 *         "message": "The request did not arrive in time",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REQUEST_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ALREADY_MEMBER, INVITATION_LIMIT, PEOPLE_NOT_CONFIGURED */
+        Error409_ALREADY_MEMBER_INVITATION_LIMIT_PEOPLE_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ALREADY_MEMBER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ALREADY_MEMBER" | "INVITATION_LIMIT" | "PEOPLE_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ALREADY_MEMBER, ORGANIZATION_LIMIT */
+        Error409_ALREADY_MEMBER_ORGANIZATION_LIMIT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ALREADY_MEMBER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ALREADY_MEMBER" | "ORGANIZATION_LIMIT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: CALLBACK_SECRET_CONFLICT */
+        Error409_CALLBACK_SECRET_CONFLICT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "CALLBACK_SECRET_CONFLICT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "CALLBACK_SECRET_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DOCUMENT_FAILED, CHUNKS_NOT_LISTED */
+        Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DOCUMENT_FAILED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DOCUMENT_FAILED" | "CHUNKS_NOT_LISTED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DOCUMENT_NOT_FAILED, DOCUMENT_NOT_RETRYABLE */
+        Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DOCUMENT_NOT_FAILED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DOCUMENT_NOT_FAILED" | "DOCUMENT_NOT_RETRYABLE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DUPLICATE_CUSTOM_DOCUMENT_ID */
+        Error409_DUPLICATE_CUSTOM_DOCUMENT_ID: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DUPLICATE_CUSTOM_DOCUMENT_ID",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DUPLICATE_CUSTOM_DOCUMENT_ID";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: EMAIL_TAKEN, PEOPLE_NOT_CONFIGURED */
+        Error409_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "EMAIL_TAKEN",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "EMAIL_TAKEN" | "PEOPLE_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: LAST_OWNER */
+        Error409_LAST_OWNER: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "LAST_OWNER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "LAST_OWNER";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ORGANIZATION_LIMIT */
+        Error409_ORGANIZATION_LIMIT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ORGANIZATION_LIMIT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ORGANIZATION_LIMIT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: REINDEX_RUNNING */
+        Error409_REINDEX_RUNNING: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REINDEX_RUNNING",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REINDEX_RUNNING";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: SESSION_BUSY */
+        Error409_SESSION_BUSY: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SESSION_BUSY",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SESSION_BUSY";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: UPLOAD_NOT_RECEIVED */
+        Error409_UPLOAD_NOT_RECEIVED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UPLOAD_NOT_RECEIVED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UPLOAD_NOT_RECEIVED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: VERSION_CONFLICT */
+        Error409_VERSION_CONFLICT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VERSION_CONFLICT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VERSION_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: WEBHOOK_ENDPOINT_CONFLICT */
+        Error409_WEBHOOK_ENDPOINT_CONFLICT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "WEBHOOK_ENDPOINT_CONFLICT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "WEBHOOK_ENDPOINT_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: WEBHOOK_ENDPOINT_LIMIT */
+        Error409_WEBHOOK_ENDPOINT_LIMIT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "WEBHOOK_ENDPOINT_LIMIT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "WEBHOOK_ENDPOINT_LIMIT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names has expired. Codes: UPLOAD_EXPIRED */
+        Error410_UPLOAD_EXPIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UPLOAD_EXPIRED",
+                 *         "message": "What the request names has expired",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UPLOAD_EXPIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE, BAD_REQUEST */
+        Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "PAYLOAD_TOO_LARGE",
+                 *         "message": "The request body is too large",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "PAYLOAD_TOO_LARGE" | "BAD_REQUEST";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE, BAD_REQUEST, SESSION_TOO_LARGE */
+        Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "PAYLOAD_TOO_LARGE",
+                 *         "message": "The request body is too large",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "PAYLOAD_TOO_LARGE" | "BAD_REQUEST" | "SESSION_TOO_LARGE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A body that is not sent as `Content-Type: application/json`. Codes: UNSUPPORTED_MEDIA_TYPE */
+        Error415_UNSUPPORTED_MEDIA_TYPE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                 *         "message": "The request body must be JSON sent with Content-Type: application/json",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UNSUPPORTED_MEDIA_TYPE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description Too many requests: the token’s or organization’s limit (or the client’s, for sign-ups and requests without a valid credential; in AWS also the stage’s throttle and the firewall’s rate rule); `Retry-After` says when to retry. Codes: RATE_LIMITED */
+        Error429_RATE_LIMITED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "RATE_LIMITED",
+                 *         "message": "Too many requests: at most 100 every 1 s for this token and for its organization; retry in 1 s",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "RATE_LIMITED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request headers exceed 16 KB (answered by the local runtime; in AWS by API Gateway). Codes: HEADERS_TOO_LARGE */
+        Error431_HEADERS_TOO_LARGE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "HEADERS_TOO_LARGE",
+                 *         "message": "The request headers exceed 16 KB",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "HEADERS_TOO_LARGE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An internal error: nothing of it is revealed; the request id is in the logs. Codes: INTERNAL_ERROR */
+        Error500_INTERNAL_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR */
+        Error502_INTERNAL_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR, EMBEDDER_ERROR */
+        Error502_INTERNAL_ERROR_EMBEDDER_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "EMBEDDER_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR, MODEL_ERROR, EMBEDDER_ERROR */
+        Error502_INTERNAL_ERROR_MODEL_ERROR_EMBEDDER_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "MODEL_ERROR" | "EMBEDDER_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A dependency is throttling or briefly unavailable (`Retry-After` says when to retry), or not configured. Codes: SERVICE_BUSY */
+        Error503_SERVICE_BUSY: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SERVICE_BUSY",
+                 *         "message": "The service is busy; retry in 5 seconds",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SERVICE_BUSY";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A dependency is throttling or briefly unavailable (`Retry-After` says when to retry), or not configured. Codes: SERVICE_BUSY, MODEL_NOT_CONFIGURED */
+        Error503_SERVICE_BUSY_MODEL_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SERVICE_BUSY",
+                 *         "message": "The service is busy; retry in 5 seconds",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SERVICE_BUSY" | "MODEL_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR */
+        Error504_INTERNAL_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR, EMBEDDER_TIMEOUT */
+        Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "EMBEDDER_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR, MODEL_TIMEOUT, EMBEDDER_TIMEOUT */
+        Error504_INTERNAL_ERROR_MODEL_TIMEOUT_EMBEDDER_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "MODEL_TIMEOUT" | "EMBEDDER_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -1107,27 +2802,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     OpenApi: {
@@ -1148,27 +2832,16 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UploadLink: {
@@ -1232,90 +2905,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DUPLICATE_CUSTOM_DOCUMENT_ID"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UploadComplete: {
@@ -1362,90 +2966,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateUploadLink: {
@@ -1508,90 +3044,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateUploadComplete: {
@@ -1638,90 +3104,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PatchMetadata: {
@@ -1793,90 +3191,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetDocument: {
@@ -1935,90 +3263,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteDocument: {
@@ -2065,90 +3322,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListDocumentChunks: {
@@ -2213,90 +3400,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListDocuments: {
@@ -2371,90 +3488,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RetryDocument: {
@@ -2520,90 +3566,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListZipJobs: {
@@ -2659,90 +3636,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetZipJob: {
@@ -2808,90 +3714,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_ZIP_JOB_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     AgentsList: {
@@ -2910,90 +3745,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     QueryEvents: {
@@ -3045,90 +3808,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     TrackEvent: {
@@ -3160,6 +3853,13 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Stored already under this eventKey: nothing stored again */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Success */
             201: {
                 headers: {
@@ -3167,90 +3867,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListAgents: {
@@ -3272,90 +3902,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateAgent: {
@@ -3383,90 +3941,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetAgent: {
@@ -3490,90 +3977,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteAgent: {
@@ -3597,90 +4013,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RenameAgent: {
@@ -3710,90 +4056,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RotateCallbackSecret: {
@@ -3817,90 +4093,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_CALLBACK_SECRET_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListKnowledgeBases: {
@@ -3942,90 +4149,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateKnowledgeBase: {
@@ -4071,90 +4207,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetKnowledgeBase: {
@@ -4194,90 +4260,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteKnowledgeBase: {
@@ -4317,90 +4312,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateKnowledgeBase: {
@@ -4447,90 +4372,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetKnowledgeBaseReindex: {
@@ -4588,90 +4443,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_REINDEX_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ReindexKnowledgeBase: {
@@ -4736,90 +4520,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_REINDEX_RUNNING"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     QueryKnowledgeBase: {
@@ -4926,90 +4641,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT"];
         };
     };
     GenerateFromKnowledgeBase: {
@@ -5128,90 +4773,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_MODEL_ERROR_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY_MODEL_NOT_CONFIGURED"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_MODEL_TIMEOUT_EMBEDDER_TIMEOUT"];
         };
     };
     GetRetrievalConfig: {
@@ -5262,90 +4837,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PutRetrievalConfig: {
@@ -5416,90 +4920,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PreviewDefaultRetrieval: {
@@ -5579,90 +5013,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT"];
         };
     };
     GetAgentDefinition: {
@@ -5687,90 +5051,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PutAgentDefinition: {
@@ -5998,90 +5291,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_VERSION_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListAgentDefinitionVersions: {
@@ -6109,90 +5333,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetAgentDefinitionVersion: {
@@ -6218,90 +5371,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RestoreAgentDefinitionVersion: {
@@ -6334,90 +5416,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_VERSION_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ValidateAgentDefinition: {
@@ -6643,90 +5656,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListSessions: {
@@ -6755,90 +5698,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetSession: {
@@ -6864,90 +5736,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListModels: {
@@ -6969,90 +5770,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetSessionTrace: {
@@ -7078,90 +5807,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     InvokeWebhook: {
@@ -7207,90 +5865,38 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     SendAppEvent: {
@@ -7339,90 +5945,38 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     Mcp: {
@@ -7480,111 +6034,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            406: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_UNSUPPORTED_PROTOCOL_VERSION"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            406: components["responses"]["Error406_NOT_ACCEPTABLE"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListTokens: {
@@ -7606,90 +6069,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateToken: {
@@ -7722,90 +6113,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RevokeToken: {
@@ -7829,90 +6150,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_TOKEN_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListWebhookEndpoints: {
@@ -7958,90 +6209,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateWebhookEndpoint: {
@@ -8102,90 +6281,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_WEBHOOK_ENDPOINT_LIMIT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetWebhookEndpoint: {
@@ -8231,90 +6341,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteWebhookEndpoint: {
@@ -8347,90 +6386,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateWebhookEndpoint: {
@@ -8488,90 +6457,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_WEBHOOK_ENDPOINT_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RotateWebhookEndpointSecret: {
@@ -8607,90 +6507,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_WEBHOOK_ENDPOINT_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListWebhookDeliveries: {
@@ -8741,90 +6572,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     SignUp: {
@@ -8853,27 +6613,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED_SIGNUP_CLOSED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetOrganization: {
@@ -8895,90 +6647,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListMembers: {
@@ -9000,90 +6680,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     InviteMember: {
@@ -9118,90 +6726,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ALREADY_MEMBER_INVITATION_LIMIT_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RemoveMember: {
@@ -9225,90 +6763,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_MEMBER_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_LAST_OWNER"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetMe: {
@@ -9327,90 +6796,18 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     AcceptInvitation: {
@@ -9431,90 +6828,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_INVITATION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ALREADY_MEMBER_ORGANIZATION_LIMIT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeclineInvitation: {
@@ -9535,90 +6863,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_INVITATION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateOrganization: {
@@ -9643,90 +6901,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_SIGNUP_CLOSED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ORGANIZATION_LIMIT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListDocuments: {
@@ -9805,90 +6993,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardGetDocument: {
@@ -9951,90 +7068,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardDeleteDocument: {
@@ -10079,90 +7125,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListDocumentChunks: {
@@ -10231,90 +7207,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardPatchMetadata: {
@@ -10387,90 +7293,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardRetryDocument: {
@@ -10537,90 +7373,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardUploadLink: {
@@ -10685,90 +7452,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DUPLICATE_CUSTOM_DOCUMENT_ID"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardUploadComplete: {
@@ -10818,90 +7516,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListZipJobs: {
@@ -10961,90 +7591,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardGetZipJob: {
@@ -11113,90 +7672,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_ZIP_JOB_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardQueryEvents: {
@@ -11251,90 +7739,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardInvokeWebhook: {
@@ -11383,90 +7801,38 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
 }
