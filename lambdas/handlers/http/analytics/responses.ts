@@ -88,3 +88,11 @@ export const RESPONSES: Readonly<Record<string, z.ZodType>> = {
   QueryEvents: queryEventsResponse,
   TrackEvent: trackEventResponse,
 };
+
+/**
+ * The 200 of a repeated TrackEvent (an `eventKey` stored already: nothing stored again), with the body of its 201, by
+ * route id as RESPONSES is.
+ */
+export const RESPONSES_REPEATED: Readonly<Record<string, z.ZodType>> = {
+  TrackEvent: trackEventResponse,
+};
