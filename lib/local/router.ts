@@ -30,6 +30,7 @@ import { errorResponse, jsonResponse } from '#shared/http';
 import { AUTHORIZER, type HttpRoute, ROUTES, SIGN_UP_ROUTES } from '../routes';
 import { type ClientLimitSettings, clientLimits, DEFAULT_CLIENT_LIMITS } from './client-limits';
 import type { MetricsCollector } from './metrics-collector';
+import type { Answer, AnswerTarget } from './openapi-check';
 
 /** API Gateway's own limit on a request payload. */
 const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
@@ -89,7 +90,11 @@ function gatewayError(statusCode: number, code: string, message: string): APIGat
  * request that never finished arriving) gets the service's error body too, instead of Node's bare status line. In
  * AWS such requests stop at API Gateway's front. Register with `server.on('clientError', answerClientError)`.
  */
-export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+export function answerClientError(
+  error: Error & { code?: string },
+  socket: Duplex,
+  observe?: (answer: Answer) => void,
+): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy();
     return;
@@ -105,6 +110,14 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+  observe?.({
+    target: { router: 'unparsed' },
+    method: '',
+    path: '',
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+    body,
+  });
 }
 
 /**
@@ -164,6 +177,11 @@ export interface RouterOptions {
   readonly metrics?: { readonly namespace: string; readonly collector: MetricsCollector };
   /** Per-client limits of sign-ups and of requests without a valid credential (default DEFAULT_CLIENT_LIMITS). */
   readonly clientLimits?: ClientLimitSettings;
+  /**
+   * Sees every answer after it went out, unchanged, with what answered it (the tests' check against the OpenAPI
+   * document, OPENAPI_CHECK_DIR: lib/local/openapi-check.ts).
+   */
+  readonly observe?: (answer: Answer) => void;
 }
 
 /** Local only: the operational metrics the runtime collected (README, "Operating it"). */
@@ -289,10 +307,15 @@ export function createRouter(
     );
   }
 
-  async function dispatch(request: IncomingMessage): Promise<APIGatewayProxyResult> {
+  /** What answers the request: `answered.target` is set as soon as that is known (for `observe`). */
+  async function dispatch(
+    request: IncomingMessage,
+    answered: { target: AnswerTarget },
+  ): Promise<APIGatewayProxyResult> {
     const url = new URL(request.url ?? '/', 'http://localhost');
     const method = (request.method ?? 'GET').toUpperCase();
     if (url.pathname === LOCAL_METRICS_PATH && options.metrics) {
+      answered.target = { router: 'metrics' };
       return answerMetrics(request, url, method, options.metrics);
     }
     const matches = compiled
@@ -302,6 +325,7 @@ export function createRouter(
       return ownError(request, 404, 'ROUTE_NOT_FOUND', `No route for ${method} ${url.pathname}`);
     }
     if (method === 'OPTIONS' && cors.kind !== 'same-origin') {
+      answered.target = { router: 'preflight' };
       // As API Gateway's preflight methods: no token, no handler, the same answer for every path it knows; an origin
       // that is not allowed gets no Allow-Origin, and the browser stops there.
       request.resume();
@@ -309,10 +333,13 @@ export function createRouter(
     }
     const match = matches.find((x) => x.c.route.method === method);
     if (!match) {
+      // Each route of the path lists 405 (the document's error statuses): checked against the first.
+      answered.target = { routeId: matches[0].c.route.id };
       const allowed = matches.map((x) => x.c.route.method).join(', ');
       return ownError(request, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed}`);
     }
     const { route, parameterNames } = match.c;
+    answered.target = { routeId: route.id };
     const client = request.socket.remoteAddress ?? 'unknown';
     const { headers, multiValueHeaders } = headersOf(request);
 
@@ -378,8 +405,9 @@ export function createRouter(
   return {
     async handle(request, response) {
       let result: APIGatewayProxyResult;
+      const answered: { target: AnswerTarget } = { target: { router: 'unmatched' } };
       try {
-        result = await dispatch(request);
+        result = await dispatch(request, answered);
       } catch (error) {
         console.error('local router: handler failed', error);
         result = ownError(request, 500, 'INTERNAL_ERROR', 'Internal error');
@@ -393,6 +421,14 @@ export function createRouter(
         ...(unread ? { connection: 'close' } : {}),
       });
       response.end(body);
+      options.observe?.({
+        target: answered.target,
+        method: (request.method ?? 'GET').toUpperCase(),
+        path: new URL(request.url ?? '/', 'http://localhost').pathname,
+        status: result.statusCode,
+        headers: result.headers ?? {},
+        body: body.toString('utf8'),
+      });
     },
   };
 }

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { container } from '#composition/container';
@@ -36,6 +37,7 @@ import { embedderFromEnv } from './embedder';
 import { LOCAL_REGION } from './engine-credentials';
 import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, startEngines } from './engines';
 import { MetricsCollector } from './metrics-collector';
+import type { Answer } from './openapi-check';
 import { type QueueWorker, queueDrained, type SqsHandler, startQueueWorker } from './queue-worker';
 import { answerClientError, createRouter } from './router';
 import { startWorkerProcess } from './worker-process';
@@ -445,9 +447,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     // The metrics the handlers report, kept for GET /dashboard/metrics (the separate worker's stay in its process).
     const collector = new MetricsCollector();
     reportMetricsAlsoTo(collector);
+    // The tests' check of every answer against the OpenAPI document (lib/local/openapi-check.ts): imported only when
+    // asked for, so `npm start` neither loads ajv nor builds the document.
+    const checkDir = process.env.OPENAPI_CHECK_DIR;
+    const recorder = checkDir ? (await import('./openapi-check')).createAnswerRecorder(checkDir) : undefined;
+    const observe = recorder
+      ? (answer: Answer) => {
+          recorder.record(answer);
+        }
+      : undefined;
     const router = createRouter(ROOT, ROUTES, {
       metrics: { namespace: handlerVariable('POWERTOOLS_METRICS_NAMESPACE') ?? LOCAL_METRICS_NAMESPACE, collector },
       clientLimits: clientLimitsFromEnv(),
+      observe,
     });
     // The web console at `/` (web/dist, when built) and its /config.json: this runtime's Cognito, open to sign-up.
     // Its CSP lets the page reach cognito-local and the S3 endpoint its upload URLs point at.
@@ -473,7 +485,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     // busy event loop, e.g. the first PDF, would otherwise turn that race into ECONNRESET).
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
-    server.on('clientError', answerClientError);
+    server.on('clientError', (error: Error, socket: Duplex) => answerClientError(error, socket, observe));
     await new Promise<void>((resolveListen, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? 4000, host, () => resolveListen());

@@ -1,12 +1,14 @@
 /**
  * Lambda handlers invoked as API Gateway invokes them, in a child process (handler-child.ts): the whole chain of
- * middy, the middlewares, the composition root and the adapters, with the environment a test gives it.
+ * middy, the middlewares, the composition root and the adapters, with the environment a test gives it. Their answers
+ * are checked against the OpenAPI document (openapi-check.ts).
  */
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { callerContext } from '#core/auth/tokens';
 import type { Caller } from '#core/tenancy/tenancy';
+import { checkHandlerAnswers } from './openapi-check';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -40,7 +42,15 @@ export function invokeHandler(
         reject(new Error(`the handler process failed (exit ${code}):\n${stderr}\n${stdout}`));
         return;
       }
-      resolveResults(JSON.parse(stdout.slice(at + RESULT_MARKER.length)) as APIGatewayProxyResult[]);
+      const results = JSON.parse(stdout.slice(at + RESULT_MARKER.length)) as APIGatewayProxyResult[];
+      // Every answer against the OpenAPI document, as the local runtime's (test/helpers/openapi-check.ts).
+      try {
+        checkHandlerAnswers(handlerFile, events, results);
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      resolveResults(results);
     });
     child.stdin.end(JSON.stringify({ handlerFile, events }));
   });

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { LocalCredentials } from '../../lib/local/engine-credentials';
 import type { PeoplePool } from '../../lib/stack-check/stack-runner';
+import { serviceCheckDir, throwViolations } from './openapi-check';
 
 export interface TestService {
   readonly baseUrl: string;
@@ -69,6 +70,9 @@ export async function startService(
     };
   }
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'aps-test-'));
+  // Every answer is checked against the OpenAPI document (test/helpers/openapi-check.ts); stop and kill throw the
+  // violations. Set after the suite's environment: no suite can turn it off.
+  const checkDir = serviceCheckDir();
   // One process (not the tsx launcher, which runs the code in a child of its own), so SIGKILL really kills it.
   const child = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
     cwd: ROOT,
@@ -97,6 +101,7 @@ export async function startService(
       // of `npm start`, a worker process of its own, has its suite (test/integration/worker-process.test.ts).
       LOCAL_WORKER: 'in-process',
       ...options.env,
+      OPENAPI_CHECK_DIR: checkDir,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -128,13 +133,16 @@ export async function startService(
     stop: async () => {
       await stopChild(child);
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      throwViolations(checkDir, `the local runtime (${baseUrl})`);
     },
-    kill: () =>
-      new Promise<void>((done) => {
+    kill: async () => {
+      await new Promise<void>((done) => {
         if (child.exitCode !== null || child.signalCode !== null) return done();
         child.once('exit', () => done());
         child.kill('SIGKILL');
-      }),
+      });
+      throwViolations(checkDir, `the local runtime (${baseUrl})`);
+    },
   };
 }
 

@@ -1,0 +1,4 @@
+/** jest globalSetup: test/helpers/openapi-check-global.ts. */
+import { setup } from './openapi-check-global';
+
+export default setup;

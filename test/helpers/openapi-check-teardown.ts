@@ -1,0 +1,4 @@
+/** jest globalTeardown: test/helpers/openapi-check-global.ts. */
+import { teardown } from './openapi-check-global';
+
+export default teardown;
