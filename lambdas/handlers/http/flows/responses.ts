@@ -26,6 +26,10 @@ const author = z
   .meta({ description: 'Who stored it: a person by e-mail, a token by id; null before versions recorded it' });
 
 const version = z.int().min(1);
+/** A trigger call's own id (a UUID), or a schedule fire's: `schedule:<sessionId>`. */
+const invocationId = z
+  .string()
+  .meta({ description: 'The invocation: a UUID, or schedule:<sessionId> for a schedule fire' });
 const restoredFrom = version.nullable().meta({ description: 'The version it is a copy of, when a restore stored it' });
 
 const DEFINITION_EXAMPLE = {
@@ -188,7 +192,7 @@ const aiMessage = z.strictObject({
   model: z
     .string()
     .meta({ description: 'The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline' }),
-  invocationId: id,
+  invocationId,
   at: instant,
   callback: z
     .strictObject({
@@ -252,7 +256,7 @@ export const invocationAcceptedResponse = z
   });
 
 const sessionRun = z.strictObject({
-  invocationId: id,
+  invocationId,
   next: z
     .strictObject({ node: z.string(), phase: z.enum(['run', 'route']) })
     .nullable()
