@@ -19,7 +19,7 @@ module.exports = {
   },
   maxWorkers: 2,
   // Every answer of every local runtime a suite starts is checked against the OpenAPI document; the teardown prints
-  // how many (docs/testing.md, "Every answer against the document").
+  // how many (README, "Tests": "Every answer against the document").
   globalSetup: '<rootDir>/test/helpers/openapi-check-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/openapi-check-teardown.ts',
 };

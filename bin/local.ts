@@ -9,7 +9,9 @@
  *   MAX_FILE_BYTES and ZIP_MAX_ARCHIVE_BYTES, 256 MiB), COGNITO (`on`; `off` starts no cognito-local: no people's
   accounts), COGNITO_PORT (a free one), DEV_USER (email:password: that person exists, confirmed), CONSOLE_BUILD
  *   (`on`: the web console is built into web/dist when it is not there; `off` serves whatever is there, or none),
- *   AGENT_CODE (a module run as every definition's agent code, its functionArn or url: docs/agent-code.md).
+ *   AGENT_CODE (a module run as every definition's agent code, its functionArn or url: docs/agent-code.md),
+ *   OPENAPI_CHECK_DIR (tests: every answer checked against the OpenAPI document, violations kept in this folder:
+ *   lib/local/openapi-check.ts).
  * The engines' credentials are made at the first start of a DATA_DIR: DATA_DIR/engine-credentials.json.
  */
 // First: the log level, before any module builds a logger.

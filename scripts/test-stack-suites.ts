@@ -9,6 +9,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { synthesizeCloudAssembly } from '../lib/stack-check/cloud-assembly';
+import { RUN_DIR_VARIABLE } from '../test/helpers/openapi-check';
+import { checkedUnder } from '../test/helpers/openapi-check-global';
 import { startStackProcess } from '../test/helpers/stack-process';
 
 /** Suites that need nothing of the local runtime (its data folder, its clock, its worker): LocalStack runs the same. */
@@ -121,7 +123,10 @@ async function runVariant(variant: string, variantContext: Record<string, string
       status =
         jest.status === 0 && denials.length === 0 && wiringErrors.length === 0 && violations.length === 0 ? 0 : 1;
     } finally {
+      // Each stop throws the answers its API Gateway gave that the OpenAPI document does not admit.
       await Promise.all([stack.stop(), shortTtl.stop()]);
+      const checkDir = process.env[RUN_DIR_VARIABLE];
+      if (checkDir) say(`openapi-check: ${checkedUnder(checkDir).checked} answers of the stacks' API Gateways checked`);
     }
     return status;
   } finally {

@@ -1,5 +1,5 @@
 /**
- * The answer check of the tests (docs/testing.md, "Every answer against the document"): every HTTP answer the
+ * The answer check of the tests (README, "Tests": "Every answer against the document"): every HTTP answer the
  * integration suites receive is validated against the OpenAPI document the service serves (ajv, JSON Schema 2020-12
  * as OpenAPI 3.1 writes it). An answer whose status the route does not list, or whose body its schema for that status
  * does not admit, is a violation.
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { buildOpenApiDocument } from '#handlers/http/openapi-document';
+import { type HttpRoute, ROUTES } from '../routes';
 
 /**
  * What answered: a route of lib/routes.ts (its id), or the router itself for a request no route took: `unmatched` (no
@@ -130,23 +131,64 @@ export interface AnswerChecker {
   check(answer: Answer): Violation | null;
 }
 
+type OpenApiDocument = {
+  paths: Record<string, Record<string, unknown>>;
+  components?: { responses?: Record<string, unknown> };
+};
+
+/** A status a route lists: its answer, and where that is in the document ('' for the router's own rules). */
+interface Listed {
+  readonly response: ResponseObject;
+  readonly pointer: string;
+}
+
+const DOCUMENT_ID = 'openapi:document';
+
+/** A JSON pointer's escaping of one key. */
+const pointerKey = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
+
 /** A checker of answers against `document` (default: the service's own, buildOpenApiDocument). */
-export function createAnswerChecker(
-  document: { paths: Record<string, Record<string, unknown>> } = buildOpenApiDocument(),
-): AnswerChecker {
+export function createAnswerChecker(document: OpenApiDocument = buildOpenApiDocument()): AnswerChecker {
   const ajv = new Ajv2020({ allErrors: true, strict: false });
   addFormats(ajv);
-  const operations = new Map<string, Responses>();
-  for (const pathItem of Object.values(document.paths)) {
-    for (const operation of Object.values(pathItem) as { operationId?: string; responses?: Responses }[]) {
-      if (operation?.operationId && operation.responses) operations.set(operation.operationId, operation.responses);
+  // The whole document, so a schema's `#/components/...` references resolve as they do in the document.
+  ajv.addSchema(document, DOCUMENT_ID);
+  /** Per route: each status's answer, and where its schema is in the document (a shared answer's, if it is one). */
+  const operations = new Map<string, Record<string, Listed>>();
+  for (const [path, pathItem] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(pathItem) as [
+      string,
+      { operationId?: string; responses?: Responses },
+    ][]) {
+      if (!operation?.operationId || !operation.responses) continue;
+      const statuses: Record<string, Listed> = {};
+      for (const [status, listed] of Object.entries(operation.responses)) {
+        const ref = (listed as { $ref?: string }).$ref;
+        const name = ref?.replace('#/components/responses/', '');
+        const response = (name ? document.components?.responses?.[name] : listed) as ResponseObject | undefined;
+        if (!response) throw new Error(`${operation.operationId} ${status}: ${ref} is not in the document`);
+        const pointer = name
+          ? `/components/responses/${pointerKey(name)}`
+          : `/paths/${pointerKey(path)}/${method}/responses/${status}`;
+        statuses[status] = { response, pointer };
+      }
+      operations.set(operation.operationId, statuses);
     }
   }
+  const routerRules = new Map<string, Record<string, Listed>>(
+    Object.entries(ROUTER_RULES).map(([name, responses]) => [
+      name,
+      Object.fromEntries(Object.entries(responses).map(([status, response]) => [status, { response, pointer: '' }])),
+    ]),
+  );
   const compiled = new Map<string, ValidateFunction>();
-  const validatorOf = (key: string, schema: Schema) => {
+  const validatorOf = (key: string, pointer: string, mediaType: string, schema: Schema) => {
     let validate = compiled.get(key);
     if (!validate) {
-      validate = ajv.compile(schema);
+      // A schema of the document by its place in it (its references resolve there); the router's rules as they are.
+      validate = pointer
+        ? ajv.compile({ $ref: `${DOCUMENT_ID}#${pointer}/content/${pointerKey(mediaType)}/schema` })
+        : ajv.compile(schema);
       compiled.set(key, validate);
     }
     return validate;
@@ -156,7 +198,7 @@ export function createAnswerChecker(
     check(answer) {
       const name = targetName(answer.target);
       const responses =
-        'routeId' in answer.target ? operations.get(answer.target.routeId) : ROUTER_RULES[answer.target.router];
+        'routeId' in answer.target ? operations.get(answer.target.routeId) : routerRules.get(answer.target.router);
       const violation = (errors: string[]): Violation => ({
         route: name,
         method: answer.method,
@@ -166,14 +208,14 @@ export function createAnswerChecker(
         body: answer.body.slice(0, BODY_EXCERPT),
       });
       if (!responses) return violation([`${name} is not in the document`]);
-      const response = responses[String(answer.status)] ?? responses.default;
-      if (!response) {
+      const listed = responses[String(answer.status)] ?? responses.default;
+      if (!listed) {
         return violation([
           `status ${answer.status} is not listed for ${name} (listed: ${Object.keys(responses).join(', ')})`,
         ]);
       }
       // A status listed without a body schema (a success whose schema is not written yet): the status is all.
-      const [mediaType, media] = Object.entries(response.content ?? {})[0] ?? [];
+      const [mediaType, media] = Object.entries(listed.response.content ?? {})[0] ?? [];
       if (mediaType === undefined || !media?.schema) return null;
       let body: unknown = answer.body;
       if (mediaType === 'application/json') {
@@ -187,7 +229,7 @@ export function createAnswerChecker(
           return violation(['the body is not JSON']);
         }
       }
-      const validate = validatorOf(`${name} ${answer.status}`, media.schema);
+      const validate = validatorOf(`${name} ${answer.status}`, listed.pointer, mediaType, media.schema);
       if (validate(body)) return null;
       return violation(
         (validate.errors ?? []).map((error) => {
@@ -197,6 +239,20 @@ export function createAnswerChecker(
       );
     },
   };
+}
+
+/**
+ * What answers `method` `path` in API Gateway (the stack check's gateway, lib/stack-check/stack-runner.ts): the route
+ * of that method and path; a CORS preflight on a route's path; else no route (API Gateway's 404 ROUTE_NOT_FOUND,
+ * which it answers for a method the path lacks too).
+ */
+export function gatewayTargetOf(method: string, path: string, routes: readonly HttpRoute[] = ROUTES): AnswerTarget {
+  const matching = routes.filter((route) =>
+    new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/]+\}/g, '[^/]+')}/?$`).test(path),
+  );
+  const route = matching.find((r) => r.method === method);
+  if (route) return { routeId: route.id };
+  return method === 'OPTIONS' && matching.length > 0 ? { router: 'preflight' } : { router: 'unmatched' };
 }
 
 /** The files an answer recorder writes in its folder: one count file and one violations file per recorder. */

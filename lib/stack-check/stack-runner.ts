@@ -504,7 +504,28 @@ export async function runStack(
       for (const timer of timers) clearInterval(timer);
     });
 
-    const server = serveApi(resources, names, hostOf, wiringErrors);
+    // OPENAPI_CHECK_DIR (set by test/helpers/stack-process.ts): every answer checked against the OpenAPI document.
+    const checkDir = process.env.OPENAPI_CHECK_DIR;
+    const check = checkDir ? await import('../local/openapi-check') : undefined;
+    const recorder = check && checkDir ? check.createAnswerRecorder(checkDir) : undefined;
+    const server = serveApi(
+      resources,
+      names,
+      hostOf,
+      wiringErrors,
+      check && recorder
+        ? (method, path, result, body) => {
+            recorder.record({
+              target: check.gatewayTargetOf(method, path),
+              method,
+              path,
+              status: result.statusCode,
+              headers: result.headers ?? {},
+              body: body.toString('utf8'),
+            });
+          }
+        : undefined,
+    );
     const address = await new Promise<AddressInfo>((resolve) =>
       server.listen(0, '127.0.0.1', () => resolve(server.address() as AddressInfo)),
     );
@@ -635,6 +656,8 @@ function serveApi(
   names: ResourceNames,
   hostOf: (id: string) => FunctionHost,
   wiringErrors: string[],
+  /** Sees every answer once it went out (the tests' check against the OpenAPI document: lib/local/openapi-check.ts). */
+  observe?: (method: string, path: string, result: ProxyResult, body: Buffer) => void,
 ): Server {
   const methods = apiMethods(resources);
   const [restApiId] = ofType(resources, 'AWS::ApiGateway::RestApi').map(([id]) => id);
@@ -807,6 +830,12 @@ function serveApi(
             : Buffer.from(result.body ?? '');
           response.writeHead(result.statusCode, { ...(result.headers ?? {}), 'content-length': body.length });
           response.end(body);
+          observe?.(
+            (request.method ?? 'GET').toUpperCase(),
+            new URL(request.url ?? '/', 'http://localhost').pathname,
+            result,
+            body,
+          );
         },
         (error: unknown) => {
           wiringErrors.push(String(error));

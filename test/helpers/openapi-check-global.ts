@@ -1,5 +1,5 @@
 /**
- * The run's frame of the answer check (test/helpers/openapi-check.ts, docs/testing.md): the global setup makes the
+ * The run's frame of the answer check (test/helpers/openapi-check.ts, README, "Tests"): the global setup makes the
  * folder every runtime and handler check of the run records in; the teardown sums what was checked, prints
  * `openapi-check: N answers checked, M violations`, and fails the run with any violation no suite reported (a runtime
  * a suite never stopped).
@@ -20,9 +20,8 @@ function filesUnder(dir: string): string[] {
   );
 }
 
-export function teardown(): void {
-  const dir = process.env[RUN_DIR_VARIABLE];
-  if (!dir) return;
+/** What the recorders under `dir` checked: answers, violations, and the violations no one reported yet. */
+export function checkedUnder(dir: string): { checked: number; violations: number; unreported: string[] } {
   let checked = 0;
   let violations = 0;
   const unreported: string[] = [];
@@ -40,6 +39,13 @@ export function teardown(): void {
       );
     }
   }
+  return { checked, violations, unreported };
+}
+
+export function teardown(): void {
+  const dir = process.env[RUN_DIR_VARIABLE];
+  if (!dir) return;
+  const { checked, violations, unreported } = checkedUnder(dir);
   rmSync(dir, { recursive: true, force: true });
   console.log(`openapi-check: ${checked} answers checked, ${violations} violations`);
   if (unreported.length > 0) {

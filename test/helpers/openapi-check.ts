@@ -1,5 +1,5 @@
 /**
- * The jest side of the answer check (lib/local/openapi-check.ts, docs/testing.md): every local runtime a suite starts
+ * The jest side of the answer check (lib/local/openapi-check.ts, README, "Tests"): every local runtime a suite starts
  * records its answers' violations of the OpenAPI document in a folder of the run (startService sets
  * OPENAPI_CHECK_DIR, after the suite's own environment, so no suite can turn it off); stopping or killing it throws
  * them, and the run's teardown (openapi-check-global.ts) throws those of a runtime never stopped. Handlers a test

@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { PeoplePool } from '../../lib/stack-check/stack-runner';
+import { serviceCheckDir, throwViolations } from './openapi-check';
 
 const ROOT = resolve(__dirname, '..', '..');
 
@@ -58,12 +59,19 @@ export function startStackProcess(
     cloudAssembly,
     ...(templateFile ? ['--template', templateFile] : []),
   ];
+  // Every answer of its API Gateway is checked against the OpenAPI document (test/helpers/openapi-check.ts); stop
+  // throws the violations.
+  const checkDir = serviceCheckDir();
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
-    env: options.externalFunctions
-      ? { ...process.env, STACK_CHECK_EXTERNAL_FUNCTIONS: JSON.stringify(options.externalFunctions) }
-      : process.env,
+    env: {
+      ...process.env,
+      ...(options.externalFunctions
+        ? { STACK_CHECK_EXTERNAL_FUNCTIONS: JSON.stringify(options.externalFunctions) }
+        : {}),
+      OPENAPI_CHECK_DIR: checkDir,
+    },
   });
   let stdout = '';
   let stderr = '';
@@ -121,6 +129,7 @@ export function startStackProcess(
           const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
           await exited;
           clearTimeout(timer);
+          throwViolations(checkDir, `the stack's API Gateway (${baseUrl})`);
         },
       });
     }, reject);

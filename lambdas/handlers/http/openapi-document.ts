@@ -8,6 +8,7 @@ import { environment, uuid } from '#core/knowledge/fields';
 import { ROUTES } from '../../../lib/routes';
 import { queryEventsSchema, trackEventSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
+import { errorExample, errorStatusesOf, STATUS_DESCRIPTIONS } from './error-statuses';
 import * as flows from './flows/schemas';
 import * as knowledge from './knowledge/schemas';
 import { responseSchemaOf } from './responses';
@@ -86,29 +87,76 @@ export function requestSchemaOf(routeId: string): z.ZodType {
 
 type JsonSchema = { properties?: Record<string, JsonSchema>; required?: string[]; [key: string]: unknown };
 
-const ERROR_BODY: JsonSchema = {
-  type: 'object',
-  required: ['success', 'error'],
-  properties: {
-    success: { const: false },
-    error: {
-      type: 'object',
-      required: ['code', 'message', 'details'],
-      properties: {
-        code: { type: 'string' },
-        message: { type: 'string' },
-        details: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['field', 'rule'],
-            properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } },
-          },
+/** The error body, its `error.code` one of `codes` (error-statuses.ts): a code not listed is not in the contract. */
+function errorBody(codes: readonly string[]): JsonSchema {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required: ['success', 'error'],
+    properties: {
+      success: { const: false },
+      error: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['code', 'message', 'details'],
+        properties: {
+          code: { type: 'string', enum: [...codes] },
+          message: { type: 'string' },
+          details: { type: 'array', items: { $ref: '#/components/schemas/ErrorDetail' } },
         },
       },
     },
+  };
+}
+
+/** One field's problem in an error's `details` (core/errors.ts ErrorDetail; a definition's: DefinitionProblem). */
+const ERROR_DETAIL: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['field', 'rule'],
+  properties: {
+    field: { type: 'string', description: 'Dot path of the offending field; empty for the request as a whole' },
+    rule: { type: 'string', description: 'The rule the value broke' },
+    message: { type: 'string' },
+    flow: { type: 'string', description: 'A definition’s problem: the flow it is in' },
+    node: { type: 'string', description: 'A definition’s problem: the node it is in' },
   },
 };
+
+/**
+ * The name of the shared answer (components.responses) of `status` with `codes`: routes answering the same codes
+ * share one, so the document (and the console's generated types) state each set once.
+ */
+function errorResponseName(status: number, codes: readonly string[]): string {
+  return `Error${status}_${codes.join('_')}`;
+}
+
+/** The answer of an error status: its description, its codes as an enum, an example of its first code. */
+function errorResponse(status: number, codes: readonly string[]): Record<string, unknown> {
+  return {
+    description: `${STATUS_DESCRIPTIONS[status] ?? 'Error'}. Codes: ${codes.join(', ')}`,
+    content: {
+      'application/json': { schema: errorBody(codes), example: errorExample(status, codes[0]) },
+    },
+  };
+}
+
+/**
+ * A run handed over to the flow runner past the request's budget (flows/answer.ts, docs/flows.md "Long runs"): the
+ * webhook and app event routes answer 202 with the session to follow, besides their 200 with the run's result.
+ */
+const HANDED_OVER = z.strictObject({
+  sessionId: z.string(),
+  status: z.literal('running'),
+  aiMessages: z.array(z.unknown()).describe('The AI messages produced before the hand-over'),
+});
+const HANDOVER_ROUTES: readonly string[] = ['InvokeWebhook', 'SendAppEvent', 'DashboardInvokeWebhook'];
+
+/**
+ * A custom event whose `eventKey` was stored already: 200 with the body of its 201 (`duplicate: true`), nothing
+ * stored again (analytics/track-event.ts).
+ */
+const REPEATABLE_ROUTES: readonly string[] = ['TrackEvent'];
 
 /** A person signed in names the organization a dashboard request acts in (core/auth/people.ts); a token never needs it. */
 const ORGANIZATION_PARAMETER = {
@@ -124,18 +172,21 @@ const ORGANIZATION_PARAMETER = {
  * The success answer of a route: its body schema (responses.ts) with the `success: true` every answer but the raw
  * ones (this document) carries.
  */
-function successResponse(routeId: string): Record<string, unknown> {
+function successResponse(
+  routeId: string,
+  schema = responseSchemaOf(routeId),
+  description = 'Success',
+): Record<string, unknown> {
   if (routeId === 'OpenApi') {
     return {
       description: 'This document',
       content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'] } } },
     };
   }
-  const schema = responseSchemaOf(routeId);
-  if (!schema) return { description: 'Success' };
+  if (!schema) return { description };
   const { $schema: _ignored, ...body } = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as JsonSchema;
   return {
-    description: 'Success',
+    description,
     content: {
       'application/json': {
         schema: {
@@ -154,6 +205,7 @@ function pathParameterNames(path: string): string[] {
 
 export function buildOpenApiDocument() {
   const paths: Record<string, Record<string, unknown>> = {};
+  const sharedResponses: Record<string, unknown> = {};
   for (const route of ROUTES) {
     const schema = z.toJSONSchema(requestSchemaOf(route.id), { io: 'input', unrepresentable: 'any' }) as JsonSchema;
     const pathNames = pathParameterNames(route.path);
@@ -177,7 +229,11 @@ export function buildOpenApiDocument() {
       const { $schema: _ignored, ...bodySchema } = { ...schema, properties, required } as JsonSchema;
       requestBody = { required: route.method !== 'DELETE', content: { 'application/json': { schema: bodySchema } } };
     }
-    const errorResponse = { description: 'Error', content: { 'application/json': { schema: ERROR_BODY } } };
+    const errors = Object.entries(errorStatusesOf(route)).map(([status, codes]) => {
+      const name = errorResponseName(Number(status), codes);
+      sharedResponses[name] ??= errorResponse(Number(status), codes);
+      return [status, { $ref: `#/components/responses/${name}` }];
+    });
     paths[route.path] ??= {};
     paths[route.path][route.method.toLowerCase()] = {
       operationId: route.id,
@@ -188,8 +244,13 @@ export function buildOpenApiDocument() {
       responses: {
         [route.successStatus ?? (route.method === 'POST' && route.id.startsWith('Create') ? 201 : 200)]:
           successResponse(route.id),
-        '400': errorResponse,
-        ...(route.scope ? { '401': errorResponse, '403': errorResponse, '404': errorResponse } : {}),
+        ...(HANDOVER_ROUTES.includes(route.id)
+          ? { '202': successResponse(route.id, HANDED_OVER, 'The run goes on in the flow runner: follow the session') }
+          : {}),
+        ...(REPEATABLE_ROUTES.includes(route.id)
+          ? { '200': successResponse(route.id, undefined, 'Stored already under this eventKey: nothing stored again') }
+          : {}),
+        ...Object.fromEntries(errors),
       },
     };
   }
@@ -197,6 +258,8 @@ export function buildOpenApiDocument() {
     openapi: '3.1.0',
     info: { title: 'Agent Platform Service', version: '1.0.0' },
     components: {
+      schemas: { ErrorDetail: ERROR_DETAIL },
+      responses: Object.fromEntries(Object.entries(sharedResponses).sort(([a], [b]) => a.localeCompare(b))),
       securitySchemes: {
         bearerToken: {
           type: 'http',

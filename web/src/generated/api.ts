@@ -987,8 +987,1557 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
-    responses: never;
+    schemas: {
+        ErrorDetail: {
+            /** @description Dot path of the offending field; empty for the request as a whole */
+            field: string;
+            /** @description The rule the value broke */
+            rule: string;
+            message?: string;
+            /** @description A definition’s problem: the flow it is in */
+            flow?: string;
+            /** @description A definition’s problem: the node it is in */
+            node?: string;
+        };
+    };
+    responses: {
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST */
+        Error400_VALIDATION_ERROR_BAD_REQUEST: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, INVALID_JSON */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_JSON";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, INVALID_JSON, ORGANIZATION_REQUIRED */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "INVALID_JSON" | "ORGANIZATION_REQUIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request is invalid: `details` names each field and the rule it breaks. Codes: VALIDATION_ERROR, BAD_REQUEST, ORGANIZATION_REQUIRED */
+        Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VALIDATION_ERROR",
+                 *         "message": "knowledgeBaseId must be a UUID",
+                 *         "details": [
+                 *           {
+                 *             "field": "knowledgeBaseId",
+                 *             "rule": "format",
+                 *             "message": "knowledgeBaseId must be a UUID"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VALIDATION_ERROR" | "BAD_REQUEST" | "ORGANIZATION_REQUIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description No valid credential: a missing, unknown, expired or revoked token (or ID token). Codes: UNAUTHORIZED */
+        Error401_UNAUTHORIZED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UNAUTHORIZED",
+                 *         "message": "A valid bearer token is required",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UNAUTHORIZED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED */
+        Error403_FORBIDDEN_REQUEST_BLOCKED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED, NOT_A_MEMBER, NO_ORGANIZATION */
+        Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED" | "NOT_A_MEMBER" | "NO_ORGANIZATION";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: FORBIDDEN, REQUEST_BLOCKED, SIGNUP_CLOSED */
+        Error403_FORBIDDEN_REQUEST_BLOCKED_SIGNUP_CLOSED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "FORBIDDEN",
+                 *         "message": "This route needs a token with scope knowledge-management",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "FORBIDDEN" | "REQUEST_BLOCKED" | "SIGNUP_CLOSED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: REQUEST_BLOCKED */
+        Error403_REQUEST_BLOCKED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REQUEST_BLOCKED",
+                 *         "message": "The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REQUEST_BLOCKED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED). Codes: REQUEST_BLOCKED, SIGNUP_CLOSED */
+        Error403_REQUEST_BLOCKED_SIGNUP_CLOSED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REQUEST_BLOCKED",
+                 *         "message": "The credential is valid but may not do this (a scope it lacks, an agent it is not given, a role); in AWS also the API firewall’s refusal (REQUEST_BLOCKED)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REQUEST_BLOCKED" | "SIGNUP_CLOSED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND, DEFINITION_VERSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND" | "DEFINITION_VERSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_NOT_FOUND, TRIGGER_NOT_FOUND, SESSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_NOT_FOUND" | "TRIGGER_NOT_FOUND" | "SESSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, DEFINITION_VERSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "DEFINITION_VERSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, DOCUMENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "DOCUMENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, REINDEX_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_REINDEX_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "REINDEX_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, KNOWLEDGE_BASE_NOT_FOUND, UPLOAD_NOT_FOUND, DOCUMENT_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "KNOWLEDGE_BASE_NOT_FOUND" | "UPLOAD_NOT_FOUND" | "DOCUMENT_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: AGENT_NOT_FOUND, SESSION_NOT_FOUND */
+        Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "AGENT_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "AGENT_NOT_FOUND" | "SESSION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: INVITATION_NOT_FOUND */
+        Error404_INVITATION_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INVITATION_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INVITATION_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: MEMBER_NOT_FOUND */
+        Error404_MEMBER_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "MEMBER_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "MEMBER_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: TOKEN_NOT_FOUND */
+        Error404_TOKEN_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "TOKEN_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "TOKEN_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names does not exist for the caller (or is not theirs). Codes: ZIP_JOB_NOT_FOUND */
+        Error404_ZIP_JOB_NOT_FOUND: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ZIP_JOB_NOT_FOUND",
+                 *         "message": "What the request names does not exist for the caller (or is not theirs)",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ZIP_JOB_NOT_FOUND";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The path exists but not with this method (answered by the local runtime; in AWS by API Gateway). Codes: METHOD_NOT_ALLOWED */
+        Error405_METHOD_NOT_ALLOWED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "METHOD_NOT_ALLOWED",
+                 *         "message": "PUT is not allowed here; use GET",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "METHOD_NOT_ALLOWED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request did not arrive in time (answered by the local runtime; in AWS by API Gateway). Codes: REQUEST_TIMEOUT */
+        Error408_REQUEST_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REQUEST_TIMEOUT",
+                 *         "message": "The request did not arrive in time",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REQUEST_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ALREADY_MEMBER, INVITATION_LIMIT, PEOPLE_NOT_CONFIGURED */
+        Error409_ALREADY_MEMBER_INVITATION_LIMIT_PEOPLE_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ALREADY_MEMBER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ALREADY_MEMBER" | "INVITATION_LIMIT" | "PEOPLE_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ALREADY_MEMBER, ORGANIZATION_LIMIT */
+        Error409_ALREADY_MEMBER_ORGANIZATION_LIMIT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ALREADY_MEMBER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ALREADY_MEMBER" | "ORGANIZATION_LIMIT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: CALLBACK_SECRET_CONFLICT */
+        Error409_CALLBACK_SECRET_CONFLICT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "CALLBACK_SECRET_CONFLICT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "CALLBACK_SECRET_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DOCUMENT_FAILED, CHUNKS_NOT_LISTED */
+        Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DOCUMENT_FAILED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DOCUMENT_FAILED" | "CHUNKS_NOT_LISTED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DOCUMENT_NOT_FAILED, DOCUMENT_NOT_RETRYABLE */
+        Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DOCUMENT_NOT_FAILED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DOCUMENT_NOT_FAILED" | "DOCUMENT_NOT_RETRYABLE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: DUPLICATE_CUSTOM_DOCUMENT_ID */
+        Error409_DUPLICATE_CUSTOM_DOCUMENT_ID: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "DUPLICATE_CUSTOM_DOCUMENT_ID",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "DUPLICATE_CUSTOM_DOCUMENT_ID";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: EMAIL_TAKEN, PEOPLE_NOT_CONFIGURED */
+        Error409_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "EMAIL_TAKEN",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "EMAIL_TAKEN" | "PEOPLE_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: LAST_OWNER */
+        Error409_LAST_OWNER: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "LAST_OWNER",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "LAST_OWNER";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: ORGANIZATION_LIMIT */
+        Error409_ORGANIZATION_LIMIT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "ORGANIZATION_LIMIT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "ORGANIZATION_LIMIT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: REINDEX_RUNNING */
+        Error409_REINDEX_RUNNING: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "REINDEX_RUNNING",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "REINDEX_RUNNING";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: SESSION_BUSY */
+        Error409_SESSION_BUSY: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SESSION_BUSY",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SESSION_BUSY";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: UPLOAD_NOT_RECEIVED */
+        Error409_UPLOAD_NOT_RECEIVED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UPLOAD_NOT_RECEIVED",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UPLOAD_NOT_RECEIVED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request conflicts with the current state of what it names. Codes: VERSION_CONFLICT */
+        Error409_VERSION_CONFLICT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "VERSION_CONFLICT",
+                 *         "message": "The request conflicts with the current state of what it names",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "VERSION_CONFLICT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description What the request names has expired. Codes: UPLOAD_EXPIRED */
+        Error410_UPLOAD_EXPIRED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UPLOAD_EXPIRED",
+                 *         "message": "What the request names has expired",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UPLOAD_EXPIRED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE, BAD_REQUEST */
+        Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "PAYLOAD_TOO_LARGE",
+                 *         "message": "The request body is too large",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "PAYLOAD_TOO_LARGE" | "BAD_REQUEST";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request (its body, or the state it would make) is too large. Codes: PAYLOAD_TOO_LARGE, BAD_REQUEST, SESSION_TOO_LARGE */
+        Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "PAYLOAD_TOO_LARGE",
+                 *         "message": "The request body is too large",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "PAYLOAD_TOO_LARGE" | "BAD_REQUEST" | "SESSION_TOO_LARGE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A body that is not sent as `Content-Type: application/json`. Codes: UNSUPPORTED_MEDIA_TYPE */
+        Error415_UNSUPPORTED_MEDIA_TYPE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                 *         "message": "The request body must be JSON sent with Content-Type: application/json",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "UNSUPPORTED_MEDIA_TYPE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description Too many requests: the token’s or organization’s limit (or the client’s, for sign-ups and requests without a valid credential; in AWS also the stage’s throttle and the firewall’s rate rule); `Retry-After` says when to retry. Codes: RATE_LIMITED */
+        Error429_RATE_LIMITED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "RATE_LIMITED",
+                 *         "message": "Too many requests: at most 100 every 1 s for this token and for its organization; retry in 1 s",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "RATE_LIMITED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description The request headers exceed 16 KB (answered by the local runtime; in AWS by API Gateway). Codes: HEADERS_TOO_LARGE */
+        Error431_HEADERS_TOO_LARGE: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "HEADERS_TOO_LARGE",
+                 *         "message": "The request headers exceed 16 KB",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "HEADERS_TOO_LARGE";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An internal error: nothing of it is revealed; the request id is in the logs. Codes: INTERNAL_ERROR */
+        Error500_INTERNAL_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR */
+        Error502_INTERNAL_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR, EMBEDDER_ERROR */
+        Error502_INTERNAL_ERROR_EMBEDDER_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "EMBEDDER_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) failed or answered badly; in AWS, INTERNAL_ERROR: the function failed. Codes: INTERNAL_ERROR, MODEL_ERROR, EMBEDDER_ERROR */
+        Error502_INTERNAL_ERROR_MODEL_ERROR_EMBEDDER_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "MODEL_ERROR" | "EMBEDDER_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A dependency is throttling or briefly unavailable (`Retry-After` says when to retry), or not configured. Codes: SERVICE_BUSY */
+        Error503_SERVICE_BUSY: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SERVICE_BUSY",
+                 *         "message": "The service is busy; retry in 5 seconds",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SERVICE_BUSY";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description A dependency is throttling or briefly unavailable (`Retry-After` says when to retry), or not configured. Codes: SERVICE_BUSY, MODEL_NOT_CONFIGURED */
+        Error503_SERVICE_BUSY_MODEL_NOT_CONFIGURED: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "SERVICE_BUSY",
+                 *         "message": "The service is busy; retry in 5 seconds",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "SERVICE_BUSY" | "MODEL_NOT_CONFIGURED";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR */
+        Error504_INTERNAL_ERROR: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR, EMBEDDER_TIMEOUT */
+        Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "EMBEDDER_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+        /** @description An upstream (the model or the embedder) did not answer in time; in AWS, INTERNAL_ERROR: the function did not answer within API Gateway’s 29 s. Codes: INTERNAL_ERROR, MODEL_TIMEOUT, EMBEDDER_TIMEOUT */
+        Error504_INTERNAL_ERROR_MODEL_TIMEOUT_EMBEDDER_TIMEOUT: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "success": false,
+                 *       "error": {
+                 *         "code": "INTERNAL_ERROR",
+                 *         "message": "Internal error",
+                 *         "details": []
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    error: {
+                        /** @enum {string} */
+                        code: "INTERNAL_ERROR" | "MODEL_TIMEOUT" | "EMBEDDER_TIMEOUT";
+                        message: string;
+                        details: components["schemas"]["ErrorDetail"][];
+                    };
+                };
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -1019,27 +2568,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     OpenApi: {
@@ -1060,27 +2598,16 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UploadLink: {
@@ -1119,90 +2646,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DUPLICATE_CUSTOM_DOCUMENT_ID"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UploadComplete: {
@@ -1228,90 +2686,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateUploadLink: {
@@ -1351,90 +2741,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateUploadComplete: {
@@ -1460,90 +2780,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PatchMetadata: {
@@ -1581,90 +2833,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetDocument: {
@@ -1689,90 +2871,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteDocument: {
@@ -1810,90 +2921,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListDocumentChunks: {
@@ -1921,90 +2962,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListDocuments: {
@@ -2033,90 +3004,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RetryDocument: {
@@ -2148,90 +3048,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListZipJobs: {
@@ -2256,90 +3087,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetZipJob: {
@@ -2360,90 +3120,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_ZIP_JOB_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     AgentsList: {
@@ -2475,90 +3164,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     QueryEvents: {
@@ -2636,90 +3253,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     TrackEvent: {
@@ -2751,6 +3298,13 @@ export interface operations {
             };
         };
         responses: {
+            /** @description Stored already under this eventKey: nothing stored again */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Success */
             201: {
                 headers: {
@@ -2773,90 +3327,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListAgents: {
@@ -2891,90 +3375,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateAgent: {
@@ -3014,90 +3426,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetAgent: {
@@ -3131,90 +3472,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteAgent: {
@@ -3249,90 +3519,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RenameAgent: {
@@ -3372,90 +3572,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RotateCallbackSecret: {
@@ -3490,90 +3620,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_CALLBACK_SECRET_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListKnowledgeBases: {
@@ -3597,90 +3658,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateKnowledgeBase: {
@@ -3711,90 +3701,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetKnowledgeBase: {
@@ -3819,90 +3739,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeleteKnowledgeBase: {
@@ -3927,90 +3776,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     UpdateKnowledgeBase: {
@@ -4042,90 +3821,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetKnowledgeBaseReindex: {
@@ -4150,90 +3859,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_REINDEX_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ReindexKnowledgeBase: {
@@ -4265,90 +3903,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_REINDEX_RUNNING"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     QueryKnowledgeBase: {
@@ -4392,90 +3961,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT"];
         };
     };
     GenerateFromKnowledgeBase: {
@@ -4519,90 +4018,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_MODEL_ERROR_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY_MODEL_NOT_CONFIGURED"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_MODEL_TIMEOUT_EMBEDDER_TIMEOUT"];
         };
     };
     GetRetrievalConfig: {
@@ -4627,90 +4056,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PutRetrievalConfig: {
@@ -4755,90 +4113,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PreviewDefaultRetrieval: {
@@ -4872,90 +4160,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR_EMBEDDER_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR_EMBEDDER_TIMEOUT"];
         };
     };
     GetAgentDefinition: {
@@ -5178,90 +4396,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     PutAgentDefinition: {
@@ -5673,90 +4820,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_VERSION_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListAgentDefinitionVersions: {
@@ -5814,90 +4892,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetAgentDefinitionVersion: {
@@ -6121,90 +5128,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RestoreAgentDefinitionVersion: {
@@ -6437,90 +5373,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_DEFINITION_VERSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_VERSION_CONFLICT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ValidateAgentDefinition: {
@@ -6744,90 +5611,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListSessions: {
@@ -6880,90 +5677,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetSession: {
@@ -7095,90 +5821,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListModels: {
@@ -7222,90 +5877,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetSessionTrace: {
@@ -7379,90 +5962,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     InvokeWebhook: {
@@ -7552,90 +6064,38 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     SendAppEvent: {
@@ -7728,90 +6188,38 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListTokens: {
@@ -7869,90 +6277,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateToken: {
@@ -8016,90 +6352,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RevokeToken: {
@@ -8134,90 +6400,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_TOKEN_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     SignUp: {
@@ -8257,27 +6453,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            403: components["responses"]["Error403_REQUEST_BLOCKED_SIGNUP_CLOSED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_EMAIL_TAKEN_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetOrganization: {
@@ -8318,90 +6506,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     ListMembers: {
@@ -8454,90 +6570,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     InviteMember: {
@@ -8590,90 +6634,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ALREADY_MEMBER_INVITATION_LIMIT_PEOPLE_NOT_CONFIGURED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     RemoveMember: {
@@ -8710,90 +6684,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_MEMBER_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_LAST_OWNER"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     GetMe: {
@@ -8844,90 +6749,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     AcceptInvitation: {
@@ -8960,90 +6793,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_INVITATION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ALREADY_MEMBER_ORGANIZATION_LIMIT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DeclineInvitation: {
@@ -9073,90 +6837,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED"];
+            404: components["responses"]["Error404_INVITATION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     CreateOrganization: {
@@ -9193,90 +6887,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_SIGNUP_CLOSED"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_ORGANIZATION_LIMIT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListDocuments: {
@@ -9309,90 +6933,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardGetDocument: {
@@ -9421,90 +6974,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardDeleteDocument: {
@@ -9540,90 +7022,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListDocumentChunks: {
@@ -9655,90 +7067,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_FAILED_CHUNKS_NOT_LISTED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardPatchMetadata: {
@@ -9777,90 +7119,20 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardRetryDocument: {
@@ -9893,90 +7165,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DOCUMENT_NOT_FAILED_DOCUMENT_NOT_RETRYABLE"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardUploadLink: {
@@ -10016,90 +7219,21 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_DUPLICATE_CUSTOM_DOCUMENT_ID"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardUploadComplete: {
@@ -10128,90 +7262,22 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND_UPLOAD_NOT_FOUND_DOCUMENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_UPLOAD_NOT_RECEIVED"];
+            410: components["responses"]["Error410_UPLOAD_EXPIRED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardListZipJobs: {
@@ -10240,90 +7306,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_KNOWLEDGE_BASE_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardGetZipJob: {
@@ -10347,90 +7342,19 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_ZIP_JOB_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardQueryEvents: {
@@ -10511,90 +7435,20 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
     DashboardInvokeWebhook: {
@@ -10687,90 +7541,38 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error */
-            400: {
+            /** @description The run goes on in the flow runner: follow the session */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
+                        success: true;
+                        sessionId: string;
                         /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
+                        status: "running";
+                        /** @description The AI messages produced before the hand-over */
+                        aiMessages: unknown[];
                     };
                 };
             };
-            /** @description Error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-            /** @description Error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        error: {
-                            code: string;
-                            message: string;
-                            details: {
-                                field: string;
-                                rule: string;
-                                message?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_FORBIDDEN_REQUEST_BLOCKED_NOT_A_MEMBER_NO_ORGANIZATION"];
+            404: components["responses"]["Error404_AGENT_NOT_FOUND_DEFINITION_NOT_FOUND_TRIGGER_NOT_FOUND_SESSION_NOT_FOUND"];
+            405: components["responses"]["Error405_METHOD_NOT_ALLOWED"];
+            408: components["responses"]["Error408_REQUEST_TIMEOUT"];
+            409: components["responses"]["Error409_SESSION_BUSY"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_BAD_REQUEST_SESSION_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_RATE_LIMITED"];
+            431: components["responses"]["Error431_HEADERS_TOO_LARGE"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            502: components["responses"]["Error502_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_BUSY"];
+            504: components["responses"]["Error504_INTERNAL_ERROR"];
         };
     };
 }
