@@ -138,13 +138,19 @@ it('refuses an answer with a field its schema does not name, but takes any memor
   expect(result.safeParse({ ...example, leaseUntil: null }).success).toBe(false);
 });
 
-it('lists the status each handler answers with', () => {
-  const status = (id: string) => successOf(routes.find((r) => r.id === id) as (typeof routes)[number]).status;
-  expect(status('CreateAgent')).toBe('201');
-  expect(status('DeleteAgent')).toBe('202');
-  expect(status('RotateCallbackSecret')).toBe('201');
-  expect(status('TrackEvent')).toBe('201');
-  expect(status('AcceptInvitation')).toBe('201');
-  expect(status('PutAgentDefinition')).toBe('200');
-  expect(status('InvokeWebhook')).toBe('200');
+it('lists the statuses each handler answers a success with', () => {
+  const statuses = (id: string) => {
+    const route = routes.find((r) => r.id === id) as (typeof routes)[number];
+    return Object.keys(paths[route.path][route.method.toLowerCase()].responses).filter((code) => code.startsWith('2'));
+  };
+  expect(statuses('CreateAgent')).toEqual(['201']);
+  expect(statuses('DeleteAgent')).toEqual(['202']);
+  expect(statuses('RotateCallbackSecret')).toEqual(['201']);
+  expect(statuses('AcceptInvitation')).toEqual(['201']);
+  expect(statuses('PutAgentDefinition')).toEqual(['200']);
+  // A repeated eventKey answers 200, a new one 201; a run handed over to the flow runner 202.
+  expect(statuses('TrackEvent')).toEqual(['200', '201']);
+  for (const id of ['InvokeWebhook', 'SendAppEvent', 'DashboardInvokeWebhook']) {
+    expect(statuses(id)).toEqual(['200', '202']);
+  }
 });

@@ -3303,7 +3303,22 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        sessionId: string;
+                        eventName: string;
+                        /** @description Give it again to make a retry store nothing twice */
+                        eventKey: string;
+                        /** @description true (status 200): an event of this key was stored already; nothing was stored again */
+                        duplicate: boolean;
+                    };
+                };
             };
             /** @description Success */
             201: {
@@ -5762,7 +5777,7 @@ export interface operations {
                             content: string;
                             /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
                             model: string;
-                            /** Format: uuid */
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
                             invocationId: string;
                             /** Format: date-time */
                             at: string;
@@ -5788,7 +5803,7 @@ export interface operations {
                         invocations: number;
                         /** @description The latest invocation, when it was handed over to the flow runner */
                         run?: {
-                            /** Format: uuid */
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
                             invocationId: string;
                             /** @description Where the run goes on; null once it ended */
                             next: {
@@ -6036,7 +6051,7 @@ export interface operations {
                             content: string;
                             /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
                             model: string;
-                            /** Format: uuid */
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
                             invocationId: string;
                             /** Format: date-time */
                             at: string;
@@ -6160,7 +6175,7 @@ export interface operations {
                             content: string;
                             /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
                             model: string;
-                            /** Format: uuid */
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
                             invocationId: string;
                             /** Format: date-time */
                             at: string;
@@ -7513,7 +7528,7 @@ export interface operations {
                             content: string;
                             /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
                             model: string;
-                            /** Format: uuid */
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
                             invocationId: string;
                             /** Format: date-time */
                             at: string;
