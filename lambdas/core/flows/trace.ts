@@ -15,6 +15,7 @@ import type { AnalyticsEventReader } from '#ports/analytics';
 import type { SessionStore } from '#ports/flows';
 import type { Clock } from '#ports/services';
 import type { AgentStore } from '#ports/stores';
+import type { SessionStatus } from './session';
 
 /** The trace reads at most this many of a session's events, newest first (a session of 50-node runs has ~150 each). */
 export const TRACE_MAX_EVENTS = 5 * MAX_LIMIT;
@@ -43,16 +44,16 @@ export interface TraceStep {
   readonly input: unknown;
   readonly output: unknown;
   /** A prompt node's scoped tool calls (`tool_call`), in order. */
-  readonly toolCalls: readonly unknown[];
+  readonly toolCalls: readonly Payload[];
   /** A browser task's steps (`browser_step`), in order. */
-  readonly browserSteps: readonly unknown[];
+  readonly browserSteps: readonly Payload[];
   readonly edge: { readonly to: string | null; readonly reason: string } | null;
   readonly error: { readonly code: string; readonly message: string } | null;
 }
 
 export interface SessionTrace {
   readonly sessionId: string;
-  readonly status: string;
+  readonly status: SessionStatus;
   readonly steps: readonly TraceStep[];
   /** True when the session has more than TRACE_MAX_EVENTS events: the oldest steps are left out. */
   readonly truncated: boolean;

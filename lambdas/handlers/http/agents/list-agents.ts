@@ -1,5 +1,6 @@
 import { container } from '#composition/container';
 import { listAgents } from '#core/dashboard/dashboard';
+import type { AgentListResponse } from '#handlers/http/dashboard/responses';
 import { noInputSchema } from '#handlers/http/dashboard/schemas';
 import { httpHandler } from '#shared/http';
 
@@ -9,5 +10,5 @@ import { httpHandler } from '#shared/http';
  */
 export const handler = httpHandler(['AgentsList', 'ListAgents'], noInputSchema, async (_input, caller) => {
   const data = await listAgents(container, caller);
-  return { body: { data, count: data.length } };
+  return { body: { data, count: data.length } satisfies AgentListResponse };
 });

@@ -1,9 +1,10 @@
 import { readContainer } from '#composition/container';
 import { queryEvents } from '#core/analytics/query';
 import { httpHandler } from '#shared/http';
+import type { QueryEventsResponse } from './responses';
 import { queryEventsSchema } from './schemas';
 
 /** POST /api/v1/events/agent: `{ success, data, count, limit, offset, nextToken }`, newest first. */
 export const handler = httpHandler('QueryEvents', queryEventsSchema, async (input, caller) => ({
-  body: { ...(await queryEvents(readContainer, caller, input)) },
+  body: { ...(await queryEvents(readContainer, caller, input)) } satisfies QueryEventsResponse,
 }));

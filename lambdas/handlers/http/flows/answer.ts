@@ -1,5 +1,6 @@
 import type { InvocationResult } from '#core/flows/runtime';
 import type { HttpResult } from '#shared/http';
+import type { InvocationAcceptedResponse, InvocationResponse } from './responses';
 
 /**
  * What a webhook or app event answers: the invocation's result (200) when the run ended, paused or failed within the
@@ -8,7 +9,8 @@ import type { HttpResult } from '#shared/http';
  */
 export function invocationAnswer(result: InvocationResult): HttpResult {
   if (result.status === 'running') {
-    return { status: 202, body: { sessionId: result.sessionId, status: result.status, aiMessages: result.aiMessages } };
+    const accepted = { sessionId: result.sessionId, status: result.status, aiMessages: result.aiMessages };
+    return { status: 202, body: accepted satisfies InvocationAcceptedResponse };
   }
-  return { body: { ...result } };
+  return { body: { ...result } satisfies InvocationResponse };
 }

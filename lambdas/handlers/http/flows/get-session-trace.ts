@@ -2,6 +2,7 @@ import { analyticsStore, clock } from '#composition/container';
 import { definitionContainer } from '#composition/definition-container';
 import { getSessionTrace } from '#core/flows/trace';
 import { httpHandler } from '#shared/http';
+import type { SessionTraceResponse } from './responses';
 import { sessionPathSchema } from './schemas';
 
 /** GET /dashboard/agents/:agentId/sessions/:environment/:sessionId/trace: the session's steps, oldest first. */
@@ -19,5 +20,5 @@ export const handler = httpHandler('GetSessionTrace', sessionPathSchema, async (
       input.environment,
       input.sessionId,
     )),
-  },
+  } satisfies SessionTraceResponse,
 }));

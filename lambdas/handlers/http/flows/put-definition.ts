@@ -1,6 +1,7 @@
 import { definitionContainer } from '#composition/definition-container';
 import { definitionView, putAgentDefinition } from '#core/flows/definitions';
 import { httpHandler } from '#shared/http';
+import type { SavedDefinitionResponse } from './responses';
 import { putDefinitionSchema } from './schemas';
 
 /**
@@ -18,5 +19,5 @@ export const handler = httpHandler('PutAgentDefinition', putDefinitionSchema, as
     definition,
     expectedVersion,
   );
-  return { body: { ...definitionView(saved.record), unchanged: saved.unchanged } };
+  return { body: { ...definitionView(saved.record), unchanged: saved.unchanged } satisfies SavedDefinitionResponse };
 });

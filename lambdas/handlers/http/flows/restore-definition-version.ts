@@ -2,6 +2,7 @@ import { definitionContainer } from '#composition/definition-container';
 import { restoreDefinitionVersion } from '#core/flows/definition-versions';
 import { definitionView } from '#core/flows/definitions';
 import { httpHandler } from '#shared/http';
+import type { SavedDefinitionResponse } from './responses';
 import { restoreDefinitionVersionSchema } from './schemas';
 
 /**
@@ -13,6 +14,6 @@ export const handler = httpHandler(
   restoreDefinitionVersionSchema,
   async (input, caller) => {
     const saved = await restoreDefinitionVersion(definitionContainer, caller, input);
-    return { body: { ...definitionView(saved.record), unchanged: saved.unchanged } };
+    return { body: { ...definitionView(saved.record), unchanged: saved.unchanged } satisfies SavedDefinitionResponse };
   },
 );

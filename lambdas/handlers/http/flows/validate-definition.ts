@@ -1,6 +1,7 @@
 import { definitionContainer } from '#composition/definition-container';
 import { validateAgentDefinition } from '#core/flows/definitions';
 import { httpHandler } from '#shared/http';
+import type { ValidateDefinitionResponse } from './responses';
 import { definitionBodySchema } from './schemas';
 
 /**
@@ -9,5 +10,12 @@ import { definitionBodySchema } from './schemas';
  */
 export const handler = httpHandler('ValidateAgentDefinition', definitionBodySchema, async (input, caller) => {
   const { agentId, environment: _environment, ...definition } = input;
-  return { body: await validateAgentDefinition(definitionContainer, caller, agentId, definition) };
+  return {
+    body: (await validateAgentDefinition(
+      definitionContainer,
+      caller,
+      agentId,
+      definition,
+    )) satisfies ValidateDefinitionResponse,
+  };
 });
