@@ -9,6 +9,7 @@ import { ROUTES } from '../../../lib/routes';
 import { queryEventsSchema, trackEventSchema } from './analytics/schemas';
 import * as dashboard from './dashboard/schemas';
 import { errorExample, errorStatusesOf, STATUS_DESCRIPTIONS } from './error-statuses';
+import { RESPONSES_ACCEPTED } from './flows/responses';
 import * as flows from './flows/schemas';
 import * as knowledge from './knowledge/schemas';
 import { mcpMessageSchema } from './mcp/schemas';
@@ -153,14 +154,12 @@ function errorResponse(status: number, codes: readonly string[]): Record<string,
 
 /**
  * A run handed over to the flow runner past the request's budget (flows/answer.ts, docs/flows.md "Long runs"): the
- * webhook and app event routes answer 202 with the session to follow, besides their 200 with the run's result.
+ * webhook and app event routes (and the dashboard's webhook) answer 202 with the session to follow, besides their 200
+ * with the run's result.
  */
-const HANDED_OVER = z.strictObject({
-  sessionId: z.string(),
-  status: z.literal('running'),
-  aiMessages: z.array(z.unknown()).describe('The AI messages produced before the hand-over'),
-});
-const HANDOVER_ROUTES: readonly string[] = ['InvokeWebhook', 'SendAppEvent', 'DashboardInvokeWebhook'];
+function handedOverSchemaOf(routeId: string): z.ZodType | undefined {
+  return RESPONSES_ACCEPTED[routeId] ?? RESPONSES_ACCEPTED[routeId.replace(/^Dashboard(?=[A-Z])/, '')];
+}
 
 /**
  * A custom event whose `eventKey` was stored already: 200 with the body of its 201 (`duplicate: true`), nothing
@@ -261,8 +260,14 @@ export function buildOpenApiDocument() {
       responses: {
         [route.successStatus ?? (route.method === 'POST' && route.id.startsWith('Create') ? 201 : 200)]:
           successResponse(route.id),
-        ...(HANDOVER_ROUTES.includes(route.id)
-          ? { '202': successResponse(route.id, HANDED_OVER, 'The run goes on in the flow runner: follow the session') }
+        ...(handedOverSchemaOf(route.id)
+          ? {
+              '202': successResponse(
+                route.id,
+                handedOverSchemaOf(route.id),
+                'The run goes on in the flow runner: follow the session',
+              ),
+            }
           : {}),
         ...(REPEATABLE_ROUTES.includes(route.id)
           ? { '200': successResponse(route.id, undefined, 'Stored already under this eventKey: nothing stored again') }

@@ -5236,6 +5236,22 @@ export interface operations {
                                 /** @default 10 */
                                 timeoutSeconds: number;
                             }[];
+                            mcpServers?: {
+                                /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                                name: string;
+                                description?: string;
+                                /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                                url: string;
+                                /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                                bearerSecret?: string;
+                                /** @description Only these tools of the server may be named; absent: every tool it lists */
+                                tools?: string[];
+                                /**
+                                 * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                                 * @default 10
+                                 */
+                                timeoutSeconds: number;
+                            }[];
                             flows: {
                                 name: string;
                                 nodes: ({
@@ -5287,7 +5303,7 @@ export interface operations {
                                      * @enum {string}
                                      */
                                     context?: "run" | "conversation" | "none";
-                                    /** @description Tools the model may call while it answers (declared or built-in names) */
+                                    /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
                                     tools?: string[];
                                 } | {
                                     /** @description Unique across all flows: edges and jumps name the node by it */
@@ -5296,7 +5312,7 @@ export interface operations {
                                     displayName?: string;
                                     /** @constant */
                                     type: "tool";
-                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
+                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
                                     toolName: string;
                                     /** @description A hint for inferring the parameters */
                                     prompt?: string;
@@ -5674,6 +5690,22 @@ export interface operations {
                                 /** @default 10 */
                                 timeoutSeconds: number;
                             }[];
+                            mcpServers?: {
+                                /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                                name: string;
+                                description?: string;
+                                /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                                url: string;
+                                /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                                bearerSecret?: string;
+                                /** @description Only these tools of the server may be named; absent: every tool it lists */
+                                tools?: string[];
+                                /**
+                                 * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                                 * @default 10
+                                 */
+                                timeoutSeconds: number;
+                            }[];
                             flows: {
                                 name: string;
                                 nodes: ({
@@ -5725,7 +5757,7 @@ export interface operations {
                                      * @enum {string}
                                      */
                                     context?: "run" | "conversation" | "none";
-                                    /** @description Tools the model may call while it answers (declared or built-in names) */
+                                    /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
                                     tools?: string[];
                                 } | {
                                     /** @description Unique across all flows: edges and jumps name the node by it */
@@ -5734,7 +5766,7 @@ export interface operations {
                                     displayName?: string;
                                     /** @constant */
                                     type: "tool";
-                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
+                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
                                     toolName: string;
                                     /** @description A hint for inferring the parameters */
                                     prompt?: string;
@@ -5984,6 +6016,22 @@ export interface operations {
                                 /** @default 10 */
                                 timeoutSeconds: number;
                             }[];
+                            mcpServers?: {
+                                /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                                name: string;
+                                description?: string;
+                                /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                                url: string;
+                                /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                                bearerSecret?: string;
+                                /** @description Only these tools of the server may be named; absent: every tool it lists */
+                                tools?: string[];
+                                /**
+                                 * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                                 * @default 10
+                                 */
+                                timeoutSeconds: number;
+                            }[];
                             flows: {
                                 name: string;
                                 nodes: ({
@@ -6035,7 +6083,7 @@ export interface operations {
                                      * @enum {string}
                                      */
                                     context?: "run" | "conversation" | "none";
-                                    /** @description Tools the model may call while it answers (declared or built-in names) */
+                                    /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
                                     tools?: string[];
                                 } | {
                                     /** @description Unique across all flows: edges and jumps name the node by it */
@@ -6044,7 +6092,7 @@ export interface operations {
                                     displayName?: string;
                                     /** @constant */
                                     type: "tool";
-                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
+                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
                                     toolName: string;
                                     /** @description A hint for inferring the parameters */
                                     prompt?: string;
@@ -6227,6 +6275,22 @@ export interface operations {
                                 /** @default 10 */
                                 timeoutSeconds: number;
                             }[];
+                            mcpServers?: {
+                                /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                                name: string;
+                                description?: string;
+                                /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                                url: string;
+                                /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                                bearerSecret?: string;
+                                /** @description Only these tools of the server may be named; absent: every tool it lists */
+                                tools?: string[];
+                                /**
+                                 * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                                 * @default 10
+                                 */
+                                timeoutSeconds: number;
+                            }[];
                             flows: {
                                 name: string;
                                 nodes: ({
@@ -6278,7 +6342,7 @@ export interface operations {
                                      * @enum {string}
                                      */
                                     context?: "run" | "conversation" | "none";
-                                    /** @description Tools the model may call while it answers (declared or built-in names) */
+                                    /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
                                     tools?: string[];
                                 } | {
                                     /** @description Unique across all flows: edges and jumps name the node by it */
@@ -6287,7 +6351,7 @@ export interface operations {
                                     displayName?: string;
                                     /** @constant */
                                     type: "tool";
-                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …) or one declared under tools */
+                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
                                     toolName: string;
                                     /** @description A hint for inferring the parameters */
                                     prompt?: string;
@@ -7094,11 +7158,30 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
+                        /** Format: uuid */
                         sessionId: string;
                         /** @constant */
                         status: "running";
                         /** @description The AI messages produced before the hand-over */
-                        aiMessages: unknown[];
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
                     };
                 };
             };
@@ -7218,11 +7301,30 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
+                        /** Format: uuid */
                         sessionId: string;
                         /** @constant */
                         status: "running";
                         /** @description The AI messages produced before the hand-over */
-                        aiMessages: unknown[];
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
                     };
                 };
             };
@@ -9379,11 +9481,30 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
+                        /** Format: uuid */
                         sessionId: string;
                         /** @constant */
                         status: "running";
                         /** @description The AI messages produced before the hand-over */
-                        aiMessages: unknown[];
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
                     };
                 };
             };

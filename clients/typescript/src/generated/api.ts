@@ -3743,7 +3743,20 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            agentId: string;
+                            displayName: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
+                        count: number;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -3806,7 +3819,33 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description Unique within the agent, increasing in the order events were recorded */
+                            id: number;
+                            /** Format: uuid */
+                            agentId: string;
+                            /** @description The session, or `external` for a custom event tracked outside one */
+                            sessionId: string;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            eventName: string;
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        count: number;
+                        limit: number;
+                        offset: number;
+                        /** @description Pass it back as nextToken for the records after this page; null: this page is the last */
+                        nextToken: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -3858,14 +3897,44 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        sessionId: string;
+                        eventName: string;
+                        /** @description Give it again to make a retry store nothing twice */
+                        eventKey: string;
+                        /** @description true (status 200): an event of this key was stored already; nothing was stored again */
+                        duplicate: boolean;
+                    };
+                };
             };
             /** @description Success */
             201: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        sessionId: string;
+                        eventName: string;
+                        /** @description Give it again to make a retry store nothing twice */
+                        eventKey: string;
+                        /** @description true (status 200): an event of this key was stored already; nothing was stored again */
+                        duplicate: boolean;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -3900,7 +3969,20 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            agentId: string;
+                            displayName: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
+                        count: number;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -3939,7 +4021,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        displayName: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description The secret that signs its AI-message callbacks, shown here only (docs/flows.md, "Signed callbacks"); null for a member, who may not rotate it */
+                        callbackSecret: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -3975,7 +4069,17 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        displayName: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -4011,7 +4115,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @constant */
+                        status: "deleting";
+                        /** @description When the deletion job started */
+                        startedAt: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -4054,7 +4169,17 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        displayName: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -4091,7 +4216,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The new secret, shown here only */
+                        secret: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description Until when the secret it replaced still signs beside it; null: there was none */
+                        previousSecretValidUntil: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5049,7 +5185,221 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        definition: {
+                            instructions?: string;
+                            callbackUrl?: string;
+                            agentCode?: {
+                                url?: string;
+                                functionArn?: string;
+                                /** @default 5 */
+                                timeoutSeconds: number;
+                                /**
+                                 * @default continue
+                                 * @enum {string}
+                                 */
+                                onFailure: "continue" | "stop";
+                            };
+                            /** @default {} */
+                            variables: {
+                                [key: string]: string;
+                            };
+                            /** @default [] */
+                            tools: {
+                                name: string;
+                                description?: string;
+                                url: string;
+                                /**
+                                 * @default POST
+                                 * @enum {string}
+                                 */
+                                method: "POST" | "PUT" | "PATCH";
+                                headers?: {
+                                    [key: string]: string;
+                                };
+                                /** @default {} */
+                                parameters: {
+                                    [key: string]: {
+                                        /** @enum {string} */
+                                        type: "string" | "number" | "boolean" | "object" | "array";
+                                        description?: string;
+                                        required?: boolean;
+                                    };
+                                };
+                                /** @default 10 */
+                                timeoutSeconds: number;
+                            }[];
+                            mcpServers?: {
+                                /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                                name: string;
+                                description?: string;
+                                /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                                url: string;
+                                /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                                bearerSecret?: string;
+                                /** @description Only these tools of the server may be named; absent: every tool it lists */
+                                tools?: string[];
+                                /**
+                                 * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                                 * @default 10
+                                 */
+                                timeoutSeconds: number;
+                            }[];
+                            flows: {
+                                name: string;
+                                nodes: ({
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "trigger";
+                                    /**
+                                     * @description What starts the flow: a webhook call, an app event or a schedule
+                                     * @enum {string}
+                                     */
+                                    triggerType: "webhook" | "app" | "schedule";
+                                    /** @description Run it at once when the flow is tested in the editor */
+                                    autoTrigger?: boolean;
+                                    /** @description The JSON payload the editor sends when testing */
+                                    defaultPayload?: string;
+                                    /** @description Required for a schedule: 5-field cron, minute resolution (e.g. 0 9 * * 1-5) */
+                                    cronExpression?: string;
+                                    /** @description IANA time zone of the cron expression (e.g. Europe/Berlin); default UTC */
+                                    timezone?: string;
+                                    /** @description Required for an app trigger: the app whose events start the flow */
+                                    appName?: string;
+                                    /** @description The one event of that app that starts the flow; absent: every event of the app */
+                                    eventName?: string;
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName: string;
+                                    /** @constant */
+                                    type: "promptNode";
+                                    /** @description What the model is asked; placeholders such as {memory.customer.name} are filled in */
+                                    prompt: string;
+                                    /** @description Pause after this node's message: the next user message resumes the run here */
+                                    humanInTheLoop?: boolean;
+                                    /** @description When no promptCondition edge holds, the node may run again instead of leaving */
+                                    canStayOnNode?: boolean;
+                                    /** @description {} or absent: the default model; otherwise name is required */
+                                    llmConfig?: unknown;
+                                    /**
+                                     * @description Send the model's answer to the user as an AI message
+                                     * @default true
+                                     */
+                                    sendAiMessage: boolean;
+                                    /**
+                                     * @description What the model sees of the run so far: run (default) the messages and earlier tool nodes' calls and results; conversation the messages only; none only the instructions and this prompt
+                                     * @enum {string}
+                                     */
+                                    context?: "run" | "conversation" | "none";
+                                    /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
+                                    tools?: string[];
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "tool";
+                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
+                                    toolName: string;
+                                    /** @description A hint for inferring the parameters */
+                                    prompt?: string;
+                                    /** @description Fixed values (placeholders allowed); they override what the model infers */
+                                    parameters?: {
+                                        [key: string]: unknown;
+                                    };
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "junction";
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "jumpToNode";
+                                    /** @description The name of the node, in any flow, where the run goes on */
+                                    targetNodeId: string;
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "browserTask";
+                                    /** @description The task, in words */
+                                    prompt: string;
+                                    /** @description The page to open; without it the first http(s) URL of the prompt. Placeholders allowed */
+                                    url?: string;
+                                    /** @description The model that drives the browser; the deployment's default when absent */
+                                    model?: string;
+                                })[];
+                                /** @default [] */
+                                edges: {
+                                    from: string;
+                                    to: string;
+                                    /**
+                                     * @description stepForward: an ordinary step; promptCondition: the model takes it when its condition holds
+                                     * @enum {string}
+                                     */
+                                    type: "stepForward" | "promptCondition";
+                                    /** @description Required: what must hold, in words; the model decides */
+                                    condition?: string;
+                                    /** @description Taken only when this test holds */
+                                    when?: {
+                                        /** @description memory.<path>, tools.<Node>.<path> or system.<property> */
+                                        path: string;
+                                        /** @enum {string} */
+                                        operator: "equals" | "notEquals" | "greaterThan" | "lessThan" | "exists" | "notExists";
+                                        /** @description What the operator compares with (none for exists and notExists) */
+                                        value?: string | number | boolean;
+                                    };
+                                }[];
+                            }[];
+                            ui?: {
+                                positions?: {
+                                    [key: string]: {
+                                        x: number;
+                                        y: number;
+                                    };
+                                };
+                            };
+                        };
+                        version: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** @description Who stored it: a person by e-mail, a token by id; null before versions recorded it */
+                        updatedBy: ({
+                            /** @constant */
+                            kind: "person";
+                            /** Format: email */
+                            email: string;
+                        } | {
+                            /** @constant */
+                            kind: "token";
+                            /** Format: uuid */
+                            tokenId: string;
+                        }) | null;
+                        /** @description The version it is a copy of, when a restore stored it */
+                        restoredFrom: number | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5289,7 +5639,223 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        definition: {
+                            instructions?: string;
+                            callbackUrl?: string;
+                            agentCode?: {
+                                url?: string;
+                                functionArn?: string;
+                                /** @default 5 */
+                                timeoutSeconds: number;
+                                /**
+                                 * @default continue
+                                 * @enum {string}
+                                 */
+                                onFailure: "continue" | "stop";
+                            };
+                            /** @default {} */
+                            variables: {
+                                [key: string]: string;
+                            };
+                            /** @default [] */
+                            tools: {
+                                name: string;
+                                description?: string;
+                                url: string;
+                                /**
+                                 * @default POST
+                                 * @enum {string}
+                                 */
+                                method: "POST" | "PUT" | "PATCH";
+                                headers?: {
+                                    [key: string]: string;
+                                };
+                                /** @default {} */
+                                parameters: {
+                                    [key: string]: {
+                                        /** @enum {string} */
+                                        type: "string" | "number" | "boolean" | "object" | "array";
+                                        description?: string;
+                                        required?: boolean;
+                                    };
+                                };
+                                /** @default 10 */
+                                timeoutSeconds: number;
+                            }[];
+                            mcpServers?: {
+                                /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                                name: string;
+                                description?: string;
+                                /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                                url: string;
+                                /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                                bearerSecret?: string;
+                                /** @description Only these tools of the server may be named; absent: every tool it lists */
+                                tools?: string[];
+                                /**
+                                 * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                                 * @default 10
+                                 */
+                                timeoutSeconds: number;
+                            }[];
+                            flows: {
+                                name: string;
+                                nodes: ({
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "trigger";
+                                    /**
+                                     * @description What starts the flow: a webhook call, an app event or a schedule
+                                     * @enum {string}
+                                     */
+                                    triggerType: "webhook" | "app" | "schedule";
+                                    /** @description Run it at once when the flow is tested in the editor */
+                                    autoTrigger?: boolean;
+                                    /** @description The JSON payload the editor sends when testing */
+                                    defaultPayload?: string;
+                                    /** @description Required for a schedule: 5-field cron, minute resolution (e.g. 0 9 * * 1-5) */
+                                    cronExpression?: string;
+                                    /** @description IANA time zone of the cron expression (e.g. Europe/Berlin); default UTC */
+                                    timezone?: string;
+                                    /** @description Required for an app trigger: the app whose events start the flow */
+                                    appName?: string;
+                                    /** @description The one event of that app that starts the flow; absent: every event of the app */
+                                    eventName?: string;
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName: string;
+                                    /** @constant */
+                                    type: "promptNode";
+                                    /** @description What the model is asked; placeholders such as {memory.customer.name} are filled in */
+                                    prompt: string;
+                                    /** @description Pause after this node's message: the next user message resumes the run here */
+                                    humanInTheLoop?: boolean;
+                                    /** @description When no promptCondition edge holds, the node may run again instead of leaving */
+                                    canStayOnNode?: boolean;
+                                    /** @description {} or absent: the default model; otherwise name is required */
+                                    llmConfig?: unknown;
+                                    /**
+                                     * @description Send the model's answer to the user as an AI message
+                                     * @default true
+                                     */
+                                    sendAiMessage: boolean;
+                                    /**
+                                     * @description What the model sees of the run so far: run (default) the messages and earlier tool nodes' calls and results; conversation the messages only; none only the instructions and this prompt
+                                     * @enum {string}
+                                     */
+                                    context?: "run" | "conversation" | "none";
+                                    /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
+                                    tools?: string[];
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "tool";
+                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
+                                    toolName: string;
+                                    /** @description A hint for inferring the parameters */
+                                    prompt?: string;
+                                    /** @description Fixed values (placeholders allowed); they override what the model infers */
+                                    parameters?: {
+                                        [key: string]: unknown;
+                                    };
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "junction";
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "jumpToNode";
+                                    /** @description The name of the node, in any flow, where the run goes on */
+                                    targetNodeId: string;
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "browserTask";
+                                    /** @description The task, in words */
+                                    prompt: string;
+                                    /** @description The page to open; without it the first http(s) URL of the prompt. Placeholders allowed */
+                                    url?: string;
+                                    /** @description The model that drives the browser; the deployment's default when absent */
+                                    model?: string;
+                                })[];
+                                /** @default [] */
+                                edges: {
+                                    from: string;
+                                    to: string;
+                                    /**
+                                     * @description stepForward: an ordinary step; promptCondition: the model takes it when its condition holds
+                                     * @enum {string}
+                                     */
+                                    type: "stepForward" | "promptCondition";
+                                    /** @description Required: what must hold, in words; the model decides */
+                                    condition?: string;
+                                    /** @description Taken only when this test holds */
+                                    when?: {
+                                        /** @description memory.<path>, tools.<Node>.<path> or system.<property> */
+                                        path: string;
+                                        /** @enum {string} */
+                                        operator: "equals" | "notEquals" | "greaterThan" | "lessThan" | "exists" | "notExists";
+                                        /** @description What the operator compares with (none for exists and notExists) */
+                                        value?: string | number | boolean;
+                                    };
+                                }[];
+                            }[];
+                            ui?: {
+                                positions?: {
+                                    [key: string]: {
+                                        x: number;
+                                        y: number;
+                                    };
+                                };
+                            };
+                        };
+                        version: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** @description Who stored it: a person by e-mail, a token by id; null before versions recorded it */
+                        updatedBy: ({
+                            /** @constant */
+                            kind: "person";
+                            /** Format: email */
+                            email: string;
+                        } | {
+                            /** @constant */
+                            kind: "token";
+                            /** Format: uuid */
+                            tokenId: string;
+                        }) | null;
+                        /** @description The version it is a copy of, when a restore stored it */
+                        restoredFrom: number | null;
+                        /** @description true: it equals the current version, which is answered; nothing was stored */
+                        unchanged: boolean;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5331,7 +5897,37 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            version: number;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** @description Who stored it: a person by e-mail, a token by id; null before versions recorded it */
+                            updatedBy: ({
+                                /** @constant */
+                                kind: "person";
+                                /** Format: email */
+                                email: string;
+                            } | {
+                                /** @constant */
+                                kind: "token";
+                                /** Format: uuid */
+                                tokenId: string;
+                            }) | null;
+                            /** @description The version it is a copy of, when a restore stored it */
+                            restoredFrom: number | null;
+                            flowCount: number;
+                            nodeCount: number;
+                            current: boolean;
+                        }[];
+                        count: number;
+                        /** @description Pass it back for the next page; null: this is the last */
+                        nextToken: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5369,7 +5965,221 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        definition: {
+                            instructions?: string;
+                            callbackUrl?: string;
+                            agentCode?: {
+                                url?: string;
+                                functionArn?: string;
+                                /** @default 5 */
+                                timeoutSeconds: number;
+                                /**
+                                 * @default continue
+                                 * @enum {string}
+                                 */
+                                onFailure: "continue" | "stop";
+                            };
+                            /** @default {} */
+                            variables: {
+                                [key: string]: string;
+                            };
+                            /** @default [] */
+                            tools: {
+                                name: string;
+                                description?: string;
+                                url: string;
+                                /**
+                                 * @default POST
+                                 * @enum {string}
+                                 */
+                                method: "POST" | "PUT" | "PATCH";
+                                headers?: {
+                                    [key: string]: string;
+                                };
+                                /** @default {} */
+                                parameters: {
+                                    [key: string]: {
+                                        /** @enum {string} */
+                                        type: "string" | "number" | "boolean" | "object" | "array";
+                                        description?: string;
+                                        required?: boolean;
+                                    };
+                                };
+                                /** @default 10 */
+                                timeoutSeconds: number;
+                            }[];
+                            mcpServers?: {
+                                /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                                name: string;
+                                description?: string;
+                                /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                                url: string;
+                                /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                                bearerSecret?: string;
+                                /** @description Only these tools of the server may be named; absent: every tool it lists */
+                                tools?: string[];
+                                /**
+                                 * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                                 * @default 10
+                                 */
+                                timeoutSeconds: number;
+                            }[];
+                            flows: {
+                                name: string;
+                                nodes: ({
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "trigger";
+                                    /**
+                                     * @description What starts the flow: a webhook call, an app event or a schedule
+                                     * @enum {string}
+                                     */
+                                    triggerType: "webhook" | "app" | "schedule";
+                                    /** @description Run it at once when the flow is tested in the editor */
+                                    autoTrigger?: boolean;
+                                    /** @description The JSON payload the editor sends when testing */
+                                    defaultPayload?: string;
+                                    /** @description Required for a schedule: 5-field cron, minute resolution (e.g. 0 9 * * 1-5) */
+                                    cronExpression?: string;
+                                    /** @description IANA time zone of the cron expression (e.g. Europe/Berlin); default UTC */
+                                    timezone?: string;
+                                    /** @description Required for an app trigger: the app whose events start the flow */
+                                    appName?: string;
+                                    /** @description The one event of that app that starts the flow; absent: every event of the app */
+                                    eventName?: string;
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName: string;
+                                    /** @constant */
+                                    type: "promptNode";
+                                    /** @description What the model is asked; placeholders such as {memory.customer.name} are filled in */
+                                    prompt: string;
+                                    /** @description Pause after this node's message: the next user message resumes the run here */
+                                    humanInTheLoop?: boolean;
+                                    /** @description When no promptCondition edge holds, the node may run again instead of leaving */
+                                    canStayOnNode?: boolean;
+                                    /** @description {} or absent: the default model; otherwise name is required */
+                                    llmConfig?: unknown;
+                                    /**
+                                     * @description Send the model's answer to the user as an AI message
+                                     * @default true
+                                     */
+                                    sendAiMessage: boolean;
+                                    /**
+                                     * @description What the model sees of the run so far: run (default) the messages and earlier tool nodes' calls and results; conversation the messages only; none only the instructions and this prompt
+                                     * @enum {string}
+                                     */
+                                    context?: "run" | "conversation" | "none";
+                                    /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
+                                    tools?: string[];
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "tool";
+                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
+                                    toolName: string;
+                                    /** @description A hint for inferring the parameters */
+                                    prompt?: string;
+                                    /** @description Fixed values (placeholders allowed); they override what the model infers */
+                                    parameters?: {
+                                        [key: string]: unknown;
+                                    };
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "junction";
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "jumpToNode";
+                                    /** @description The name of the node, in any flow, where the run goes on */
+                                    targetNodeId: string;
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "browserTask";
+                                    /** @description The task, in words */
+                                    prompt: string;
+                                    /** @description The page to open; without it the first http(s) URL of the prompt. Placeholders allowed */
+                                    url?: string;
+                                    /** @description The model that drives the browser; the deployment's default when absent */
+                                    model?: string;
+                                })[];
+                                /** @default [] */
+                                edges: {
+                                    from: string;
+                                    to: string;
+                                    /**
+                                     * @description stepForward: an ordinary step; promptCondition: the model takes it when its condition holds
+                                     * @enum {string}
+                                     */
+                                    type: "stepForward" | "promptCondition";
+                                    /** @description Required: what must hold, in words; the model decides */
+                                    condition?: string;
+                                    /** @description Taken only when this test holds */
+                                    when?: {
+                                        /** @description memory.<path>, tools.<Node>.<path> or system.<property> */
+                                        path: string;
+                                        /** @enum {string} */
+                                        operator: "equals" | "notEquals" | "greaterThan" | "lessThan" | "exists" | "notExists";
+                                        /** @description What the operator compares with (none for exists and notExists) */
+                                        value?: string | number | boolean;
+                                    };
+                                }[];
+                            }[];
+                            ui?: {
+                                positions?: {
+                                    [key: string]: {
+                                        x: number;
+                                        y: number;
+                                    };
+                                };
+                            };
+                        };
+                        version: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** @description Who stored it: a person by e-mail, a token by id; null before versions recorded it */
+                        updatedBy: ({
+                            /** @constant */
+                            kind: "person";
+                            /** Format: email */
+                            email: string;
+                        } | {
+                            /** @constant */
+                            kind: "token";
+                            /** Format: uuid */
+                            tokenId: string;
+                        }) | null;
+                        /** @description The version it is a copy of, when a restore stored it */
+                        restoredFrom: number | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5414,7 +6224,223 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        definition: {
+                            instructions?: string;
+                            callbackUrl?: string;
+                            agentCode?: {
+                                url?: string;
+                                functionArn?: string;
+                                /** @default 5 */
+                                timeoutSeconds: number;
+                                /**
+                                 * @default continue
+                                 * @enum {string}
+                                 */
+                                onFailure: "continue" | "stop";
+                            };
+                            /** @default {} */
+                            variables: {
+                                [key: string]: string;
+                            };
+                            /** @default [] */
+                            tools: {
+                                name: string;
+                                description?: string;
+                                url: string;
+                                /**
+                                 * @default POST
+                                 * @enum {string}
+                                 */
+                                method: "POST" | "PUT" | "PATCH";
+                                headers?: {
+                                    [key: string]: string;
+                                };
+                                /** @default {} */
+                                parameters: {
+                                    [key: string]: {
+                                        /** @enum {string} */
+                                        type: "string" | "number" | "boolean" | "object" | "array";
+                                        description?: string;
+                                        required?: boolean;
+                                    };
+                                };
+                                /** @default 10 */
+                                timeoutSeconds: number;
+                            }[];
+                            mcpServers?: {
+                                /** @description Unique among the servers; nodes name its tools <name>__<tool> */
+                                name: string;
+                                description?: string;
+                                /** @description The Streamable HTTP endpoint of the server (e.g. https://mcp.example.com/mcp) */
+                                url: string;
+                                /** @description The name of a secret of the deployment (MCP_SECRETS) sent as the bearer token; never the secret's value */
+                                bearerSecret?: string;
+                                /** @description Only these tools of the server may be named; absent: every tool it lists */
+                                tools?: string[];
+                                /**
+                                 * @description How long one call may take, listing and answer included (default 10 s, at most 60)
+                                 * @default 10
+                                 */
+                                timeoutSeconds: number;
+                            }[];
+                            flows: {
+                                name: string;
+                                nodes: ({
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "trigger";
+                                    /**
+                                     * @description What starts the flow: a webhook call, an app event or a schedule
+                                     * @enum {string}
+                                     */
+                                    triggerType: "webhook" | "app" | "schedule";
+                                    /** @description Run it at once when the flow is tested in the editor */
+                                    autoTrigger?: boolean;
+                                    /** @description The JSON payload the editor sends when testing */
+                                    defaultPayload?: string;
+                                    /** @description Required for a schedule: 5-field cron, minute resolution (e.g. 0 9 * * 1-5) */
+                                    cronExpression?: string;
+                                    /** @description IANA time zone of the cron expression (e.g. Europe/Berlin); default UTC */
+                                    timezone?: string;
+                                    /** @description Required for an app trigger: the app whose events start the flow */
+                                    appName?: string;
+                                    /** @description The one event of that app that starts the flow; absent: every event of the app */
+                                    eventName?: string;
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName: string;
+                                    /** @constant */
+                                    type: "promptNode";
+                                    /** @description What the model is asked; placeholders such as {memory.customer.name} are filled in */
+                                    prompt: string;
+                                    /** @description Pause after this node's message: the next user message resumes the run here */
+                                    humanInTheLoop?: boolean;
+                                    /** @description When no promptCondition edge holds, the node may run again instead of leaving */
+                                    canStayOnNode?: boolean;
+                                    /** @description {} or absent: the default model; otherwise name is required */
+                                    llmConfig?: unknown;
+                                    /**
+                                     * @description Send the model's answer to the user as an AI message
+                                     * @default true
+                                     */
+                                    sendAiMessage: boolean;
+                                    /**
+                                     * @description What the model sees of the run so far: run (default) the messages and earlier tool nodes' calls and results; conversation the messages only; none only the instructions and this prompt
+                                     * @enum {string}
+                                     */
+                                    context?: "run" | "conversation" | "none";
+                                    /** @description Tools the model may call while it answers (declared or built-in names, or <server>__<tool> of an MCP server) */
+                                    tools?: string[];
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "tool";
+                                    /** @description A built-in tool (setMemory, trackAnalyticsEvent, retrieveFromKnowledgeBase, …), one declared under tools, or <server>__<tool> of an MCP server */
+                                    toolName: string;
+                                    /** @description A hint for inferring the parameters */
+                                    prompt?: string;
+                                    /** @description Fixed values (placeholders allowed); they override what the model infers */
+                                    parameters?: {
+                                        [key: string]: unknown;
+                                    };
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "junction";
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "jumpToNode";
+                                    /** @description The name of the node, in any flow, where the run goes on */
+                                    targetNodeId: string;
+                                } | {
+                                    /** @description Unique across all flows: edges and jumps name the node by it */
+                                    name: string;
+                                    /** @description The name people see (the console, the trace) */
+                                    displayName?: string;
+                                    /** @constant */
+                                    type: "browserTask";
+                                    /** @description The task, in words */
+                                    prompt: string;
+                                    /** @description The page to open; without it the first http(s) URL of the prompt. Placeholders allowed */
+                                    url?: string;
+                                    /** @description The model that drives the browser; the deployment's default when absent */
+                                    model?: string;
+                                })[];
+                                /** @default [] */
+                                edges: {
+                                    from: string;
+                                    to: string;
+                                    /**
+                                     * @description stepForward: an ordinary step; promptCondition: the model takes it when its condition holds
+                                     * @enum {string}
+                                     */
+                                    type: "stepForward" | "promptCondition";
+                                    /** @description Required: what must hold, in words; the model decides */
+                                    condition?: string;
+                                    /** @description Taken only when this test holds */
+                                    when?: {
+                                        /** @description memory.<path>, tools.<Node>.<path> or system.<property> */
+                                        path: string;
+                                        /** @enum {string} */
+                                        operator: "equals" | "notEquals" | "greaterThan" | "lessThan" | "exists" | "notExists";
+                                        /** @description What the operator compares with (none for exists and notExists) */
+                                        value?: string | number | boolean;
+                                    };
+                                }[];
+                            }[];
+                            ui?: {
+                                positions?: {
+                                    [key: string]: {
+                                        x: number;
+                                        y: number;
+                                    };
+                                };
+                            };
+                        };
+                        version: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** @description Who stored it: a person by e-mail, a token by id; null before versions recorded it */
+                        updatedBy: ({
+                            /** @constant */
+                            kind: "person";
+                            /** Format: email */
+                            email: string;
+                        } | {
+                            /** @constant */
+                            kind: "token";
+                            /** Format: uuid */
+                            tokenId: string;
+                        }) | null;
+                        /** @description The version it is a copy of, when a restore stored it */
+                        restoredFrom: number | null;
+                        /** @description true: it equals the current version, which is answered; nothing was stored */
+                        unchanged: boolean;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5654,7 +6680,21 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        valid: boolean;
+                        problems: {
+                            /** @description Dot path of the field (flows.0.nodes.1.prompt); empty for the whole */
+                            field: string;
+                            rule: string;
+                            message?: string;
+                            flow?: string;
+                            node?: string;
+                        }[];
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5696,7 +6736,31 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            sessionId: string;
+                            /** @enum {string} */
+                            status: "running" | "paused" | "completed" | "failed";
+                            flowName: string | null;
+                            currentNode: string | null;
+                            trigger: {
+                                name: string;
+                                type: string;
+                            };
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        count: number;
+                        /** @description Pass it back for the next page; null: this is the last (a page may hold fewer than limit) */
+                        nextToken: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5734,7 +6798,113 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        agentId: string;
+                        /** @enum {string} */
+                        environment: "development" | "staging" | "production";
+                        /** Format: uuid */
+                        sessionId: string;
+                        /** @enum {string} */
+                        status: "running" | "paused" | "completed" | "failed";
+                        flowName: string | null;
+                        currentNode: string | null;
+                        memory: {
+                            [key: string]: unknown;
+                        };
+                        messages: {
+                            /** @enum {string} */
+                            role: "user" | "assistant" | "system" | "tool";
+                            content: string;
+                            node?: string;
+                            tool?: {
+                                name: string;
+                                input: unknown;
+                                output: unknown;
+                            };
+                            attachments?: {
+                                id: string;
+                                /** @constant */
+                                type: "image";
+                                /** @enum {string} */
+                                mediaType: "image/png" | "image/jpeg" | "image/gif" | "image/webp";
+                                bytes: number;
+                                /** @enum {string} */
+                                source: "data" | "url";
+                            }[];
+                            /** Format: date-time */
+                            at: string;
+                        }[];
+                        outputs: {
+                            [key: string]: unknown;
+                        };
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
+                        error: {
+                            code: string;
+                            message: string;
+                            node: string | null;
+                        } | null;
+                        /** @description Of the latest invocation */
+                        trigger: {
+                            name: string;
+                            type: string;
+                        };
+                        invocations: number;
+                        /** @description The latest invocation, when it was handed over to the flow runner */
+                        run?: {
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** @description Where the run goes on; null once it ended */
+                            next: {
+                                node: string;
+                                /** @enum {string} */
+                                phase: "run" | "route";
+                            } | null;
+                            step: number;
+                            steps: {
+                                step: number;
+                                node: string;
+                                /** Format: date-time */
+                                at: string;
+                            }[];
+                            /** Format: date-time */
+                            handedOverAt: string;
+                            runner: string | null;
+                            takeovers: number;
+                            start?: {
+                                body: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        } | null;
+                        version: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5768,7 +6938,29 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description What llmConfig.properties.model names (offline: the offline model) */
+                            id: string;
+                            /** @enum {string} */
+                            provider: "bedrock" | "openai-compatible" | "offline";
+                            /** @enum {string} */
+                            llmConfigName: "ChatBedrockConverse" | "ChatOpenAICompatible" | "ChatOffline";
+                            /**
+                             * @description Bedrock only
+                             * @enum {string}
+                             */
+                            kind?: "foundation-model" | "inference-profile";
+                            default: boolean;
+                            imageInput: boolean;
+                            tools: boolean;
+                            languageModel: boolean;
+                        }[];
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5805,7 +6997,55 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        sessionId: string;
+                        /** @enum {string} */
+                        status: "running" | "paused" | "completed" | "failed";
+                        steps: {
+                            index: number;
+                            /** @enum {string} */
+                            kind: "node" | "invocation" | "agentCode";
+                            node: string | null;
+                            nodeType: string | null;
+                            displayName: string | null;
+                            /** @enum {string} */
+                            status: "succeeded" | "paused" | "failed" | "running";
+                            /** Format: date-time */
+                            startedAt: string;
+                            durationMs: number | null;
+                            model: string | null;
+                            tokens: {
+                                input: number;
+                                output: number;
+                            } | null;
+                            /** @description What the node ran with: the rendered prompt and model, a tool’s parameters, … */
+                            input: unknown;
+                            output: unknown;
+                            /** @description A prompt node’s scoped tool calls, in order */
+                            toolCalls: {
+                                [key: string]: unknown;
+                            }[];
+                            /** @description A browser task’s steps, in order */
+                            browserSteps: {
+                                [key: string]: unknown;
+                            }[];
+                            edge: {
+                                to: string | null;
+                                reason: string;
+                            } | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                        }[];
+                        /** @description true: the session has more events than a trace reads; its oldest steps are left out */
+                        truncated: boolean;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -5863,7 +7103,51 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        sessionId: string;
+                        /** @enum {string} */
+                        status: "running" | "paused" | "completed" | "failed";
+                        /** @description While paused: the node waiting for the next message */
+                        currentNode: string | null;
+                        flowName: string | null;
+                        /** @description The AI messages this invocation produced */
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
+                        memory: {
+                            [key: string]: unknown;
+                        };
+                        /** @description The outputs of the nodes run, by node name */
+                        outputs: {
+                            [key: string]: unknown;
+                        };
+                        error: {
+                            code: string;
+                            message: string;
+                            node: string | null;
+                        } | null;
+                    };
+                };
             };
             /** @description The run goes on in the flow runner: follow the session */
             202: {
@@ -5874,11 +7158,30 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
+                        /** Format: uuid */
                         sessionId: string;
                         /** @constant */
                         status: "running";
                         /** @description The AI messages produced before the hand-over */
-                        aiMessages: unknown[];
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
                     };
                 };
             };
@@ -5943,7 +7246,51 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        sessionId: string;
+                        /** @enum {string} */
+                        status: "running" | "paused" | "completed" | "failed";
+                        /** @description While paused: the node waiting for the next message */
+                        currentNode: string | null;
+                        flowName: string | null;
+                        /** @description The AI messages this invocation produced */
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
+                        memory: {
+                            [key: string]: unknown;
+                        };
+                        /** @description The outputs of the nodes run, by node name */
+                        outputs: {
+                            [key: string]: unknown;
+                        };
+                        error: {
+                            code: string;
+                            message: string;
+                            node: string | null;
+                        } | null;
+                    };
+                };
             };
             /** @description The run goes on in the flow runner: follow the session */
             202: {
@@ -5954,11 +7301,30 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
+                        /** Format: uuid */
                         sessionId: string;
                         /** @constant */
                         status: "running";
                         /** @description The AI messages produced before the hand-over */
-                        aiMessages: unknown[];
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
                     };
                 };
             };
@@ -6067,7 +7433,43 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** Format: uuid */
+                            tokenId: string;
+                            name: string | null;
+                            /** @description Its first 8 characters; null for tokens made before they were kept */
+                            prefix: string | null;
+                            scopes: ("knowledge-management" | "analytics" | "dashboard" | "webhook")[];
+                            /** @description The agents it is restricted to; null: every agent */
+                            agentIds: string[] | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description null: it does not expire */
+                            expiresAt: string | null;
+                            /** @description Who made it: an owner signed in, or another token; null for a token made before this was kept */
+                            createdBy: ({
+                                /** @constant */
+                                kind: "person";
+                                /** Format: email */
+                                email: string;
+                            } | {
+                                /** @constant */
+                                kind: "token";
+                                /** Format: uuid */
+                                tokenId: string;
+                            }) | null;
+                            /** @description When it last authenticated a request, to the minute */
+                            lastUsedAt: string | null;
+                            /** @enum {string} */
+                            status: "active" | "expired";
+                        }[];
+                        count: number;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6111,7 +7513,38 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description The token itself, shown here only: only its hash is stored */
+                        token: string;
+                        /** Format: uuid */
+                        tokenId: string;
+                        name: string | null;
+                        /** @description Its first 8 characters; null for tokens made before they were kept */
+                        prefix: string | null;
+                        scopes: ("knowledge-management" | "analytics" | "dashboard" | "webhook")[];
+                        /** @description The agents it is restricted to; null: every agent */
+                        agentIds: string[] | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description null: it does not expire */
+                        expiresAt: string | null;
+                        /** @description Who made it: an owner signed in, or another token; null for a token made before this was kept */
+                        createdBy: ({
+                            /** @constant */
+                            kind: "person";
+                            /** Format: email */
+                            email: string;
+                        } | {
+                            /** @constant */
+                            kind: "token";
+                            /** Format: uuid */
+                            tokenId: string;
+                        }) | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6148,7 +7581,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        tokenId: string;
+                        /** Format: date-time */
+                        revokedAt: string;
+                        /** @description Tokens made from it, revoked with it */
+                        descendantsRevoked: number;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6611,7 +8055,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        organizationId: string;
+                        /** Format: email */
+                        email: string;
+                        /** @description false: the address must be confirmed (a code by e-mail) before signing in */
+                        confirmed: boolean;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             403: components["responses"]["Error403_REQUEST_BLOCKED_SIGNUP_CLOSED"];
@@ -6645,7 +8100,26 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        organizationId: string;
+                        name: string | null;
+                        createdAt: string | null;
+                        caller: {
+                            /** @enum {string} */
+                            kind: "person" | "token";
+                            email: string | null;
+                            /**
+                             * @description A whole-organization token manages tokens as an owner does
+                             * @enum {string}
+                             */
+                            role: "owner" | "member";
+                        };
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6678,7 +8152,38 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: ({
+                            /** Format: email */
+                            email: string;
+                            /** @enum {string} */
+                            role: "owner" | "member";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @constant */
+                            status: "active";
+                            expiresAt: null;
+                        } | {
+                            /** Format: email */
+                            email: string;
+                            /** @enum {string} */
+                            role: "owner" | "member";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @constant */
+                            status: "invited";
+                            /**
+                             * Format: date-time
+                             * @description From then on the invitation is as if it did not exist
+                             */
+                            expiresAt: string;
+                        })[];
+                        count: number;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6724,7 +8229,25 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: email */
+                        email: string;
+                        /** @enum {string} */
+                        role: "owner" | "member";
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @constant */
+                        status: "invited";
+                        /**
+                         * Format: date-time
+                         * @description From then on the invitation is as if it did not exist
+                         */
+                        expiresAt: string;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6761,7 +8284,20 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: email */
+                        email: string;
+                        /** Format: date-time */
+                        removedAt: string;
+                        /** @enum {string} */
+                        status: "removed" | "invitationCancelled";
+                        /** @description The tokens they made here, and the tokens made from those */
+                        tokensRevoked: number;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6794,7 +8330,39 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: email */
+                        email: string;
+                        organizations: {
+                            /** Format: uuid */
+                            organizationId: string;
+                            name: string | null;
+                            /** @enum {string} */
+                            role: "owner" | "member";
+                            /** Format: date-time */
+                            joinedAt: string;
+                        }[];
+                        invitations: {
+                            /** Format: uuid */
+                            organizationId: string;
+                            organizationName: string | null;
+                            /** @enum {string} */
+                            role: "owner" | "member";
+                            /**
+                             * Format: email
+                             * @description The address of the owner who invited
+                             */
+                            invitedBy: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            expiresAt: string;
+                        }[];
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6826,7 +8394,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        organizationId: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        role: "owner" | "member";
+                        /** Format: date-time */
+                        joinedAt: string;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6861,7 +8441,16 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        organizationId: string;
+                        /** Format: date-time */
+                        declinedAt: string;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -6899,7 +8488,19 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        organizationId: string;
+                        name: string | null;
+                        /** @enum {string} */
+                        role: "owner" | "member";
+                        /** Format: date-time */
+                        joinedAt: string;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -7737,7 +9338,33 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: {
+                            /** @description Unique within the agent, increasing in the order events were recorded */
+                            id: number;
+                            /** Format: uuid */
+                            agentId: string;
+                            /** @description The session, or `external` for a custom event tracked outside one */
+                            sessionId: string;
+                            /** @enum {string} */
+                            environment: "development" | "staging" | "production";
+                            eventName: string;
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                        count: number;
+                        limit: number;
+                        offset: number;
+                        /** @description Pass it back as nextToken for the records after this page; null: this page is the last */
+                        nextToken: string | null;
+                    };
+                };
             };
             400: components["responses"]["Error400_VALIDATION_ERROR_BAD_REQUEST_INVALID_JSON_ORGANIZATION_REQUIRED"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
@@ -7799,7 +9426,51 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** Format: uuid */
+                        sessionId: string;
+                        /** @enum {string} */
+                        status: "running" | "paused" | "completed" | "failed";
+                        /** @description While paused: the node waiting for the next message */
+                        currentNode: string | null;
+                        flowName: string | null;
+                        /** @description The AI messages this invocation produced */
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
+                        memory: {
+                            [key: string]: unknown;
+                        };
+                        /** @description The outputs of the nodes run, by node name */
+                        outputs: {
+                            [key: string]: unknown;
+                        };
+                        error: {
+                            code: string;
+                            message: string;
+                            node: string | null;
+                        } | null;
+                    };
+                };
             };
             /** @description The run goes on in the flow runner: follow the session */
             202: {
@@ -7810,11 +9481,30 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
+                        /** Format: uuid */
                         sessionId: string;
                         /** @constant */
                         status: "running";
                         /** @description The AI messages produced before the hand-over */
-                        aiMessages: unknown[];
+                        aiMessages: {
+                            node: string;
+                            displayName: string;
+                            content: string;
+                            /** @description The model that wrote it: bedrock-converse:<id>, openai-compatible:<name>, offline */
+                            model: string;
+                            /** @description The invocation: a UUID, or schedule:<sessionId> for a schedule fire */
+                            invocationId: string;
+                            /** Format: date-time */
+                            at: string;
+                            /** @description Its delivery to the callback URL (or the agent’s code); absent when there is none */
+                            callback?: {
+                                delivered: boolean;
+                                status?: number;
+                                error?: string;
+                                /** @constant */
+                                retrying?: true;
+                            };
+                        }[];
                     };
                 };
             };
