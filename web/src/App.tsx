@@ -16,7 +16,6 @@ import { ErrorAlert } from './components';
 import type { ConsoleConfig } from './config';
 import {
   currentOrganization,
-  type Me,
   newQueryClient,
   OrganizationSwitcher,
   rememberOrganization,
@@ -51,7 +50,7 @@ export function App({ config }: { config: ConsoleConfig }) {
   const personal = useMemo(() => createApi(config.apiUrl, () => auth.idToken()), [auth, config.apiUrl]);
   const me = useQuery({
     queryKey: ['me', email],
-    queryFn: () => unwrap<Me>(personal.GET('/dashboard/me')),
+    queryFn: () => unwrap(personal.GET('/dashboard/me')),
     enabled: email !== null,
   });
 

@@ -14,7 +14,7 @@ import { useEffect, useRef } from 'react';
 export interface FieldProblem {
   readonly field: string;
   readonly rule: string;
-  readonly message: string;
+  readonly message?: string;
 }
 
 /**
@@ -99,7 +99,7 @@ export function JsonEditor({
     const diagnostics: Diagnostic[] = problems.map((problem) => ({
       ...spanOf(editor.state, problem.field),
       severity: 'error',
-      message: `${problem.field}: ${problem.rule}: ${problem.message}`,
+      message: `${problem.field}: ${problem.rule}${problem.message ? `: ${problem.message}` : ''}`,
     }));
     editor.dispatch(setDiagnostics(editor.state, diagnostics));
   }, [problems]);

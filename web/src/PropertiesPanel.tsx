@@ -21,16 +21,13 @@ import {
   Title,
 } from '@mantine/core';
 import { useEffect, useState } from 'react';
+import type { Answer } from './api';
 import type { FlowEdgeDefinition, FlowNodeDefinition, Problem } from './flows';
 import { FLOW_SCHEMA } from './generated/flow-schema';
 import type { JsonSchema } from './json-schema';
 
-export interface ModelChoice {
-  readonly id: string;
-  readonly llmConfigName: string;
-  readonly provider: string;
-  readonly default: boolean;
-}
+/** A model of the deployment a node may choose (GET /dashboard/models). */
+export type ModelChoice = Answer<'/dashboard/models', 'get'>['data'][number];
 
 type Values = Readonly<Record<string, unknown>>;
 type Change = (fields: Record<string, unknown>) => void;
@@ -53,7 +50,7 @@ function applies(schema: JsonSchema, values: Values): boolean {
 }
 
 function problemText(problems: readonly Problem[]): string | undefined {
-  return problems.length ? problems.map((p) => p.message).join('; ') : undefined;
+  return problems.length ? problems.map((p) => p.message ?? p.rule).join('; ') : undefined;
 }
 
 function Field({

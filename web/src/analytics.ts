@@ -1,13 +1,9 @@
 /** What the analytics screen computes from the events it reads: the chart's days and series, and the CSV. */
 
-export interface EventRecord {
-  readonly id: string;
-  readonly sessionId: string | null;
-  readonly environment: string;
-  readonly eventName: string;
-  readonly payload: unknown;
-  readonly created_at: string;
-}
+import type { Answer } from './answers';
+
+/** One analytics event, as the events query answers it. */
+export type EventRecord = Answer<'/dashboard/agents/{agentId}/events', 'post'>['data'][number];
 
 const DAY_MS = 86_400_000;
 

@@ -8,6 +8,8 @@
 import createClient from 'openapi-fetch';
 import type { paths } from './generated/api';
 
+export type { Answer } from './answers';
+
 export interface ErrorDetail {
   readonly field: string;
   readonly rule: string;
@@ -59,10 +61,10 @@ interface ErrorBody {
   readonly error?: { code?: string; message?: string; details?: ErrorDetail[] };
 }
 
-/** The success body of a call, or its ApiError. */
-export async function unwrap<T>(call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<T> {
+/** The success body of a call (typed by the document: web/src/generated/api.ts), or its ApiError. */
+export async function unwrap<D>(call: Promise<{ data?: D; error?: unknown; response: Response }>): Promise<D> {
   const { data, error, response } = await call;
-  if (response.ok) return data as T;
+  if (response.ok) return data as D;
   const body = (error ?? {}) as ErrorBody;
   throw new ApiError(
     response.status,

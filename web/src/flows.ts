@@ -1,4 +1,5 @@
 /** An agent definition as the console reads it: its flows, nodes and edges (the API checks the rest). */
+import type { Answer } from './answers';
 
 export interface FlowNodeDefinition {
   readonly name: string;
@@ -30,13 +31,11 @@ export interface AgentDefinition {
   readonly [key: string]: unknown;
 }
 
-export interface Problem {
-  readonly field: string;
-  readonly rule: string;
-  readonly message: string;
-  readonly flow?: string;
-  readonly node?: string;
-}
+/** A problem the API found in a definition (POST …/validate), at its field, flow and node. */
+export type Problem = Answer<
+  '/dashboard/agents/{agentId}/definition/{environment}/validate',
+  'post'
+>['problems'][number];
 
 /** The webhook triggers of a definition, with the flow each starts. */
 export function webhookTriggers(definition: AgentDefinition): { flow: string; node: FlowNodeDefinition }[] {

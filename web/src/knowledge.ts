@@ -3,7 +3,9 @@
  * their rules (the service's own functions, lambdas/core/knowledge/labels.ts, so a person's edit is refused here for
  * the reason the API would give), and the polling backoff. Free of the browser's APIs (the unit tests import it).
  */
+
 import { customMetaViolations, labelViolations } from '../../lambdas/core/knowledge/labels';
+import type { Answer } from './answers';
 
 export const ENVIRONMENTS = ['development', 'staging', 'production'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -36,18 +38,11 @@ export const METADATA_FIELDS = [
 export type MetadataField = (typeof METADATA_FIELDS)[number];
 export type Metadata = Record<MetadataField, string | null>;
 
-export interface KnowledgeDocument extends Metadata {
-  readonly s3Key: string;
-  readonly documentId: string;
-  readonly customDocumentId: string | null;
-  readonly fileName: string;
-  readonly status: DocumentStatus;
-  readonly contentType: string | null;
-  readonly fileSize: number | null;
-  readonly error: { code: string; message: string } | null;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-}
+/** A document as the API answers it (GET …/document). */
+export type KnowledgeDocument = Omit<
+  Answer<'/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document', 'get'>,
+  'success'
+>;
 
 export interface Dataset {
   readonly agentId: string;

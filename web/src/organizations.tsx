@@ -6,34 +6,15 @@
 import { Button, Divider, NavLink, Popover, Stack, Text, VisuallyHidden } from '@mantine/core';
 import { MutationCache, QueryCache, QueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import { ApiError } from './api';
+import { type Answer, ApiError } from './api';
 import { organizationLabel } from './components';
 
 export type Role = 'owner' | 'member';
 
-export interface MyOrganization {
-  readonly organizationId: string;
-  readonly name: string | null;
-  readonly role: Role;
-  readonly joinedAt: string;
-}
-
-export interface MyInvitation {
-  readonly organizationId: string;
-  readonly organizationName: string | null;
-  readonly role: Role;
-  /** The inviting owner's e-mail (null when it was not recorded). */
-  readonly invitedBy: string | null;
-  readonly createdAt: string;
-  readonly expiresAt: string;
-}
-
 /** `GET /dashboard/me`: the person, their organizations (oldest membership first) and open invitations. */
-export interface Me {
-  readonly email: string;
-  readonly organizations: MyOrganization[];
-  readonly invitations: MyInvitation[];
-}
+export type Me = Answer<'/dashboard/me', 'get'>;
+export type MyOrganization = Me['organizations'][number];
+export type MyInvitation = Me['invitations'][number];
 
 const STORAGE_PREFIX = 'agent-platform.organization:';
 

@@ -1,21 +1,14 @@
 /** An upload through the dashboard's three steps (upload-link → PUT to the pre-signed URL → upload-complete), with its progress. */
-import { type Api, ApiError, unwrap } from './api';
+import { type Answer, type Api, ApiError, unwrap } from './api';
 import type { Dataset, Metadata } from './knowledge';
 
-export interface UploadLink {
-  readonly uploadId: string;
-  readonly uploadUrl: string;
-  readonly s3Key: string;
-  readonly documentId?: string;
-  readonly zipJobId?: string;
-  readonly requiredHeaders: Record<string, string>;
-}
+type UploadLink = Answer<
+  '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/documents/upload-link',
+  'post'
+>;
 
-export interface UploadResult {
-  readonly s3Key: string;
-  readonly documentId?: string;
-  readonly zipJobId?: string;
-}
+/** What upload-complete answers: the document (or, for a ZIP archive, the import) the upload became. */
+export type UploadResult = Answer<'/dashboard/knowledge/upload-complete', 'post'>;
 
 /** PUT the file to its pre-signed URL with the headers the link requires, reporting the bytes sent (fetch cannot). */
 function putWithProgress(link: UploadLink, file: File, onProgress: (fraction: number) => void): Promise<void> {
@@ -52,7 +45,7 @@ export async function uploadFile(
   onStep: (step: UploadStep, fraction: number) => void,
 ): Promise<UploadResult> {
   onStep('link', 0);
-  const link = await unwrap<UploadLink>(
+  const link = await unwrap(
     api.POST('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/documents/upload-link', {
       params: { path: dataset },
       // An empty file declares no size (the API takes 1 byte or more): it is stored, then fails processing with its code.
@@ -62,6 +55,5 @@ export async function uploadFile(
   onStep('put', 0);
   await putWithProgress(link, file, (fraction) => onStep('put', fraction));
   onStep('complete', 1);
-  await unwrap<unknown>(api.POST('/dashboard/knowledge/upload-complete', { body: { uploadId: link.uploadId } }));
-  return { s3Key: link.s3Key, documentId: link.documentId, zipJobId: link.zipJobId };
+  return unwrap(api.POST('/dashboard/knowledge/upload-complete', { body: { uploadId: link.uploadId } }));
 }

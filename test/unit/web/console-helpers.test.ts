@@ -46,20 +46,21 @@ it('polls at 0.5 s, growing by half while nothing changes, never slower than eve
 });
 
 describe('analytics', () => {
-  const event = (id: string, created_at: string, eventName: string, payload: unknown = {}) => ({
+  const event = (id: number, created_at: string, eventName: string, payload: Record<string, unknown> = {}) => ({
     id,
+    agentId: 'a-1',
     created_at,
     eventName,
     payload,
-    environment: 'development',
+    environment: 'development' as const,
     sessionId: 's-1',
   });
 
   it('counts events per UTC day and name, with the days between that had none', () => {
     const { days, series } = perDay([
-      event('3', '2026-11-03T23:59:59.999Z', 'node_execution'),
-      event('2', '2026-11-01T10:00:00.000Z', 'node_execution'),
-      event('1', '2026-11-01T00:00:00.000Z', 'invocation_start'),
+      event(3, '2026-11-03T23:59:59.999Z', 'node_execution'),
+      event(2, '2026-11-01T10:00:00.000Z', 'node_execution'),
+      event(1, '2026-11-01T00:00:00.000Z', 'invocation_start'),
     ]);
     expect(days).toEqual(['2026-11-01', '2026-11-02', '2026-11-03']);
     expect(series).toEqual([
@@ -70,7 +71,7 @@ describe('analytics', () => {
   });
 
   it('spans the range chosen, quiet days and all; an open side ends at the events; a reversed or huge range at them', () => {
-    const events = [event('1', '2026-11-03T12:00:00.000Z', 'invocation_start')];
+    const events = [event(1, '2026-11-03T12:00:00.000Z', 'invocation_start')];
     expect(perDay(events, { from: '2026-11-01', to: '2026-11-05' })).toEqual({
       days: ['2026-11-01', '2026-11-02', '2026-11-03', '2026-11-04', '2026-11-05'],
       series: [{ name: 'invocation_start', data: [0, 0, 1, 0, 0] }],
@@ -84,13 +85,13 @@ describe('analytics', () => {
 
   it('writes CSV a spreadsheet reads as data: quoted where needed, formulas defused', () => {
     const csv = eventsCsv([
-      event('1', '2026-11-01T00:00:00.000Z', 'custom', { text: 'a "quoted", multi\nline' }),
-      event('2', '2026-11-01T00:00:01.000Z', '=HYPERLINK("x")', null),
+      event(1, '2026-11-01T00:00:00.000Z', 'custom', { text: 'a "quoted", multi\nline' }),
+      event(2, '2026-11-01T00:00:01.000Z', '=HYPERLINK("x")'),
     ]);
     expect(csv.split('\r\n')).toEqual([
       'id,created_at,eventName,environment,sessionId,payload',
       '1,2026-11-01T00:00:00.000Z,custom,development,s-1,"{""text"":""a \\""quoted\\"", multi\\nline""}"',
-      `2,2026-11-01T00:00:01.000Z,"'=HYPERLINK(""x"")",development,s-1,`,
+      `2,2026-11-01T00:00:01.000Z,"'=HYPERLINK(""x"")",development,s-1,{}`,
       '',
     ]);
   });

@@ -6,14 +6,10 @@ import { Button, Code, CopyButton, Group, Stack, Table, Text, TextInput, Title }
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
-import { type Api, unwrap } from '../api';
+import { type Answer, type Api, unwrap } from '../api';
 import { Confirm, ErrorAlert, RenameForm, ScrollBox, useConfirmedAction } from '../components';
 
-interface Agent {
-  readonly agentId: string;
-  readonly displayName: string;
-  readonly createdAt: string;
-}
+type Agent = Answer<'/dashboard/agents', 'get'>['data'][number];
 
 /** A callback secret just made (by a creation or a rotation): shown once, never listed. */
 interface NewSecret {
@@ -27,7 +23,7 @@ export function Agents({ api, canManage = false }: { api: Api; canManage?: boole
   const queries = useQueryClient();
   const agents = useQuery({
     queryKey: ['agents'],
-    queryFn: () => unwrap<{ data: Agent[]; count: number }>(api.GET('/dashboard/agents')),
+    queryFn: () => unwrap(api.GET('/dashboard/agents')),
   });
   const [name, setName] = useState('');
   const [renaming, setRenaming] = useState<{ agentId: string; displayName: string } | null>(null);
@@ -35,8 +31,7 @@ export function Agents({ api, canManage = false }: { api: Api; canManage?: boole
   const refresh = () => queries.invalidateQueries({ queryKey: ['agents'] });
 
   const create = useMutation({
-    mutationFn: (displayName: string) =>
-      unwrap<Agent & { callbackSecret: string | null }>(api.POST('/dashboard/agents', { body: { displayName } })),
+    mutationFn: (displayName: string) => unwrap(api.POST('/dashboard/agents', { body: { displayName } })),
     onSuccess: (made) => {
       setName('');
       // Null to a member: only owners see callback secrets.
@@ -50,7 +45,7 @@ export function Agents({ api, canManage = false }: { api: Api; canManage?: boole
   });
   const rename = useMutation({
     mutationFn: (agent: { agentId: string; displayName: string }) =>
-      unwrap<Agent>(
+      unwrap(
         api.PATCH('/dashboard/agents/{agentId}', {
           params: { path: { agentId: agent.agentId } },
           body: { displayName: agent.displayName },
@@ -62,12 +57,11 @@ export function Agents({ api, canManage = false }: { api: Api; canManage?: boole
     },
   });
   const removal = useConfirmedAction(
-    ({ agentId }: Agent) =>
-      unwrap<unknown>(api.DELETE('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
+    ({ agentId }: Agent) => unwrap(api.DELETE('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
     refresh,
   );
   const rotation = useConfirmedAction(async ({ agentId, displayName }: Agent) => {
-    const made = await unwrap<{ secret: string; previousSecretValidUntil: string | null }>(
+    const made = await unwrap(
       api.POST('/dashboard/agents/{agentId}/callback-secret', { params: { path: { agentId } } }),
     );
     setSecret({ displayName, secret: made.secret, previousSecretValidUntil: made.previousSecretValidUntil });

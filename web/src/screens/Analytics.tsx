@@ -25,18 +25,12 @@ interface Filters {
   readonly endDate?: string;
 }
 
-interface EventPage {
-  readonly data: EventRecord[];
-  readonly count: number;
-  readonly nextToken: string | null;
-}
-
 /** The chart reads at most this many events of the range (the newest); the page says so when there are more. */
 export const CHART_EVENT_CAP = 10_000;
 const PAGE = 50;
 
 function query(api: Api, agentId: string, filters: Filters, limit: number, nextToken?: string) {
-  return unwrap<EventPage>(
+  return unwrap(
     api.POST('/dashboard/agents/{agentId}/events', {
       params: { path: { agentId } },
       body: { filters, limit, ...(nextToken ? { nextToken } : {}) },
@@ -100,8 +94,7 @@ export default function Analytics({ api, agentId }: { api: Api; agentId: string 
   });
   const agent = useQuery({
     queryKey: ['agent', agentId],
-    queryFn: () =>
-      unwrap<{ displayName: string }>(api.GET('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
+    queryFn: () => unwrap(api.GET('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
   });
   const chart = useQuery({
     queryKey: ['events-chart', agentId, filters],

@@ -8,24 +8,14 @@ import { Anchor, Badge, Button, Card, Group, Highlight, Stack, Text, TextInput, 
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link, useSearch } from 'wouter';
-import { type Api, unwrap } from '../api';
+import { type Answer, type Api, unwrap } from '../api';
 import { ErrorAlert } from '../components';
-import { type Dataset, ENVIRONMENTS, type Environment, type KnowledgeDocument } from '../knowledge';
+import { type Dataset, ENVIRONMENTS, type Environment } from '../knowledge';
 
-interface Chunk {
-  readonly chunkId: string;
-  readonly position: number;
-  readonly text: string;
-  readonly metadata: Record<string, string | number | null>;
-}
-
-interface Page {
-  /** The document's: `uploaded` while it is processed (again), its chunks then those retrieval still finds. */
-  readonly status: 'uploaded' | 'ready';
-  readonly chunks: Chunk[];
-  readonly total: number;
-  readonly nextToken: string | null;
-}
+type Chunk = Answer<
+  '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document/chunks',
+  'get'
+>['chunks'][number];
 
 const CUSTOM_META = ['svc_internal_meta1', 'svc_internal_meta2', 'svc_internal_meta3', 'svc_internal_meta4'] as const;
 
@@ -47,7 +37,7 @@ export default function Chunks({
   const document = useQuery({
     queryKey: ['document', dataset, s3Key],
     queryFn: () =>
-      unwrap<KnowledgeDocument>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document', {
           params: { path: dataset, query: { s3Key } },
         }),
@@ -96,7 +86,7 @@ function ChunkList({
     queryKey: ['chunks', dataset, s3Key, q],
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
-      unwrap<Page>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document/chunks', {
           params: {
             path: dataset,

@@ -27,12 +27,6 @@ import {
 import { LABEL_FORMAT, Uploads } from './Uploads';
 import { ZipJobs } from './ZipJobs';
 
-interface Page {
-  readonly documents: KnowledgeDocument[];
-  readonly counts: { uploaded: number; ready: number; failed: number; total: number };
-  readonly nextToken: string | null;
-}
-
 /** Pages of 100 loaded beyond which the table is refreshed by hand rather than polled (a poll refetches each). */
 const POLLED_PAGES = 3;
 
@@ -56,7 +50,7 @@ export default function Documents({
   const base = useQuery({
     queryKey: ['knowledge-base', agentId, knowledgeBaseId],
     queryFn: () =>
-      unwrap<{ name: string }>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/knowledge/bases/{knowledgeBaseId}', {
           params: { path: { agentId, knowledgeBaseId } },
         }),
@@ -93,7 +87,7 @@ function DatasetView({ api, dataset }: { api: Api; dataset: Dataset }) {
     queryKey: key,
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
-      unwrap<Page>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/documents', {
           params: {
             path: dataset,
@@ -231,7 +225,7 @@ export function DocumentTable({
   });
   const retry = useMutation({
     mutationFn: (document: KnowledgeDocument) =>
-      unwrap<KnowledgeDocument>(
+      unwrap(
         api.POST('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document/retry', {
           params: { path: dataset },
           body: { s3Key: document.s3Key },
@@ -241,7 +235,7 @@ export function DocumentTable({
   });
   const removal = useConfirmedAction(
     (document: KnowledgeDocument) =>
-      unwrap<unknown>(
+      unwrap(
         api.DELETE('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document', {
           params: { path: dataset, query: { s3Key: document.s3Key } },
         }),
@@ -407,7 +401,7 @@ function MetadataForm({
   const problems = METADATA_FIELDS.map((field) => [field, metadataProblem(field, values[field])] as const);
   const save = useMutation({
     mutationFn: () =>
-      unwrap<KnowledgeDocument>(
+      unwrap(
         api.PATCH('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document/metadata', {
           params: { path: dataset },
           body: { s3Key: document.s3Key, ...metadataChanges(document, values) },

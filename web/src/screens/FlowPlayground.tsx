@@ -22,18 +22,13 @@ import {
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { Link } from 'wouter';
-import { type Api, ApiError, unwrap } from '../api';
+import { type Answer, type Api, ApiError, unwrap } from '../api';
 import { ErrorAlert, ScrollBox } from '../components';
-import { type AgentDefinition, webhookTriggers } from '../flows';
+import { webhookTriggers } from '../flows';
 import { ENVIRONMENTS, type Environment, pollDelay, STATUS_COLOR } from '../knowledge';
 
-interface RunResult {
-  readonly sessionId: string;
-  readonly status: 'completed' | 'paused' | 'failed' | 'running';
-  readonly currentNode?: string | null;
-  readonly aiMessages: { node: string; content: string; model?: string }[];
-  readonly error?: { code: string; message: string; node?: string | null } | null;
-}
+/** A run's result: the webhook's answer (its 200, or its 202 while the flow runner has it). */
+type RunResult = Answer<'/dashboard/agents/{agentId}/webhooks/{environment}/{triggerName}', 'post'>;
 
 interface ChatLine {
   readonly from: 'you' | 'agent' | 'system';
@@ -48,7 +43,7 @@ export default function FlowPlayground({ api, agentId }: { api: Api; agentId: st
     queryKey: ['definition', agentId, environment],
     queryFn: async () => {
       try {
-        return await unwrap<{ definition: AgentDefinition; version: number }>(
+        return await unwrap(
           api.GET('/dashboard/agents/{agentId}/definition/{environment}', {
             params: { path: { agentId, environment } },
           }),
@@ -123,7 +118,7 @@ function Session(props: {
 
   const run = useMutation({
     mutationFn: (body: Record<string, unknown>) =>
-      unwrap<RunResult>(
+      unwrap(
         api.POST('/dashboard/agents/{agentId}/webhooks/{environment}/{triggerName}', {
           params: { path: { agentId, environment, triggerName } },
           body,
@@ -157,7 +152,7 @@ function Session(props: {
     queryKey: ['session', agentId, environment, running],
     enabled: running !== null,
     queryFn: () =>
-      unwrap<RunResult>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}', {
           params: { path: { agentId, environment, sessionId: running as string } },
         }),
@@ -278,24 +273,7 @@ function Session(props: {
 }
 
 /** One step of a session's trace (GET …/sessions/…/trace: docs/flows.md, "The trace"). */
-interface TraceStep {
-  readonly index: number;
-  /** `agentCode`: a call of the agent's code (its trigger handler) before the run's nodes. */
-  readonly kind: 'node' | 'invocation' | 'agentCode';
-  readonly node: string | null;
-  readonly nodeType: string | null;
-  readonly status: 'succeeded' | 'paused' | 'failed' | 'running';
-  readonly startedAt: string;
-  readonly durationMs: number | null;
-  readonly model: string | null;
-  readonly tokens: { readonly input: number; readonly output: number } | null;
-  readonly input: unknown;
-  readonly output: unknown;
-  readonly toolCalls: readonly unknown[];
-  readonly browserSteps: readonly unknown[];
-  readonly edge: { readonly to: string | null; readonly reason: string } | null;
-  readonly error: { readonly code: string; readonly message: string } | null;
-}
+type TraceStep = Answer<'/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}/trace', 'get'>['steps'][number];
 
 const STEP_COLOR: Record<TraceStep['status'], string> = {
   succeeded: 'green.9',
@@ -311,7 +289,7 @@ function Trace(props: { api: Api; agentId: string; environment: Environment; ses
   const trace = useQuery({
     queryKey: ['trace', agentId, environment, sessionId, props.after],
     queryFn: () =>
-      unwrap<{ steps: TraceStep[]; truncated: boolean }>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/sessions/{environment}/{sessionId}/trace', {
           params: { path: { agentId, environment, sessionId } },
         }),

@@ -8,30 +8,22 @@ import { Badge, Button, Checkbox, Group, Paper, Stack, Table, Text, Title } from
 import { useQueries, useQuery } from '@tanstack/react-query';
 import { diffLines } from 'diff';
 import { useState } from 'react';
-import { type Api, unwrap } from '../api';
+import { type Answer, type Api, unwrap } from '../api';
 import { Confirm, ErrorAlert, ScrollBox, useConfirmedAction } from '../components';
 import type { AgentDefinition } from '../flows';
 import type { Environment } from '../knowledge';
 
-type SavedBy = { kind: 'person'; email: string } | { kind: 'token'; tokenId: string } | null;
+/** Who saved a version: a person (their e-mail) or a token (its id), or null when no one was recorded. */
+type SavedBy = Answer<
+  '/dashboard/agents/{agentId}/definition/{environment}/versions',
+  'get'
+>['data'][number]['updatedBy'];
 
-interface VersionSummary {
-  readonly version: number;
-  readonly current: boolean;
-  readonly updatedAt: string;
-  readonly updatedBy: SavedBy;
-  readonly restoredFrom: number | null;
-  readonly nodeCount: number;
-}
-
-export interface StoredVersion {
-  readonly definition: AgentDefinition;
-  readonly version: number;
-  readonly updatedAt: string;
-  readonly updatedBy?: SavedBy;
-  readonly restoredFrom?: number | null;
-  readonly unchanged?: boolean;
-}
+/** What a restore answers: the definition as stored now, under its new version. */
+export type StoredVersion = Answer<
+  '/dashboard/agents/{agentId}/definition/{environment}/versions/{version}/restore',
+  'post'
+>;
 
 function who(by: SavedBy): string {
   if (!by) return 'unknown (saved before versions kept it)';
@@ -61,7 +53,7 @@ export function FlowVersions({
   const versions = useQuery({
     queryKey: ['definition-versions', agentId, environment, current],
     queryFn: () =>
-      unwrap<{ data: VersionSummary[]; count: number; nextToken: string | null }>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/definition/{environment}/versions', {
           params: { path, query: { limit: '50' } },
         }),
@@ -74,7 +66,7 @@ export function FlowVersions({
     );
   const restore = useConfirmedAction(
     async (version: number) => {
-      const record = await unwrap<StoredVersion>(
+      const record = await unwrap(
         api.POST('/dashboard/agents/{agentId}/definition/{environment}/versions/{version}/restore', {
           params: { path: { ...path, version: String(version) } },
           body: { expectedVersion: current },
@@ -194,7 +186,7 @@ function VersionDiff({
     queries: [older, newer].map((version) => ({
       queryKey: ['definition-version', agentId, environment, version],
       queryFn: () =>
-        unwrap<StoredVersion>(
+        unwrap(
           api.GET('/dashboard/agents/{agentId}/definition/{environment}/versions/{version}', {
             params: { path: { agentId, environment, version: String(version) } },
           }),

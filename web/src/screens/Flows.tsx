@@ -92,14 +92,8 @@ import {
 import type { AgentDefinition, Problem } from '../flows';
 import { JsonEditor } from '../JsonEditor';
 import { type Environment, STATUS_COLOR } from '../knowledge';
-import { EdgeProperties, type ModelChoice, NodeProperties } from '../PropertiesPanel';
+import { EdgeProperties, NodeProperties } from '../PropertiesPanel';
 import { FlowVersions } from './FlowVersions';
-
-interface StoredDefinition {
-  readonly definition: AgentDefinition;
-  readonly version: number;
-  readonly updatedAt: string;
-}
 
 const STARTER = `{
   "flows": [
@@ -218,7 +212,7 @@ function DefinitionEdge(props: EdgeProps<Edge<EdgeData>>) {
           <div
             data-edge-label={id}
             className="nodrag nopan"
-            title={problems.map((p) => `${p.field}: ${p.message}`).join('\n') || undefined}
+            title={problems.map((p) => `${p.field}: ${p.message ?? p.rule}`).join('\n') || undefined}
             style={{
               position: 'absolute',
               transform: `translate(-50%, -50%) translate(${labelX}px, ${labelY}px)`,
@@ -404,9 +398,7 @@ function DefinitionEditor({
     queryKey: ['definition', agentId, environment],
     queryFn: async () => {
       try {
-        return await unwrap<StoredDefinition>(
-          api.GET('/dashboard/agents/{agentId}/definition/{environment}', { params: { path } }),
-        );
+        return await unwrap(api.GET('/dashboard/agents/{agentId}/definition/{environment}', { params: { path } }));
       } catch (error) {
         if (error instanceof ApiError && error.code === 'DEFINITION_NOT_FOUND') return null;
         throw error;
@@ -415,7 +407,7 @@ function DefinitionEditor({
   });
   const models = useQuery({
     queryKey: ['models'],
-    queryFn: () => unwrap<{ data: ModelChoice[] }>(api.GET('/dashboard/models', {})),
+    queryFn: () => unwrap(api.GET('/dashboard/models', {})),
     staleTime: 5 * 60_000,
   });
   const { history, load, edit, type, undo, redo } = useDefinitionHistory();
@@ -443,7 +435,7 @@ function DefinitionEditor({
 
   const validate = useCallback(
     async (of: AgentDefinition): Promise<boolean> => {
-      const result = await unwrap<{ valid: boolean; problems: Problem[] }>(
+      const result = await unwrap(
         api.POST('/dashboard/agents/{agentId}/definition/{environment}/validate', {
           params: { path: { agentId, environment } },
           body: of as never,
@@ -471,7 +463,7 @@ function DefinitionEditor({
       // Saved over the version this editor opened on: another person's save since is a 409 VERSION_CONFLICT,
       // said in words, instead of being overwritten without a trace.
       const expectedVersion = stored.data?.version ?? 0;
-      return unwrap<StoredDefinition>(
+      return unwrap(
         api.PUT('/dashboard/agents/{agentId}/definition/{environment}', {
           params: { path },
           body: { ...body, expectedVersion } as never,

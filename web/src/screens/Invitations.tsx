@@ -9,7 +9,7 @@ import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { type Api, unwrap } from '../api';
 import { Confirm, ErrorAlert, organizationLabel, ScrollBox, useConfirmedAction } from '../components';
-import type { Me, MyInvitation, MyOrganization } from '../organizations';
+import type { Me, MyInvitation } from '../organizations';
 
 /** What the person's own screens do with the API and the console around them. */
 export interface PersonalActions {
@@ -30,9 +30,7 @@ export function InvitationList(props: PersonalActions & { invitations: readonly 
   const { personal } = props;
   const accept = useMutation({
     mutationFn: (organizationId: string) =>
-      unwrap<MyOrganization>(
-        personal.POST('/dashboard/me/invitations/{organizationId}', { params: { path: { organizationId } } }),
-      ),
+      unwrap(personal.POST('/dashboard/me/invitations/{organizationId}', { params: { path: { organizationId } } })),
     onSuccess: async (joined) => {
       await props.onJoined(joined.organizationId);
       props.onDone?.();
@@ -40,9 +38,7 @@ export function InvitationList(props: PersonalActions & { invitations: readonly 
   });
   const decline = useConfirmedAction(
     ({ organizationId }: MyInvitation) =>
-      unwrap<unknown>(
-        personal.DELETE('/dashboard/me/invitations/{organizationId}', { params: { path: { organizationId } } }),
-      ),
+      unwrap(personal.DELETE('/dashboard/me/invitations/{organizationId}', { params: { path: { organizationId } } })),
     props.onChanged,
   );
 
@@ -102,7 +98,7 @@ export function InvitationList(props: PersonalActions & { invitations: readonly 
 export function CreateOrganizationForm(props: PersonalActions & { onDone?: () => void }) {
   const [name, setName] = useState('');
   const create = useMutation({
-    mutationFn: () => unwrap<MyOrganization>(props.personal.POST('/dashboard/me/organizations', { body: { name } })),
+    mutationFn: () => unwrap(props.personal.POST('/dashboard/me/organizations', { body: { name } })),
     onSuccess: async (made) => {
       setName('');
       await props.onJoined(made.organizationId);

@@ -3,30 +3,21 @@ import { Anchor, Button, Group, Stack, Table, Text, TextInput, Title } from '@ma
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
-import { type Api, unwrap } from '../api';
+import { type Answer, type Api, unwrap } from '../api';
 import { Confirm, ErrorAlert, RenameForm, ScrollBox, useConfirmedAction } from '../components';
 
-interface KnowledgeBase {
-  readonly knowledgeBaseId: string;
-  readonly name: string;
-  readonly description: string | null;
-  readonly createdAt: string;
-}
+type KnowledgeBase = Answer<'/dashboard/agents/{agentId}/knowledge/bases', 'get'>['data'][number];
 
 export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: string }) {
   const queries = useQueryClient();
   const key = ['knowledge-bases', agentId];
   const agent = useQuery({
     queryKey: ['agent', agentId],
-    queryFn: () =>
-      unwrap<{ displayName: string }>(api.GET('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
+    queryFn: () => unwrap(api.GET('/dashboard/agents/{agentId}', { params: { path: { agentId } } })),
   });
   const bases = useQuery({
     queryKey: key,
-    queryFn: () =>
-      unwrap<{ data: KnowledgeBase[]; count: number }>(
-        api.GET('/dashboard/agents/{agentId}/knowledge/bases', { params: { path: { agentId } } }),
-      ),
+    queryFn: () => unwrap(api.GET('/dashboard/agents/{agentId}/knowledge/bases', { params: { path: { agentId } } })),
   });
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
@@ -35,7 +26,7 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
 
   const create = useMutation({
     mutationFn: () =>
-      unwrap<KnowledgeBase>(
+      unwrap(
         api.POST('/dashboard/agents/{agentId}/knowledge/bases', {
           params: { path: { agentId } },
           body: { name, ...(description ? { description } : {}) },
@@ -49,7 +40,7 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
   });
   const rename = useMutation({
     mutationFn: (base: { knowledgeBaseId: string; name: string }) =>
-      unwrap<KnowledgeBase>(
+      unwrap(
         api.PATCH('/dashboard/agents/{agentId}/knowledge/bases/{knowledgeBaseId}', {
           params: { path: { agentId, knowledgeBaseId: base.knowledgeBaseId } },
           body: { name: base.name },
@@ -62,7 +53,7 @@ export default function KnowledgeBases({ api, agentId }: { api: Api; agentId: st
   });
   const removal = useConfirmedAction(
     ({ knowledgeBaseId }: KnowledgeBase) =>
-      unwrap<unknown>(
+      unwrap(
         api.DELETE('/dashboard/agents/{agentId}/knowledge/bases/{knowledgeBaseId}', {
           params: { path: { agentId, knowledgeBaseId } },
         }),

@@ -6,31 +6,13 @@
 import { Badge, Button, Group, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { type Api, unwrap } from '../api';
+import { type Answer, type Api, unwrap } from '../api';
 import { Confirm, ErrorAlert, ScrollBox, useConfirmedAction } from '../components';
 
 type Role = 'owner' | 'member';
 
-interface Member {
-  readonly email: string;
-  readonly role: Role;
-  readonly status: 'active' | 'invited';
-  readonly createdAt: string;
-  /** When an invitation ends; null for a person of the organization. */
-  readonly expiresAt: string | null;
-}
-
-interface Invited {
-  readonly email: string;
-  readonly role: Role;
-  readonly expiresAt: string;
-}
-
-interface Removal {
-  readonly email: string;
-  readonly status: 'removed' | 'invitationCancelled';
-  readonly tokensRevoked: number;
-}
+/** What removing needs of a person of the organization (`active`) or of an open invitation (`invited`). */
+type Member = Pick<Answer<'/dashboard/members', 'get'>['data'][number], 'email' | 'status'>;
 
 const day = (value: string) => new Date(value).toLocaleDateString();
 const tokens = (count: number) => (count === 1 ? '1 token' : `${count} tokens`);
@@ -39,7 +21,7 @@ export function Members({ api, canManage }: { api: Api; canManage: boolean }) {
   const queries = useQueryClient();
   const members = useQuery({
     queryKey: ['members'],
-    queryFn: () => unwrap<{ data: Member[] }>(api.GET('/dashboard/members')),
+    queryFn: () => unwrap(api.GET('/dashboard/members')),
   });
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('member');
@@ -47,7 +29,7 @@ export function Members({ api, canManage }: { api: Api; canManage: boolean }) {
   const refresh = () => queries.invalidateQueries({ queryKey: ['members'] });
 
   const invite = useMutation({
-    mutationFn: () => unwrap<Invited>(api.POST('/dashboard/members', { body: { email, role } })),
+    mutationFn: () => unwrap(api.POST('/dashboard/members', { body: { email, role } })),
     onSuccess: (answer) => {
       setNotice(
         `${answer.email} is invited as ${answer.role === 'owner' ? 'an owner' : 'a member'} until ${day(answer.expiresAt)}: ` +
@@ -58,9 +40,7 @@ export function Members({ api, canManage }: { api: Api; canManage: boolean }) {
     },
   });
   const removal = useConfirmedAction(async (member: Member) => {
-    const done = await unwrap<Removal>(
-      api.DELETE('/dashboard/members/{email}', { params: { path: { email: member.email } } }),
-    );
+    const done = await unwrap(api.DELETE('/dashboard/members/{email}', { params: { path: { email: member.email } } }));
     setNotice(
       done.status === 'invitationCancelled'
         ? `The invitation of ${done.email} is cancelled.`

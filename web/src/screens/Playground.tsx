@@ -26,7 +26,7 @@ import {
 import { useMutation } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'wouter';
-import { type Api, unwrap } from '../api';
+import { type Answer, type Api, unwrap } from '../api';
 import { ErrorAlert, ScrollBox } from '../components';
 import { chunkViewHref, ENVIRONMENTS, type Environment } from '../knowledge';
 
@@ -39,32 +39,10 @@ interface FilterRow {
   value: string;
 }
 
-interface Result {
-  readonly content: string;
-  readonly score: number;
-  readonly metadata: {
-    documentId: string;
-    s3Key: string;
-    chunkId: string;
-    label1?: string | null;
-    label2?: string | null;
-  };
-}
+const KB = '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}';
 
-interface Explain {
-  readonly filters: unknown[];
-  readonly skippedFilters: unknown[];
-  readonly retrieval: string;
-  readonly minScore: number;
-  readonly candidates: { documentId: string; chunkId: string; score: number; kept: boolean }[];
-}
-
-interface Answer {
-  readonly results: Result[];
-  readonly explain?: Explain;
-  readonly answer?: string;
-  readonly citations?: { resultIndex: number; documentId: string; sentence?: string }[];
-}
+/** What Query answers (hits, and what explain says), or Generate (the same, with an answer and its citations). */
+type Retrieved = Answer<`${typeof KB}/query`, 'post'> | Answer<`${typeof KB}/generate`, 'post'>;
 
 export default function Playground({
   api,
@@ -95,7 +73,7 @@ export default function Playground({
         ...(memory.trim() ? { memory: JSON.parse(memory) as Record<string, unknown> } : {}),
       };
       const path = { agentId, environment, knowledgeBaseId };
-      return unwrap<Answer>(
+      return unwrap<Retrieved>(
         mode === 'query'
           ? api.POST('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/query', {
               params: { path },
@@ -225,15 +203,15 @@ export default function Playground({
         </Stack>
       </form>
       <ErrorAlert error={run.error} />
-      {answer?.answer !== undefined && (
+      {answer && 'answer' in answer && (
         <Card withBorder aria-label="Answer">
           <Title order={2} size="h4">
             Answer
           </Title>
           <Text>{answer.answer}</Text>
-          {(answer.citations ?? []).length > 0 && (
+          {answer.citations.length > 0 && (
             <Group gap="xs" mt="xs">
-              {(answer.citations ?? []).map((citation) => (
+              {answer.citations.map((citation) => (
                 <Anchor
                   key={`${citation.resultIndex}:${citation.sentence ?? citation.documentId}`}
                   href={`#result-${citation.resultIndex + 1}`}

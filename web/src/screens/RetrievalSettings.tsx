@@ -50,12 +50,6 @@ interface Row extends Omit<Entry, 'filters'> {
 
 let rowKeys = 0;
 
-interface Preview {
-  readonly systemMessage: string | null;
-  readonly results: { content: string; score: number; metadata: { chunkId: string } }[];
-  readonly explain: { warnings: { code: string; knowledgeBaseId: string; message: string }[] };
-}
-
 export default function RetrievalSettings({ api, agentId }: { api: Api; agentId: string }) {
   const [environment, setEnvironment] = useState<Environment>('development');
   return (
@@ -80,14 +74,11 @@ function Settings({ api, agentId, environment }: { api: Api; agentId: string; en
   const key = ['retrieval', agentId, environment];
   const stored = useQuery({
     queryKey: key,
-    queryFn: () => unwrap<Config>(api.GET('/dashboard/agents/{agentId}/retrieval/{environment}', { params: { path } })),
+    queryFn: () => unwrap(api.GET('/dashboard/agents/{agentId}/retrieval/{environment}', { params: { path } })),
   });
   const bases = useQuery({
     queryKey: ['knowledge-bases', agentId],
-    queryFn: () =>
-      unwrap<{ data: { knowledgeBaseId: string; name: string }[] }>(
-        api.GET('/dashboard/agents/{agentId}/knowledge/bases', { params: { path: { agentId } } }),
-      ),
+    queryFn: () => unwrap(api.GET('/dashboard/agents/{agentId}/knowledge/bases', { params: { path: { agentId } } })),
   });
   const [enabled, setEnabled] = useState(false);
   const [rows, setRows] = useState<Row[] | null>(null);
@@ -107,9 +98,7 @@ function Settings({ api, agentId, environment }: { api: Api; agentId: string; en
 
   const save = useMutation({
     mutationFn: (config: Config) =>
-      unwrap<Config>(
-        api.PUT('/dashboard/agents/{agentId}/retrieval/{environment}', { params: { path }, body: config }),
-      ),
+      unwrap(api.PUT('/dashboard/agents/{agentId}/retrieval/{environment}', { params: { path }, body: config })),
     onSuccess: () => queries.invalidateQueries({ queryKey: key }),
   });
 
@@ -231,7 +220,7 @@ function PreviewPanel({ api, agentId, environment }: { api: Api; agentId: string
   const [memoryError, setMemoryError] = useState<string | null>(null);
   const preview = useMutation({
     mutationFn: (body: { query: string; memory?: Record<string, unknown> }) =>
-      unwrap<Preview>(
+      unwrap(
         api.POST('/dashboard/agents/{agentId}/retrieval/{environment}/preview', {
           params: { path: { agentId, environment } },
           body,

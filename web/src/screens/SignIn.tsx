@@ -76,9 +76,7 @@ export function SignIn({ api, config }: { api: Api; config: ConsoleConfig }) {
     setNotice(null);
     try {
       if (mode === 'sign-up') {
-        const answer = await unwrap<{ confirmed: boolean }>(
-          api.POST('/dashboard/signup', { body: { email, password, organizationName } }),
-        );
+        const answer = await unwrap(api.POST('/dashboard/signup', { body: { email, password, organizationName } }));
         if (!answer.confirmed) {
           setNotice('Check your e-mail for the confirmation code, confirm, then sign in.');
           setMode('sign-in');

@@ -20,7 +20,7 @@ import {
 } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { type Api, unwrap } from '../api';
+import { type Answer, type Api, unwrap } from '../api';
 import { Confirm, ErrorAlert, ScrollBox, useConfirmedAction } from '../components';
 
 const SCOPES = ['knowledge-management', 'analytics', 'dashboard', 'webhook'] as const;
@@ -38,20 +38,8 @@ const SCOPE_HELP: Record<Scope, string> = {
 /** Most days a token may live (the API's bound). */
 const MAX_EXPIRY_DAYS = 3650;
 
-interface TokenView {
-  readonly tokenId: string;
-  readonly name: string | null;
-  readonly prefix: string | null;
-  readonly scopes: Scope[];
-  /** The agents it is restricted to; null: every agent. */
-  readonly agentIds: string[] | null;
-  readonly createdAt: string;
-  readonly expiresAt: string | null;
-  readonly lastUsedAt: string | null;
-  /** A person's e-mail, or the token that made it through the API; null when no one was recorded. */
-  readonly createdBy: { kind: 'person'; email: string } | { kind: 'token'; tokenId: string } | null;
-  readonly status: 'active' | 'expired';
-}
+/** A token as the list shows it (never its secret): who made it, its scopes, agents and lifetime. */
+type TokenView = Answer<'/dashboard/tokens', 'get'>['data'][number];
 
 const madeBy = (createdBy: TokenView['createdBy']) =>
   createdBy === null ? '—' : createdBy.kind === 'person' ? createdBy.email : `token ${createdBy.tokenId.slice(0, 8)}`;
@@ -62,25 +50,25 @@ export function Tokens({ api }: { api: Api }) {
   const queries = useQueryClient();
   const tokens = useQuery({
     queryKey: ['tokens'],
-    queryFn: () => unwrap<{ data: TokenView[] }>(api.GET('/dashboard/tokens')),
+    queryFn: () => unwrap(api.GET('/dashboard/tokens')),
   });
   const [name, setName] = useState('');
   const agents = useQuery({
     queryKey: ['agents'],
-    queryFn: () => unwrap<{ data: { agentId: string; displayName: string }[] }>(api.GET('/dashboard/agents')),
+    queryFn: () => unwrap(api.GET('/dashboard/agents')),
   });
   const [scopes, setScopes] = useState<Scope[]>([]);
   const [agentIds, setAgentIds] = useState<string[]>([]);
   const [expiresInDays, setExpiresInDays] = useState<number | ''>('');
   const agentName = (agentId: string) =>
     agents.data?.data.find((agent) => agent.agentId === agentId)?.displayName ?? agentId.slice(0, 8);
-  const [secret, setSecret] = useState<{ name: string; token: string } | null>(null);
+  const [secret, setSecret] = useState<{ name: string | null; token: string } | null>(null);
   const [revoked, setRevoked] = useState<string | null>(null);
   const refresh = () => queries.invalidateQueries({ queryKey: ['tokens'] });
 
   const create = useMutation({
     mutationFn: () =>
-      unwrap<{ token: string; name: string }>(
+      unwrap(
         api.POST('/dashboard/tokens', {
           body: {
             name,
@@ -100,9 +88,7 @@ export function Tokens({ api }: { api: Api }) {
     },
   });
   const revocation = useConfirmedAction(async ({ tokenId, name }: TokenView) => {
-    const done = await unwrap<{ descendantsRevoked: number }>(
-      api.DELETE('/dashboard/tokens/{tokenId}', { params: { path: { tokenId } } }),
-    );
+    const done = await unwrap(api.DELETE('/dashboard/tokens/{tokenId}', { params: { path: { tokenId } } }));
     const count = done.descendantsRevoked;
     setRevoked(
       `${name ?? 'The token'} is revoked` +

@@ -9,14 +9,7 @@ import { useRef, useState } from 'react';
 import { useDropzone } from 'react-dropzone';
 import { type Api, unwrap } from '../api';
 import { ErrorAlert } from '../components';
-import {
-  type Dataset,
-  type KnowledgeDocument,
-  type Metadata,
-  metadataProblem,
-  pollDelay,
-  STATUS_COLOR,
-} from '../knowledge';
+import { type Dataset, type Metadata, metadataProblem, pollDelay, STATUS_COLOR } from '../knowledge';
 import { type UploadResult, type UploadStep, uploadFile } from '../upload';
 
 interface Upload {
@@ -144,7 +137,7 @@ function UploadRow({ api, dataset, upload }: { api: Api; dataset: Dataset; uploa
     queryKey: ['upload-status', s3Key],
     enabled: s3Key !== undefined,
     queryFn: () =>
-      unwrap<KnowledgeDocument>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/document', {
           params: { path: dataset, query: { s3Key: s3Key as string } },
         }),

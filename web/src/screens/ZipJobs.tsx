@@ -2,33 +2,16 @@
 import { Badge, Button, Group, Paper, Stack, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
-import { type Api, unwrap } from '../api';
+import { type Answer, type Api, unwrap } from '../api';
 import { ErrorAlert, ScrollBox, TruncatedName } from '../components';
-import { type Dataset, type DocumentStatus, pollDelay, STATUS_COLOR } from '../knowledge';
+import { type Dataset, pollDelay, STATUS_COLOR } from '../knowledge';
 
-type JobStatus = 'uploaded' | 'processing' | 'completed' | 'failed';
-
-interface JobSummary {
-  readonly zipJobId: string;
-  readonly status: JobStatus;
-  /** The import's files that are failed documents now (refused by the archive rules, or failed in processing). */
-  readonly failedCount: number;
-  readonly error: { code: string; message: string } | null;
-  readonly warnings: unknown[];
-  readonly fileCount: number | null;
-  readonly createdAt: string;
-}
-
-interface Job extends Omit<JobSummary, 'fileCount' | 'createdAt'> {
-  readonly files: {
-    fileName: string;
-    s3Key: string | null;
-    status: DocumentStatus | string;
-    label1: string | null;
-    label2: string | null;
-    error: { code: string; message: string } | null;
-  }[];
-}
+/** A ZIP import as the list answers it: its status, file count and how many of its files failed. */
+type JobSummary = Answer<
+  '/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/zip-jobs',
+  'get'
+>['data'][number];
+type JobStatus = JobSummary['status'];
 
 const finished = (status: string | undefined) => status === 'completed' || status === 'failed';
 
@@ -79,7 +62,7 @@ export function ZipJobs({
   const jobs = useQuery({
     queryKey: ['zip-jobs', dataset],
     queryFn: () =>
-      unwrap<{ data: JobSummary[]; count: number }>(
+      unwrap(
         api.GET('/dashboard/agents/{agentId}/knowledge/{environment}/kb/{knowledgeBaseId}/zip-jobs', {
           params: { path: dataset },
         }),
@@ -143,7 +126,7 @@ function ZipJobView({ api, zipJobId, onProgress }: { api: Api; zipJobId: string;
   const polls = useRef(0);
   const job = useQuery({
     queryKey: ['zip-job', zipJobId],
-    queryFn: () => unwrap<Job>(api.GET('/dashboard/knowledge/zip-jobs/{zipJobId}', { params: { path: { zipJobId } } })),
+    queryFn: () => unwrap(api.GET('/dashboard/knowledge/zip-jobs/{zipJobId}', { params: { path: { zipJobId } } })),
     refetchInterval: (query) => (finished(query.state.data?.status) ? false : pollDelay(polls.current++)),
   });
   const seen = JSON.stringify(job.data?.files.map((file) => file.status) ?? []);
