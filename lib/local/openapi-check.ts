@@ -8,7 +8,7 @@
  * runtime a suite starts); it is imported only then, so `npm start` never loads ajv or builds the document.
  */
 import { randomUUID } from 'node:crypto';
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -52,7 +52,7 @@ type Responses = Record<string, ResponseObject>;
 const BODY_EXCERPT = 600;
 
 /** The router's own error answer: the service's error shape with one of `codes`. */
-function errorBody(codes: readonly string[]): ResponseObject {
+function errorBody(codes: readonly string[], withDetails = false): ResponseObject {
   return {
     content: {
       'application/json': {
@@ -69,7 +69,20 @@ function errorBody(codes: readonly string[]): ResponseObject {
               properties: {
                 code: { enum: codes },
                 message: { type: 'string' },
-                details: { type: 'array', maxItems: 0 },
+                details: withDetails
+                  ? {
+                      type: 'array',
+                      items: {
+                        type: 'object',
+                        required: ['field', 'rule'],
+                        properties: {
+                          field: { type: 'string' },
+                          rule: { type: 'string' },
+                          message: { type: 'string' },
+                        },
+                      },
+                    }
+                  : { type: 'array', maxItems: 0 },
               },
             },
           },
@@ -83,7 +96,11 @@ function errorBody(codes: readonly string[]): ResponseObject {
 const ROUTER_RULES: Record<string, Responses> = {
   unmatched: { '404': errorBody(['ROUTE_NOT_FOUND']), '500': errorBody(['INTERNAL_ERROR']) },
   // An empty body, whatever the origin; a disallowed origin only misses its Allow-Origin.
-  preflight: { '204': { content: { '': { schema: { const: '' } } } } },
+  preflight: {
+    '204': { content: { '': { schema: { const: '' } } } },
+    // A stack deployed without CORS origins has no OPTIONS methods: API Gateway knows no route for the preflight.
+    '404': errorBody(['ROUTE_NOT_FOUND']),
+  },
   metrics: {
     '200': {
       content: {
@@ -96,14 +113,15 @@ const ROUTER_RULES: Record<string, Responses> = {
               success: { const: true },
               namespace: { type: 'string' },
               since: { type: 'string', format: 'date-time' },
-              metrics: { type: 'object' },
+              metrics: { type: 'array', items: { type: 'object', required: ['name', 'unit'] } },
             },
           },
         },
       },
     },
     '204': { content: { '': { schema: { const: '' } } } },
-    '400': errorBody(['VALIDATION_ERROR']),
+    // The parameter it does not take, or a metric name it does not know, named in details.
+    '400': errorBody(['VALIDATION_ERROR'], true),
     '401': errorBody(['UNAUTHORIZED']),
     '403': errorBody(['FORBIDDEN', 'INSUFFICIENT_SCOPE']),
     '405': errorBody(['METHOD_NOT_ALLOWED']),
@@ -247,8 +265,9 @@ export function createAnswerChecker(document: OpenApiDocument = buildOpenApiDocu
  * which it answers for a method the path lacks too).
  */
 export function gatewayTargetOf(method: string, path: string, routes: readonly HttpRoute[] = ROUTES): AnswerTarget {
+  // Exactly the route's path: API Gateway (as the stack check's gateway) routes no path with a trailing slash.
   const matching = routes.filter((route) =>
-    new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/]+\}/g, '[^/]+')}/?$`).test(path),
+    new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^/]+\}/g, '[^/]+')}$`).test(path),
   );
   const route = matching.find((r) => r.method === method);
   if (route) return { routeId: route.id };
@@ -274,7 +293,12 @@ export function createAnswerRecorder(dir: string, checker: AnswerChecker = creat
   const violationsFile = join(dir, `violations-${id}.jsonl`);
   let checked = 0;
   let violations = 0;
-  writeFileSync(countFile, JSON.stringify({ checked, violations }));
+  // Whole or not at all: a runtime killed mid-write (a test's SIGKILL) leaves the last whole count, never half of one.
+  const writeCounts = () => {
+    writeFileSync(`${countFile}.tmp`, JSON.stringify({ checked, violations }));
+    renameSync(`${countFile}.tmp`, countFile);
+  };
+  writeCounts();
   return {
     record(answer) {
       let violation: Violation | null;
@@ -296,7 +320,7 @@ export function createAnswerRecorder(dir: string, checker: AnswerChecker = creat
         violations += 1;
         appendFileSync(violationsFile, `${JSON.stringify(violation)}\n`);
       }
-      writeFileSync(countFile, JSON.stringify({ checked, violations }));
+      writeCounts();
       return violation;
     },
   };

@@ -94,7 +94,8 @@ describe('the BrowserTask function', () => {
   it('is invoked by the flow functions only, each told BROWSER_DRIVER=lambda and its name', () => {
     // Functions, not routes: the dashboard's mirror of the webhook runs on InvokeWebhook's function (functionOf).
     const flowRoutes = ROUTES.filter((r) => r.access.browserTask === 'invoke' && r.functionOf === undefined);
-    expect(flowRoutes.map((r) => r.id).sort()).toEqual(['InvokeWebhook', 'SendAppEvent']);
+    // The MCP server's invoke_agent runs a webhook trigger's flow, browser tasks and all.
+    expect(flowRoutes.map((r) => r.id).sort()).toEqual(['InvokeWebhook', 'Mcp', 'SendAppEvent']);
     // The schedule tick runs no flow (the flow runner runs its fires): it may not invoke it.
     expect(WORKERS.scheduleTick.access).not.toHaveProperty('browserTask');
     expect(WORKERS.flowRunner.access.browserTask).toBe('invoke');

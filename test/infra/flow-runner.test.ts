@@ -100,11 +100,12 @@ it.each([
   });
 });
 
-it('only the webhook and app-event functions may send to the queue, and they are told its URL', () => {
+it('only the webhook, app-event and MCP functions may send to the queue, and they are told its URL', () => {
   // Functions, not routes: the dashboard's mirror of the webhook runs on InvokeWebhook's function (functionOf).
   const functionRoutes = ROUTES.filter((route) => route.functionOf === undefined);
   const senders = functionRoutes.filter((route) => route.access.flowRunQueue === 'send').map((route) => route.id);
-  expect(senders.sort()).toEqual(['InvokeWebhook', 'SendAppEvent']);
+  // The MCP server's invoke_agent runs a webhook trigger, and hands a long run over as the webhook does.
+  expect(senders.sort()).toEqual(['InvokeWebhook', 'Mcp', 'SendAppEvent']);
   for (const route of functionRoutes) {
     const fn = synthesized.stack.api.functions[route.id];
     const actions = actionsOn(statementsOf(fn), queueId());

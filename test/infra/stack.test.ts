@@ -934,10 +934,10 @@ describe('-c mcpSecrets: bearer tokens of MCP servers', () => {
         .filter((r) => r.Type === 'AWS::IAM::Policy')
         .flatMap((r) => (r.Properties.PolicyDocument as { Statement: Statement[] }).Statement)
         .filter((statement) => statement.Action === 'secretsmanager:GetSecretValue');
-      // The webhook (its dashboard mirror on the same function), the app event, the flow runner, and put, validate
-      // and restore of definitions.
+      // The webhook (its dashboard mirror on the same function), the app event, the MCP server (its invoke_agent runs
+      // a webhook trigger), the flow runner, and put, validate and restore of definitions.
       const exact = grants.filter((g) => JSON.stringify(g.Resource) === JSON.stringify(secretRefs));
-      expect(exact).toHaveLength(6);
+      expect(exact).toHaveLength(7);
     } finally {
       synth.dispose();
     }
