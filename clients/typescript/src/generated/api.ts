@@ -5388,7 +5388,6 @@ export interface operations {
                         updatedBy: ({
                             /** @constant */
                             kind: "person";
-                            /** Format: email */
                             email: string;
                         } | {
                             /** @constant */
@@ -5842,7 +5841,6 @@ export interface operations {
                         updatedBy: ({
                             /** @constant */
                             kind: "person";
-                            /** Format: email */
                             email: string;
                         } | {
                             /** @constant */
@@ -5909,7 +5907,6 @@ export interface operations {
                             updatedBy: ({
                                 /** @constant */
                                 kind: "person";
-                                /** Format: email */
                                 email: string;
                             } | {
                                 /** @constant */
@@ -6168,7 +6165,6 @@ export interface operations {
                         updatedBy: ({
                             /** @constant */
                             kind: "person";
-                            /** Format: email */
                             email: string;
                         } | {
                             /** @constant */
@@ -6427,7 +6423,6 @@ export interface operations {
                         updatedBy: ({
                             /** @constant */
                             kind: "person";
-                            /** Format: email */
                             email: string;
                         } | {
                             /** @constant */
@@ -7454,7 +7449,6 @@ export interface operations {
                             createdBy: ({
                                 /** @constant */
                                 kind: "person";
-                                /** Format: email */
                                 email: string;
                             } | {
                                 /** @constant */
@@ -7535,7 +7529,6 @@ export interface operations {
                         createdBy: ({
                             /** @constant */
                             kind: "person";
-                            /** Format: email */
                             email: string;
                         } | {
                             /** @constant */
@@ -8041,7 +8034,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** Format: email */
                     email: string;
                     /** @description At least 8 characters with a lower-case and an upper-case letter, a digit and a symbol. */
                     password: string;
@@ -8061,7 +8053,6 @@ export interface operations {
                         success: true;
                         /** Format: uuid */
                         organizationId: string;
-                        /** Format: email */
                         email: string;
                         /** @description false: the address must be confirmed (a code by e-mail) before signing in */
                         confirmed: boolean;
@@ -8157,7 +8148,6 @@ export interface operations {
                         /** @constant */
                         success: true;
                         data: ({
-                            /** Format: email */
                             email: string;
                             /** @enum {string} */
                             role: "owner" | "member";
@@ -8167,7 +8157,6 @@ export interface operations {
                             status: "active";
                             expiresAt: null;
                         } | {
-                            /** Format: email */
                             email: string;
                             /** @enum {string} */
                             role: "owner" | "member";
@@ -8212,7 +8201,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** Format: email */
                     email: string;
                     /**
                      * @description Default `member`.
@@ -8233,7 +8221,6 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
-                        /** Format: email */
                         email: string;
                         /** @enum {string} */
                         role: "owner" | "member";
@@ -8288,7 +8275,6 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
-                        /** Format: email */
                         email: string;
                         /** Format: date-time */
                         removedAt: string;
@@ -8334,7 +8320,6 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
-                        /** Format: email */
                         email: string;
                         organizations: {
                             /** Format: uuid */
@@ -8351,10 +8336,7 @@ export interface operations {
                             organizationName: string | null;
                             /** @enum {string} */
                             role: "owner" | "member";
-                            /**
-                             * Format: email
-                             * @description The address of the owner who invited
-                             */
+                            /** @description The address of the owner who invited */
                             invitedBy: string;
                             /** Format: date-time */
                             createdAt: string;

@@ -6,9 +6,11 @@
 import * as z from 'zod';
 import { SCOPES } from '#core/auth/scopes';
 import { type Answer, id, instant } from '../response-fields';
+import { EMAIL_PATTERN } from './schemas';
 
 const role = z.enum(['owner', 'member']);
-const email = z.string().meta({ format: 'email' });
+/** An e-mail as the service takes it (schemas.ts, EMAIL_PATTERN): stored lower case. */
+const email = z.string().max(254).regex(EMAIL_PATTERN);
 
 const AGENT_EXAMPLE = {
   agentId: '3f6c2a8e-8d1b-4c2e-9a57-0b6f1d2e4c10',

@@ -11,6 +11,7 @@ import { definitionSchema } from '#core/flows/definition';
 import { LLM_CLASS_NAMES } from '#core/flows/llm-config';
 import { environment } from '#core/knowledge/fields';
 import { IMAGE_MEDIA_TYPES } from '#ports/model';
+import { EMAIL_PATTERN } from '../dashboard/schemas';
 import { type Answer, freeForm, id, instant, sessionStatus } from '../response-fields';
 
 const AGENT_ID = '3f6c2a8e-8d1b-4c2e-9a57-0b6f1d2e4c10';
@@ -19,7 +20,7 @@ const INVOCATION_ID = '7e0b5c31-9a2d-4f86-b1c4-3d8e6f2a9b07';
 
 const author = z
   .discriminatedUnion('kind', [
-    z.strictObject({ kind: z.literal('person'), email: z.string().meta({ format: 'email' }) }),
+    z.strictObject({ kind: z.literal('person'), email: z.string().max(254).regex(EMAIL_PATTERN) }),
     z.strictObject({ kind: z.literal('token'), tokenId: id }),
   ])
   .nullable()
