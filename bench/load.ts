@@ -5,7 +5,7 @@
  * ratio is the cost of concurrency. The load must lose nothing (every request 200, every document ready, found by its
  * word, one record each), or the benchmark fails rather than report figures of a broken run.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLocalRuntime } from '../lib/local/runtime';
@@ -20,6 +20,7 @@ import {
   seedDocuments,
   settleAndCheck,
 } from './load-driver';
+import { profileWhile, renderModuleTable, summarize } from './cpu-profile';
 import { type Benchmark, type BenchRow, type BenchSection, loadAverageAfter } from './report';
 
 const SIZE = { uploads: 200, queries: 50 } as const;
@@ -55,8 +56,11 @@ async function run(): Promise<BenchSection> {
 
     // The CPU this process (client, router, handlers, engines: one event loop) spends while the requests run.
     const cpuBefore = process.cpuUsage();
-    const load = await runLoad(target, dataset, seeds, SIZE);
+    const { result: load, profile } = await profileWhile(() => runLoad(target, dataset, seeds, SIZE));
     const cpu = process.cpuUsage(cpuBefore);
+    const modules = summarize(profile);
+    // BENCH_PROFILE_OUT=file.cpuprofile keeps the whole profile (Chrome DevTools and speedscope read it).
+    if (process.env.BENCH_PROFILE_OUT) writeFileSync(process.env.BENCH_PROFILE_OUT, JSON.stringify(profile));
     const cpuMs = (cpu.user + cpu.system) / 1000;
     const requests = SIZE.uploads * 3 + load.queries.length;
     const outcome = await settleAndCheck(target, dataset, seeds, load);
@@ -104,7 +108,12 @@ async function run(): Promise<BenchSection> {
       reading: 'higher is better: what concurrency gains',
     });
     notes.push(loadAverageAfter());
-    return { title: 'Load (local runtime)', notes, rows };
+    const after = renderModuleTable(
+      'Where the CPU of this process went while the load ran (a sampling profile, node:inspector, self time by module):',
+      modules,
+    );
+    console.error(after);
+    return { title: 'Load (local runtime)', notes, rows, after };
   } finally {
     await runtime.stop();
     rmSync(dataDir, { recursive: true, force: true });

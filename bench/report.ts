@@ -20,6 +20,8 @@ export interface BenchSection {
   readonly title: string;
   readonly notes?: readonly string[];
   readonly rows: readonly BenchRow[];
+  /** Markdown printed after the table (e.g. a CPU profile's summary). */
+  readonly after?: string;
 }
 
 export interface Benchmark {
@@ -41,6 +43,7 @@ export function renderSection(section: BenchSection): string {
       `| ${row.name} | ${fixed(row.value)} ${row.unit} | ${row.baselineName} | ${fixed(row.baseline)} ${row.unit} | ${ratio} | ${row.reading ?? ''} |`,
     );
   }
+  if (section.after) lines.push('', section.after);
   return lines.join('\n');
 }
 

@@ -3,6 +3,8 @@
  * composition/clients captured. Outside Lambda (the local runtime, tests) it is disabled and wraps nothing.
  * Annotations are ids only (organizationId, agentId, environment), never contents or tokens.
  */
+// First: the X-Ray SDK's mode, read once as it loads.
+import './xray-mode';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import { handlerVariable } from './environment';
 import { SERVICE_NAME_DEFAULT } from './logger';
