@@ -93,7 +93,8 @@ export async function profileWhile<T>(fn: () => Promise<T>): Promise<{ result: T
 /** The summary as a Markdown table: the `top` largest modules, the rest in one row. */
 export function renderModuleTable(title: string, modules: readonly ModuleTime[], top = 18): string {
   const lines = [`${title}`, '', '| module | self CPU | share |', '|---|---|---|'];
-  for (const m of modules.slice(0, top)) lines.push(`| ${m.module} | ${m.ms.toFixed(0)} ms | ${(m.share * 100).toFixed(1)} % |`);
+  for (const m of modules.slice(0, top))
+    lines.push(`| ${m.module} | ${m.ms.toFixed(0)} ms | ${(m.share * 100).toFixed(1)} % |`);
   const rest = modules.slice(top);
   if (rest.length > 0) {
     const ms = rest.reduce((sum, m) => sum + m.ms, 0);

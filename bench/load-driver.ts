@@ -568,3 +568,23 @@ export async function measureAlone(
     toReady: percentile(times.ready, 50),
   };
 }
+
+/**
+ * `count` upload flows and `count` queries of the seeds' words, one request at a time (no wait for `ready`): the
+ * same mix of requests as the load, without concurrency. Answers how many requests were sent.
+ */
+export async function sequentialRequests(
+  target: LoadTarget,
+  dataset: LoadDataset,
+  seeds: readonly Seed[],
+  count: number,
+): Promise<number> {
+  for (let i = 0; i < count; i++) {
+    const word = uniqueWord('zqsequential', i);
+    const flow = await uploadFlow(target, dataset, `sequential-${i}.txt`, uploadText(i, word));
+    if (flow.failure) throw new Error(`sequential upload ${i}: ${flow.failure}`);
+    const { answer } = await query(target, dataset, seeds[i % seeds.length].word);
+    if (answer.status !== 200) throw new Error(`sequential query ${i}: ${answer.status}`);
+  }
+  return count * 4;
+}

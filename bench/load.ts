@@ -5,22 +5,27 @@
  * ratio is the cost of concurrency. The load must lose nothing (every request 200, every document ready, found by its
  * word, one record each), or the benchmark fails rather than report figures of a broken run.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { EnginesProcess } from '../lib/local/engines-process';
 import { startLocalRuntime } from '../lib/local/runtime';
+import { type CpuProfile, profileWhile, renderModuleTable, summarize } from './cpu-profile';
 import {
   createLoadDataset,
+  type LoadDataset,
+  type LoadRun,
   type LoadTarget,
   loadFigures,
   measureAlone,
   QUERY_ROUNDS,
-  runLoad,
+  type Seed,
   STEPS,
   seedDocuments,
+  sequentialRequests,
   settleAndCheck,
 } from './load-driver';
-import { profileWhile, renderModuleTable, summarize } from './cpu-profile';
 import { type Benchmark, type BenchRow, type BenchSection, loadAverageAfter } from './report';
 
 const SIZE = { uploads: 200, queries: 50 } as const;
@@ -28,12 +33,46 @@ const SEEDS = 3;
 const ALONE_RUNS = 15;
 const TOKEN = 'bench-load-token-0123456789';
 
+/** runLoad in a process of its own (bench/load-client.ts), its result read back. */
+function loadInChild(args: {
+  target: LoadTarget;
+  dataset: LoadDataset;
+  seeds: readonly Seed[];
+  size: typeof SIZE;
+}): Promise<LoadRun> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-load-client-'));
+  const input = join(dir, 'in.json');
+  const output = join(dir, 'out.json');
+  writeFileSync(input, JSON.stringify(args));
+  return new Promise<LoadRun>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'load-client.ts'), input, output], {
+      stdio: 'inherit',
+    });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      try {
+        if (code !== 0) return reject(new Error(`the load client failed (exit ${code ?? signal})`));
+        resolve(JSON.parse(readFileSync(output, 'utf8')) as LoadRun);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}
+
 async function run(): Promise<BenchSection> {
   const notes = [
     `${SIZE.uploads} upload flows (upload-link → PUT → upload-complete, one small text each) and ${SIZE.queries} query lanes (${QUERY_ROUNDS} queries each, one after another) started at once over loopback; load average before: ${loadavg()[0].toFixed(2)}.`,
   ];
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-load-'));
-  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {}, worker: 'process' });
+  const runtime = await startLocalRuntime({
+    port: 0,
+    dataDir,
+    devTokens: TOKEN,
+    log: () => {},
+    worker: 'process',
+    engines: 'process',
+  });
   try {
     const target: LoadTarget = {
       baseUrl: runtime.url,
@@ -53,15 +92,33 @@ async function run(): Promise<BenchSection> {
       ALONE_RUNS,
     );
     await runtime.worker?.idle();
+    const engines = runtime.engines as EnginesProcess;
+    // The baseline of the CPU a request costs: the same mix sent one at a time (the worker's calls included, as below).
+    const sequentialBefore = { router: process.cpuUsage(), engines: await engines.cpuMs() };
+    const sequentialCount = await sequentialRequests(target, await createLoadDataset(target, 'sequential'), seeds, 50);
+    const sequentialRouter = process.cpuUsage(sequentialBefore.router);
+    await runtime.worker?.idle();
+    const sequentialCpuMs =
+      (sequentialRouter.user + sequentialRouter.system) / 1000 + ((await engines.cpuMs()) - sequentialBefore.engines);
 
-    // The CPU this process (client, router, handlers, engines: one event loop) spends while the requests run.
+    // The CPU the runtime spends while the requests run: this process (router, handlers) and the engines' process
+    // (dynalite, s3rver, fauxqs, their SigV4 checks); the client runs in a process of its own (bench/load-client.ts).
     const cpuBefore = process.cpuUsage();
-    const { result: load, profile } = await profileWhile(() => runLoad(target, dataset, seeds, SIZE));
+    const enginesCpuBefore = await engines.cpuMs();
+    await engines.startProfile();
+    const { result: load, profile } = await profileWhile(() => loadInChild({ target, dataset, seeds, size: SIZE }));
     const cpu = process.cpuUsage(cpuBefore);
+    const enginesCpuMs = (await engines.cpuMs()) - enginesCpuBefore;
+    const enginesProfile = (await engines.stopProfile()) as CpuProfile;
+    const routerCpuMs = (cpu.user + cpu.system) / 1000;
+    const cpuMs = routerCpuMs + enginesCpuMs;
     const modules = summarize(profile);
-    // BENCH_PROFILE_OUT=file.cpuprofile keeps the whole profile (Chrome DevTools and speedscope read it).
-    if (process.env.BENCH_PROFILE_OUT) writeFileSync(process.env.BENCH_PROFILE_OUT, JSON.stringify(profile));
-    const cpuMs = (cpu.user + cpu.system) / 1000;
+    const engineModules = summarize(enginesProfile);
+    // BENCH_PROFILE_OUT=file keeps both profiles (file.api.cpuprofile, file.engines.cpuprofile: DevTools reads them).
+    if (process.env.BENCH_PROFILE_OUT) {
+      writeFileSync(`${process.env.BENCH_PROFILE_OUT}.api.cpuprofile`, JSON.stringify(profile));
+      writeFileSync(`${process.env.BENCH_PROFILE_OUT}.engines.cpuprofile`, JSON.stringify(enginesProfile));
+    }
     const requests = SIZE.uploads * 3 + load.queries.length;
     const outcome = await settleAndCheck(target, dataset, seeds, load);
     const lost = Object.entries(outcome.problems).filter(([, list]) => list.length > 0);
@@ -73,8 +130,8 @@ async function run(): Promise<BenchSection> {
       `Nothing lost: every request answered 200, all ${SIZE.uploads} documents ready, each found by its own word in one chunk, one record each. Every request answered ${(figures.wallMs / 1000).toFixed(1)} s after the start; the last document ready after ${(figures.allReadyMs / 1000).toFixed(1)} s.`,
       `Max under load: ${STEPS.map((step) => `${step} ${figures.steps[step].max.toFixed(0)} ms`).join(', ')}, upload → ready ${figures.toReady.max.toFixed(0)} ms.`,
       `Baseline: the same requests alone on the idle runtime, measured first: ${ALONE_RUNS} upload flows, each waited until ready, then ${ALONE_RUNS} queries, after 3 of each to warm up; the median. Upload → ready is from upload-link sent to the document's own \`updatedAt\` as it turned ready.`,
-      'Client and runtime (router, engines) share this process and its event loop; the processing worker runs in a process of its own, as `npm start` runs it (LOCAL_WORKER=process).',
-      `While the ${requests} requests ran (${(load.wallMs / 1000).toFixed(1)} s), this process used ${(cpuMs / 1000).toFixed(1)} s of CPU (${((cpuMs / load.wallMs) * 100).toFixed(0)} % of one core), ${(cpuMs / requests).toFixed(1)} ms a request, the worker's calls to the engines included. Sent at once, they queue for the one event loop that serves them all, so the latency ratios below mostly measure that queue: the last of them cannot answer before about ${(cpuMs / 1000).toFixed(1)} s of that work is done.`,
+      'The runtime as `npm start` runs it: router and handlers in this process, the engines (dynalite, s3rver, fauxqs) in a process of their own (LOCAL_ENGINES=process), the processing worker in a third (LOCAL_WORKER=process); the load client in a fourth (bench/load-client.ts), so the CPU below is the service’s alone.',
+      `While the ${requests} requests ran (${(load.wallMs / 1000).toFixed(1)} s), the router’s process used ${(routerCpuMs / 1000).toFixed(1)} s of CPU and the engines’ ${(enginesCpuMs / 1000).toFixed(1)} s (the worker’s calls to them included): ${(cpuMs / requests).toFixed(1)} ms a request (${(routerCpuMs / requests).toFixed(1)} + ${(enginesCpuMs / requests).toFixed(1)}), ${((cpuMs / load.wallMs) * 100).toFixed(0)} % of one core. Sent at once, the requests queue for the event loops that serve them, so the latency ratios below mostly measure those queues.`,
     );
     const rows: BenchRow[] = [];
     for (const step of STEPS) {
@@ -108,10 +165,21 @@ async function run(): Promise<BenchSection> {
       reading: 'higher is better: what concurrency gains',
     });
     notes.push(loadAverageAfter());
-    const after = renderModuleTable(
-      'Where the CPU of this process went while the load ran (a sampling profile, node:inspector, self time by module):',
-      modules,
-    );
+    rows.push({
+      name: `CPU per request under the load (router’s and engines’ processes, ${requests} requests)`,
+      value: cpuMs / requests,
+      unit: 'ms',
+      baseline: sequentialCpuMs / sequentialCount,
+      baselineName: `the same mix one request at a time (${sequentialCount} requests)`,
+      reading: 'lower is better (issue 40: goal ≤ 3 ms a request under the load)',
+    });
+    const after = [
+      renderModuleTable(
+        'Where the CPU of the router’s process went while the load ran (a sampling profile, node:inspector, self time by module):',
+        modules,
+      ),
+      renderModuleTable('Where the CPU of the engines’ process went in the same window:', engineModules),
+    ].join('\n\n');
     console.error(after);
     return { title: 'Load (local runtime)', notes, rows, after };
   } finally {

@@ -80,6 +80,14 @@ function workerMode(raw: string | undefined): boolean | 'process' {
   process.exit(2);
 }
 
+/** LOCAL_ENGINES: `process` (default: DynamoDB, S3 and SQS in a child process of their own) or `in-process`. */
+function enginesMode(raw: string | undefined): 'inline' | 'process' {
+  if (raw === undefined || raw === '' || raw === 'process') return 'process';
+  if (raw === 'in-process') return 'inline';
+  console.error(`LOCAL_ENGINES must be process or in-process, got ${raw}`);
+  process.exit(2);
+}
+
 function seconds(name: string, fallback: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === '' ? fallback : Number(raw);
@@ -120,6 +128,8 @@ async function main(): Promise<void> {
     dataDir: process.env.DATA_DIR || '.data',
     devTokens: process.env.DEV_TOKEN || undefined,
     worker: workerMode(process.env.LOCAL_WORKER),
+    engines: enginesMode(process.env.LOCAL_ENGINES),
+    onEnginesExit: () => process.exit(1),
     visibilityTimeoutSeconds: seconds('PROCESSING_VISIBILITY_TIMEOUT_SECONDS', 60),
     maxUploadBytes: bytes('MAX_UPLOAD_BYTES', defaultMaxUploadBytes()),
     scheduleIntervalMs: milliseconds('SCHEDULER_INTERVAL_MS', 15_000),
@@ -130,6 +140,7 @@ async function main(): Promise<void> {
     devUser: process.env.DEV_USER || undefined,
   });
   console.log(`DynamoDB at ${runtime.engines.dynamodbEndpoint}, SQS at ${runtime.engines.sqsEndpoint}`);
+  if ('pid' in runtime.engines) console.log(`Engines (DynamoDB, S3, SQS) in process ${runtime.engines.pid}`);
   if (runtime.cognito) {
     const { endpoint, userPoolId, clientId } = runtime.cognito;
     console.log(`Cognito (people's sign-in) at ${endpoint}: user pool ${userPoolId}, app client ${clientId}`);

@@ -36,6 +36,7 @@ import {
 import { embedderFromEnv } from './embedder';
 import { LOCAL_REGION } from './engine-credentials';
 import { DOCUMENTS_BUCKET, type EngineEndpoints, type Engines, startEngines } from './engines';
+import { startEnginesProcess } from './engines-process';
 import { MetricsCollector } from './metrics-collector';
 import type { Answer } from './openapi-check';
 import { type QueueWorker, queueDrained, type SqsHandler, startQueueWorker } from './queue-worker';
@@ -58,6 +59,14 @@ export interface LocalRuntimeOptions {
    * (`bin/worker.ts`, which finds the engines through DATA_DIR/engines.json).
    */
   readonly worker?: boolean | 'process';
+  /**
+   * Where the engines (DynamoDB, S3, SQS) run: `'process'` in a child process of their own
+   * (lib/local/engines-process.ts; `npm start`'s default, LOCAL_ENGINES=process), so their work uses another core
+   * than the router's; `'inline'` in this process (the default here: tests, which start many runtimes).
+   */
+  readonly engines?: 'inline' | 'process';
+  /** Told when the engines process exits unasked (`engines: 'process'`): nothing can be served after it. */
+  readonly onEnginesExit?: (code: number | null, signal: NodeJS.Signals | null) => void;
   /** Visibility timeout of the processing queue (default 60 s). */
   readonly visibilityTimeoutSeconds?: number;
   /** Visibility timeout of the flow runner's queue (default FLOW_RUN_VISIBILITY_TIMEOUT_SECONDS, else 60 s). */
@@ -423,14 +432,21 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const dataDir = resolve(options.dataDir ?? '.data');
   const log = options.log ?? ((line: string) => console.log(line));
   const embedder = await embedderFromEnv();
-  const engines = await startEngines({
+  const engineOptions = {
     dataDir,
     host,
     s3Port: options.s3Port ?? 0,
     visibilityTimeoutSeconds: options.visibilityTimeoutSeconds,
     maxUploadBytes: options.maxUploadBytes,
     flowRunVisibilityTimeoutSeconds: options.flowRunVisibilityTimeoutSeconds ?? flowRunVisibilityFromEnv(),
-  });
+  };
+  const engines: Engines =
+    options.engines === 'process'
+      ? await startEnginesProcess(engineOptions, (code, signal) => {
+          log(`The engines process exited (${code ?? signal}): DynamoDB, S3 and SQS are gone`);
+          options.onEnginesExit?.(code, signal);
+        })
+      : await startEngines(engineOptions);
   let releaseWorkerLock: (() => void) | undefined;
   let cognito: LocalCognito | undefined;
   // The pages that may call cognito-local's guard: the console's, at this runtime's address once it listens (below).

@@ -100,6 +100,8 @@ export async function startService(
       // The worker in the runtime's process: one process a runtime, which the suites start by the dozen. The default
       // of `npm start`, a worker process of its own, has its suite (test/integration/worker-process.test.ts).
       LOCAL_WORKER: 'in-process',
+      // The engines likewise (`npm start` runs them in a process of their own: test/integration/engines-process.test.ts).
+      LOCAL_ENGINES: 'in-process',
       ...options.env,
       OPENAPI_CHECK_DIR: checkDir,
     },

@@ -11,6 +11,13 @@ export function captureClientsWith(wrap: <Client>(client: Client) => Client): vo
   capture = wrap;
 }
 
+/**
+ * Every client of this folder passes here once, as it is built. Its SDK logger middleware is removed first: with no
+ * logger configured the SDK still walks every input and output through its sensitive-field filters after each call
+ * (to hand them to a no-op `info`), about 2 % of the local API process's CPU under load (bench/RESULTS.md). The
+ * service logs through Powertools, never through the SDK's logger.
+ */
 export function captured<Client>(client: Client): Client {
+  (client as { middlewareStack?: { remove(name: string): boolean } }).middlewareStack?.remove('loggerMiddleware');
   return capture(client);
 }
