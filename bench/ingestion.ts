@@ -446,7 +446,14 @@ async function run(): Promise<BenchSection> {
   );
 
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-ingestion-runtime-'));
-  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {}, worker: 'process' });
+  const runtime = await startLocalRuntime({
+    port: 0,
+    dataDir,
+    devTokens: TOKEN,
+    log: () => {},
+    worker: 'process',
+    engines: 'process',
+  });
   let http: Ingestion;
   let zip: Ingestion;
   try {

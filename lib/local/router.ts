@@ -19,6 +19,7 @@ import { personFromContext } from '#core/auth/people';
 import { callerFromContext, requireScope } from '#core/auth/tokens';
 import { AppError, type ErrorDetail, ValidationError } from '#core/errors';
 import { METRIC } from '#ports/metrics';
+import { positiveInteger } from '#shared/config';
 import {
   type CorsPolicy,
   corsAllowMethods,
@@ -182,6 +183,37 @@ export interface RouterOptions {
    * document, OPENAPI_CHECK_DIR: lib/local/openapi-check.ts).
    */
   readonly observe?: (answer: Answer) => void;
+  /**
+   * At most this many invocations of one function at once (default LOCAL_FUNCTION_CONCURRENCY, else 8); the rest wait
+   * in that function's queue, first come first served. In AWS every route is a function of its own that scales on
+   * its own, so a burst of uploads does not delay a query; here they share one event loop, and without this a query
+   * waited behind every upload sent before it (bench/RESULTS.md, "Load").
+   */
+  readonly functionConcurrency?: number;
+}
+
+/** Runs at most `limit` tasks at once; the others wait in arrival order. */
+export class Slots {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new Error(`a concurrency must be a whole number ≥ 1, got ${limit}`);
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.limit) await new Promise<void>((start) => this.#waiting.push(start));
+    else this.#running += 1;
+    try {
+      return await task();
+    } finally {
+      const next = this.#waiting.shift();
+      // The slot passes straight to the next in line (the count stays), so no newcomer can take it first.
+      if (next) next();
+      else this.#running -= 1;
+    }
+  }
 }
 
 /** Local only: the operational metrics the runtime collected (README, "Operating it"). */
@@ -211,6 +243,18 @@ export function createRouter(
   options: RouterOptions = {},
 ): Router {
   const compiled = routes.map(compile);
+  const concurrency = options.functionConcurrency ?? positiveInteger('LOCAL_FUNCTION_CONCURRENCY', 8);
+  /** One queue per function: a dashboard mirror shares its customer route's (`functionOf`), as in the stack. */
+  const slots = new Map<string, Slots>();
+  const slotsOf = (route: HttpRoute) => {
+    const name = route.functionOf ?? route.id;
+    let found = slots.get(name);
+    if (!found) {
+      found = new Slots(concurrency);
+      slots.set(name, found);
+    }
+    return found;
+  };
   const cors = options.cors ?? corsPolicyFromEnv();
   const limits = clientLimits(options.clientLimits ?? DEFAULT_CLIENT_LIMITS);
   /** A refusal of a client over one of its limits: 429 with Retry-After, before anything of the request is read. */
@@ -338,8 +382,18 @@ export function createRouter(
       const allowed = matches.map((x) => x.c.route.method).join(', ');
       return ownError(request, 405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed}`);
     }
+    answered.target = { routeId: match.c.route.id };
+    return slotsOf(match.c.route).run(() => invoke(request, url, method, match));
+  }
+
+  /** Authorizer, body, event and handler of a matched route: one invocation of its function. */
+  async function invoke(
+    request: IncomingMessage,
+    url: URL,
+    method: string,
+    match: { c: CompiledRoute; m: RegExpExecArray },
+  ): Promise<APIGatewayProxyResult> {
     const { route, parameterNames } = match.c;
-    answered.target = { routeId: route.id };
     const client = request.socket.remoteAddress ?? 'unknown';
     const { headers, multiValueHeaders } = headersOf(request);
 
