@@ -28,6 +28,7 @@ import dynalite from 'dynalite';
 import { config } from '#shared/config';
 import type { TableName } from '../routes';
 import { TABLES, type TableSchema } from '../tables';
+import { cacheDynaliteTables } from './dynalite-table-cache';
 import { serveTransactions } from './dynamo-transactions';
 import {
   guardServer,
@@ -228,6 +229,7 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
     rmSync(incoming, { recursive: true, force: true });
     mkdirSync(incoming, { recursive: true });
 
+    cacheDynaliteTables();
     const dynamo = dynalite({
       path: join(options.dataDir, 'dynamodb'),
       createTableMs: 0,

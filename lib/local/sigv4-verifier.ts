@@ -128,8 +128,22 @@ const sha256Hex = (data: string): string => createHash('sha256').update(data, 'u
 
 const hmac = (key: string | Buffer, data: string): Buffer => createHmac('sha256', key).update(data, 'utf8').digest();
 
+/**
+ * Derived keys by secret, day, region and service: the same for every request of a day, so four of the six HMACs a
+ * check costs are done once a day per engine (as the SDK's signer caches them on its side). Bounded: a flood of
+ * made-up scopes empties it rather than grow it.
+ */
+const signingKeys = new Map<string, Buffer>();
+const MAX_SIGNING_KEYS = 64;
+
 function signingKey(secret: string, date: string, region: string, service: string): Buffer {
-  return hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), service), 'aws4_request');
+  const cacheKey = `${secret}\n${date}\n${region}\n${service}`;
+  const cached = signingKeys.get(cacheKey);
+  if (cached) return cached;
+  const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), service), 'aws4_request');
+  if (signingKeys.size >= MAX_SIGNING_KEYS) signingKeys.clear();
+  signingKeys.set(cacheKey, key);
+  return key;
 }
 
 function constantTimeEqual(provided: string, expected: string): boolean {
