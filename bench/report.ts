@@ -14,6 +14,46 @@ export interface BenchRow {
   readonly baselineName: string;
   /** How to read value / baseline, e.g. `lower is better` or `goal ≈ 1`. */
   readonly reading?: string;
+  /** A goal this row's value or ratio is held to (bench/run.ts lists them all in one table at the top). */
+  readonly goal?: BenchGoal;
+}
+
+/** `value` or `ratio` (value / baseline) of a row, at most or at least `target`. */
+export interface BenchGoal {
+  /** What the goal measures, as the issue names it. */
+  readonly measure: string;
+  readonly of: 'value' | 'ratio';
+  readonly atMost?: number;
+  readonly atLeast?: number;
+  /** Where it was set, e.g. `issue 40`. */
+  readonly source: string;
+}
+
+/** The goals of every section's rows: one table, each with its figure and whether it is met. */
+export function renderGoals(sections: readonly BenchSection[]): string | undefined {
+  const lines = ['| goal | figure | target | met | section |', '|---|---|---|---|---|'];
+  let count = 0;
+  for (const section of sections) {
+    for (const row of section.rows) {
+      if (!row.goal) continue;
+      count += 1;
+      const { goal } = row;
+      const figure = goal.of === 'value' ? row.value : row.baseline === 0 ? Number.NaN : row.value / row.baseline;
+      const met =
+        (goal.atMost === undefined || figure <= goal.atMost) && (goal.atLeast === undefined || figure >= goal.atLeast);
+      const target = [
+        goal.atLeast === undefined ? '' : `≥ ${fixed(goal.atLeast)}`,
+        goal.atMost === undefined ? '' : `≤ ${fixed(goal.atMost)}`,
+      ]
+        .filter(Boolean)
+        .join(' and ');
+      const shown = goal.of === 'value' ? `${fixed(figure)} ${row.unit}` : `${fixed(figure)}×`;
+      lines.push(
+        `| ${goal.measure} (${goal.source}) | ${shown} | ${target}${goal.of === 'value' ? ` ${row.unit}` : '×'} | ${met ? 'yes' : '**no**'} | ${section.title} |`,
+      );
+    }
+  }
+  return count === 0 ? undefined : lines.join('\n');
 }
 
 export interface BenchSection {

@@ -17,7 +17,7 @@ import { documentListBenchmark } from './document-list';
 import { ingestionBenchmark } from './ingestion';
 import { loadBenchmark } from './load';
 import { qualityBenchmark } from './quality';
-import { type Benchmark, type BenchSection, renderSection } from './report';
+import { type Benchmark, type BenchSection, renderGoals, renderSection } from './report';
 import { retrievalBenchmark } from './retrieval';
 
 const BENCHMARKS: Benchmark[] = [
@@ -72,11 +72,17 @@ async function main(): Promise<void> {
       sections.push(section);
       console.log(`${renderSection(section)}\n`);
     }
+    const goals = renderGoals(sections);
+    if (goals) console.log(`## Goals\n\n${goals}\n`);
     if (!args.length) {
       const header =
         `# Benchmark results\n\nWritten by \`npm run bench\` on ${new Date().toISOString()} ` +
         `(${cpus().length} cores, ${process.version}); each benchmark in a process of its own.\n`;
-      writeFileSync(join(__dirname, 'RESULTS.md'), `${header}\n${sections.map(renderSection).join('\n\n')}\n`);
+      const summary = goals ? `\n## Goals\n\nEach from its row below, in this run.\n\n${goals}\n` : '';
+      writeFileSync(
+        join(__dirname, 'RESULTS.md'),
+        `${header}${summary}\n${sections.map(renderSection).join('\n\n')}\n`,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
