@@ -73,9 +73,12 @@ function refOf(doc: DatasetRef & { documentId: string }): DocumentRef {
   };
 }
 
-/** The document while it still waits for this upload's processing; undefined for a stale or finished message. */
-async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId: string) {
-  const doc = await deps.documents.get(ref, ref.documentId);
+/**
+ * The document while it still waits for this upload's processing; undefined for a stale or finished message. `read`:
+ * the record as the caller has just read it (strongly consistent), which is not read a second time.
+ */
+async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId: string, read?: DocumentRecord) {
+  const doc = read ?? (await deps.documents.get(ref, ref.documentId));
   if (doc?.status === 'failed' && doc.uploadId === uploadId) await removeChunksOfFailed(deps, ref, doc.indexedChunks);
   if (doc?.status !== 'uploaded' || doc.uploadId !== uploadId) return undefined;
   return doc;
@@ -273,13 +276,17 @@ async function indexChunks(
   return true;
 }
 
-/** Message `process-document`. Errors other than ProcessingError are transient: the queue retries them. */
+/**
+ * Message `process-document`. Errors other than ProcessingError are transient: the queue retries them. `read`: the
+ * document's record as the caller has just read it (an S3 event's dispatch), so it is not read again.
+ */
 export async function processDocument(
   deps: ProcessingDeps,
   ref: DocumentRef,
   uploadId: string,
+  read?: DocumentRecord,
 ): Promise<ProcessingOutcome> {
-  const doc = await pendingDocument(deps, ref, uploadId);
+  const doc = await pendingDocument(deps, ref, uploadId, read);
   if (!doc) return 'skipped';
   let chunks: IndexedChunk[];
   try {
