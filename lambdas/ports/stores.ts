@@ -428,8 +428,9 @@ export interface DocumentStore {
    */
   reserve(doc: DocumentRecord, now: string): Promise<boolean>;
   /**
-   * reserved → uploaded, only if the reservation still belongs to `content.uploadId`. Returns the new record, or
-   * undefined when the reservation is not (or no longer) this upload's.
+   * reserved → uploaded, only if the reservation still belongs to `content.uploadId`. True when written: the record
+   * is then `uploaded` with `content`, `metadata` and `createdAt` (nothing else changed, so the caller knows it without
+   * reading it back); false when the reservation is not (or no longer) this upload's.
    */
   completeReservation(
     ref: DatasetRef,
@@ -437,7 +438,7 @@ export interface DocumentStore {
     content: ContentFields,
     metadata: MetadataChanges,
     createdAt: string,
-  ): Promise<DocumentRecord | undefined>;
+  ): Promise<boolean>;
   /**
    * Replaces the content of an existing (non-reserved) document and sets it `uploaded`, unless it already holds
    * this upload. Returns the new record, or undefined when the document is gone or already holds the upload.

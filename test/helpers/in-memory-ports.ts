@@ -449,15 +449,14 @@ export class InMemoryDocumentStore implements DocumentStore {
     content: ContentFields,
     metadata: MetadataChanges,
     createdAt: string,
-  ): Promise<DocumentRecord | undefined> {
-    return this.update(ref, documentId, (doc) => doc.status === 'reserved' && doc.uploadId === content.uploadId, {
-      ...content,
-      ...metadata,
-      status: 'uploaded',
-      createdAt,
-      reservedUntil: null,
-      error: null,
-    });
+  ): Promise<boolean> {
+    const updated = await this.update(
+      ref,
+      documentId,
+      (doc) => doc.status === 'reserved' && doc.uploadId === content.uploadId,
+      { ...content, ...metadata, status: 'uploaded', createdAt, reservedUntil: null, error: null },
+    );
+    return updated !== undefined;
   }
 
   async replaceContent(

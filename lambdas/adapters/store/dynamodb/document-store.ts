@@ -231,29 +231,37 @@ export class DynamoDocumentStore implements DocumentStore {
     });
   }
 
+  /** The document's conditional update and the counters' ADD in one transaction; not read back (the port's note). */
   completeReservation(
     ref: DatasetRef,
     documentId: string,
     content: ContentFields,
     metadata: MetadataChanges,
     createdAt: string,
-  ): Promise<DocumentRecord | undefined> {
-    return this.update(
+  ): Promise<boolean> {
+    const values = { ':reserved': 'reserved', ':upload': content.uploadId };
+    const fields = {
+      ...content,
+      ...metadata,
+      status: 'uploaded',
+      pendingKey: PENDING,
+      createdAt,
+      listKey: documentPosition({ createdAt, documentId }),
+      reservedUntil: null,
+      error: null,
+    };
+    const parts = setExpression(fields, values);
+    return this.writeCounted(
       ref,
-      documentId,
       {
-        ...content,
-        ...metadata,
-        status: 'uploaded',
-        pendingKey: PENDING,
-        createdAt,
-        listKey: documentPosition({ createdAt, documentId }),
-        reservedUntil: null,
-        error: null,
+        Update: {
+          TableName: this.tableName,
+          Key: this.key(ref, documentId),
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: '#status = :reserved AND uploadId = :upload',
+        },
       },
-      '#status = :reserved AND uploadId = :upload',
-      { ':reserved': 'reserved', ':upload': content.uploadId },
-      [],
       { from: 'reserved', to: 'uploaded' },
     );
   }
