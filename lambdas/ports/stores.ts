@@ -301,6 +301,19 @@ export interface KnowledgeBaseDeletion {
   readonly defaultRetrievalChanged: readonly Environment[];
 }
 
+/**
+ * An agent and one of its knowledge bases read together, as they are now (consistently): the tenancy check of a
+ * request that changes a knowledge base's content (core/tenancy/tenancy.ts, requireKnowledgeBase). One BatchGetItem
+ * on DynamoDB instead of two GetItems, for the same read units.
+ */
+export interface TenancyReads {
+  agentAndKnowledgeBase(
+    organizationId: string,
+    agentId: string,
+    knowledgeBaseId: string,
+  ): Promise<{ readonly agent?: AgentRecord; readonly knowledgeBase?: KnowledgeBaseRecord }>;
+}
+
 export interface KnowledgeBaseStore {
   put(knowledgeBase: KnowledgeBaseRecord): Promise<void>;
   get(agentId: string, knowledgeBaseId: string): Promise<KnowledgeBaseRecord | undefined>;
