@@ -474,7 +474,8 @@ export interface DocumentStore {
   ): Promise<DocumentRecord | undefined>;
   /**
    * Sets the processing outcome (`ready` or `failed`), only while the document is `uploaded` and still holds
-   * `uploadId`: an outcome is written once per upload, so the first of two racing writers wins.
+   * `uploadId`: an outcome is written once per upload, so the first of two racing writers wins. `indexedChunks`,
+   * when given, is set in the same write (processing's `ready`, once the index holds no other upload's chunks).
    */
   setStatus(
     ref: DatasetRef,
@@ -483,6 +484,7 @@ export interface DocumentStore {
     status: DocumentStatus,
     error: DocumentError | null,
     updatedAt: string,
+    indexedChunks?: readonly ChunkGeneration[],
   ): Promise<DocumentRecord | undefined>;
   /**
    * Removes the record; returns what was removed. With `erasureOwedSince`, the same write records a

@@ -492,11 +492,13 @@ export class InMemoryDocumentStore implements DocumentStore {
     status: DocumentStatus,
     error: DocumentError | null,
     updatedAt: string,
+    indexedChunks?: readonly ChunkGeneration[],
   ): Promise<DocumentRecord | undefined> {
     return this.update(ref, documentId, (doc) => doc.status === 'uploaded' && doc.uploadId === uploadId, {
       status,
       error,
       updatedAt,
+      ...(indexedChunks ? { indexedChunks: indexedChunks.map(({ uploadId, count }) => ({ uploadId, count })) } : {}),
     });
   }
 

@@ -320,12 +320,19 @@ export class DynamoDocumentStore implements DocumentStore {
     status: DocumentStatus,
     error: DocumentError | null,
     updatedAt: string,
+    indexedChunks?: readonly ChunkGeneration[],
   ): Promise<DocumentRecord | undefined> {
     return this.update(
       ref,
       documentId,
-      // A failed document is found by the upload it failed with: a ZIP import counts its failures (zipImportFailures).
-      { status, error, updatedAt, ...(status === 'failed' ? { zipFailedKey: uploadId } : {}) },
+      {
+        status,
+        error,
+        updatedAt,
+        // A failed document is found by the upload it failed with: a ZIP import counts its failures (zipImportFailures).
+        ...(status === 'failed' ? { zipFailedKey: uploadId } : {}),
+        ...(indexedChunks ? { indexedChunks: indexedChunks.map(({ uploadId, count }) => ({ uploadId, count })) } : {}),
+      },
       'attribute_exists(documentId) AND #status = :uploaded AND uploadId = :upload',
       { ':uploaded': 'uploaded', ':upload': uploadId },
       ['pendingKey', 'zipPendingKey'],
