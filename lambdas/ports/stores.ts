@@ -474,8 +474,11 @@ export interface DocumentStore {
   ): Promise<DocumentRecord | undefined>;
   /**
    * Sets the processing outcome (`ready` or `failed`), only while the document is `uploaded` and still holds
-   * `uploadId`: an outcome is written once per upload, so the first of two racing writers wins. `indexedChunks`,
-   * when given, is set in the same write (processing's `ready`, once the index holds no other upload's chunks).
+   * `uploadId`: an outcome is written once per upload, so the first of two racing writers wins. Returns the record
+   * as written, or undefined when the document moved on (or is gone).
+   * - `indexedChunks`: set in the same write (processing's `ready`, once the index holds no other upload's chunks).
+   * - `seen`: the record as the caller read it. While its labels and custom metadata are still those, the answer is
+   *   `seen` with what this write changed, not read back; when they changed meanwhile, the record is read back.
    */
   setStatus(
     ref: DatasetRef,
@@ -484,7 +487,7 @@ export interface DocumentStore {
     status: DocumentStatus,
     error: DocumentError | null,
     updatedAt: string,
-    indexedChunks?: readonly ChunkGeneration[],
+    options?: { readonly indexedChunks?: readonly ChunkGeneration[]; readonly seen?: DocumentRecord },
   ): Promise<DocumentRecord | undefined>;
   /**
    * Removes the record; returns what was removed. With `erasureOwedSince`, the same write records a

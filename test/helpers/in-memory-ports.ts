@@ -492,7 +492,8 @@ export class InMemoryDocumentStore implements DocumentStore {
     status: DocumentStatus,
     error: DocumentError | null,
     updatedAt: string,
-    indexedChunks?: readonly ChunkGeneration[],
+    // `seen` changes nothing here: the record is always as written (the DynamoDB store's read back, saved).
+    { indexedChunks }: { indexedChunks?: readonly ChunkGeneration[]; seen?: DocumentRecord } = {},
   ): Promise<DocumentRecord | undefined> {
     return this.update(ref, documentId, (doc) => doc.status === 'uploaded' && doc.uploadId === uploadId, {
       status,

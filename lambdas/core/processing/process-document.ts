@@ -223,7 +223,8 @@ async function markReady(
     'ready',
     null,
     deps.clock.now().toISOString(),
-    narrow ? [generation] : undefined,
+    // Processing read `doc` itself a moment ago: the store answers from it unless the metadata changed meanwhile.
+    narrow ? { indexedChunks: [generation], seen: doc } : {},
   );
   if (!updated) {
     // Deleted, failed (by the watchdog) or replaced while we worked. A deleted or failed document keeps no chunks;
