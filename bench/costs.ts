@@ -154,7 +154,9 @@ export class CallCounter {
           this.lastCallAt = Date.now();
           try {
             const result = await next({ ...args, input });
-            this.record(service, command, role, input, result.output, false);
+            // A pre-signed URL goes through the stack too, but sends nothing: the presigner answers before sending.
+            if (!('presigned' in (result.output ?? {})))
+              this.record(service, command, role, input, result.output, false);
             return result;
           } catch (error) {
             this.record(service, command, role, input, undefined, true);
