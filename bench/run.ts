@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { analyticsBenchmark } from './analytics';
+import { costsBenchmark } from './costs';
 import { documentListBenchmark } from './document-list';
 import { ingestionBenchmark } from './ingestion';
 import { loadBenchmark } from './load';
@@ -27,6 +28,7 @@ const BENCHMARKS: Benchmark[] = [
   retrievalBenchmark,
   qualityBenchmark,
   loadBenchmark,
+  costsBenchmark,
 ];
 
 /** Child mode: run one benchmark and write its section as JSON to `file`. */

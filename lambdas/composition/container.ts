@@ -11,6 +11,7 @@ import { retrievableDocuments } from '#adapters/store/dynamodb/document-records'
 import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
 import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
 import { DynamoRetrievalConfigStore } from '#adapters/store/dynamodb/retrieval-config-store';
+import { DynamoTenancyReads } from '#adapters/store/dynamodb/tenancy-reads';
 import { DynamoUploadSessionStore } from '#adapters/store/dynamodb/upload-session-store';
 import { DynamoZipJobStore } from '#adapters/store/dynamodb/zip-job-store';
 import { readCache } from '#adapters/store/read-cache';
@@ -19,7 +20,14 @@ import type { KnowledgeDeps } from '#core/knowledge/knowledge-deps';
 import type { AnalyticsStore } from '#ports/analytics';
 import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type { BlobStore, Clock, IdGenerator, ProcessingQueue } from '#ports/services';
-import type { AgentStore, DocumentStore, KnowledgeBaseStore, TokenStore, UploadSessionStore } from '#ports/stores';
+import type {
+  AgentStore,
+  DocumentStore,
+  KnowledgeBaseStore,
+  TenancyReads,
+  TokenStore,
+  UploadSessionStore,
+} from '#ports/stores';
 import type { ZipJobStore } from '#ports/zip-jobs';
 import { config } from '#shared/config';
 import { handlerVariable } from '#shared/environment';
@@ -54,6 +62,10 @@ const knowledgeBaseReads = /* @__PURE__ */ once(() =>
 export const knowledgeBasesStore = /* @__PURE__ */ once(() => knowledgeBaseReads().fresh);
 /** Knowledge bases read through the container's 5 s cache: for the customer API's reads and retrieval. */
 export const cachedKnowledgeBasesStore = /* @__PURE__ */ once(() => knowledgeBaseReads().cached);
+/** The agent and knowledge base of a request that changes content, as they are, in one BatchGetItem. */
+const tenancyReads = /* @__PURE__ */ once(
+  () => new DynamoTenancyReads(dynamoDocumentClient(), config.tableName('agents'), config.tableName('knowledgeBases')),
+);
 const documents = /* @__PURE__ */ once(
   () => new DynamoDocumentStore(dynamoDocumentClient(), config.tableName('documents')),
 );
@@ -112,6 +124,9 @@ export const container = {
   get knowledgeBases(): KnowledgeBaseStore {
     return knowledgeBasesStore();
   },
+  get tenancyReads(): TenancyReads | undefined {
+    return tenancyReads();
+  },
   get documents(): DocumentStore {
     return documents();
   },
@@ -150,4 +165,6 @@ export const container = {
 export const readContainer: typeof container = /* @__PURE__ */ Object.create(container, {
   agents: { get: () => cachedAgentsStore() },
   knowledgeBases: { get: () => cachedKnowledgeBasesStore() },
+  // Its reads go through the cache above, one store each, not around it.
+  tenancyReads: { get: () => undefined },
 });

@@ -301,6 +301,19 @@ export interface KnowledgeBaseDeletion {
   readonly defaultRetrievalChanged: readonly Environment[];
 }
 
+/**
+ * An agent and one of its knowledge bases read together, as they are now (consistently): the tenancy check of a
+ * request that changes a knowledge base's content (core/tenancy/tenancy.ts, requireKnowledgeBase). One BatchGetItem
+ * on DynamoDB instead of two GetItems, for the same read units.
+ */
+export interface TenancyReads {
+  agentAndKnowledgeBase(
+    organizationId: string,
+    agentId: string,
+    knowledgeBaseId: string,
+  ): Promise<{ readonly agent?: AgentRecord; readonly knowledgeBase?: KnowledgeBaseRecord }>;
+}
+
 export interface KnowledgeBaseStore {
   put(knowledgeBase: KnowledgeBaseRecord): Promise<void>;
   get(agentId: string, knowledgeBaseId: string): Promise<KnowledgeBaseRecord | undefined>;
@@ -428,8 +441,9 @@ export interface DocumentStore {
    */
   reserve(doc: DocumentRecord, now: string): Promise<boolean>;
   /**
-   * reserved → uploaded, only if the reservation still belongs to `content.uploadId`. Returns the new record, or
-   * undefined when the reservation is not (or no longer) this upload's.
+   * reserved → uploaded, only if the reservation still belongs to `content.uploadId`. True when written: the record
+   * is then `uploaded` with `content`, `metadata` and `createdAt` (nothing else changed, so the caller knows it without
+   * reading it back); false when the reservation is not (or no longer) this upload's.
    */
   completeReservation(
     ref: DatasetRef,
@@ -437,7 +451,7 @@ export interface DocumentStore {
     content: ContentFields,
     metadata: MetadataChanges,
     createdAt: string,
-  ): Promise<DocumentRecord | undefined>;
+  ): Promise<boolean>;
   /**
    * Replaces the content of an existing (non-reserved) document and sets it `uploaded`, unless it already holds
    * this upload. Returns the new record, or undefined when the document is gone or already holds the upload.
@@ -460,7 +474,11 @@ export interface DocumentStore {
   ): Promise<DocumentRecord | undefined>;
   /**
    * Sets the processing outcome (`ready` or `failed`), only while the document is `uploaded` and still holds
-   * `uploadId`: an outcome is written once per upload, so the first of two racing writers wins.
+   * `uploadId`: an outcome is written once per upload, so the first of two racing writers wins. Returns the record
+   * as written, or undefined when the document moved on (or is gone).
+   * - `indexedChunks`: set in the same write (processing's `ready`, once the index holds no other upload's chunks).
+   * - `seen`: the record as the caller read it. While its labels and custom metadata are still those, the answer is
+   *   `seen` with what this write changed, not read back; when they changed meanwhile, the record is read back.
    */
   setStatus(
     ref: DatasetRef,
@@ -469,6 +487,7 @@ export interface DocumentStore {
     status: DocumentStatus,
     error: DocumentError | null,
     updatedAt: string,
+    options?: { readonly indexedChunks?: readonly ChunkGeneration[]; readonly seen?: DocumentRecord },
   ): Promise<DocumentRecord | undefined>;
   /**
    * Removes the record; returns what was removed. With `erasureOwedSince`, the same write records a

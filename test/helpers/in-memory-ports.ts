@@ -449,15 +449,14 @@ export class InMemoryDocumentStore implements DocumentStore {
     content: ContentFields,
     metadata: MetadataChanges,
     createdAt: string,
-  ): Promise<DocumentRecord | undefined> {
-    return this.update(ref, documentId, (doc) => doc.status === 'reserved' && doc.uploadId === content.uploadId, {
-      ...content,
-      ...metadata,
-      status: 'uploaded',
-      createdAt,
-      reservedUntil: null,
-      error: null,
-    });
+  ): Promise<boolean> {
+    const updated = await this.update(
+      ref,
+      documentId,
+      (doc) => doc.status === 'reserved' && doc.uploadId === content.uploadId,
+      { ...content, ...metadata, status: 'uploaded', createdAt, reservedUntil: null, error: null },
+    );
+    return updated !== undefined;
   }
 
   async replaceContent(
@@ -493,11 +492,14 @@ export class InMemoryDocumentStore implements DocumentStore {
     status: DocumentStatus,
     error: DocumentError | null,
     updatedAt: string,
+    // `seen` changes nothing here: the record is always as written (the DynamoDB store's read back, saved).
+    { indexedChunks }: { indexedChunks?: readonly ChunkGeneration[]; seen?: DocumentRecord } = {},
   ): Promise<DocumentRecord | undefined> {
     return this.update(ref, documentId, (doc) => doc.status === 'uploaded' && doc.uploadId === uploadId, {
       status,
       error,
       updatedAt,
+      ...(indexedChunks ? { indexedChunks: indexedChunks.map(({ uploadId, count }) => ({ uploadId, count })) } : {}),
     });
   }
 

@@ -136,7 +136,7 @@ async function readyDocument(
     fileSize: Buffer.byteLength(TEXT),
     updatedAt: now,
   };
-  expect(await store.completeReservation(ref, documentId, content, { label1 }, now)).toBeDefined();
+  expect(await store.completeReservation(ref, documentId, content, { label1 }, now)).toBe(true);
   expect(await processDocument(depsWith(), ref, uploadId)).toBe('ready');
   expect(await index.countDocumentChunks(ref)).toBeGreaterThan(0);
   return { ...ref, s3Key };

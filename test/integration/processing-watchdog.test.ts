@@ -130,7 +130,7 @@ async function stuckDocument(): Promise<DocumentRef & { uploadId: string }> {
     fileSize: Buffer.byteLength(TEXT),
     updatedAt: LONG_AGO,
   };
-  expect(await store.completeReservation(ref, ref.documentId, content, {}, LONG_AGO)).toBeDefined();
+  expect(await store.completeReservation(ref, ref.documentId, content, {}, LONG_AGO)).toBe(true);
   expect(await store.recordWatchdogRetry(ref, ref.documentId, uploadId, 1, LONG_AGO)).toBeDefined();
   return { ...ref, uploadId };
 }

@@ -187,7 +187,7 @@ async function createDocument(w: World, uploadId: string, text: string): Promise
     fileSize: Buffer.byteLength(text),
     updatedAt: NOW,
   };
-  expect(await w.store.completeReservation(REF, REF.documentId, content, {}, NOW)).toBeDefined();
+  expect(await w.store.completeReservation(REF, REF.documentId, content, {}, NOW)).toBe(true);
 }
 
 async function replaceContent(w: World, uploadId: string, text: string): Promise<void> {

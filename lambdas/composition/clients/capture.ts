@@ -4,11 +4,17 @@
  * functions keep the identity: Tracer and the X-Ray SDK weigh ~125 KB minified, which would put 12 of the 32 API
  * bundles over their 300 KB budget (scripts/bundle-sizes.ts); their invocations are still traced by Lambda's active
  * tracing and API Gateway's.
+ *
+ * Wrappers compose, in the order they were installed: the cost benchmark (bench/costs.ts) counts every call of the
+ * local runtime's handlers with one of its own, beside the worker functions' tracer.
  */
-let capture: <Client>(client: Client) => Client = (client) => client;
+type Wrap = <Client>(client: Client) => Client;
 
-export function captureClientsWith(wrap: <Client>(client: Client) => Client): void {
-  capture = wrap;
+const wraps: Wrap[] = [];
+
+/** Every client built from now on goes through `wrap` too (after the wrappers installed before it). */
+export function captureClientsWith(wrap: Wrap): void {
+  wraps.push(wrap);
 }
 
 /**
@@ -19,5 +25,7 @@ export function captureClientsWith(wrap: <Client>(client: Client) => Client): vo
  */
 export function captured<Client>(client: Client): Client {
   (client as { middlewareStack?: { remove(name: string): boolean } }).middlewareStack?.remove('loggerMiddleware');
-  return capture(client);
+  let wrapped = client;
+  for (const wrap of wraps) wrapped = wrap(wrapped);
+  return wrapped;
 }

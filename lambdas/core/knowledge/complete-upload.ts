@@ -61,18 +61,21 @@ export async function completeUpload(deps: KnowledgeDeps, caller: Caller, upload
   // archive keeps the tag: it is deleted once imported, and the rule removes it if it ever is not.)
   await deps.blobs.markCompleted(session.objectKey);
   const content = contentOf(session, head.size, now);
-  let doc = await deps.documents.completeReservation(ref, documentId, content, session.metadata, now);
-  if (doc) deps.metrics.count(METRIC.documentsUploaded);
-  else {
+  let completion: UploadCompletion;
+  if (await deps.documents.completeReservation(ref, documentId, content, session.metadata, now)) {
+    deps.metrics.count(METRIC.documentsUploaded);
+    // What the write made of the reservation (its s3Key is the session's): no need to read it back.
+    completion = completionOf({ s3Key: session.s3Key, documentId, createdAt: now, updatedAt: now });
+  } else {
     // Either an earlier attempt of this same call already completed it (answer as it did), or the reservation
     // expired and was taken by another upload.
     const current = await deps.documents.get(ref, documentId);
     if (!current || current.uploadId !== uploadId || current.status === 'reserved') {
       throw new GoneError('UPLOAD_EXPIRED', `Upload ${uploadId} expired and its documentId was reused`);
     }
-    doc = current;
+    completion = completionOf(current);
   }
-  const stored = await deps.uploads.saveCompletion(uploadId, completionOf(doc));
+  const stored = await deps.uploads.saveCompletion(uploadId, completion);
   await deps.queue.send({ kind: 'process-document', ...ref, documentId, uploadId });
   return stored;
 }

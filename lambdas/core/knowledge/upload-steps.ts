@@ -132,7 +132,9 @@ export function requireNotExpired(deps: KnowledgeDeps, session: UploadSession): 
   }
 }
 
-export function completionOf(doc: DocumentRecord): UploadCompletion {
+export function completionOf(
+  doc: Pick<DocumentRecord, 's3Key' | 'documentId' | 'createdAt' | 'updatedAt'>,
+): UploadCompletion {
   return {
     type: 'document',
     s3Key: doc.s3Key,

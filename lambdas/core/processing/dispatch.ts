@@ -17,7 +17,8 @@ export async function runWork(
   if (work.kind === 's3-object') {
     const doc = await deps.documents.get(work, work.documentId);
     if (!doc || doc.objectKey !== work.objectKey) return 'skipped';
-    return processDocument(deps, work, doc.uploadId);
+    // The record just read is the one processing checks: one read, not two (a reserved document is skipped there).
+    return processDocument(deps, work, doc.uploadId, doc);
   }
   const message = work.message;
   switch (message.kind) {

@@ -73,9 +73,12 @@ function refOf(doc: DatasetRef & { documentId: string }): DocumentRef {
   };
 }
 
-/** The document while it still waits for this upload's processing; undefined for a stale or finished message. */
-async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId: string) {
-  const doc = await deps.documents.get(ref, ref.documentId);
+/**
+ * The document while it still waits for this upload's processing; undefined for a stale or finished message. `read`:
+ * the record as the caller has just read it (strongly consistent), which is not read a second time.
+ */
+async function pendingDocument(deps: ProcessingDeps, ref: DocumentRef, uploadId: string, read?: DocumentRecord) {
+  const doc = read ?? (await deps.documents.get(ref, ref.documentId));
   if (doc?.status === 'failed' && doc.uploadId === uploadId) await removeChunksOfFailed(deps, ref, doc.indexedChunks);
   if (doc?.status !== 'uploaded' || doc.uploadId !== uploadId) return undefined;
   return doc;
@@ -202,9 +205,15 @@ export async function failStuck(deps: ProcessingDeps, doc: DocumentRecord, messa
 /**
  * `ready` once the index serves every chunk; then catches up with metadata changed during processing. ChunksIndexed
  * counts here, on the one `ready` write of an upload: two workers may index the same upload at once (its S3 event and
- * its upload-complete message), and only one of them makes it `ready`.
+ * its upload-complete message), and only one of them makes it `ready`. `narrow`: the index holds no other upload's
+ * chunks now, so the same write narrows `indexedChunks` to this upload's (indexChunks' last step, not written apart).
  */
-async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: number): Promise<ProcessingOutcome> {
+async function markReady(
+  deps: ProcessingDeps,
+  doc: DocumentRecord,
+  chunkCount: number,
+  narrow = false,
+): Promise<ProcessingOutcome> {
   const ref = refOf(doc);
   const generation: ChunkGeneration = { uploadId: doc.uploadId, count: chunkCount };
   const updated = await deps.documents.setStatus(
@@ -214,6 +223,8 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: 
     'ready',
     null,
     deps.clock.now().toISOString(),
+    // Processing read `doc` itself a moment ago: the store answers from it unless the metadata changed meanwhile.
+    narrow ? { indexedChunks: [generation], seen: doc } : {},
   );
   if (!updated) {
     // Deleted, failed (by the watchdog) or replaced while we worked. A deleted or failed document keeps no chunks;
@@ -252,12 +263,14 @@ async function markReady(deps: ProcessingDeps, doc: DocumentRecord, chunkCount: 
  * written to `indexedChunks` before its chunks are sent, and once the index has removed every other upload's chunks,
  * it is left alone there. False when the document moved on before its chunks were sent (nothing was indexed).
  * A record without `indexedChunks` (older than it) is not written first: the index searches for what it holds.
+ * `narrow: false` leaves the narrowing to the caller (processing writes it with `ready`: markReady).
  */
 async function indexChunks(
   deps: ProcessingDeps,
   doc: DocumentRecord,
   chunks: IndexedChunk[],
   whileUploaded = true,
+  narrow = true,
 ): Promise<boolean> {
   const ref = refOf(doc);
   const generation: ChunkGeneration = { uploadId: doc.uploadId, count: chunks.length };
@@ -268,18 +281,26 @@ async function indexChunks(
     if (!written) return false;
   }
   await deps.index.replaceDocument(ref, chunks, { uploadId: doc.uploadId, previous });
-  // Only while the document still holds this upload: a newer one has written its own (with this one in it).
-  await deps.documents.recordIndexedChunks(ref, ref.documentId, doc.uploadId, [generation], false);
+  if (narrow) await narrowIndexedChunks(deps, doc, generation);
   return true;
 }
 
-/** Message `process-document`. Errors other than ProcessingError are transient: the queue retries them. */
+/** `indexedChunks` down to this upload's, only while the document still holds it (a newer one wrote its own). */
+async function narrowIndexedChunks(deps: ProcessingDeps, doc: DocumentRecord, generation: ChunkGeneration) {
+  await deps.documents.recordIndexedChunks(refOf(doc), doc.documentId, doc.uploadId, [generation], false);
+}
+
+/**
+ * Message `process-document`. Errors other than ProcessingError are transient: the queue retries them. `read`: the
+ * document's record as the caller has just read it (an S3 event's dispatch), so it is not read again.
+ */
 export async function processDocument(
   deps: ProcessingDeps,
   ref: DocumentRef,
   uploadId: string,
+  read?: DocumentRecord,
 ): Promise<ProcessingOutcome> {
-  const doc = await pendingDocument(deps, ref, uploadId);
+  const doc = await pendingDocument(deps, ref, uploadId, read);
   if (!doc) return 'skipped';
   let chunks: IndexedChunk[];
   try {
@@ -288,11 +309,15 @@ export async function processDocument(
     if (error instanceof ProcessingError) return fail(deps, doc, error);
     throw error;
   }
-  if (!(await indexChunks(deps, doc, chunks))) return 'skipped';
+  if (!(await indexChunks(deps, doc, chunks, true, false))) return 'skipped';
   const generation: ChunkGeneration = { uploadId, count: chunks.length };
+  // The narrowing of `indexedChunks` rides on the `ready` write: one write, not two. A `ready` refused (the document
+  // moved on) leaves the record listing this upload beside the others it listed: more than the index holds, which
+  // only makes a later removal search for chunks that are gone, never miss one.
   if ((await deps.index.countDocumentChunks(ref, generation)) >= chunks.length) {
-    return markReady(deps, doc, chunks.length);
+    return markReady(deps, doc, chunks.length, true);
   }
+  await narrowIndexedChunks(deps, doc, generation);
   await deps.queue.send(
     { kind: 'confirm-indexed', ...ref, uploadId, attempt: 1 },
     { delaySeconds: deps.settings.confirmDelaySeconds },

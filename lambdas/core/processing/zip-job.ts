@@ -235,11 +235,11 @@ async function recordRefused(
   const documentId = zipDocumentId(job.zipJobId, file.fileName);
   const fileName = refusedFileName(file.fileName);
   const { ref, s3Key, contentType, existing } = await reserveFor(deps, job, documentId, null, fileName, now, true);
-  let doc = existing;
   // The id is derived from (job, path): taken by something else only if a caller chose it as a customDocumentId.
-  if (doc && doc.uploadId !== job.zipJobId) return { entry: refused };
-  if (!doc || doc.status === 'reserved') {
-    doc = await deps.documents.completeReservation(
+  if (existing && existing.uploadId !== job.zipJobId) return { entry: refused };
+  let uploaded = existing?.status === 'uploaded';
+  if (!existing || existing.status === 'reserved') {
+    uploaded = await deps.documents.completeReservation(
       ref,
       documentId,
       { uploadId: job.zipJobId, objectKey: s3Key, fileName, contentType, fileSize: 0, updatedAt: now },
@@ -247,7 +247,7 @@ async function recordRefused(
       now,
     );
   }
-  if (doc?.status === 'uploaded') {
+  if (uploaded) {
     await deps.documents.setStatus(ref, documentId, job.zipJobId, 'failed', file.error, now);
   }
   return { entry: { ...refused, documentId, s3Key } };

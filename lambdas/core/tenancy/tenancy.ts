@@ -5,7 +5,7 @@
  */
 
 import { ForbiddenError, NotFoundError } from '#core/errors';
-import type { AgentRecord, AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore } from '#ports/stores';
+import type { AgentRecord, AgentStore, KnowledgeBaseRecord, KnowledgeBaseStore, TenancyReads } from '#ports/stores';
 
 export interface Caller {
   readonly organizationId: string;
@@ -27,6 +27,8 @@ export interface Caller {
 export interface TenancyDeps {
   readonly agents: Pick<AgentStore, 'get'>;
   readonly knowledgeBases: KnowledgeBaseStore;
+  /** Both records of requireKnowledgeBase in one read, as they are now; without it, one read each. */
+  readonly tenancyReads?: TenancyReads;
 }
 
 /** THE agent restriction rule; every agent-scoped check below and every record owner check goes through it. */
@@ -67,7 +69,13 @@ export async function requireAgent(
   caller: Caller,
   agentId: string,
 ): Promise<AgentRecord> {
-  const agent = mayUseAgent(caller, agentId) ? await deps.agents.get(caller.organizationId, agentId) : undefined;
+  return liveAgent(
+    agentId,
+    mayUseAgent(caller, agentId) ? await deps.agents.get(caller.organizationId, agentId) : undefined,
+  );
+}
+
+function liveAgent(agentId: string, agent: AgentRecord | undefined): AgentRecord {
   // One being deleted no longer exists for anyone (core/processing/agent-deletion.ts).
   if (!agent || agent.status === 'deleting')
     throw new NotFoundError('AGENT_NOT_FOUND', `Agent ${agentId} was not found`);
@@ -85,8 +93,15 @@ export async function requireKnowledgeBase(
   knowledgeBaseId: string,
   options: { includeDeleting?: boolean } = {},
 ): Promise<KnowledgeBaseRecord> {
-  await requireAgent(deps, caller, agentId);
-  const knowledgeBase = await deps.knowledgeBases.get(agentId, knowledgeBaseId);
+  let knowledgeBase: KnowledgeBaseRecord | undefined;
+  if (deps.tenancyReads && mayUseAgent(caller, agentId)) {
+    const both = await deps.tenancyReads.agentAndKnowledgeBase(caller.organizationId, agentId, knowledgeBaseId);
+    liveAgent(agentId, both.agent);
+    knowledgeBase = both.knowledgeBase;
+  } else {
+    await requireAgent(deps, caller, agentId);
+    knowledgeBase = await deps.knowledgeBases.get(agentId, knowledgeBaseId);
+  }
   const hidden = knowledgeBase?.status === 'deleting' && !options.includeDeleting;
   if (!knowledgeBase || knowledgeBase.organizationId !== caller.organizationId || hidden) {
     throw new NotFoundError('KNOWLEDGE_BASE_NOT_FOUND', `Knowledge base ${knowledgeBaseId} was not found`);

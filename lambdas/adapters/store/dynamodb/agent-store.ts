@@ -9,7 +9,7 @@ import { DELETING, DeletionJobRows } from './deletion-jobs';
 import { unlessConditionFails } from './expressions';
 import { collect, queryAll } from './queries';
 
-function agentOf(item: Record<string, unknown> | undefined): AgentRecord | undefined {
+export function agentOf(item: Record<string, unknown> | undefined): AgentRecord | undefined {
   if (!item) return undefined;
   const { pendingKey: _pending, ...agent } = item;
   return agent as unknown as AgentRecord;

@@ -80,6 +80,26 @@ interface StatusChange {
 
 export { tenantKey };
 
+/** The labels and custom metadata a document's chunks carry (core/processing chunkMetadataOf). */
+const METADATA_FIELDS = ['label1', 'label2', 'customMeta1', 'customMeta2', 'customMeta3', 'customMeta4'] as const;
+
+/** A condition that holds while the record's labels and custom metadata are those of `seen` (null: none). */
+function sameMetadataCondition(seen: DocumentRecord) {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const checks = METADATA_FIELDS.map((field, i) => {
+    names[`#m${i}`] = field;
+    const value = seen[field];
+    if (value === null || value === undefined) {
+      values[':mnull'] = null;
+      return `(attribute_not_exists(#m${i}) OR #m${i} = :mnull)`;
+    }
+    values[`:m${i}`] = value;
+    return `#m${i} = :m${i}`;
+  });
+  return { expression: checks.join(' AND '), names, values };
+}
+
 function datasetOfKey(key: unknown): DatasetRef {
   const [agentId, environment, knowledgeBaseId] = String(key).split('#');
   return { agentId, environment: environment as Environment, knowledgeBaseId };
@@ -231,29 +251,37 @@ export class DynamoDocumentStore implements DocumentStore {
     });
   }
 
+  /** The document's conditional update and the counters' ADD in one transaction; not read back (the port's note). */
   completeReservation(
     ref: DatasetRef,
     documentId: string,
     content: ContentFields,
     metadata: MetadataChanges,
     createdAt: string,
-  ): Promise<DocumentRecord | undefined> {
-    return this.update(
+  ): Promise<boolean> {
+    const values = { ':reserved': 'reserved', ':upload': content.uploadId };
+    const fields = {
+      ...content,
+      ...metadata,
+      status: 'uploaded',
+      pendingKey: PENDING,
+      createdAt,
+      listKey: documentPosition({ createdAt, documentId }),
+      reservedUntil: null,
+      error: null,
+    };
+    const parts = setExpression(fields, values);
+    return this.writeCounted(
       ref,
-      documentId,
       {
-        ...content,
-        ...metadata,
-        status: 'uploaded',
-        pendingKey: PENDING,
-        createdAt,
-        listKey: documentPosition({ createdAt, documentId }),
-        reservedUntil: null,
-        error: null,
+        Update: {
+          TableName: this.tableName,
+          Key: this.key(ref, documentId),
+          ...parts,
+          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
+          ConditionExpression: '#status = :reserved AND uploadId = :upload',
+        },
       },
-      '#status = :reserved AND uploadId = :upload',
-      { ':reserved': 'reserved', ':upload': content.uploadId },
-      [],
       { from: 'reserved', to: 'uploaded' },
     );
   }
@@ -305,24 +333,52 @@ export class DynamoDocumentStore implements DocumentStore {
     return written ? this.get(ref, documentId) : undefined;
   }
 
-  setStatus(
+  async setStatus(
     ref: DatasetRef,
     documentId: string,
     uploadId: string,
     status: DocumentStatus,
     error: DocumentError | null,
     updatedAt: string,
+    options: { readonly indexedChunks?: readonly ChunkGeneration[]; readonly seen?: DocumentRecord } = {},
   ): Promise<DocumentRecord | undefined> {
-    return this.update(
-      ref,
-      documentId,
+    const { indexedChunks, seen } = options;
+    const fields = {
+      status,
+      error,
+      updatedAt,
       // A failed document is found by the upload it failed with: a ZIP import counts its failures (zipImportFailures).
-      { status, error, updatedAt, ...(status === 'failed' ? { zipFailedKey: uploadId } : {}) },
-      'attribute_exists(documentId) AND #status = :uploaded AND uploadId = :upload',
-      { ':uploaded': 'uploaded', ':upload': uploadId },
-      ['pendingKey', 'zipPendingKey'],
-      { from: 'uploaded', to: status },
-    );
+      ...(status === 'failed' ? { zipFailedKey: uploadId } : {}),
+      ...(indexedChunks ? { indexedChunks: indexedChunks.map(({ uploadId, count }) => ({ uploadId, count })) } : {}),
+    };
+    const condition = 'attribute_exists(documentId) AND #status = :uploaded AND uploadId = :upload';
+    const values = { ':uploaded': 'uploaded', ':upload': uploadId };
+    const remove = ['pendingKey', 'zipPendingKey'];
+    const change = { from: 'uploaded', to: status } as const;
+    if (seen) {
+      // The same write, holding also while the metadata is as seen: then the record is `seen` plus this write, and
+      // the transaction (which returns no attributes) needs no read back.
+      const same = sameMetadataCondition(seen);
+      const parts = setExpression(fields, { ...values, ...same.values }, remove);
+      const written = await this.writeCounted(
+        ref,
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: this.key(ref, documentId),
+            ...parts,
+            ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status', ...same.names },
+            ConditionExpression: `${condition} AND ${same.expression}`,
+          },
+        },
+        change,
+      );
+      if (written) {
+        const { pendingKey: _pending, ...record } = { ...seen, ...fields } as DocumentRecord & { pendingKey?: unknown };
+        return withoutKeys(record);
+      }
+    }
+    return this.update(ref, documentId, fields, condition, values, remove, change);
   }
 
   async listPending(updatedBefore: string, limit: number): Promise<(DatasetRef & { documentId: string })[]> {

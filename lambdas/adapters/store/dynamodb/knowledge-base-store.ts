@@ -20,7 +20,7 @@ import { collect, queryAll, waitingBefore } from './queries';
 /** Value of `reindexKey` while a reindex runs. */
 const REINDEXING = 'reindexing';
 
-function knowledgeBaseOf(item: Record<string, unknown> | undefined): KnowledgeBaseRecord | undefined {
+export function knowledgeBaseOf(item: Record<string, unknown> | undefined): KnowledgeBaseRecord | undefined {
   if (!item) return undefined;
   const { pendingKey: _pending, reindexKey: _reindexing, reindexUpdatedAt: _progress, ...record } = item;
   return record as unknown as KnowledgeBaseRecord;

@@ -85,6 +85,53 @@ describe('tenancy', () => {
     expect(ownsRecord(restricted, { organizationId: 'org-a', agentId: first.agentId })).toBe(true);
   });
 
+  it('reads the agent and the knowledge base in one read when the deps offer one, with the same answers', async () => {
+    const knowledge = inMemoryKnowledgeDeps();
+    const tenant = await knowledge.tenant('org-a', 'one');
+    const other = await knowledge.tenant('org-b', 'two');
+    const gone = await knowledge.tenant('org-a', 'three');
+    await knowledge.knowledgeBases.markDeleting(gone.agentId, gone.knowledgeBaseId, DELETION, DELETION.startedAt);
+    const reads: string[] = [];
+    const deps = {
+      ...knowledge.deps,
+      agents: { get: () => Promise.reject(new Error('read one by one')) },
+      tenancyReads: {
+        agentAndKnowledgeBase: async (organizationId: string, agentId: string, knowledgeBaseId: string) => {
+          reads.push(`${agentId}/${knowledgeBaseId}`);
+          return {
+            agent: await knowledge.agents.get(organizationId, agentId),
+            knowledgeBase: await knowledge.knowledgeBases.get(agentId, knowledgeBaseId),
+          };
+        },
+      },
+    };
+    const restricted = { ...tenant.caller, agentIds: [tenant.agentId] };
+
+    await expect(
+      requireKnowledgeBase(deps, tenant.caller, tenant.agentId, tenant.knowledgeBaseId),
+    ).resolves.toMatchObject({ knowledgeBaseId: tenant.knowledgeBaseId });
+    await expect(requireKnowledgeBase(deps, tenant.caller, other.agentId, other.knowledgeBaseId)).rejects.toMatchObject(
+      { status: 404, code: 'AGENT_NOT_FOUND' },
+    );
+    await expect(requireKnowledgeBase(deps, tenant.caller, tenant.agentId, 'kb-nowhere')).rejects.toMatchObject({
+      status: 404,
+      code: 'KNOWLEDGE_BASE_NOT_FOUND',
+    });
+    await expect(requireKnowledgeBase(deps, gone.caller, gone.agentId, gone.knowledgeBaseId)).rejects.toMatchObject({
+      code: 'KNOWLEDGE_BASE_NOT_FOUND',
+    });
+    // An agent the token may not use is refused before anything is read.
+    await expect(requireKnowledgeBase(deps, restricted, gone.agentId, gone.knowledgeBaseId)).rejects.toMatchObject({
+      code: 'AGENT_NOT_FOUND',
+    });
+    expect(reads).toEqual([
+      `${tenant.agentId}/${tenant.knowledgeBaseId}`,
+      `${other.agentId}/${other.knowledgeBaseId}`,
+      `${tenant.agentId}/kb-nowhere`,
+      `${gone.agentId}/${gone.knowledgeBaseId}`,
+    ]);
+  });
+
   it('refuses an organization-wide action to a restricted token with 403 token.agentRestricted', () => {
     const caller = { organizationId: 'org-a', tokenId: 't', scopes: [], agentIds: ['a', 'b'] };
 
