@@ -10,9 +10,11 @@
  *   partition is settled: no entry is added there any more;
  * - nothing deletes events but TTL, and TTL only deletes expired ones: a mark counts only entries that stay live
  *   until its `validUntil` (a page with an entry expiring sooner is not marked), and is dropped at `validUntil`.
- * A chain of marks, per index partition: every RANK_STEP entries below the root, the key of that entry and how many
- * entries lie between it and the root. Skipping N entries jumps to the mark at or before N and counts the rest
- * (fewer than RANK_STEP). What lies above the root (the last minutes) is counted on every query, as before.
+ * A chain of marks, per index partition: entries below the root, each with its key and its rank (how many entries
+ * lie between it and the root). The first skip to a depth counts as before (pages of up to 1 MB) and marks each
+ * page's end and the target; a skip between two marks counts RANK_STEP entries a Query and marks them, so later
+ * ones count fewer than RANK_STEP from the mark before them. What lies above the root (the last minutes) is counted
+ * on every query, as before.
  */
 
 /** A write gives up its id reservation when it is older than this (it fails; the caller's retry takes fresh ids). */
@@ -66,11 +68,11 @@ interface Chain {
 }
 
 export interface OffsetIndexOptions {
-  /** Entries between two marks. Default 1,000. */
+  /** Entries between two marks, once a skip has counted between them. Default 1,000. */
   readonly rankStep?: number;
   /** Offsets below this are counted as before (they cost at most that many entries). Default 1,000. */
   readonly minOffset?: number;
-  /** Partitions whose chains are kept (the least recently used goes). Default 200. */
+  /** Partitions whose chains are kept (the least recently used goes). Default 100. */
   readonly maxPartitions?: number;
   /** Marks per chain at most (1,000 = a million entries at the default step). */
   readonly maxMarks?: number;
@@ -126,7 +128,7 @@ export class OffsetIndex {
   constructor(options: OffsetIndexOptions = {}) {
     this.rankStep = options.rankStep ?? 1000;
     this.minOffset = options.minOffset ?? 1000;
-    this.maxPartitions = options.maxPartitions ?? 200;
+    this.maxPartitions = options.maxPartitions ?? 100;
     this.maxMarks = options.maxMarks ?? 1000;
   }
 
@@ -184,24 +186,47 @@ export class OffsetIndex {
     const target = above + remaining;
     chain = await this.extend(chain, target, nowSeconds, count);
     if (chain.total !== undefined && target >= chain.total) return this.save(partition, cached, chain, 'end');
-    const at = lastMarkAtOrBelow(chain.marks, target);
-    const from = at < 0 ? undefined : chain.marks[at];
-    const rest = target - (from?.rank ?? 0);
-    let result: SkipResult;
-    if (rest === 0) {
-      result = from ? { startKey: from.key } : {};
-    } else {
-      const counted = await countFrom(
-        count,
-        { upper: from ? undefined : root, startKey: from?.key, liveAfter: nowSeconds },
-        rest,
-      );
-      result = skipped(counted);
-    }
+    const found = await this.between(chain, target, nowSeconds, count);
+    chain = found.chain;
+    let result = found.result;
     if (result !== 'end' && result.startKey && range.lower !== undefined) {
       if (positionOf(result.startKey) < range.lower) result = 'end';
     }
     return this.save(partition, cached, chain, result);
+  }
+
+  /**
+   * From the mark at or before rank `target` to it. Between two marks, the entries are counted RANK_STEP a Query
+   * and marked on the way, so the next offset there counts fewer than RANK_STEP; past the chain's last mark (a chain
+   * stopped by an expiring entry), counted as they are.
+   */
+  private async between(
+    chain: Chain,
+    target: number,
+    nowSeconds: number,
+    count: Counter,
+  ): Promise<{ chain: Chain; result: SkipResult }> {
+    const at = lastMarkAtOrBelow(chain.marks, target);
+    let from: Mark | undefined = at < 0 ? undefined : chain.marks[at];
+    if ((from?.rank ?? 0) === target) return { chain, result: from ? { startKey: from.key } : {} };
+    const request = { upper: from ? undefined : chain.root, startKey: from?.key, liveAfter: nowSeconds };
+    if (at + 1 >= chain.marks.length)
+      return { chain, result: skipped(await countFrom(count, request, target - (from?.rank ?? 0))) };
+    const added: Mark[] = [];
+    let startKey = from?.key;
+    while ((from?.rank ?? 0) < target) {
+      const page = await count({ ...request, startKey, limit: Math.min(this.rankStep, target - (from?.rank ?? 0)) });
+      // Entries between two marks stay live until the chain's end: a page short of that is counted, not marked.
+      if (!page.lastKey || page.count < page.scanned) {
+        const rest = await countFrom(count, { ...request, startKey }, target - (from?.rank ?? 0));
+        return { chain, result: skipped(rest) };
+      }
+      startKey = page.lastKey;
+      from = { key: startKey, position: positionOf(startKey), rank: (from?.rank ?? 0) + page.count };
+      added.push(from);
+    }
+    const marks = [...chain.marks.slice(0, at + 1), ...added, ...chain.marks.slice(at + 1)];
+    return { chain: { ...chain, marks: marks.slice(0, this.maxMarks) }, result: { startKey } };
   }
 
   /** Keeps the new chain unless another query replaced the cached one meanwhile; the least recently used goes. */
@@ -214,18 +239,21 @@ export class OffsetIndex {
     return result;
   }
 
-  /** Marks down to rank `target` (or the end, or an expiring page), RANK_STEP entries a Query. */
+  /**
+   * Marks down to rank `target` (or the end, or an expiring page): counted as a plain skip would (pages of up to
+   * 1 MB), a mark at each page's end, the last one at `target` itself.
+   */
   private async extend(chain: Chain, target: number, nowSeconds: number, count: Counter): Promise<Chain> {
     const marks = [...chain.marks];
     let last = marks[marks.length - 1];
-    if (chain.total !== undefined || chain.frozen || (last?.rank ?? 0) + this.rankStep > target) return chain;
+    if (chain.total !== undefined || chain.frozen || (last?.rank ?? 0) >= target) return chain;
     let validUntil = chain.validUntil;
     const liveAfter = nowSeconds + VALID_FOR_SECONDS;
-    while ((last?.rank ?? 0) + this.rankStep <= target && marks.length < this.maxMarks) {
+    while ((last?.rank ?? 0) < target && marks.length < this.maxMarks) {
       const page = await count({
         upper: last ? undefined : chain.root,
         startKey: last?.key,
-        limit: this.rankStep,
+        limit: target - (last?.rank ?? 0),
         liveAfter,
       });
       if (page.count < page.scanned) return { ...chain, marks, frozen: true, validUntil };
