@@ -161,7 +161,7 @@ export class OffsetIndex {
     const cached = this.chains.get(partition);
     let chain = cached;
     if (chain && (nowSeconds >= chain.validUntil || chain.root > root)) chain = undefined;
-    if (chain && chain.root < root) chain = await this.reroot(chain, root, nowSeconds, count);
+    if (chain && chain.root < root) chain = await this.reroot(chain, root, remaining, nowSeconds, count);
     chain ??= { root, marks: [], validUntil: nowSeconds + VALID_FOR_SECONDS };
 
     // Entries of the chain above `upper`, when the range starts inside it.
@@ -268,10 +268,16 @@ export class OffsetIndex {
 
   /**
    * The chain of a later root: the entries settled since the old root are counted (RANK_STEP a Query) and marked,
-   * and the old marks follow, shifted by their number. A page with an expiring entry, or more entries than a new
-   * chain would cost, starts over (undefined).
+   * and the old marks follow, shifted by their number. A page with an expiring entry, or more entries than the skip
+   * at hand (`budget`: a new chain would cost less), starts over (undefined).
    */
-  private async reroot(chain: Chain, root: string, nowSeconds: number, count: Counter): Promise<Chain | undefined> {
+  private async reroot(
+    chain: Chain,
+    root: string,
+    budget: number,
+    nowSeconds: number,
+    count: Counter,
+  ): Promise<Chain | undefined> {
     const liveAfter = nowSeconds + VALID_FOR_SECONDS;
     const marks: Mark[] = [];
     let rank = 0;
@@ -281,7 +287,8 @@ export class OffsetIndex {
       if (page.count < page.scanned) return undefined;
       rank += page.scanned;
       if (!page.lastKey) break;
-      if (marks.length >= this.maxMarks) return undefined;
+      // More settled since than this skip needs: a new chain costs less than moving the old one up.
+      if (marks.length >= this.maxMarks || rank > budget) return undefined;
       startKey = page.lastKey;
       marks.push({ key: startKey, position: positionOf(startKey), rank });
     }
