@@ -184,9 +184,12 @@ export class OffsetIndex {
     }
 
     const target = above + remaining;
-    chain = await this.extend(chain, target, nowSeconds, count);
-    if (chain.total !== undefined && target >= chain.total) return this.save(partition, cached, chain, 'end');
-    const found = await this.between(chain, target, nowSeconds, count);
+    const extended = await this.extend(chain, target, range.lower, nowSeconds, count);
+    chain = extended.chain;
+    if (extended.passedLower || (chain.total !== undefined && target >= chain.total)) {
+      return this.save(partition, cached, chain, 'end');
+    }
+    const found = await this.between(chain, target, range.lower, nowSeconds, count);
     chain = found.chain;
     let result = found.result;
     if (result !== 'end' && result.startKey && range.lower !== undefined) {
@@ -203,13 +206,14 @@ export class OffsetIndex {
   private async between(
     chain: Chain,
     target: number,
+    lower: string | undefined,
     nowSeconds: number,
     count: Counter,
   ): Promise<{ chain: Chain; result: SkipResult }> {
     const at = lastMarkAtOrBelow(chain.marks, target);
     let from: Mark | undefined = at < 0 ? undefined : chain.marks[at];
     if ((from?.rank ?? 0) === target) return { chain, result: from ? { startKey: from.key } : {} };
-    const request = { upper: from ? undefined : chain.root, startKey: from?.key, liveAfter: nowSeconds };
+    const request = { lower, upper: from ? undefined : chain.root, startKey: from?.key, liveAfter: nowSeconds };
     if (at + 1 >= chain.marks.length)
       return { chain, result: skipped(await countFrom(count, request, target - (from?.rank ?? 0))) };
     const added: Mark[] = [];
@@ -241,29 +245,40 @@ export class OffsetIndex {
 
   /**
    * Marks down to rank `target` (or the end, or an expiring page): counted as a plain skip would (pages of up to
-   * 1 MB), a mark at each page's end, the last one at `target` itself.
+   * 1 MB), a mark at each page's end, the last one at `target` itself. Not below `lower` (the query's startDate):
+   * `passedLower` when the target lies below it.
    */
-  private async extend(chain: Chain, target: number, nowSeconds: number, count: Counter): Promise<Chain> {
+  private async extend(
+    chain: Chain,
+    target: number,
+    lower: string | undefined,
+    nowSeconds: number,
+    count: Counter,
+  ): Promise<{ chain: Chain; passedLower?: boolean }> {
     const marks = [...chain.marks];
     let last = marks[marks.length - 1];
-    if (chain.total !== undefined || chain.frozen || (last?.rank ?? 0) >= target) return chain;
+    if (chain.total !== undefined || chain.frozen || (last?.rank ?? 0) >= target) return { chain };
     let validUntil = chain.validUntil;
     const liveAfter = nowSeconds + VALID_FOR_SECONDS;
     while ((last?.rank ?? 0) < target && marks.length < this.maxMarks) {
       const page = await count({
+        lower,
         upper: last ? undefined : chain.root,
         startKey: last?.key,
         limit: target - (last?.rank ?? 0),
         liveAfter,
       });
-      if (page.count < page.scanned) return { ...chain, marks, frozen: true, validUntil };
+      if (page.count < page.scanned) return { chain: { ...chain, marks, frozen: true, validUntil } };
       validUntil = Math.min(validUntil, liveAfter);
       const rank = (last?.rank ?? 0) + page.scanned;
-      if (!page.lastKey) return { ...chain, marks, total: rank, validUntil };
+      if (!page.lastKey) {
+        if (lower !== undefined) return { chain: { ...chain, marks, validUntil }, passedLower: true };
+        return { chain: { ...chain, marks, total: rank, validUntil } };
+      }
       last = { key: page.lastKey, position: positionOf(page.lastKey), rank };
       marks.push(last);
     }
-    return { ...chain, marks, validUntil };
+    return { chain: { ...chain, marks, validUntil } };
   }
 
   /**

@@ -174,6 +174,25 @@ describe('offset by marks', () => {
     for (const deep of [offset - 2, offset - 7, 13, 14]) await ask(deep, MARKS.rankStep - 1);
   });
 
+  it('counts no further than a startDate, however large the offset', async () => {
+    let scanned = 0;
+    const counting = {
+      send: async (command: unknown) => {
+        const answer = (await client.send(command as never)) as { ScannedCount?: number };
+        if (command instanceof QueryCommand && command.input.Select === 'COUNT') scanned += answer.ScannedCount ?? 0;
+        return answer;
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const reader = storeOn(table, clockAt(START + DAY), 400, counting);
+    const recent = { fromMs: START + 25 * MINUTE };
+    const inRange = (await walk(writer, now, recent)).length;
+    for (const offset of [inRange + 1, 10_000]) {
+      scanned = 0;
+      expect((await reader.query(query(now, { ...recent, offset }))).events).toEqual([]);
+      expect(scanned).toBeLessThanOrEqual(inRange);
+    }
+  });
+
   it('answers a cursor followed by an offset as the slice after the cursor', async () => {
     const walked = await walk(writer, now, {});
     const reader = storeOn(table, clockAt(START + DAY));
