@@ -23,6 +23,7 @@ import { expiresAtEpochSeconds } from '#core/analytics/retention';
 import type { Environment } from '#core/knowledge/fields';
 import type { AnalyticsEventPage, AnalyticsEventQuery, AnalyticsStore, WriteOutcome } from '#ports/analytics';
 import type { Clock } from '#ports/services';
+import { OffsetIndex, type OffsetIndexOptions, WRITE_WINDOW_MS } from './analytics-offsets';
 import { isConditionFailure } from './expressions';
 
 /** Index names and their partition key attributes, as declared in lib/tables.ts. */
@@ -52,6 +53,8 @@ export interface AnalyticsStoreOptions {
   /** Batch calls in flight at once per write or read. Default 4. */
   readonly concurrency?: number;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** The marks that skip an offset (analytics-offsets.ts); kept as long as this store. */
+  readonly offsets?: OffsetIndexOptions;
 }
 
 type Item = Record<string, unknown>;
@@ -117,6 +120,42 @@ function positionRange(query: AnalyticsEventQuery): { lower?: string; upper?: st
   return { lower, upper };
 }
 
+/**
+ * The Query of one index partition within inclusive `position` bounds, newest first; TTL deletes within days of
+ * expiry, not at once, so an expired event (expiresAt at or before `liveAfter`, epoch seconds) is filtered out.
+ */
+function keyQuery(
+  tableName: string,
+  index: { indexName: string; key: string; value: string },
+  range: { lower?: string; upper?: string },
+  liveAfter: number,
+) {
+  const values: Record<string, unknown> = { ':partition': index.value, ':now': liveAfter };
+  const names: Record<string, string> = { '#partition': index.key };
+  let condition = '#partition = :partition';
+  if (range.lower !== undefined || range.upper !== undefined) names['#position'] = 'position';
+  if (range.lower !== undefined && range.upper !== undefined) {
+    condition += ' AND #position BETWEEN :lower AND :upper';
+    values[':lower'] = range.lower;
+    values[':upper'] = range.upper;
+  } else if (range.upper !== undefined) {
+    condition += ' AND #position <= :upper';
+    values[':upper'] = range.upper;
+  } else if (range.lower !== undefined) {
+    condition += ' AND #position >= :lower';
+    values[':lower'] = range.lower;
+  }
+  return {
+    TableName: tableName,
+    IndexName: index.indexName,
+    KeyConditionExpression: condition,
+    FilterExpression: 'expiresAt > :now',
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    ScanIndexForward: false,
+  };
+}
+
 async function inParallel<T, R>(items: readonly T[], limit: number, run: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
@@ -143,6 +182,7 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
   private readonly maxAttempts: number;
   private readonly concurrency: number;
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly offsets: OffsetIndex;
 
   constructor(
     private readonly client: DynamoDBDocumentClient,
@@ -152,6 +192,7 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
     this.maxAttempts = options.maxAttempts ?? 8;
     this.concurrency = options.concurrency ?? 4;
     this.sleep = options.sleep ?? defaultSleep;
+    this.offsets = new OffsetIndex(options.offsets);
   }
 
   /**
@@ -234,9 +275,21 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
     }
   }
 
+  /**
+   * Puts the items, retrying the unprocessed ones, as long as their id reservation is younger than WRITE_WINDOW_MS:
+   * an older one fails the write (the caller's retry stores what is missing under fresh ids), so no event appears
+   * with a created_at older than that, which is what lets a reader count the settled past once (analytics-offsets).
+   */
   private async putBatch(items: readonly Item[]): Promise<void> {
     let requests = items.map((Item) => ({ PutRequest: { Item } }));
+    const reservedAt = Math.min(...items.map((item) => Date.parse(item.created_at as string)));
     for (let attempt = 1; ; attempt += 1) {
+      if (this.options.clock.now().getTime() - reservedAt > WRITE_WINDOW_MS) {
+        throw new Error(
+          `analytics: ${requests.length} events not stored within ${WRITE_WINDOW_MS / 1000} s of their id ` +
+            'reservation; a retry of the batch stores them under new ids',
+        );
+      }
       const { UnprocessedItems } = await this.client.send(
         new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }),
       );
@@ -291,48 +344,31 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
     const range = positionRange(query);
     if (range === 'empty') return { events: [] };
     const index = indexFor(query);
-    const values: Record<string, unknown> = {
-      ':partition': index.value,
-      ':now': Math.floor(query.now.getTime() / 1000),
-    };
-    const names: Record<string, string> = { '#partition': index.key };
-    let condition = '#partition = :partition';
-    if (range.lower !== undefined || range.upper !== undefined) names['#position'] = 'position';
-    if (range.lower !== undefined && range.upper !== undefined) {
-      condition += ' AND #position BETWEEN :lower AND :upper';
-      values[':lower'] = range.lower;
-      values[':upper'] = range.upper;
-    } else if (range.upper !== undefined) {
-      condition += ' AND #position <= :upper';
-      values[':upper'] = range.upper;
-    } else if (range.lower !== undefined) {
-      condition += ' AND #position >= :lower';
-      values[':lower'] = range.lower;
-    }
-
-    const base = {
-      TableName: this.tableName,
-      IndexName: index.indexName,
-      KeyConditionExpression: condition,
-      // TTL deletes within days of expiry, not at once: an expired event is never returned.
-      FilterExpression: 'expiresAt > :now',
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-      ScanIndexForward: false,
-    };
-    // Skip `offset` entries by counting them (Select COUNT: the engine returns no items), from where the last
-    // count stopped. A Limit bounds the entries read, the filter then drops the expired ones: the loop counts again
-    // until `offset` live entries are behind it.
-    let startKey: Record<string, unknown> | undefined;
-    let skipped = 0;
-    while (skipped < query.offset) {
-      const counted = await this.client.send(
-        new QueryCommand({ ...base, Select: 'COUNT', Limit: query.offset - skipped, ExclusiveStartKey: startKey }),
-      );
-      skipped += counted.Count ?? 0;
-      startKey = counted.LastEvaluatedKey;
-      if (!startKey) return { events: [] };
-    }
+    const pageQuery = (bounds: { lower?: string; upper?: string }, liveAfter: number) =>
+      keyQuery(this.tableName, index, bounds, liveAfter);
+    const nowSeconds = Math.floor(query.now.getTime() / 1000);
+    const base = pageQuery(range, nowSeconds);
+    // Skip `offset` entries: counted (Select COUNT: the engine returns no items), from marks of the settled part of
+    // the partition once an offset was counted there (analytics-offsets.ts).
+    const skipped = await this.offsets.skip(
+      `${index.indexName}#${index.value}`,
+      range,
+      query.offset,
+      query.now,
+      async (request) => {
+        const counted = await this.client.send(
+          new QueryCommand({
+            ...pageQuery(request, request.liveAfter),
+            Select: 'COUNT',
+            Limit: request.limit,
+            ExclusiveStartKey: request.startKey,
+          }),
+        );
+        return { count: counted.Count ?? 0, scanned: counted.ScannedCount ?? 0, lastKey: counted.LastEvaluatedKey };
+      },
+    );
+    if (skipped === 'end') return { events: [] };
+    let startKey = skipped.startKey;
     const wanted = query.limit + 1;
     const page: Item[] = [];
     do {
