@@ -20,6 +20,9 @@ export interface MemoryReport {
   readonly replaceDocumentMs: number;
   readonly refreshIndexMs: number;
   readonly peakRssBytes: number;
+  /** The two parts of peakRssBytes: this process's own high-water mark, and its extraction child's. */
+  readonly ownPeakBytes: number;
+  readonly extractionPeakBytes: number;
   /** Where the peak comes from: the kernel's high-water mark of this process's memory, or getrusage. */
   readonly peakRssSource: 'VmHWM' | 'maxRSS';
 }
@@ -65,10 +68,15 @@ function watchChildren(): { peak(): number; stop(): void } {
  * (process.resourceUsage) is no use in a child: Linux carries the parent's peak over through fork and exec, so a
  * small child would report its parent's.
  */
-function peakRss(childPeak: number): Pick<MemoryReport, 'peakRssBytes' | 'peakRssSource'> {
+function peakRss(
+  childPeak: number,
+): Pick<MemoryReport, 'peakRssBytes' | 'peakRssSource' | 'ownPeakBytes' | 'extractionPeakBytes'> {
   const own = highWaterMark('self');
-  if (own > 0) return { peakRssBytes: own + childPeak, peakRssSource: 'VmHWM' };
-  return { peakRssBytes: process.resourceUsage().maxRSS * 1024, peakRssSource: 'maxRSS' };
+  if (own > 0) {
+    return { peakRssBytes: own + childPeak, peakRssSource: 'VmHWM', ownPeakBytes: own, extractionPeakBytes: childPeak };
+  }
+  const maxRss = process.resourceUsage().maxRSS * 1024;
+  return { peakRssBytes: maxRss, peakRssSource: 'maxRSS', ownPeakBytes: maxRss, extractionPeakBytes: 0 };
 }
 
 async function main(): Promise<void> {
