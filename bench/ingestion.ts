@@ -20,6 +20,7 @@ import { DEFAULT_EXTRACTION_CAPS, DocumentTextExtractor } from '#adapters/extrac
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { groupCommitStats } from '#adapters/index/lancedb-group-commit';
 import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '#core/processing/chunking';
+import { CHUNKS_PER_PART } from '#core/processing/process-document';
 import type { DocumentRef } from '#ports/processing';
 import { LOCAL_PROCESSING_IN_FLIGHT, type LocalRuntime, startLocalRuntime } from '../lib/local/runtime';
 import { type CorpusFile, smallDocuments, writeLargeDocument } from './ingestion-corpus';
@@ -443,7 +444,7 @@ async function peakMemoryRows(notes: string[]): Promise<BenchRow[]> {
       continue;
     }
     notes.push(
-      `${size} (${contents}): ${run.chunks} chunks; buildChunks (read, extract, chunk) ${(run.buildChunksMs / 1000).toFixed(1)} s, replaceDocument ${(run.replaceDocumentMs / 1000).toFixed(1)} s, BM25 index refresh ${(run.refreshIndexMs / 1000).toFixed(1)} s; peak RSS from ${run.peakRssSource}: the worker ${(run.ownPeakBytes / MB).toFixed(0)} MB, its extraction child ${(run.extractionPeakBytes / MB).toFixed(0)} MB.`,
+      `${size} (${contents}): ${run.chunks} chunks; planChunks (read, extract, chunk) ${(run.buildChunksMs / 1000).toFixed(1)} s, index write ${(run.replaceDocumentMs / 1000).toFixed(1)} s (in parts of ${CHUNKS_PER_PART} chunks under a staged commit past that), BM25 index refresh ${(run.refreshIndexMs / 1000).toFixed(1)} s; peak RSS from ${run.peakRssSource}: the worker ${(run.ownPeakBytes / MB).toFixed(0)} MB, its extraction child ${(run.extractionPeakBytes / MB).toFixed(0)} MB.`,
     );
     memoryRows.push(
       {
