@@ -278,3 +278,25 @@ LanceKnowledgeIndex.open(dir, { indexRefreshDelayMs: 60_000 }).then((index) => i
   child.kill('SIGKILL');
   await exited;
 }
+
+it('leaves the statistics a score uses as a whole write would (chunk count, the chunks holding each term)', async () => {
+  const staged = await openIndex();
+  const wholeDir = mkdtempSync(join(tmpdir(), 'staged-write-whole-'));
+  const whole = await LanceKnowledgeIndex.open(wholeDir, { indexRefreshDelayMs: 60_000 });
+  try {
+    for (const index of [staged, whole]) {
+      await index.replaceDocument(OTHER, version('walnut', 6, OTHER));
+      await index.replaceDocument(DOC, version('walnut', 9));
+    }
+    await staged.replaceDocumentInParts(DOC, gatedPartsAll(partsOf(version('cedar', 14), 4)));
+    await whole.replaceDocument(DOC, version('cedar', 14));
+    for (const text of ['walnut manual', 'cedar paragraph', 'number 3 of the manual']) {
+      const scores = async (index: LanceKnowledgeIndex) =>
+        (await index.query({ scope, text, filters: [], limit: 50 })).map((hit) => [hit.chunk.chunkId, hit.score]);
+      expect(await scores(staged)).toEqual(await scores(whole));
+    }
+  } finally {
+    await whole.close();
+    rmSync(wholeDir, { recursive: true, force: true });
+  }
+});
