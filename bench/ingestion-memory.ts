@@ -1,16 +1,17 @@
 /**
  * Child process of the ingestion benchmark (bench/ingestion.ts): what the processing worker does with one document,
  * alone in a fresh process, so that its peak RSS (with its extraction child's) is the worker's. `node --import tsx bench/ingestion-memory.ts
- * <file> <index directory>` reads the file as the blob store would hand it over, runs the worker's `buildChunks`
- * (real extractor and chunker), indexes the chunks in a LanceDB index on `<index directory>` and folds them into
- * the BM25 index, as the worker's index does a second after a write. Prints one JSON line with the peak RSS.
+ * <file> <index directory>` reads the file as the blob store would hand it over, runs the worker's `planChunks`
+ * (real extractor and chunker), indexes the chunks in a LanceDB index on `<index directory>` as processing does (whole,
+ * or in parts of CHUNKS_PER_PART under a staged commit past that) and folds them into the BM25 index, as the worker's
+ * index does a second after a write. Prints one JSON line with the peak RSS.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { LanceKnowledgeIndex } from '#adapters/index/lancedb';
 import { processingContainer } from '#composition/processing-container';
 import type { DocumentRecord } from '#core/knowledge/document';
-import { buildChunks, type ProcessingDeps } from '#core/processing/process-document';
+import { CHUNKS_PER_PART, type ProcessingDeps, planChunks } from '#core/processing/process-document';
 import type { BlobStore } from '#ports/services';
 
 export interface MemoryReport {
@@ -20,6 +21,9 @@ export interface MemoryReport {
   readonly replaceDocumentMs: number;
   readonly refreshIndexMs: number;
   readonly peakRssBytes: number;
+  /** The two parts of peakRssBytes: this process's own high-water mark, and its extraction child's. */
+  readonly ownPeakBytes: number;
+  readonly extractionPeakBytes: number;
   /** Where the peak comes from: the kernel's high-water mark of this process's memory, or getrusage. */
   readonly peakRssSource: 'VmHWM' | 'maxRSS';
 }
@@ -65,10 +69,15 @@ function watchChildren(): { peak(): number; stop(): void } {
  * (process.resourceUsage) is no use in a child: Linux carries the parent's peak over through fork and exec, so a
  * small child would report its parent's.
  */
-function peakRss(childPeak: number): Pick<MemoryReport, 'peakRssBytes' | 'peakRssSource'> {
+function peakRss(
+  childPeak: number,
+): Pick<MemoryReport, 'peakRssBytes' | 'peakRssSource' | 'ownPeakBytes' | 'extractionPeakBytes'> {
   const own = highWaterMark('self');
-  if (own > 0) return { peakRssBytes: own + childPeak, peakRssSource: 'VmHWM' };
-  return { peakRssBytes: process.resourceUsage().maxRSS * 1024, peakRssSource: 'maxRSS' };
+  if (own > 0) {
+    return { peakRssBytes: own + childPeak, peakRssSource: 'VmHWM', ownPeakBytes: own, extractionPeakBytes: childPeak };
+  }
+  const maxRss = process.resourceUsage().maxRSS * 1024;
+  return { peakRssBytes: maxRss, peakRssSource: 'maxRSS', ownPeakBytes: maxRss, extractionPeakBytes: 0 };
 }
 
 async function main(): Promise<void> {
@@ -76,7 +85,7 @@ async function main(): Promise<void> {
   if (!file || !indexDirectory) throw new Error('usage: ingestion-memory.ts <file> <index directory>');
   const size = statSync(file).size;
   const notUsed = async (): Promise<never> => {
-    throw new Error('buildChunks only reads');
+    throw new Error('planChunks only reads');
   };
   const blobs: BlobStore = {
     head: async () => ({ size, contentType: 'text/plain' }),
@@ -87,7 +96,7 @@ async function main(): Promise<void> {
     markCompleted: notUsed,
     delete: notUsed,
   };
-  // buildChunks reads only these four; the rest of ProcessingDeps is the worker's plumbing around it.
+  // planChunks reads only these four; the rest of ProcessingDeps is the worker's plumbing around it.
   const deps = {
     blobs,
     extractor: processingContainer.extractor,
@@ -123,16 +132,17 @@ async function main(): Promise<void> {
   const index = await LanceKnowledgeIndex.open(indexDirectory);
   const children = watchChildren();
   const started = performance.now();
-  const chunks = await buildChunks(deps, doc);
+  const plan = await planChunks(deps, doc);
   const built = performance.now();
-  await index.replaceDocument(doc, chunks);
+  if (plan.count > CHUNKS_PER_PART) await index.replaceDocumentInParts(doc, plan.parts(CHUNKS_PER_PART));
+  else for await (const chunks of plan.parts(plan.count)) await index.replaceDocument(doc, chunks);
   const replaced = performance.now();
   await index.refreshIndex();
   const refreshed = performance.now();
   await index.close();
   const report: MemoryReport = {
     inputBytes: size,
-    chunks: chunks.length,
+    chunks: plan.count,
     buildChunksMs: built - started,
     replaceDocumentMs: replaced - built,
     refreshIndexMs: refreshed - replaced,

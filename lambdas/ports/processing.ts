@@ -124,6 +124,17 @@ export interface KnowledgeIndex {
     chunks: readonly IndexedChunk[],
     known?: { readonly uploadId: string; readonly previous: IndexedChunks },
   ): Promise<void>;
+  /**
+   * replaceDocument for a document too large to hold whole: its chunks arrive in parts (positions 0, 1, … in order)
+   * and become the document's chunks at once when the last part is written, a staged commit: a reader sees the old
+   * chunks or the new ones, never a mix or a part; a failure midway leaves the old ones. Resolves with how many were
+   * written. Only an index that can stage writes has it (the embedded one); the others are given the chunks whole.
+   */
+  replaceDocumentInParts?(
+    ref: DocumentRef,
+    parts: AsyncIterable<readonly IndexedChunk[]>,
+    known?: { readonly uploadId: string; readonly previous: IndexedChunks },
+  ): Promise<number>;
   /** Removes every chunk of the document; nothing to remove is not an error. */
   deleteDocument(ref: DocumentRef, known?: IndexedChunks): Promise<void>;
   /**

@@ -35,8 +35,15 @@ interface Request {
   readonly contentType: string;
 }
 
+/**
+ * The child's answer. `sameAsFile`: the text is exactly the file's bytes read as UTF-8 (a plain text or Markdown file
+ * that extraction left as it was, the common case of a large text), so it does not cross back: the caller, which
+ * holds the bytes, decodes them itself. A 50 MB text then is not serialized, piped and deserialized a second time
+ * (the child's copy for the pipe, and the caller's read buffer beside its string).
+ */
 type Reply =
   | { readonly id: number; readonly ok: true; readonly text: string; readonly format: string }
+  | { readonly id: number; readonly ok: true; readonly sameAsFile: true; readonly format: string }
   | { readonly id: number; readonly ok: false; readonly code: ProcessingErrorCode; readonly message: string };
 
 export class IsolatedTextExtractor implements TextExtractor {
@@ -66,7 +73,8 @@ export class IsolatedTextExtractor implements TextExtractor {
     this.stderrTail = '';
     try {
       const reply = await this.exchange(child, { id: this.nextId++, bytes, ...hints });
-      if (reply.ok) return { text: reply.text, format: reply.format };
+      // Decoding UTF-8 is no parsing: the child has checked the file decodes to exactly this text.
+      if (reply.ok) return { text: 'sameAsFile' in reply ? bytes.toString('utf8') : reply.text, format: reply.format };
       throw new ProcessingError(reply.code, reply.message);
     } finally {
       // A child that kept a large heap after a big file is replaced before it serves the next one.
@@ -227,17 +235,48 @@ function serve(): void {
   const caps = JSON.parse(process.env[CAPS_VARIABLE] ?? '{}') as Partial<ExtractionCaps>;
   const extractor = new DocumentTextExtractor(caps);
   process.on('message', (request: Request) => {
-    const reply = extractor
-      .extract(Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength), request)
-      .then(
-        ({ text, format }): Reply => ({ id: request.id, ok: true, text, format }),
-        (error: unknown): Reply => ({ id: request.id, ok: false, ...failureOf(error) }),
-      );
+    const bytes = Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);
+    const reply = extractor.extract(bytes, request).then(
+      ({ text, format }): Reply =>
+        isUtf8Of(text, bytes)
+          ? { id: request.id, ok: true, sameAsFile: true, format }
+          : { id: request.id, ok: true, text, format },
+      (error: unknown): Reply => ({ id: request.id, ok: false, ...failureOf(error) }),
+    );
     void reply.then((answer) => process.send?.(answer));
   });
   // The parent going away ends the child.
   process.on('disconnect', () => process.exit(0));
   process.send?.('ready');
+}
+
+/** Characters encoded at a time by isUtf8Of. */
+const COMPARE_STEP = 1 << 16;
+
+/**
+ * Whether `bytes` are exactly the UTF-8 encoding of `text` (then decoding them gives `text` back), compared a slice
+ * at a time, so no second copy of a large text is made. A slice never ends inside a surrogate pair, and one holding a
+ * lone surrogate (which no decoder makes; it encodes as U+FFFD, which decodes as itself) does not match. A mismatch
+ * only means the text is sent.
+ */
+export function isUtf8Of(text: string, bytes: Uint8Array): boolean {
+  if (text.length > bytes.length) return false;
+  const encoder = new TextEncoder();
+  const scratch = new Uint8Array(COMPARE_STEP * 3);
+  let offset = 0;
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(start + COMPARE_STEP, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    const slice = text.slice(start, end);
+    if (!(slice as string & { isWellFormed(): boolean }).isWellFormed()) return false;
+    const { written } = encoder.encodeInto(slice, scratch);
+    if (offset + written > bytes.length) return false;
+    if (Buffer.compare(scratch.subarray(0, written), bytes.subarray(offset, offset + written)) !== 0) return false;
+    offset += written;
+    start = end;
+  }
+  return offset === bytes.length;
 }
 
 /**

@@ -12,6 +12,7 @@
  * object's state.
  */
 
+import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import * as lancedb from '@lancedb/lancedb';
@@ -173,6 +174,8 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     assertChunksOfDocument(ref, chunks);
     const rows = await this.rowsOf(chunks);
     const lexical = () => lexicalChunksOf(chunks);
+    // What a staged write cut off left of the document goes first (one read by key when there is none).
+    await this.collectLeftStages(ref);
     // In one commit, with the documents whose writes wait beside it (lancedb-group-commit.ts): the new chunks
     // upserted and the document's other chunks deleted, so a reader sees the old set or the new one, never a mix, and
     // a repeated call changes nothing. Then the lexical index.
@@ -185,7 +188,100 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     });
   }
 
+  /**
+   * A staged write (docs/retrieval.md, "Staged writes"): the parts' rows are written under a stage of the document that
+   * no reader sees (in LanceDB under a stand-in document id, in the lexical index in its staging table), a part at a
+   * time, so the caller never holds the document's chunks, their analyzed terms or their Arrow copy at once; then one
+   * LanceDB commit swaps the stage for the document's rows and one lexical index transaction does the same, and the
+   * old rows, hidden by that commit, are deleted. A failure before the swap leaves the old chunks visible; the stage's
+   * rows are deleted then, or by the next write of the document when this process died.
+   */
+  async replaceDocumentInParts(ref: DocumentRef, parts: AsyncIterable<readonly IndexedChunk[]>): Promise<number> {
+    return this.withDataset(ref, true, 0, async (dataset) => {
+      const name = dataset.table.name;
+      const writes = tableWrites(this.directory, name);
+      // One staged write of a document at a time in this process (one process writes a directory): it may then
+      // collect every stage it finds as left by a write that was cut off.
+      return this.oneStagedWriteAtATime(ref, async () => {
+        await this.collectStages(dataset, ref.documentId);
+        const stage = randomBytes(8).toString('hex');
+        this.lexical.beginStage(name, ref.documentId, stage);
+        const staged = stagedDocumentId(ref.documentId, stage);
+        const retired = retiredDocumentId(ref.documentId, stage);
+        const retiredSuffix = retired.slice(ref.documentId.length);
+        let count = 0;
+        try {
+          for await (const part of parts) {
+            assertChunksOfDocument(ref, part);
+            part.forEach((chunk, i) => {
+              if (chunk.position !== count + i) {
+                throw new Error(`Chunk ${chunk.chunkId} is at position ${chunk.position}, expected ${count + i}`);
+              }
+            });
+            if (part.length === 0) continue;
+            const rows = (await this.rowsOf(part)).map((row) => ({ ...row, documentId: staged }));
+            await writes.other(() => withCommitRetry(() => dataset.table.add(rows)).then(() => undefined));
+            this.lexical.stageChunks(name, ref.documentId, stage, lexicalChunksOf(part));
+            count += part.length;
+          }
+          await writes.other(async () => {
+            // One commit: the stage's rows become the document's, its old rows a retired stand-in nobody reads.
+            await withCommitRetry(() =>
+              dataset.table.update({
+                where: `documentId = ${sqlString(ref.documentId)} OR documentId = ${sqlString(staged)}`,
+                // Lance's SQL has no CASE: the retired id is appended to both, and the stage's id with it removed.
+                valuesSql: {
+                  documentId: `replace(concat(documentId, ${sqlString(retiredSuffix)}), ${sqlString(` staged ${stage}${retiredSuffix}`)}, '')`,
+                },
+              }),
+            );
+            this.lexical.commitStage(name, ref.documentId, stage);
+          });
+        } catch (error) {
+          await this.dropStage(dataset, ref.documentId, stage).catch(() => undefined);
+          throw error;
+        }
+        await writes.other(async () => {
+          await withCommitRetry(() => dataset.table.delete(`documentId = ${sqlString(retired)}`));
+        });
+        dataset.scheduleRefresh();
+        return count;
+      });
+    });
+  }
+
+  private oneStagedWriteAtATime<T>(ref: DocumentRef, write: () => Promise<T>): Promise<T> {
+    return oneWriteAtATime(['staged', this.directory, this.tableNameOf(ref), ref.documentId].join('\u0000'), write);
+  }
+
+  /**
+   * Deletes what stages of the document left (rows under their stand-in ids, staged lexical chunks), after the staged
+   * write of the document this process may be running.
+   */
+  private async collectLeftStages(ref: DocumentRef): Promise<void> {
+    if (this.lexical.stagesOf(this.tableNameOf(ref), ref.documentId).length === 0) return;
+    await this.oneStagedWriteAtATime(ref, () =>
+      this.withDataset(ref, false, undefined, (dataset) => this.collectStages(dataset, ref.documentId)),
+    );
+  }
+
+  /** Deletes what the stages of the document left (rows under their stand-in ids, staged lexical chunks). */
+  private async collectStages(dataset: DatasetTable, documentId: string): Promise<void> {
+    for (const stage of this.lexical.stagesOf(dataset.table.name, documentId)) {
+      await this.dropStage(dataset, documentId, stage);
+    }
+  }
+
+  private async dropStage(dataset: DatasetTable, documentId: string, stage: string): Promise<void> {
+    const ids = [stagedDocumentId(documentId, stage), retiredDocumentId(documentId, stage)].map(sqlString);
+    await tableWrites(this.directory, dataset.table.name).other(async () => {
+      await withCommitRetry(() => dataset.table.delete(`documentId IN (${ids.join(', ')})`));
+      this.lexical.dropStage(dataset.table.name, documentId, stage);
+    });
+  }
+
   async deleteDocument(ref: DocumentRef): Promise<void> {
+    await this.collectLeftStages(ref);
     await this.writeOf(
       ref,
       (table) => table.delete(documentClause(ref)),
@@ -246,11 +342,9 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   async listChunks(scope: DatasetRef): Promise<Omit<IndexedChunk, 'vector'>[]> {
     return this.withDataset(scope, false, [], async (dataset) => {
       // A plain query (no search) has no limit unless given one.
-      const rows: Record<string, unknown>[] = await dataset.table
-        .query()
-        .select([...CHUNK_COLUMNS])
-        .toArray();
-      return rows.map(chunkOf);
+      let rows = dataset.table.query();
+      if (this.lexical.hasStages(dataset.table.name)) rows = rows.where(NOT_STAGED);
+      return ((await rows.select([...CHUNK_COLUMNS]).toArray()) as Record<string, unknown>[]).map(chunkOf);
     });
   }
 
@@ -617,7 +711,10 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
       .query()
       .nearestTo([...vector])
       .distanceType('cosine');
-    if (where !== null) nearest = nearest.where(where);
+    // Rows of a stage (a staged write in flight, or the old rows it hides until they are deleted) are no chunk.
+    const visible = this.lexical.hasStages(table.name) ? NOT_STAGED : null;
+    const clause = [where, visible].filter((part) => part !== null).join(' AND ');
+    if (clause !== '') nearest = nearest.where(clause);
     const nearestRows = (await nearest
       .select([...CHUNK_COLUMNS, VECTOR_COLUMN, '_distance'])
       .limit(Math.max(query.limit * NEAREST_PER_RESULT, MIN_NEAREST))
@@ -653,13 +750,29 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
   }
 }
 
+/**
+ * The stand-in document ids of a staged write's rows in LanceDB: the rows of its stage, and the old rows its commit
+ * hides until they are deleted. A document id never holds a space (a UUID, or a custom id of letters, digits and
+ * `._:@-`), so no stand-in is a document's id.
+ */
+function stagedDocumentId(documentId: string, stage: string): string {
+  return `${documentId} staged ${stage}`;
+}
+
+function retiredDocumentId(documentId: string, stage: string): string {
+  return `${documentId} retired ${stage}`;
+}
+
+/** The rows that are chunks: none of a stage. */
+const NOT_STAGED = "documentId NOT LIKE '% %'";
+
 /** The stored vectors of these chunks of a table, by chunkId. */
 async function vectorsOf(table: lancedb.Table, chunkIds: readonly string[]): Promise<Map<string, Float32Array>> {
   const vectors = new Map<string, Float32Array>();
   if (chunkIds.length === 0) return vectors;
   const rows: Record<string, unknown>[] = await table
     .query()
-    .where(`chunkId IN (${chunkIds.map(sqlString).join(', ')})`)
+    .where(`chunkId IN (${chunkIds.map(sqlString).join(', ')}) AND ${NOT_STAGED}`)
     .select(['chunkId', VECTOR_COLUMN])
     .toArray();
   for (const row of rows) {

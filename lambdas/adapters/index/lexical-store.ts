@@ -71,7 +71,20 @@ const SCHEMA = `
     text TEXT NOT NULL
   );
   CREATE UNIQUE INDEX IF NOT EXISTS chunks_by_position ON chunks (dataset, document, position);
+  CREATE TABLE IF NOT EXISTS stages (
+    dataset TEXT NOT NULL, document TEXT NOT NULL, stage TEXT NOT NULL, PRIMARY KEY (dataset, document, stage)
+  ) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS staged_chunks (
+    dataset TEXT NOT NULL, document TEXT NOT NULL, stage TEXT NOT NULL, position INTEGER NOT NULL,
+    length INTEGER NOT NULL, label1 TEXT, label2 TEXT, terms BLOB, chunkId TEXT NOT NULL, s3Key TEXT NOT NULL,
+    svc_internal_meta1 TEXT, svc_internal_meta2 TEXT, svc_internal_meta3 TEXT, svc_internal_meta4 TEXT,
+    text TEXT NOT NULL
+  );
+  CREATE UNIQUE INDEX IF NOT EXISTS staged_chunks_by_position ON staged_chunks (dataset, document, stage, position);
 `;
+
+/** The columns a staged chunk moves into `chunks` with when its stage is committed. */
+const CHUNK_ROW_COLUMNS = `dataset, document, position, length, label1, label2, terms, chunkId, s3Key, ${CHUNK_METADATA_KEYS.filter((key) => key.startsWith('svc_')).join(', ')}, text`;
 
 /** The fields a hit returns, in the order of the columns that hold them. */
 const STORED_FIELDS = ['chunkId', 's3Key', 'position', 'text', ...CHUNK_METADATA_KEYS] as const;
@@ -149,7 +162,17 @@ export class LexicalStore {
     | 'storedChunk'
     | 'documentChunks'
     | 'documentChunkCount'
-    | 'setMetadata',
+    | 'setMetadata'
+    | 'beginStage'
+    | 'stagesOf'
+    | 'anyStage'
+    | 'putStagedChunk'
+    | 'stagedTerms'
+    | 'stagedCount'
+    | 'documentChunkTerms'
+    | 'moveStaged'
+    | 'deleteStaged'
+    | 'endStage',
     StatementSync
   >;
 
@@ -195,6 +218,24 @@ export class LexicalStore {
       setMetadata: prepare(
         `UPDATE chunks SET ${CHUNK_METADATA_KEYS.map((key) => `${key} = ?`).join(', ')} WHERE dataset = ? AND document = ?`,
       ),
+      beginStage: prepare('INSERT INTO stages (dataset, document, stage) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
+      stagesOf: prepare('SELECT stage FROM stages WHERE dataset = ? AND document = ?'),
+      anyStage: prepare('SELECT 1 AS found FROM stages WHERE dataset = ? LIMIT 1'),
+      putStagedChunk: prepare(
+        `INSERT INTO staged_chunks (dataset, document, stage, length, terms, ${STORED_COLUMNS}) ` +
+          `VALUES (?, ?, ?, ?, ?, ${STORED_FIELDS.map(() => '?').join(', ')})`,
+      ),
+      stagedTerms: prepare('SELECT terms FROM staged_chunks WHERE dataset = ? AND document = ? AND stage = ?'),
+      stagedCount: prepare(
+        'SELECT COUNT(*) AS count FROM staged_chunks WHERE dataset = ? AND document = ? AND stage = ?',
+      ),
+      documentChunkTerms: prepare('SELECT terms FROM chunks WHERE dataset = ? AND document = ?'),
+      moveStaged: prepare(
+        `INSERT INTO chunks (${CHUNK_ROW_COLUMNS}) SELECT ${CHUNK_ROW_COLUMNS} FROM staged_chunks ` +
+          'WHERE dataset = ? AND document = ? AND stage = ? ORDER BY position',
+      ),
+      deleteStaged: prepare('DELETE FROM staged_chunks WHERE dataset = ? AND document = ? AND stage = ?'),
+      endStage: prepare('DELETE FROM stages WHERE dataset = ? AND document = ? AND stage = ?'),
     };
   }
 
@@ -244,6 +285,90 @@ export class LexicalStore {
       const values = CHUNK_METADATA_KEYS.map((key) => metadata[key]);
       const { changes } = this.statements.setMetadata.run(...values, dataset, document);
       if (Number(changes) > 0) this.touchDocument(dataset, document);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------------------------
+  // Staged writes (docs/retrieval.md, "Staged writes"): a large document's chunks arrive in parts under a stage, which
+  // no reader sees (readers read `chunks` only), and become the document's chunks in one transaction.
+
+  /** Registers a stage of the document before any of its rows is written, so that a stage cut off can be found. */
+  beginStage(dataset: string, document: string, stage: string): void {
+    this.statements.beginStage.run(dataset, document, stage);
+  }
+
+  /** The stages of the document begun and not committed or dropped (in flight, or left by a write cut off). */
+  stagesOf(dataset: string, document: string): string[] {
+    return (this.statements.stagesOf.all(dataset, document) as { stage: string }[]).map((row) => row.stage);
+  }
+
+  /** Whether any document of the dataset has a stage (then its LanceDB table may hold rows no reader may see). */
+  hasStages(dataset: string): boolean {
+    return this.statements.anyStage.get(dataset) !== undefined;
+  }
+
+  /** Adds chunks to a stage, in one transaction; their terms get ids now, the statistics change only at the commit. */
+  stageChunks(dataset: string, document: string, stage: string, chunks: readonly LexicalChunk[]): void {
+    this.transaction(() => {
+      this.statements.ensureDataset.run(dataset);
+      const ids = this.termIdsOf(dataset, chunks);
+      for (const chunk of chunks) {
+        const pairs: [number, number][] = [];
+        for (const [term, count] of chunk.counts) pairs.push([ids.get(term) as number, count]);
+        this.statements.putStagedChunk.run(
+          dataset,
+          document,
+          stage,
+          chunk.length,
+          encodePairs(pairs),
+          ...STORED_FIELDS.map((field) => chunk[field]),
+        );
+      }
+    });
+  }
+
+  /** How many chunks the stage holds. */
+  stagedChunkCount(dataset: string, document: string, stage: string): number {
+    const row = this.statements.stagedCount.get(dataset, document, stage) as { count: number } | undefined;
+    return Number(row?.count ?? 0);
+  }
+
+  /**
+   * Makes the stage's chunks the document's chunks, in one transaction: the old ones go, the statistics change by
+   * the difference, and the document gets the dataset's next generation (readers reload it whole). The chunks' terms
+   * are read one row at a time: what this holds is a count per distinct term, never the document.
+   */
+  commitStage(dataset: string, document: string, stage: string): void {
+    const { statements } = this;
+    this.transaction(() => {
+      statements.ensureDataset.run(dataset);
+      const change = new Map<number, number>();
+      let removed = 0;
+      for (const row of statements.documentChunkTerms.iterate(dataset, document) as Iterable<{ terms: Uint8Array }>) {
+        removed++;
+        forEachTermPair(row.terms, (id) => change.set(id, (change.get(id) ?? 0) - 1));
+      }
+      let added = 0;
+      for (const row of statements.stagedTerms.iterate(dataset, document, stage) as Iterable<{ terms: Uint8Array }>) {
+        added++;
+        forEachTermPair(row.terms, (id) => change.set(id, (change.get(id) ?? 0) + 1));
+      }
+      for (const [id, chunkCount] of change)
+        if (chunkCount !== 0) statements.addTermChunks.run(chunkCount, dataset, id);
+      statements.addChunks.run(added - removed, dataset);
+      statements.deleteChunks.run(dataset, document);
+      statements.moveStaged.run(dataset, document, stage);
+      statements.deleteStaged.run(dataset, document, stage);
+      statements.endStage.run(dataset, document, stage);
+      this.touchDocument(dataset, document);
+    });
+  }
+
+  /** Forgets a stage and its chunks (a staged write that failed, or one cut off, found by the next write). */
+  dropStage(dataset: string, document: string, stage: string): void {
+    this.transaction(() => {
+      this.statements.deleteStaged.run(dataset, document, stage);
+      this.statements.endStage.run(dataset, document, stage);
     });
   }
 

@@ -23,7 +23,7 @@ import {
 import type { BlobStore, Clock, ProcessingQueue } from '#ports/services';
 import type { DocumentStore } from '#ports/stores';
 import type { ZipJobStore } from '#ports/zip-jobs';
-import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from './chunking';
+import { CHUNK_OVERLAP, CHUNK_SIZE, type ChunkSpan, chunkId, chunkSpans } from './chunking';
 import { ProcessingError } from './errors';
 
 export interface ProcessingDeps extends PublishDeps {
@@ -99,6 +99,20 @@ function union(known: IndexedChunks, more: readonly ChunkGeneration[]): IndexedC
 }
 
 /**
+ * A document with more chunks than this is written to an index that can stage writes in parts of this many chunks
+ * (`replaceDocumentInParts`), so that processing holds one part's chunk objects, vectors and index rows at a time, not
+ * the document's; one with fewer is written whole, in a group commit with the documents that finish beside it.
+ */
+export const CHUNKS_PER_PART = 4096;
+
+/** The chunks of a document, counted, and made (and embedded) a part at a time. */
+export interface ChunkPlan {
+  readonly count: number;
+  /** The chunks in position order, in parts of at most `size`. */
+  parts(size: number): AsyncGenerator<IndexedChunk[]>;
+}
+
+/**
  * The chunks of the document's current content, with its current metadata. A file over the limit is deleted, unless
  * `keepTooLarge` (a reindex of a document that is `ready` leaves its stored content alone).
  */
@@ -107,6 +121,33 @@ export async function buildChunks(
   doc: DocumentRecord,
   options: { keepTooLarge?: boolean } = {},
 ): Promise<IndexedChunk[]> {
+  const plan = await planChunks(deps, doc, options);
+  const chunks: IndexedChunk[] = [];
+  // One part: one embedding call for the whole document, as before parts.
+  for await (const part of plan.parts(Math.max(plan.count, 1))) chunks.push(...part);
+  return chunks;
+}
+
+/**
+ * The document's text, extracted and cut into chunks (their spans only: the text of a chunk is a slice made when its
+ * part is). The file's bytes are let go once the text is out: only the text stays, for the parts.
+ */
+export async function planChunks(
+  deps: Pick<ProcessingDeps, 'blobs' | 'extractor' | 'embedder' | 'settings'>,
+  doc: DocumentRecord,
+  options: { keepTooLarge?: boolean } = {},
+): Promise<ChunkPlan> {
+  const text = await extractText(deps, doc, options);
+  const spans = chunkSpans(text, { size: CHUNK_SIZE, overlap: CHUNK_OVERLAP });
+  if (spans.length === 0) throw new ProcessingError('EMPTY_DOCUMENT', 'The file contains no text');
+  return { count: spans.length, parts: (size) => chunkParts(deps, doc, text, spans, size) };
+}
+
+async function extractText(
+  deps: Pick<ProcessingDeps, 'blobs' | 'extractor' | 'settings'>,
+  doc: DocumentRecord,
+  options: { keepTooLarge?: boolean },
+): Promise<string> {
   const head = await deps.blobs.head(doc.objectKey);
   if (!head) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
   if (head.size > deps.settings.maxFileBytes) {
@@ -117,20 +158,31 @@ export async function buildChunks(
   }
   const bytes = await deps.blobs.get(doc.objectKey);
   if (!bytes) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
-  const { text } = await deps.extractor.extract(bytes, { fileName: doc.fileName, contentType: doc.contentType });
-  const pieces = chunkText(text, { size: CHUNK_SIZE, overlap: CHUNK_OVERLAP });
-  if (pieces.length === 0) throw new ProcessingError('EMPTY_DOCUMENT', 'The file contains no text');
-  const vectors = deps.embedder ? await deps.embedder.embed(pieces) : undefined;
+  return (await deps.extractor.extract(bytes, { fileName: doc.fileName, contentType: doc.contentType })).text;
+}
+
+async function* chunkParts(
+  deps: Pick<ProcessingDeps, 'embedder'>,
+  doc: DocumentRecord,
+  text: string,
+  spans: readonly ChunkSpan[],
+  size: number,
+): AsyncGenerator<IndexedChunk[]> {
   const metadata = chunkMetadataOf(doc);
-  return pieces.map((text, position) => ({
-    ...refOf(doc),
-    ...metadata,
-    chunkId: chunkId(doc.documentId, position, text),
-    s3Key: doc.s3Key,
-    position,
-    text,
-    ...(vectors ? { vector: vectors[position] } : {}),
-  }));
+  const ref = refOf(doc);
+  for (let first = 0; first < spans.length; first += size) {
+    const pieces = spans.slice(first, first + size).map(({ start, end }) => text.slice(start, end));
+    const vectors = deps.embedder ? await deps.embedder.embed(pieces) : undefined;
+    yield pieces.map((piece, i) => ({
+      ...ref,
+      ...metadata,
+      chunkId: chunkId(doc.documentId, first + i, piece),
+      s3Key: doc.s3Key,
+      position: first + i,
+      text: piece,
+      ...(vectors ? { vector: vectors[i] } : {}),
+    }));
+  }
 }
 
 async function fail(deps: ProcessingDeps, doc: DocumentRecord, error: ProcessingError): Promise<ProcessingOutcome> {
@@ -265,22 +317,39 @@ async function markReady(
  * A record without `indexedChunks` (older than it) is not written first: the index searches for what it holds.
  * `narrow: false` leaves the narrowing to the caller (processing writes it with `ready`: markReady).
  */
+/**
+ * What indexChunks writes: the chunks, made and embedded whole before anything is written; or, for a document of
+ * more than a part when the index can stage writes, the plan, whose parts are made and embedded as they are written.
+ */
+async function chunksToWrite(deps: ProcessingDeps, plan: ChunkPlan): Promise<IndexedChunk[] | ChunkPlan> {
+  if (plan.count > CHUNKS_PER_PART && deps.index.replaceDocumentInParts) return plan;
+  const chunks: IndexedChunk[] = [];
+  for await (const part of plan.parts(Math.max(plan.count, 1))) chunks.push(...part);
+  return chunks;
+}
+
 async function indexChunks(
   deps: ProcessingDeps,
   doc: DocumentRecord,
-  chunks: IndexedChunk[],
+  content: IndexedChunk[] | ChunkPlan,
   whileUploaded = true,
   narrow = true,
 ): Promise<boolean> {
   const ref = refOf(doc);
-  const generation: ChunkGeneration = { uploadId: doc.uploadId, count: chunks.length };
+  const count = Array.isArray(content) ? content.length : content.count;
+  const generation: ChunkGeneration = { uploadId: doc.uploadId, count };
   const previous = doc.indexedChunks;
   if (previous !== undefined) {
     const ahead = withGeneration(previous, generation);
     const written = await deps.documents.recordIndexedChunks(ref, ref.documentId, doc.uploadId, ahead, whileUploaded);
     if (!written) return false;
   }
-  await deps.index.replaceDocument(ref, chunks, { uploadId: doc.uploadId, previous });
+  const known = { uploadId: doc.uploadId, previous };
+  if (Array.isArray(content)) await deps.index.replaceDocument(ref, content, known);
+  else if (deps.index.replaceDocumentInParts) {
+    // A staged commit: one part's chunks at a time, visible together when the last part is written.
+    await deps.index.replaceDocumentInParts(ref, content.parts(CHUNKS_PER_PART), known);
+  } else throw new Error('The index cannot write a document in parts');
   if (narrow) await narrowIndexedChunks(deps, doc, generation);
   return true;
 }
@@ -302,20 +371,22 @@ export async function processDocument(
 ): Promise<ProcessingOutcome> {
   const doc = await pendingDocument(deps, ref, uploadId, read);
   if (!doc) return 'skipped';
-  let chunks: IndexedChunk[];
+  let plan: ChunkPlan;
+  let content: IndexedChunk[] | ChunkPlan;
   try {
-    chunks = await buildChunks(deps, doc);
+    plan = await planChunks(deps, doc);
+    content = await chunksToWrite(deps, plan);
   } catch (error) {
     if (error instanceof ProcessingError) return fail(deps, doc, error);
     throw error;
   }
-  if (!(await indexChunks(deps, doc, chunks, true, false))) return 'skipped';
-  const generation: ChunkGeneration = { uploadId, count: chunks.length };
+  if (!(await indexChunks(deps, doc, content, true, false))) return 'skipped';
+  const generation: ChunkGeneration = { uploadId, count: plan.count };
   // The narrowing of `indexedChunks` rides on the `ready` write: one write, not two. A `ready` refused (the document
   // moved on) leaves the record listing this upload beside the others it listed: more than the index holds, which
   // only makes a later removal search for chunks that are gone, never miss one.
-  if ((await deps.index.countDocumentChunks(ref, generation)) >= chunks.length) {
-    return markReady(deps, doc, chunks.length, true);
+  if ((await deps.index.countDocumentChunks(ref, generation)) >= plan.count) {
+    return markReady(deps, doc, plan.count, true);
   }
   await narrowIndexedChunks(deps, doc, generation);
   await deps.queue.send(
@@ -337,7 +408,7 @@ export async function confirmIndexed(
   // The record says how many chunks the upload gave. One that does not was indexed by a deployment older than
   // `indexedChunks` (under the index's older ids): its file is chunked again and the index searches for its chunks.
   const known = doc.indexedChunks?.find((generation) => generation.uploadId === uploadId);
-  const expected = known ? known.count : (await buildChunks(deps, doc)).length;
+  const expected = known ? known.count : (await planChunks(deps, doc)).count;
   if ((await deps.index.countDocumentChunks(ref, known)) >= expected) return markReady(deps, doc, expected);
   if (attempt >= deps.settings.confirmAttempts) {
     return fail(
@@ -430,15 +501,15 @@ export async function reindexDocument(deps: ProcessingDeps, ready: DocumentRecor
   let doc = ready;
   if (doc.status !== 'ready') return 'skipped';
   for (let follow = 0; follow < REINDEX_FOLLOWS; follow++) {
-    const chunks = await buildChunks(deps, doc, { keepTooLarge: true });
-    if (!(await indexChunks(deps, doc, chunks, false))) {
+    const plan = await planChunks(deps, doc, { keepTooLarge: true });
+    if (!(await indexChunks(deps, doc, await chunksToWrite(deps, plan), false))) {
       // It moved on before the chunks were sent: nothing was written.
       const now = await deps.documents.get(ref, ref.documentId);
       if (now?.status !== 'ready' || deps.index.deleteUploads) return 'skipped';
       doc = now;
       continue;
     }
-    const generation: ChunkGeneration = { uploadId: doc.uploadId, count: chunks.length };
+    const generation: ChunkGeneration = { uploadId: doc.uploadId, count: plan.count };
     const now = await deps.documents.get(ref, ref.documentId);
     if (!now || now.status === 'reserved') {
       await deps.index.deleteDocument(ref, union(doc.indexedChunks, [generation]));

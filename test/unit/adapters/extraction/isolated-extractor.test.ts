@@ -4,8 +4,8 @@
  * the hostile-input proof suite, at sizes that keep this test short.
  */
 import { readFileSync } from 'node:fs';
-import { IsolatedTextExtractor } from '#adapters/extraction/isolated-extractor';
-import { DEFAULT_EXTRACTION_CAPS } from '#adapters/extraction/text-extractor';
+import { IsolatedTextExtractor, isUtf8Of } from '#adapters/extraction/isolated-extractor';
+import { DEFAULT_EXTRACTION_CAPS, DocumentTextExtractor } from '#adapters/extraction/text-extractor';
 import { ProcessingError } from '#core/processing/errors';
 import {
   deeplyNestedHtml,
@@ -91,6 +91,46 @@ describe('IsolatedTextExtractor', () => {
       contentType: 'application/pdf',
     });
     expect(result).toEqual({ format: 'pdf', text: 'The harbour opens at dawn.' });
+  });
+});
+
+describe('a text that is the file itself does not cross back', () => {
+  // A surrogate pair across the comparison's 65,536-character step, and text on both sides of it.
+  const straddling = `${'a'.repeat(65_535)}\u{1F600} pump café ${'b'.repeat(70_000)}`;
+
+  it('isUtf8Of: the exact UTF-8 of the text, and nothing else', () => {
+    expect(isUtf8Of(straddling, Buffer.from(straddling, 'utf8'))).toBe(true);
+    expect(isUtf8Of('plain text', Buffer.from('plain text'))).toBe(true);
+    expect(isUtf8Of('plain text', Buffer.from('plain  text'))).toBe(false);
+    expect(isUtf8Of('plain text', Buffer.from('plain tex'))).toBe(false);
+    expect(isUtf8Of('text', Buffer.from('\ufefftext', 'utf8'))).toBe(false);
+    // A lone surrogate encodes as U+FFFD, which decodes as U+FFFD: not the same text.
+    expect(isUtf8Of('a\ud800b', Buffer.from('a\ufffdb', 'utf8'))).toBe(false);
+  });
+
+  it('gives the same text as extraction on this thread, whether or not the file is its text', async () => {
+    const extractor = new IsolatedTextExtractor(LIMITS);
+    const direct = new DocumentTextExtractor();
+    try {
+      const files = [
+        straddling, // the file's own UTF-8: not sent back
+        'Line one\r\nLine two\t\tend\n\n\n\nNext paragraph', // changed by extraction: sent back
+        '\ufeffWith a byte order mark',
+        'Grüße aus Köln, 東京 and 😀',
+      ];
+      for (const file of files) {
+        const bytes = Buffer.from(file, 'utf8');
+        const hints = { fileName: 'notes.txt', contentType: 'text/plain' };
+        expect(await extractor.extract(bytes, hints)).toEqual(await direct.extract(bytes, hints));
+      }
+      const latin1 = Buffer.from([0x43, 0x61, 0x66, 0xe9, 0x20, 0x6f, 0x6b]); // "Café ok" in Windows-1252
+      expect(await extractor.extract(latin1, { fileName: 'a.txt', contentType: 'text/plain' })).toEqual({
+        format: 'text',
+        text: 'Café ok',
+      });
+    } finally {
+      extractor.close();
+    }
   });
 });
 
