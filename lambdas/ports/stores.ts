@@ -369,6 +369,13 @@ export interface ContentFields {
   readonly updatedAt: string;
 }
 
+/** One reservation of a batch completed at once (DocumentStore.completeReservations). */
+export interface ReservationCompletion {
+  readonly documentId: string;
+  readonly content: ContentFields;
+  readonly metadata: MetadataChanges;
+}
+
 export interface DocumentCounts {
   readonly uploaded: number;
   readonly ready: number;
@@ -438,6 +445,20 @@ export interface DocumentStore {
     metadata: MetadataChanges,
     createdAt: string,
   ): Promise<DocumentRecord | undefined>;
+  /**
+   * `reserve` for several documents of one dataset at once (at most 100), all or none: false, with nothing written,
+   * when any of their ids is taken. A ZIP import reserves a window of its files so.
+   */
+  reserveAll(docs: readonly DocumentRecord[], now: string): Promise<boolean>;
+  /**
+   * `completeReservation` for several reservations of one dataset at once (at most 99), all or none: false, with
+   * nothing written, when any of them is not (or no longer) its upload's. The dataset's counts move by their number.
+   */
+  completeReservations(
+    ref: DatasetRef,
+    completions: readonly ReservationCompletion[],
+    createdAt: string,
+  ): Promise<boolean>;
   /**
    * Replaces the content of an existing (non-reserved) document and sets it `uploaded`, unless it already holds
    * this upload. Returns the new record, or undefined when the document is gone or already holds the upload.

@@ -268,8 +268,11 @@ async function indexChunks(
     if (!written) return false;
   }
   await deps.index.replaceDocument(ref, chunks, { uploadId: doc.uploadId, previous });
-  // Only while the document still holds this upload: a newer one has written its own (with this one in it).
-  await deps.documents.recordIndexedChunks(ref, ref.documentId, doc.uploadId, [generation], false);
+  // Only while the document still holds this upload: a newer one has written its own (with this one in it). A
+  // record that knew of no chunks (a new document) holds exactly this upload's already, written ahead: no write.
+  if (previous?.length !== 0) {
+    await deps.documents.recordIndexedChunks(ref, ref.documentId, doc.uploadId, [generation], false);
+  }
   return true;
 }
 

@@ -39,3 +39,24 @@ export async function transactUnlessFirstFails(
     }
   }
 }
+
+/**
+ * One transaction of several conditional actions (all or none), tried again when it meets another; false when any
+ * action's condition failed, in which case nothing was written.
+ */
+export async function transactAll(client: DynamoDBDocumentClient, items: readonly TransactItem[]): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.send(new TransactWriteCommand({ TransactItems: items as never }));
+      return true;
+    } catch (error) {
+      if (
+        error instanceof TransactionCanceledException &&
+        (error.CancellationReasons ?? []).some((reason) => reason.Code === 'ConditionalCheckFailed')
+      ) {
+        return false;
+      }
+      if (!conflicted(error) || attempt >= MAX_TRANSACTION_TRIES) throw error;
+    }
+  }
+}
