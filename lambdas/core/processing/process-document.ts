@@ -95,6 +95,20 @@ function union(known: IndexedChunks, more: readonly ChunkGeneration[]): IndexedC
   return known === undefined ? undefined : more.reduce(withGeneration, [...known]);
 }
 
+/** The object's bytes, or its size when over `maxBytes`: in one read where the store can, else its size first. */
+async function readWithin(
+  blobs: BlobStore,
+  key: string,
+  maxBytes: number,
+): Promise<{ bytes: Buffer } | { tooLarge: number } | undefined> {
+  if (blobs.getWithin) return blobs.getWithin(key, maxBytes);
+  const head = await blobs.head(key);
+  if (!head) return undefined;
+  if (head.size > maxBytes) return { tooLarge: head.size };
+  const bytes = await blobs.get(key);
+  return bytes ? { bytes } : undefined;
+}
+
 /**
  * The chunks of the document's current content, with its current metadata. A file over the limit is deleted, unless
  * `keepTooLarge` (a reindex of a document that is `ready` leaves its stored content alone).
@@ -104,16 +118,15 @@ export async function buildChunks(
   doc: DocumentRecord,
   options: { keepTooLarge?: boolean } = {},
 ): Promise<IndexedChunk[]> {
-  const head = await deps.blobs.head(doc.objectKey);
-  if (!head) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
-  if (head.size > deps.settings.maxFileBytes) {
-    const tooLarge = `The file is ${head.size} bytes; the limit is ${deps.settings.maxFileBytes} bytes.`;
+  const content = await readWithin(deps.blobs, doc.objectKey, deps.settings.maxFileBytes);
+  if (!content) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
+  if ('tooLarge' in content) {
+    const tooLarge = `The file is ${content.tooLarge} bytes; the limit is ${deps.settings.maxFileBytes} bytes.`;
     if (options.keepTooLarge) throw new ProcessingError('FILE_TOO_LARGE', tooLarge);
     await deps.blobs.delete([doc.objectKey]);
     throw new ProcessingError('FILE_TOO_LARGE', `${tooLarge} It was deleted.`);
   }
-  const bytes = await deps.blobs.get(doc.objectKey);
-  if (!bytes) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
+  const { bytes } = content;
   const { text } = await deps.extractor.extract(bytes, { fileName: doc.fileName, contentType: doc.contentType });
   const pieces = chunkText(text, { size: CHUNK_SIZE, overlap: CHUNK_OVERLAP });
   if (pieces.length === 0) throw new ProcessingError('EMPTY_DOCUMENT', 'The file contains no text');
