@@ -51,14 +51,11 @@ export async function publishZipImportIfCompleted(
 ): Promise<void> {
   if (!deps.statusEvents || !deps.zipJobs) return;
   try {
-    // The unfinished documents first: while more than two others are left (as for all but the last few documents of
-    // an import), nothing is published nor asked again, whatever the job says, so the job is not read.
+    const job = await deps.zipJobs.get(zipJobId);
+    if (!job || job.status === 'failed' || typeof job.fileCount !== 'number') return;
     const unfinished = (await deps.documents.zipImportUnfinished(zipJobId, 3)).filter(
       (documentId) => documentId !== finishedDocumentId,
     );
-    if (unfinished.length > 2) return;
-    const job = await deps.zipJobs.get(zipJobId);
-    if (!job || job.status === 'failed' || typeof job.fileCount !== 'number') return;
     if (unfinished.length > 0) {
       if (finishedDocumentId !== undefined && unfinished.length <= 2) {
         const { agentId, environment, knowledgeBaseId } = job;
