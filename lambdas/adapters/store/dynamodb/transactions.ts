@@ -40,9 +40,14 @@ export async function transactUnlessFirstFails(
   }
 }
 
+/** The first wait before a large transaction is tried again after a conflict; it doubles, with jitter. */
+const CONFLICT_BACKOFF_MS = 25;
+
 /**
  * One transaction of several conditional actions (all or none), tried again when it meets another; false when any
- * action's condition failed, in which case nothing was written.
+ * action's condition failed, in which case nothing was written. Its items may include a hot one (a dataset's
+ * counters, which every status change also writes): a conflict is tried again after a short, growing, jittered wait,
+ * so a transaction of many items is not cancelled again and again by the small ones it meets.
  */
 export async function transactAll(client: DynamoDBDocumentClient, items: readonly TransactItem[]): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
@@ -57,6 +62,8 @@ export async function transactAll(client: DynamoDBDocumentClient, items: readonl
         return false;
       }
       if (!conflicted(error) || attempt >= MAX_TRANSACTION_TRIES) throw error;
+      const wait = CONFLICT_BACKOFF_MS * 2 ** (attempt - 1);
+      await new Promise((resolve) => setTimeout(resolve, wait / 2 + Math.random() * wait));
     }
   }
 }
