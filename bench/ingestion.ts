@@ -463,27 +463,16 @@ async function run(): Promise<BenchSection> {
     'No embedding: the local index is lexical unless a model is configured.',
   );
 
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-ingestion-runtime-'));
-  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {}, worker: 'process' });
   let http: Ingestion | undefined;
   let zip: Ingestion | undefined;
-  try {
-    const call = apiClient(runtime.url);
-    if (parts.has('http')) {
-      http = await ingestOneByOne(call, runtime, files);
-      // Leftover messages (S3 events of objects already processed) must not run during the ZIP's measure.
-      await workerIdle(runtime, 30_000);
-    }
-    if (parts.has('zip')) zip = await ingestZip(call, runtime, files);
-  } finally {
-    await runtime.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+  if (parts.has('http') || parts.has('zip')) {
+    ({ http, zip } = await throughRuntime(files, parts));
+    notes.push(
+      ...(http?.notes ?? []),
+      ...(zip?.notes ?? []),
+      `${http && zip ? 'Both' : 'It ran'} through the local runtime: in this process its engines and router (dynalite, s3rver, fauxqs), in a process of its own its worker (the queue worker, LanceDB), as \`npm start\` runs them;${http && zip ? ' the ZIP ran second, into the same index, which then held the first run’s chunks too.' : ` only the parts BENCH_INGEST_PARTS names ran (${[...parts].join(', ')}).`} The end is the \`updatedAt\` of the last document to turn \`ready\`.`,
+    );
   }
-  notes.push(
-    ...(http?.notes ?? []),
-    ...(zip?.notes ?? []),
-    'Both through the local runtime: in this process its engines and router (dynalite, s3rver, fauxqs), in a process of its own its worker (the queue worker, LanceDB), as `npm start` runs them; the ZIP ran second, into the same index, which then held the first run’s chunks too. The end is the `updatedAt` of the last document to turn `ready`.',
-  );
 
   const memoryRows = parts.has('memory') ? await memoryPart(notes) : [];
 
@@ -536,6 +525,30 @@ async function run(): Promise<BenchSection> {
   rows.push(...memoryRows);
   notes.push(loadAverageAfter());
   return { title: 'Ingestion (local runtime)', notes, rows };
+}
+
+/** The HTTP and ZIP parts, through one local runtime started for them. */
+async function throughRuntime(
+  files: readonly CorpusFile[],
+  parts: ReadonlySet<Part>,
+): Promise<{ http?: Ingestion; zip?: Ingestion }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-ingestion-runtime-'));
+  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {}, worker: 'process' });
+  let http: Ingestion | undefined;
+  let zip: Ingestion | undefined;
+  try {
+    const call = apiClient(runtime.url);
+    if (parts.has('http')) {
+      http = await ingestOneByOne(call, runtime, files);
+      // Leftover messages (S3 events of objects already processed) must not run during the ZIP's measure.
+      await workerIdle(runtime, 30_000);
+    }
+    if (parts.has('zip')) zip = await ingestZip(call, runtime, files);
+  } finally {
+    await runtime.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return { http, zip };
 }
 
 /** The peak memory part: its notes added to `notes`, its rows answered. */
