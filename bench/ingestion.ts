@@ -10,6 +10,8 @@
  * worker as it set `ready`, so how often the benchmark looks does not change the figure. It looks only when the
  * queue worker is idle, so that reads of the status do not compete with processing for the event loop.
  * BENCH_INGEST_DOCS lowers the document count for a quick run; the issue's figures are the default, 1,000.
+ * BENCH_INGEST_PARTS=zip runs only the pipeline (50 at once) and the ZIP, for iterating on the ZIP import; `http` and
+ * `memory` name the other parts (comma-separated); unset, every part runs, as `npm run bench` does.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -428,6 +430,135 @@ async function peakMemory(): Promise<{ small: MemoryReport; large: LargeFile[] }
   }
 }
 
+type Part = 'http' | 'zip' | 'memory';
+const PARTS: readonly Part[] = ['http', 'zip', 'memory'];
+
+/** The parts BENCH_INGEST_PARTS names (every part when unset); the pipeline at 50 at once always runs. */
+function selectedParts(): ReadonlySet<Part> {
+  const raw = process.env.BENCH_INGEST_PARTS;
+  if (raw === undefined || raw.trim() === '') return new Set(PARTS);
+  const names = raw.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !(PARTS as readonly string[]).includes(name));
+  if (unknown.length > 0)
+    throw new Error(`BENCH_INGEST_PARTS: unknown ${unknown.join(', ')}; known: ${PARTS.join(', ')}`);
+  return new Set(names as Part[]);
+}
+
+async function run(): Promise<BenchSection> {
+  const parts = selectedParts();
+  const all = parts.size === PARTS.length;
+  const count = documentCount();
+  const files = smallDocuments(count);
+  const totalBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
+  const notes: string[] = [
+    `${count} generated English-like text documents, ${(totalBytes / count / 1024).toFixed(2)} KB on average (1–3 KB), ${(totalBytes / MB).toFixed(2)} MB in all; load average before: ${loadavg()[0].toFixed(2)}.`,
+  ];
+
+  // The pipelines first, alone on the machine; then the runtime as `npm start` runs it: its router in this process,
+  // its engines and its worker in processes of their own.
+  const oneByOne = all ? await ingestPipeline(files, 1) : undefined;
+  const grouped = await ingestPipeline(files, PIPELINE_IN_FLIGHT);
+  notes.push(
+    ...(oneByOne?.notes ?? []),
+    ...grouped.notes,
+    'No embedding: the local index is lexical unless a model is configured.',
+  );
+
+  let http: Ingestion | undefined;
+  let zip: Ingestion | undefined;
+  if (parts.has('http') || parts.has('zip')) {
+    ({ http, zip } = await throughRuntime(files, parts));
+    notes.push(
+      ...(http?.notes ?? []),
+      ...(zip?.notes ?? []),
+      `${http && zip ? 'Both' : 'It ran'} through the local runtime as \`npm start\` runs it: in this process its router and the load’s client, in a process of their own its engines (dynalite, s3rver, fauxqs), in a third its worker (the queue worker, LanceDB);${http && zip ? ' the ZIP ran second, into the same index, which then held the first run’s chunks too.' : ` only the parts BENCH_INGEST_PARTS names ran (${[...parts].join(', ')}).`} The end is the \`updatedAt\` of the last document to turn \`ready\`.`,
+    );
+  }
+
+  const memoryRows = parts.has('memory') ? await peakMemoryRows(notes) : [];
+
+  const pipeline = 'the pipeline: extract + chunk + index in one process, as many at once as the worker';
+  const share = 'higher is better; the ratio is the share of the pipeline the service keeps';
+  const rows: BenchRow[] = [
+    {
+      name: `pipeline, ${count} documents, ${PIPELINE_IN_FLIGHT} at once (group commit)`,
+      value: grouped.docsPerSecond,
+      unit: 'docs/s',
+      ...(oneByOne
+        ? {
+            baseline: oneByOne.docsPerSecond,
+            baselineName: 'the same, one document after another: one index commit a document',
+          }
+        : { baseline: 1, baselineName: 'not run (BENCH_INGEST_PARTS)' }),
+      reading: 'higher is better (issue 20: goal ≥ 10)',
+    },
+  ];
+  if (http) {
+    rows.push({
+      name: `HTTP API, ${count} documents, ${UPLOADS_IN_FLIGHT} in flight`,
+      value: http.docsPerSecond,
+      unit: 'docs/s',
+      baseline: grouped.docsPerSecond,
+      baselineName: pipeline,
+      reading: `${share} (issue 20: goal ≥ 0.3, and ≥ 96 docs/s)`,
+    });
+  }
+  if (zip) {
+    rows.push({
+      name: `one ZIP of the same ${count} documents + label CSV`,
+      value: zip.docsPerSecond,
+      unit: 'docs/s',
+      baseline: grouped.docsPerSecond,
+      baselineName: pipeline,
+      reading: `${share} (issue 20: goal ≥ 0.8)`,
+    });
+  }
+  if (zip && http) {
+    rows.push({
+      name: `one ZIP of the same ${count} documents + label CSV`,
+      value: zip.docsPerSecond,
+      unit: 'docs/s',
+      baseline: http.docsPerSecond,
+      baselineName: 'the same documents uploaded one by one over HTTP',
+      reading: 'higher is better (issue 20: goal ≥ 2)',
+    });
+  }
+  rows.push(...memoryRows);
+  notes.push(loadAverageAfter());
+  return { title: 'Ingestion (local runtime)', notes, rows };
+}
+
+/** The HTTP and ZIP parts, through one local runtime started for them. */
+async function throughRuntime(
+  files: readonly CorpusFile[],
+  parts: ReadonlySet<Part>,
+): Promise<{ http?: Ingestion; zip?: Ingestion }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-ingestion-runtime-'));
+  const runtime = await startLocalRuntime({
+    port: 0,
+    dataDir,
+    devTokens: TOKEN,
+    log: () => {},
+    worker: 'process',
+    engines: 'process',
+  });
+  let http: Ingestion | undefined;
+  let zip: Ingestion | undefined;
+  try {
+    const call = apiClient(runtime.url);
+    if (parts.has('http')) {
+      http = await ingestOneByOne(call, runtime, files);
+      // Leftover messages (S3 events of objects already processed) must not run during the ZIP's measure.
+      await workerIdle(runtime, 30_000);
+    }
+    if (parts.has('zip')) zip = await ingestZip(call, runtime, files);
+  } finally {
+    await runtime.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return { http, zip };
+}
+
 /** The peak memory rows (and their notes, pushed onto `notes`): the 50 MB text, PDF and DOCX against the 1 KB text. */
 async function peakMemoryRows(notes: string[]): Promise<BenchRow[]> {
   const { small, large } = await peakMemory();
@@ -467,94 +598,6 @@ async function peakMemoryRows(notes: string[]): Promise<BenchRow[]> {
   }
 
   return memoryRows;
-}
-
-async function run(): Promise<BenchSection> {
-  const count = documentCount();
-  const files = smallDocuments(count);
-  const totalBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
-  const notes: string[] = [
-    `${count} generated English-like text documents, ${(totalBytes / count / 1024).toFixed(2)} KB on average (1–3 KB), ${(totalBytes / MB).toFixed(2)} MB in all; load average before: ${loadavg()[0].toFixed(2)}.`,
-  ];
-
-  // The pipelines first, alone on the machine; then the runtime, whose engines and router share this process, with
-  // its worker in a process of its own, as `npm start` runs it.
-  const oneByOne = await ingestPipeline(files, 1);
-  const grouped = await ingestPipeline(files, PIPELINE_IN_FLIGHT);
-  notes.push(
-    ...oneByOne.notes,
-    ...grouped.notes,
-    'No embedding: the local index is lexical unless a model is configured.',
-  );
-
-  const dataDir = mkdtempSync(join(tmpdir(), 'bench-ingestion-runtime-'));
-  const runtime = await startLocalRuntime({
-    port: 0,
-    dataDir,
-    devTokens: TOKEN,
-    log: () => {},
-    worker: 'process',
-    engines: 'process',
-  });
-  let http: Ingestion;
-  let zip: Ingestion;
-  try {
-    const call = apiClient(runtime.url);
-    http = await ingestOneByOne(call, runtime, files);
-    // Leftover messages (S3 events of objects already processed) must not run during the ZIP's measure.
-    await workerIdle(runtime, 30_000);
-    zip = await ingestZip(call, runtime, files);
-  } finally {
-    await runtime.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-  notes.push(
-    ...http.notes,
-    ...zip.notes,
-    'Both through the local runtime: in this process its engines and router (dynalite, s3rver, fauxqs), in a process of its own its worker (the queue worker, LanceDB), as `npm start` runs them; the ZIP ran second, into the same index, which then held the first run’s chunks too. The end is the `updatedAt` of the last document to turn `ready`.',
-  );
-
-  const memoryRows = await peakMemoryRows(notes);
-
-  const pipeline = 'the pipeline: extract + chunk + index in one process, as many at once as the worker';
-  const share = 'higher is better; the ratio is the share of the pipeline the service keeps';
-  const rows: BenchRow[] = [
-    {
-      name: `pipeline, ${count} documents, ${PIPELINE_IN_FLIGHT} at once (group commit)`,
-      value: grouped.docsPerSecond,
-      unit: 'docs/s',
-      baseline: oneByOne.docsPerSecond,
-      baselineName: 'the same, one document after another: one index commit a document',
-      reading: 'higher is better (issue 20: goal ≥ 10)',
-    },
-    {
-      name: `HTTP API, ${count} documents, ${UPLOADS_IN_FLIGHT} in flight`,
-      value: http.docsPerSecond,
-      unit: 'docs/s',
-      baseline: grouped.docsPerSecond,
-      baselineName: pipeline,
-      reading: `${share} (issue 20: goal ≥ 0.3, and ≥ 96 docs/s)`,
-    },
-    {
-      name: `one ZIP of the same ${count} documents + label CSV`,
-      value: zip.docsPerSecond,
-      unit: 'docs/s',
-      baseline: grouped.docsPerSecond,
-      baselineName: pipeline,
-      reading: `${share} (issue 20: goal ≥ 0.8)`,
-    },
-    {
-      name: `one ZIP of the same ${count} documents + label CSV`,
-      value: zip.docsPerSecond,
-      unit: 'docs/s',
-      baseline: http.docsPerSecond,
-      baselineName: 'the same documents uploaded one by one over HTTP',
-      reading: 'higher is better (issue 20: goal ≥ 2)',
-    },
-    ...memoryRows,
-  ];
-  notes.push(loadAverageAfter());
-  return { title: 'Ingestion (local runtime)', notes, rows };
 }
 
 export const ingestionBenchmark: Benchmark = { id: 'ingestion', run };

@@ -51,6 +51,12 @@ export interface BlobStore {
   /** The object's bytes, or undefined when it does not exist. */
   get(key: string): Promise<Buffer | undefined>;
   /**
+   * The object's bytes unless it is larger than `maxBytes` (then its size, as the answer declares it, and no byte of
+   * its body read), or undefined when it does not exist: one request where `head` then `get` are two. A store without
+   * it is read with `head` then `get`.
+   */
+  getWithin?(key: string, maxBytes: number): Promise<{ bytes: Buffer } | { tooLarge: number } | undefined>;
+  /**
    * Streams the object into a temporary file, counting the bytes as they arrive (never trusting a declared size):
    * past `maxBytes` it stops and throws ObjectTooLargeError. Undefined when the object does not exist.
    */

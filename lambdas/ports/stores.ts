@@ -382,6 +382,13 @@ export interface ContentFields {
   readonly updatedAt: string;
 }
 
+/** One reservation of a batch completed at once (DocumentStore.completeReservations). */
+export interface ReservationCompletion {
+  readonly documentId: string;
+  readonly content: ContentFields;
+  readonly metadata: MetadataChanges;
+}
+
 export interface DocumentCounts {
   readonly uploaded: number;
   readonly ready: number;
@@ -450,6 +457,20 @@ export interface DocumentStore {
     documentId: string,
     content: ContentFields,
     metadata: MetadataChanges,
+    createdAt: string,
+  ): Promise<boolean>;
+  /**
+   * `reserve` for several documents of one dataset at once (at most 100), all or none: false, with nothing written,
+   * when any of their ids is taken. A ZIP import reserves a window of its files so.
+   */
+  reserveAll(docs: readonly DocumentRecord[], now: string): Promise<boolean>;
+  /**
+   * `completeReservation` for several reservations of one dataset at once (at most 99), all or none: false, with
+   * nothing written, when any of them is not (or no longer) its upload's. The dataset's counts move by their number.
+   */
+  completeReservations(
+    ref: DatasetRef,
+    completions: readonly ReservationCompletion[],
     createdAt: string,
   ): Promise<boolean>;
   /**

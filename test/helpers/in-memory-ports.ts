@@ -55,6 +55,7 @@ import {
   type OwedWork,
   type OwedWorkRecord,
   type ReindexProgress,
+  type ReservationCompletion,
   type TokenRecord,
   type TokenStore,
   type UploadSessionStore,
@@ -457,6 +458,35 @@ export class InMemoryDocumentStore implements DocumentStore {
       { ...content, ...metadata, status: 'uploaded', createdAt, reservedUntil: null, error: null },
     );
     return updated !== undefined;
+  }
+
+  async reserveAll(docs: readonly DocumentRecord[], now: string): Promise<boolean> {
+    const free = (doc: DocumentRecord) => {
+      const current = this.dataset(doc).get(doc.documentId);
+      return (
+        current === undefined ||
+        (current.status === 'reserved' && current.reservedUntil !== null && current.reservedUntil < now)
+      );
+    };
+    if (!docs.every(free)) return false;
+    for (const doc of docs) this.dataset(doc).set(doc.documentId, copy(doc));
+    return true;
+  }
+
+  async completeReservations(
+    ref: DatasetRef,
+    completions: readonly ReservationCompletion[],
+    createdAt: string,
+  ): Promise<boolean> {
+    const reserved = ({ documentId, content }: ReservationCompletion) => {
+      const doc = this.dataset(ref).get(documentId);
+      return doc?.status === 'reserved' && doc.uploadId === content.uploadId;
+    };
+    if (!completions.every(reserved)) return false;
+    for (const { documentId, content, metadata } of completions) {
+      await this.completeReservation(ref, documentId, content, metadata, createdAt);
+    }
+    return true;
   }
 
   async replaceContent(

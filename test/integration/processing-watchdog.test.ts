@@ -19,7 +19,7 @@ import { DynamoZipJobStore } from '#adapters/store/dynamodb/zip-job-store';
 import { type DocumentRecord, reservationRecord } from '#core/knowledge/document';
 import { buildChunks, type ProcessingDeps, processDocument } from '#core/processing/process-document';
 import { runWatchdog } from '#core/processing/watchdog';
-import { importZip, ZIP_IMPORT_CONCURRENCY } from '#core/processing/zip-job';
+import { importZip, ZIP_IMPORT_BATCH } from '#core/processing/zip-job';
 import { NO_METRICS } from '#ports/metrics';
 import type { DocumentRef, KnowledgeIndex } from '#ports/processing';
 import type { BlobStore, ProcessingMessage } from '#ports/services';
@@ -315,8 +315,8 @@ describe('a ZIP import whose archive is never read through', () => {
 
 describe('a ZIP import cut off half-way', () => {
   it('goes on after the files it listed, and lists every file once', async () => {
-    // Files are stored ZIP_IMPORT_CONCURRENCY at a time and listed once all of them are queued: two windows here.
-    const window = ZIP_IMPORT_CONCURRENCY;
+    // Files are stored ZIP_IMPORT_BATCH at a time and listed once all of them are queued: two windows here.
+    const window = ZIP_IMPORT_BATCH;
     const names = Array.from({ length: window + 4 }, (_, i) => `file-${String(i).padStart(2, '0')}.txt`);
     const objects = new Map<string, Buffer>();
     const job: ZipJobRecord = {
@@ -429,9 +429,9 @@ describe('a ZIP import cut off half-way', () => {
   }
 
   it('after an attempt cut off in its first window, the next goes one file at a time, each listed at once', async () => {
-    const names = Array.from({ length: ZIP_IMPORT_CONCURRENCY + 4 }, (_, i) => `one-${String(i).padStart(2, '0')}.txt`);
+    const names = Array.from({ length: ZIP_IMPORT_BATCH + 4 }, (_, i) => `one-${String(i).padStart(2, '0')}.txt`);
     const { job, objects } = await waitingImport('zip-one-by-one', 'kb-4', names);
-    // The first attempt dies in its first window of 16: nothing is listed.
+    // The first attempt dies in its first window: nothing is listed.
     await expect(importZip(dyingAfter(objects, 3), { ...job })).rejects.toThrow('worker killed');
     expect(await zipJobs.listFiles(job.zipJobId)).toHaveLength(0);
     // The next found the job `processing`: it stores and lists one file at a time, and dies after three.
@@ -445,7 +445,7 @@ describe('a ZIP import cut off half-way', () => {
     // The watchdog re-queued the import once; that attempt lists a window and dies. The job got further, so the
     // watchdog's next look queues it again instead of failing it (a worker killed every few seconds, as in the
     // fault-injection proof, cuts off most attempts of a large archive).
-    const window = ZIP_IMPORT_CONCURRENCY;
+    const window = ZIP_IMPORT_BATCH;
     const names = Array.from({ length: window + 4 }, (_, i) => `part-${String(i).padStart(2, '0')}.txt`);
     const { job, objects } = await waitingImport('zip-progress', 'kb-3', names);
     expect(await zipJobs.recordWatchdogRetry(job.zipJobId, 1, LONG_AGO)).toBe(true);

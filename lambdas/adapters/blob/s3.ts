@@ -98,6 +98,24 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  async getWithin(key: string, maxBytes: number): Promise<{ bytes: Buffer } | { tooLarge: number } | undefined> {
+    try {
+      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      const size = object.ContentLength ?? 0;
+      if (size > maxBytes) {
+        // Its body is not read: the connection is dropped rather than drained.
+        (object.Body as Readable | undefined)?.destroy();
+        return { tooLarge: size };
+      }
+      if (!object.Body) return { bytes: Buffer.alloc(0) };
+      return { bytes: Buffer.from(await object.Body.transformToByteArray()) };
+    } catch (error) {
+      if (error instanceof NoSuchKey) return undefined;
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
+      throw error;
+    }
+  }
+
   async download(key: string, maxBytes: number): Promise<DownloadedObject | undefined> {
     let body: Readable;
     try {

@@ -17,6 +17,9 @@ export async function runWork(
   if (work.kind === 's3-object') {
     const doc = await deps.documents.get(work, work.documentId);
     if (!doc || doc.objectKey !== work.objectKey) return 'skipped';
+    // A file of a ZIP import: the import queues the document's processing itself, once it is `uploaded`
+    // (zip-job.ts), so the event of its object would only process it a second time, side by side with the first.
+    if (doc.zipJobId !== undefined && doc.uploadId === doc.zipJobId) return 'skipped';
     // The record just read is the one processing checks: one read, not two (a reserved document is skipped there).
     return processDocument(deps, work, doc.uploadId, doc);
   }

@@ -98,6 +98,20 @@ function union(known: IndexedChunks, more: readonly ChunkGeneration[]): IndexedC
   return known === undefined ? undefined : more.reduce(withGeneration, [...known]);
 }
 
+/** The object's bytes, or its size when over `maxBytes`: in one read where the store can, else its size first. */
+async function readWithin(
+  blobs: BlobStore,
+  key: string,
+  maxBytes: number,
+): Promise<{ bytes: Buffer } | { tooLarge: number } | undefined> {
+  if (blobs.getWithin) return blobs.getWithin(key, maxBytes);
+  const head = await blobs.head(key);
+  if (!head) return undefined;
+  if (head.size > maxBytes) return { tooLarge: head.size };
+  const bytes = await blobs.get(key);
+  return bytes ? { bytes } : undefined;
+}
+
 /**
  * A document with more chunks than this is written to an index that can stage writes in parts of this many chunks
  * (`replaceDocumentInParts`), so that processing holds one part's chunk objects, vectors and index rows at a time, not
@@ -148,17 +162,15 @@ async function extractText(
   doc: DocumentRecord,
   options: { keepTooLarge?: boolean },
 ): Promise<string> {
-  const head = await deps.blobs.head(doc.objectKey);
-  if (!head) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
-  if (head.size > deps.settings.maxFileBytes) {
-    const tooLarge = `The file is ${head.size} bytes; the limit is ${deps.settings.maxFileBytes} bytes.`;
+  const content = await readWithin(deps.blobs, doc.objectKey, deps.settings.maxFileBytes);
+  if (!content) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
+  if ('tooLarge' in content) {
+    const tooLarge = `The file is ${content.tooLarge} bytes; the limit is ${deps.settings.maxFileBytes} bytes.`;
     if (options.keepTooLarge) throw new ProcessingError('FILE_TOO_LARGE', tooLarge);
     await deps.blobs.delete([doc.objectKey]);
     throw new ProcessingError('FILE_TOO_LARGE', `${tooLarge} It was deleted.`);
   }
-  const bytes = await deps.blobs.get(doc.objectKey);
-  if (!bytes) throw new ProcessingError('PARSE_ERROR', 'The uploaded file is no longer in storage');
-  return (await deps.extractor.extract(bytes, { fileName: doc.fileName, contentType: doc.contentType })).text;
+  return (await deps.extractor.extract(content.bytes, { fileName: doc.fileName, contentType: doc.contentType })).text;
 }
 
 async function* chunkParts(
@@ -356,6 +368,8 @@ async function indexChunks(
 
 /** `indexedChunks` down to this upload's, only while the document still holds it (a newer one wrote its own). */
 async function narrowIndexedChunks(deps: ProcessingDeps, doc: DocumentRecord, generation: ChunkGeneration) {
+  // A record that knew of no chunks (a new document) holds exactly this upload's already, written ahead: no write.
+  if (doc.indexedChunks?.length === 0) return;
   await deps.documents.recordIndexedChunks(refOf(doc), doc.documentId, doc.uploadId, [generation], false);
 }
 

@@ -145,15 +145,20 @@ async function importArchive(
   let watchdogRetried = (job.watchdogRetries ?? 0) > 0;
   // An attempt after one that was cut off (the job was already `processing`, or some of it is listed) goes on one file
   // at a time: each file it stores is recorded at once, so attempts cut off again and again still each get further,
-  // where a window of 16 might never be finished by any of them.
-  const concurrency = cutOff || resumeAt > 0 ? 1 : ZIP_IMPORT_CONCURRENCY;
+  // where a window of ZIP_IMPORT_BATCH might never be finished by any of them.
+  const concurrency = cutOff || resumeAt > 0 ? 1 : ZIP_IMPORT_BATCH;
   for (let start = resumeAt; start < plan.files.length; ) {
     const window = importWindow(plan.files, start, concurrency);
+    const together = concurrency > 1 ? await storeTogether(deps, job, window, archive, now()) : undefined;
     // Every file of the window settles before a failure is thrown: no store goes on behind the next attempt.
     const settled = await Promise.allSettled(
-      window.map((file): Promise<Stored> | Stored =>
-        'error' in file ? recordRefused(deps, job, file, now()) : createDocument(deps, job, file, archive, now()),
-      ),
+      window.map((file): Promise<Stored> | Stored => {
+        const done = together?.get(file);
+        if (done) return done;
+        return 'error' in file
+          ? recordRefused(deps, job, file, now())
+          : createDocument(deps, job, file, archive, now());
+      }),
     );
     const stored = settled.map((outcome) => {
       if (outcome.status === 'rejected') throw outcome.reason;
@@ -185,13 +190,17 @@ async function importArchive(
   return 'ready';
 }
 
-/** Files of an archive stored at once: their documents created and queued side by side. */
-export const ZIP_IMPORT_CONCURRENCY = 16;
+/**
+ * Files of an archive stored at once by a first attempt: their documents reserved in one write, their objects stored
+ * side by side, then made `uploaded` in one write with the dataset's counters (DynamoDB's 100 actions a transaction,
+ * less the counters), and queued. An attempt after one cut off goes one file at a time.
+ */
+export const ZIP_IMPORT_BATCH = 99;
 /** At most this many bytes of the files stored at once (each is held inflated while it is stored). */
 export const ZIP_IMPORT_WINDOW_BYTES = 64 * 1024 * 1024;
 
 /**
- * The files from `start` stored together: up to ZIP_IMPORT_CONCURRENCY, and no more than ZIP_IMPORT_WINDOW_BYTES of
+ * The files from `start` stored together: up to ZIP_IMPORT_BATCH, and no more than ZIP_IMPORT_WINDOW_BYTES of
  * them (a larger file goes alone), so an import holds a bounded amount of content whatever the archive.
  */
 function importWindow(files: readonly PlannedFile[], start: number, concurrency: number): PlannedFile[] {
@@ -210,6 +219,75 @@ function importWindow(files: readonly PlannedFile[], start: number, concurrency:
 interface Stored {
   readonly entry: ZipJobFile;
   readonly message?: ProcessingMessage;
+}
+
+type AcceptedFile = Extract<PlannedFile, { baseName: string }>;
+
+/**
+ * The accepted files of a window stored together, as createDocument stores each of them when its id is free: all
+ * reserved in one write, their objects stored, all made `uploaded` in one write. Undefined when that cannot be done
+ * (an id taken, by a custom document id in use or an earlier attempt's document, or a file named twice): the files
+ * then go one by one, which finds what holds each id and goes on from there. A refused file always goes alone.
+ */
+async function storeTogether(
+  deps: ZipImportDeps,
+  job: ZipJobRecord,
+  window: readonly PlannedFile[],
+  archive: OpenArchive,
+  now: string,
+): Promise<Map<PlannedFile, Stored> | undefined> {
+  const files = window.filter((file): file is AcceptedFile => !('error' in file));
+  if (files.length < 2) return undefined;
+  const planned = files.map((file) => {
+    const documentId = file.customDocumentId ?? zipDocumentId(job.zipJobId, file.fileName);
+    return { file, documentId, ...reservationFor(job, documentId, file.customDocumentId, file.baseName, now) };
+  });
+  if (new Set(planned.map((p) => p.documentId)).size < planned.length) return undefined;
+  const reserved = await deps.documents.reserveAll(
+    planned.map((p) => p.record),
+    now,
+  );
+  if (!reserved) return undefined;
+  // Every object is stored (or has failed) before a failure is thrown: no store goes on behind the next attempt.
+  const puts = await Promise.allSettled(
+    planned.map(async (p) => deps.blobs.put(p.s3Key, await archive.read(p.file.fileName), p.contentType)),
+  );
+  for (const put of puts) if (put.status === 'rejected') throw put.reason;
+  const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
+  const completed = await deps.documents.completeReservations(
+    ref,
+    planned.map(({ file, documentId, s3Key, contentType }) => ({
+      documentId,
+      content: {
+        uploadId: job.zipJobId,
+        objectKey: s3Key,
+        fileName: file.baseName,
+        contentType,
+        fileSize: file.size,
+        updatedAt: now,
+      },
+      metadata: { label1: file.label1, label2: file.label2, ...customMetaOf(file) },
+    })),
+    now,
+  );
+  if (!completed) return undefined;
+  return new Map(
+    planned.map(({ file, documentId, s3Key }): [PlannedFile, Stored] => [
+      file,
+      {
+        entry: {
+          fileName: file.fileName,
+          documentId,
+          s3Key,
+          label1: file.label1,
+          label2: file.label2,
+          ...customMetaOf(file),
+          error: null,
+        },
+        message: { kind: 'process-document', ...ref, documentId, uploadId: job.zipJobId },
+      },
+    ]),
+  );
 }
 
 /**
@@ -267,27 +345,38 @@ async function reserveFor(
   now: string,
   refused = false,
 ): Promise<{ ref: DatasetRef; s3Key: string; contentType: string; existing?: DocumentRecord }> {
+  const { ref, s3Key, contentType, record } = reservationFor(job, documentId, customDocumentId, fileName, now, refused);
+  const reserved = await deps.documents.reserve(record, now);
+  return { ref, s3Key, contentType, existing: reserved ? undefined : await deps.documents.get(ref, documentId) };
+}
+
+/** The reservation of one file's document, and where its object goes. */
+function reservationFor(
+  job: ZipJobRecord,
+  documentId: string,
+  customDocumentId: string | null,
+  fileName: string,
+  now: string,
+  refused = false,
+) {
   const ref: DatasetRef = { agentId: job.agentId, environment: job.environment, knowledgeBaseId: job.knowledgeBaseId };
   const s3Key = documentS3Key(ref, documentId, fileName);
   const contentType = contentTypeFor(fileName);
-  const reserved = await deps.documents.reserve(
-    reservationRecord({
-      ...ref,
-      organizationId: job.organizationId,
-      documentId,
-      customDocumentId,
-      s3Key,
-      fileName,
-      uploadId: job.zipJobId,
-      reservedUntil: now,
-      contentType,
-      createdAt: now,
-      zipJobId: job.zipJobId,
-      ...(refused ? { refusedByImport: true as const } : {}),
-    }),
-    now,
-  );
-  return { ref, s3Key, contentType, existing: reserved ? undefined : await deps.documents.get(ref, documentId) };
+  const record = reservationRecord({
+    ...ref,
+    organizationId: job.organizationId,
+    documentId,
+    customDocumentId,
+    s3Key,
+    fileName,
+    uploadId: job.zipJobId,
+    reservedUntil: now,
+    contentType,
+    createdAt: now,
+    zipJobId: job.zipJobId,
+    ...(refused ? { refusedByImport: true as const } : {}),
+  });
+  return { ref, s3Key, contentType, record };
 }
 
 /** The refused file's name as a document's: its last path segment when that is a safe name, else `refused-file`. */
@@ -300,7 +389,7 @@ function refusedFileName(path: string): string {
 async function createDocument(
   deps: ZipImportDeps,
   job: ZipJobRecord,
-  file: Extract<PlannedFile, { baseName: string }>,
+  file: AcceptedFile,
   archive: OpenArchive,
   now: string,
 ): Promise<Stored> {
