@@ -14,8 +14,8 @@ export interface BenchRow {
   readonly baselineName: string;
   /** How to read value / baseline, e.g. `lower is better` or `goal ≈ 1`. */
   readonly reading?: string;
-  /** A goal this row's value or ratio is held to (bench/run.ts lists them all in one table at the top). */
-  readonly goal?: BenchGoal;
+  /** Goals this row's value or ratio is held to (bench/run.ts lists them all in one table at the top). */
+  readonly goal?: BenchGoal | readonly BenchGoal[];
 }
 
 /** `value` or `ratio` (value / baseline) of a row, at most or at least `target`. */
@@ -35,22 +35,24 @@ export function renderGoals(sections: readonly BenchSection[]): string | undefin
   let count = 0;
   for (const section of sections) {
     for (const row of section.rows) {
-      if (!row.goal) continue;
-      count += 1;
-      const { goal } = row;
-      const figure = goal.of === 'value' ? row.value : row.baseline === 0 ? Number.NaN : row.value / row.baseline;
-      const met =
-        (goal.atMost === undefined || figure <= goal.atMost) && (goal.atLeast === undefined || figure >= goal.atLeast);
-      const target = [
-        goal.atLeast === undefined ? '' : `≥ ${fixed(goal.atLeast)}`,
-        goal.atMost === undefined ? '' : `≤ ${fixed(goal.atMost)}`,
-      ]
-        .filter(Boolean)
-        .join(' and ');
-      const shown = goal.of === 'value' ? `${fixed(figure)} ${row.unit}` : `${fixed(figure)}×`;
-      lines.push(
-        `| ${goal.measure} (${goal.source}) | ${shown} | ${target}${goal.of === 'value' ? ` ${row.unit}` : '×'} | ${met ? 'yes' : '**no**'} | ${section.title} |`,
-      );
+      const goals: readonly BenchGoal[] = row.goal === undefined ? [] : Array.isArray(row.goal) ? row.goal : [row.goal];
+      for (const goal of goals) {
+        count += 1;
+        const figure = goal.of === 'value' ? row.value : row.baseline === 0 ? Number.NaN : row.value / row.baseline;
+        const met =
+          (goal.atMost === undefined || figure <= goal.atMost) &&
+          (goal.atLeast === undefined || figure >= goal.atLeast);
+        const target = [
+          goal.atLeast === undefined ? '' : `≥ ${fixed(goal.atLeast)}`,
+          goal.atMost === undefined ? '' : `≤ ${fixed(goal.atMost)}`,
+        ]
+          .filter(Boolean)
+          .join(' and ');
+        const shown = goal.of === 'value' ? `${fixed(figure)} ${row.unit}` : `${fixed(figure)}×`;
+        lines.push(
+          `| ${goal.measure} (${goal.source}) | ${shown} | ${target}${goal.of === 'value' ? ` ${row.unit}` : '×'} | ${met ? 'yes' : '**no**'} | ${section.title} |`,
+        );
+      }
     }
   }
   return count === 0 ? undefined : lines.join('\n');

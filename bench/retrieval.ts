@@ -359,7 +359,14 @@ async function run(): Promise<BenchSection> {
   );
 
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-retrieval-'));
-  const runtime = await startLocalRuntime({ port: 0, dataDir, devTokens: TOKEN, log: () => {}, worker: false });
+  const runtime = await startLocalRuntime({
+    port: 0,
+    dataDir,
+    devTokens: TOKEN,
+    log: () => {},
+    worker: false,
+    engines: 'process',
+  });
   let connection: lancedb.Connection | undefined;
   try {
     const call = async <T>(method: string, path: string, body: unknown, expect: number): Promise<T> => {
@@ -492,6 +499,16 @@ async function run(): Promise<BenchSection> {
             baseline: p50.index,
             baselineName: 'LanceKnowledgeIndex.query in the same process',
             reading: 'the overhead of the endpoint: lower is better, 1 = none',
+            ...(size === 100_000 && label === null
+              ? {
+                  goal: {
+                    measure: 'HTTP query / raw index, 100k chunks',
+                    of: 'ratio',
+                    atMost: 1.5,
+                    source: 'issue 40',
+                  } as const,
+                }
+              : {}),
           },
           {
             name: `HTTP query p50, ${name}`,
