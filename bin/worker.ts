@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
-  // Its engines live in the runtime's process: without it there is nothing left to poll.
+  // Its engines live in the runtime's process or in its child, which stops with it: without it nothing is left to poll.
   setInterval(() => {
     if (!isRunning(worker.engines.pid)) void stop(`runtime ${worker.engines.pid} exited`);
   }, 2000).unref();
