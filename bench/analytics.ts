@@ -10,6 +10,7 @@ import { loadavg } from 'node:os';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
+import { OffsetIndex } from '#adapters/store/dynamodb/analytics-offsets';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import type { NewAnalyticsEvent } from '#core/analytics/event';
 import { type QueryEventsRequest, queryEvents } from '#core/analytics/query';
@@ -146,7 +147,13 @@ const caller = { organizationId: ORGANIZATION, tokenId: 'bench', scopes: ['analy
 async function seededTable(raw: DynamoDBClient, client: DynamoDBDocumentClient, name: string, size: number) {
   await raw.send(new CreateTableCommand(createTableInput(name, TABLES.analytics)));
   const clock = { ms: START, now: () => new Date(clock.ms) };
-  const store = new DynamoAnalyticsStore(client, name, { clock, retentionDays: 400, concurrency: 8 });
+  // The query handler's store (composition/analytics-query.ts): with the offset marks it keeps.
+  const store = new DynamoAnalyticsStore(client, name, {
+    clock,
+    retentionDays: 400,
+    concurrency: 8,
+    offsets: new OffsetIndex(),
+  });
   const seeder: Seeder = { store, clock, agentEvents: 0, sessions: 0 };
   const started = Date.now();
   await seedUpTo(seeder, size);
@@ -154,7 +161,12 @@ async function seededTable(raw: DynamoDBClient, client: DynamoDBDocumentClient, 
   // A store of its own per call: the offset marks a process keeps (analytics-offsets.ts) are not there yet.
   const coldDeps = () => ({
     ...deps,
-    analytics: new DynamoAnalyticsStore(client, name, { clock, retentionDays: 400, concurrency: 8 }),
+    analytics: new DynamoAnalyticsStore(client, name, {
+      clock,
+      retentionDays: 400,
+      concurrency: 8,
+      offsets: new OffsetIndex(),
+    }),
   });
   const ask = (filters: Filters, page: Partial<QueryEventsRequest> = {}, cold = false) =>
     queryEvents(cold ? coldDeps() : deps, caller, {

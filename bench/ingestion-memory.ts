@@ -91,7 +91,6 @@ async function main(): Promise<void> {
     head: async () => ({ size, contentType: 'text/plain' }),
     get: async () => readFileSync(file),
     presignPut: notUsed,
-    download: notUsed,
     put: notUsed,
     markCompleted: notUsed,
     delete: notUsed,

@@ -8,6 +8,7 @@
 
 import { ZipArchiveImporter } from '#adapters/archive/zip-importer';
 import { DEFAULT_ZIP_LIMITS } from '#adapters/archive/zip-reader';
+import { S3ArchiveStore } from '#adapters/blob/s3-archive';
 import { IsolatedTextExtractor } from '#adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS } from '#adapters/extraction/text-extractor';
 import type { AgentDeletionDeps } from '#core/processing/agent-deletion';
@@ -24,13 +25,17 @@ import {
 import { buildChunks, type ProcessingDeps, type ProcessingSettings } from '#core/processing/process-document';
 import type { ZipImportDeps } from '#core/processing/zip-job';
 import type { Embedder, KnowledgeIndex } from '#ports/processing';
-import { DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '#shared/config';
+import { config, DEFAULT_MAX_ARCHIVE_BYTES, DEFAULT_MAX_FILE_BYTES, positiveInteger } from '#shared/config';
 import { logger } from '#shared/logger';
+import { s3Client } from './clients/s3';
 import { container, uncachedStores } from './container';
 import { definitionStore, sessionStore } from './definition-container';
 import { deployedKnowledgeIndex, installedKnowledgeIndex } from './knowledge-index';
 import { operationalMetrics } from './metrics';
+import { once } from './once';
 import { statusEventPublisher } from './webhook-container';
+
+const archiveStore = /* @__PURE__ */ once(() => new S3ArchiveStore(s3Client(), config.documentsBucket()));
 
 export { useKnowledgeIndex } from './knowledge-index';
 
@@ -95,8 +100,9 @@ export const processingContainer: ProcessingDeps &
     };
     return reindexSettings;
   },
+  // The documents' store, able to stream an archive into a file for a ZIP import (adapters/blob/s3-archive.ts).
   get blobs() {
-    return container.blobs;
+    return archiveStore();
   },
   get queue() {
     return container.queue;

@@ -56,16 +56,20 @@ export interface BlobStore {
    * it is read with `head` then `get`.
    */
   getWithin?(key: string, maxBytes: number): Promise<{ bytes: Buffer } | { tooLarge: number } | undefined>;
-  /**
-   * Streams the object into a temporary file, counting the bytes as they arrive (never trusting a declared size):
-   * past `maxBytes` it stops and throws ObjectTooLargeError. Undefined when the object does not exist.
-   */
-  download(key: string, maxBytes: number): Promise<DownloadedObject | undefined>;
   put(key: string, bytes: Buffer, contentType: string): Promise<void>;
   /** The upload of `key` was completed: it is no longer a pending upload for the lifecycle rule. */
   markCompleted(key: string): Promise<void>;
   /** Deletes the objects; missing ones are not an error. */
   delete(keys: readonly string[]): Promise<void>;
+}
+
+/** A BlobStore that can also stream an object into a temporary file: what a ZIP import reads its archive with. */
+export interface ArchiveStore extends BlobStore {
+  /**
+   * Streams the object into a temporary file, counting the bytes as they arrive (never trusting a declared size):
+   * past `maxBytes` it stops and throws ObjectTooLargeError. Undefined when the object does not exist.
+   */
+  download(key: string, maxBytes: number): Promise<DownloadedObject | undefined>;
 }
 
 /** The dataset and document a message is about. */

@@ -1,10 +1,12 @@
-/** A BlobStore over a Map, for use-case tests that need objects but not S3; downloads go to real temporary files. */
+/** An ArchiveStore (a BlobStore that downloads) over a Map, for use-case tests that need objects but not S3; downloads go to real temporary files. */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BlobStore, ObjectTooLargeError } from '#ports/services';
+import { type ArchiveStore, ObjectTooLargeError } from '#ports/services';
 
-export function inMemoryBlobStore(objects = new Map<string, Buffer>()): BlobStore & { objects: Map<string, Buffer> } {
+export function inMemoryBlobStore(
+  objects = new Map<string, Buffer>(),
+): ArchiveStore & { objects: Map<string, Buffer> } {
   return {
     objects,
     presignPut: async () => {

@@ -19,7 +19,7 @@ import type { ChunkMetadata, DocumentRef, IndexedChunk, IndexHit, IndexQuery, Kn
 import type { RateLimitCounters } from '#ports/rate-limits';
 import type { RetrievalConfigStore } from '#ports/retrieval-configs';
 import type {
-  BlobStore,
+  ArchiveStore,
   Clock,
   DownloadedObject,
   IdGenerator,
@@ -876,7 +876,7 @@ export interface SignedPut {
  * the S3 rules the URL carries: only a signed key, only while the key is free (`If-None-Match: *`), with the signed
  * content type and length.
  */
-export class InMemoryBlobStore implements BlobStore {
+export class InMemoryBlobStore implements ArchiveStore {
   readonly objects = new Map<string, StoredObject>();
   readonly signed: SignedPut[] = [];
 

@@ -1,10 +1,5 @@
 /** BlobStore on S3: pre-signed, write-once PUT URLs, HEAD, streamed downloads and delete. */
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -17,14 +12,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import {
-  type BlobStore,
-  type DownloadedObject,
-  type ObjectHead,
-  ObjectTooLargeError,
-  type PresignedPut,
-  type PutConditions,
-} from '#ports/services';
+import type { BlobStore, ObjectHead, PresignedPut, PutConditions } from '#ports/services';
 
 /**
  * The tag an upload URL writes its object with, removed by upload-complete. The bucket's lifecycle rule expires
@@ -34,8 +22,8 @@ export const PENDING_UPLOAD_TAG = { key: 'upload', value: 'pending' } as const;
 
 export class S3BlobStore implements BlobStore {
   constructor(
-    private readonly client: S3Client,
-    private readonly bucket: string,
+    protected readonly client: S3Client,
+    protected readonly bucket: string,
   ) {}
 
   async presignPut(key: string, conditions: PutConditions, expiresInSeconds: number): Promise<PresignedPut> {
@@ -87,15 +75,8 @@ export class S3BlobStore implements BlobStore {
   }
 
   async get(key: string): Promise<Buffer | undefined> {
-    try {
-      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      if (!object.Body) return Buffer.alloc(0);
-      return Buffer.from(await object.Body.transformToByteArray());
-    } catch (error) {
-      if (error instanceof NoSuchKey) return undefined;
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
-      throw error;
-    }
+    const read = await this.getWithin(key, Number.POSITIVE_INFINITY);
+    return read && 'bytes' in read ? read.bytes : undefined;
   }
 
   async getWithin(key: string, maxBytes: number): Promise<{ bytes: Buffer } | { tooLarge: number } | undefined> {
@@ -114,35 +95,6 @@ export class S3BlobStore implements BlobStore {
       if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
       throw error;
     }
-  }
-
-  async download(key: string, maxBytes: number): Promise<DownloadedObject | undefined> {
-    let body: Readable;
-    try {
-      const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      body = object.Body as Readable;
-    } catch (error) {
-      if (error instanceof NoSuchKey) return undefined;
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
-      throw error;
-    }
-    const dir = await mkdtemp(join(tmpdir(), 'aps-object-'));
-    const remove = () => rm(dir, { recursive: true, force: true });
-    const path = join(dir, 'object');
-    let size = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        size += chunk.length;
-        done(size > maxBytes ? new ObjectTooLargeError(key, maxBytes) : null, chunk);
-      },
-    });
-    try {
-      await pipeline(body, counter, createWriteStream(path));
-    } catch (error) {
-      await remove();
-      throw error;
-    }
-    return { path, size, remove };
   }
 
   async markCompleted(key: string): Promise<void> {

@@ -17,7 +17,7 @@ import { type Caller, ownsRecord, requireKnowledgeBase, type TenancyDeps } from 
 import { type PublishDeps, publishZipImportIfCompleted } from '#core/webhooks/publish';
 import { METRIC, type OperationalMetrics } from '#ports/metrics';
 import {
-  type BlobStore,
+  type ArchiveStore,
   type Clock,
   type DownloadedObject,
   ObjectTooLargeError,
@@ -38,7 +38,7 @@ import type { ProcessingOutcome } from './process-document';
 
 export interface ZipImportDeps extends PublishDeps {
   readonly documents: DocumentStore;
-  readonly blobs: BlobStore;
+  readonly blobs: ArchiveStore;
   readonly queue: ProcessingQueue;
   readonly clock: Clock;
   readonly zipJobs: ZipJobStore;

@@ -78,6 +78,17 @@ export interface OffsetIndexOptions {
   readonly maxMarks?: number;
 }
 
+/** What skips an offset: OffsetIndex (the marks), handed to the store of the query's function. */
+export interface OffsetSkipper {
+  skip(
+    partition: string,
+    range: { lower?: string; upper?: string },
+    offset: number,
+    now: Date,
+    count: Counter,
+  ): Promise<SkipResult>;
+}
+
 export type SkipResult = { readonly startKey?: StartKey } | 'end';
 
 /** `p` > `u` for every position p: positions are fixed-width, so anything appended to `u` sorts right above it. */

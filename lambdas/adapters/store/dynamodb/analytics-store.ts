@@ -23,7 +23,7 @@ import { expiresAtEpochSeconds } from '#core/analytics/retention';
 import type { Environment } from '#core/knowledge/fields';
 import type { AnalyticsEventPage, AnalyticsEventQuery, AnalyticsStore, WriteOutcome } from '#ports/analytics';
 import type { Clock } from '#ports/services';
-import { OffsetIndex, type OffsetIndexOptions, WRITE_WINDOW_MS } from './analytics-offsets';
+import { type OffsetSkipper, WRITE_WINDOW_MS } from './analytics-offsets';
 import { isConditionFailure } from './expressions';
 
 /** Index names and their partition key attributes, as declared in lib/tables.ts. */
@@ -53,8 +53,12 @@ export interface AnalyticsStoreOptions {
   /** Batch calls in flight at once per write or read. Default 4. */
   readonly concurrency?: number;
   readonly sleep?: (ms: number) => Promise<void>;
-  /** The marks that skip an offset (analytics-offsets.ts); kept as long as this store. */
-  readonly offsets?: OffsetIndexOptions;
+  /**
+   * What skips an offset: an OffsetIndex (analytics-offsets.ts: marks kept as long as it is). Only the query's
+   * function asks for an offset (composition/analytics-query.ts hands it one); without it only offset 0 is served,
+   * which keeps the marks' code out of the functions that only record events or read a session's trace.
+   */
+  readonly offsets?: OffsetSkipper;
 }
 
 type Item = Record<string, unknown>;
@@ -156,6 +160,14 @@ function keyQuery(
   };
 }
 
+/** The skipper of a store that was given none: offset 0 only (see AnalyticsStoreOptions.offsets). */
+const firstPageOnly: OffsetSkipper = {
+  skip: async (_partition, _range, offset) => {
+    if (offset === 0) return {};
+    throw new Error('analytics: an offset needs an OffsetIndex');
+  },
+};
+
 async function inParallel<T, R>(items: readonly T[], limit: number, run: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
@@ -182,7 +194,7 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
   private readonly maxAttempts: number;
   private readonly concurrency: number;
   private readonly sleep: (ms: number) => Promise<void>;
-  private readonly offsets: OffsetIndex;
+  private readonly offsets: OffsetSkipper;
 
   constructor(
     private readonly client: DynamoDBDocumentClient,
@@ -192,7 +204,7 @@ export class DynamoAnalyticsStore implements AnalyticsStore {
     this.maxAttempts = options.maxAttempts ?? 8;
     this.concurrency = options.concurrency ?? 4;
     this.sleep = options.sleep ?? defaultSleep;
-    this.offsets = new OffsetIndex(options.offsets);
+    this.offsets = options.offsets ?? firstPageOnly;
   }
 
   /**

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
-import { SETTLE_MS, WRITE_WINDOW_MS } from '#adapters/store/dynamodb/analytics-offsets';
+import { OffsetIndex, SETTLE_MS, WRITE_WINDOW_MS } from '#adapters/store/dynamodb/analytics-offsets';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '#core/analytics/event';
 import type { AnalyticsEventQuery } from '#ports/analytics';
@@ -55,7 +55,12 @@ function clockAt(ms: number) {
 }
 
 function storeOn(table: string, clock: { now(): Date }, retentionDays = 400, sink = client) {
-  return new DynamoAnalyticsStore(sink, table, { clock, retentionDays, offsets: MARKS, sleep: async () => undefined });
+  return new DynamoAnalyticsStore(sink, table, {
+    clock,
+    retentionDays,
+    offsets: new OffsetIndex(MARKS),
+    sleep: async () => undefined,
+  });
 }
 
 let keys = 0;

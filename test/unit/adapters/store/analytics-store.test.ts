@@ -8,6 +8,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import dynalite from 'dynalite';
 import fc from 'fast-check';
+import { OffsetIndex } from '#adapters/store/dynamodb/analytics-offsets';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '#core/analytics/event';
 import type { Environment } from '#core/knowledge/fields';
@@ -57,7 +58,12 @@ function clockAt(ms: number) {
 }
 
 function storeOn(table: string, clock: { now(): Date }, sink: DynamoDBDocumentClient = client) {
-  return new DynamoAnalyticsStore(sink, table, { clock, retentionDays: 400, sleep: async () => undefined });
+  return new DynamoAnalyticsStore(sink, table, {
+    clock,
+    retentionDays: 400,
+    sleep: async () => undefined,
+    offsets: new OffsetIndex(),
+  });
 }
 
 let keyCount = 0;
@@ -325,6 +331,7 @@ describe('writes', () => {
       clock,
       retentionDays: 1,
       sleep: async () => undefined,
+      offsets: new OffsetIndex(),
     });
     const kept = storeOn(table, clock);
     const live: string[] = [];
@@ -346,7 +353,11 @@ describe('writes', () => {
 
   it('sets expiresAt from the retention, and stops returning an event once it has expired', async () => {
     const table = await newTable();
-    const store = new DynamoAnalyticsStore(client, table, { clock: clockAt(START), retentionDays: 30 });
+    const store = new DynamoAnalyticsStore(client, table, {
+      clock: clockAt(START),
+      retentionDays: 30,
+      offsets: new OffsetIndex(),
+    });
     await store.write([event()]);
     const day = 86_400_000;
     expect((await store.query(baseQuery({ now: new Date(START + 30 * day - 1000) }))).events).toHaveLength(1);
