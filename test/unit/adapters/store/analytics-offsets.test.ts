@@ -4,16 +4,13 @@
  * (nextToken) at the same instant, whether the marks are being built, already there, re-rooted after new writes,
  * or stopped by events about to expire. Marks every 5 entries from an offset of 1, so small tables cross many.
  */
-import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import dynalite from 'dynalite';
+import { BatchWriteCommand, type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { OffsetIndex, SETTLE_MS, WRITE_WINDOW_MS } from '#adapters/store/dynamodb/analytics-offsets';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '#core/analytics/event';
 import type { AnalyticsEventQuery } from '#ports/analytics';
-import { createTableInput } from '../../../../lib/local/engines';
 import { TABLES } from '../../../../lib/tables';
+import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
 
 const AGENT = '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10';
 const START = Date.parse('2024-05-01T00:00:00.000Z');
@@ -21,32 +18,19 @@ const MINUTE = 60_000;
 const DAY = 86_400_000;
 const MARKS = { rankStep: 5, minOffset: 1 };
 
-let server: ReturnType<typeof dynalite>;
+let dynamo: LocalDynamo;
 let client: DynamoDBDocumentClient;
 let tables = 0;
 
 beforeAll(async () => {
-  server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  client = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      endpoint: `http://127.0.0.1:${port}`,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    }),
-  );
+  dynamo = await startDynalite();
+  client = dynamo.client;
 });
-afterAll(async () => {
-  client?.destroy();
-  await new Promise((resolve) => server?.close(resolve));
-});
+afterAll(() => dynamo?.stop());
 
 async function newTable(): Promise<string> {
   tables += 1;
-  const name = `offsets${tables}`;
-  await client.send(new CreateTableCommand(createTableInput(name, TABLES.analytics)));
-  return name;
+  return dynamo.createTable(`offsets${tables}`, TABLES.analytics);
 }
 
 function clockAt(ms: number) {

@@ -3,18 +3,15 @@
  * combination answers what a plain in-memory filter of the same events answers, newest first; writes are
  * idempotent per event key; ids stay unique and increasing under concurrent writers and skewed clocks.
  */
-import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import dynalite from 'dynalite';
+import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { OffsetIndex } from '#adapters/store/dynamodb/analytics-offsets';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '#core/analytics/event';
 import type { Environment } from '#core/knowledge/fields';
 import type { AnalyticsEventQuery } from '#ports/analytics';
-import { createTableInput } from '../../../../lib/local/engines';
 import { TABLES } from '../../../../lib/tables';
+import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
 
 const AGENT = '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10';
 const OTHER_AGENT = '7d0f3c2e-5b4a-4e8f-8a1d-2c3b4a5d6e7f';
@@ -23,33 +20,20 @@ const NAMES = ['invocation_start', 'node_execution', 'checkout'];
 const ENVIRONMENTS: Environment[] = ['production', 'development'];
 const START = Date.parse('2024-05-01T00:00:00.000Z');
 
-let server: ReturnType<typeof dynalite>;
+let dynamo: LocalDynamo;
 let client: DynamoDBDocumentClient;
 let tableCount = 0;
 
 beforeAll(async () => {
-  server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  client = DynamoDBDocumentClient.from(
-    new DynamoDBClient({
-      endpoint: `http://127.0.0.1:${port}`,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    }),
-  );
+  dynamo = await startDynalite();
+  client = dynamo.client;
 });
-afterAll(async () => {
-  client?.destroy();
-  await new Promise((resolve) => server?.close(resolve));
-});
+afterAll(() => dynamo?.stop());
 
 /** A fresh table (of lib/tables.ts) per test group, so the counters start at 0. */
 async function newTable(): Promise<string> {
   tableCount += 1;
-  const name = `analytics${tableCount}`;
-  await client.send(new CreateTableCommand(createTableInput(name, TABLES.analytics)));
-  return name;
+  return dynamo.createTable(`analytics${tableCount}`, TABLES.analytics);
 }
 
 function clockAt(ms: number) {
