@@ -33,6 +33,23 @@ async function newTable(): Promise<string> {
   return dynamo.createTable(`offsets${tables}`, TABLES.analytics);
 }
 
+/** The test's client, adding up the entries its counting Queries (Select COUNT) scanned into `scanned`. */
+function countingClient() {
+  const counting = {
+    scanned: 0,
+    client: {
+      send: async (command: unknown) => {
+        const answer = (await client.send(command as never)) as { ScannedCount?: number };
+        if (command instanceof QueryCommand && command.input.Select === 'COUNT') {
+          counting.scanned += answer.ScannedCount ?? 0;
+        }
+        return answer;
+      },
+    } as unknown as DynamoDBDocumentClient,
+  };
+  return counting;
+}
+
 function clockAt(ms: number) {
   const clock = { ms, now: () => new Date(clock.ms) };
   return clock;
@@ -139,46 +156,32 @@ describe('offset by marks', () => {
   });
 
   it('skips a deep offset, once marked, by counting less than one step', async () => {
-    let scanned = 0;
-    const counting = {
-      send: async (command: unknown) => {
-        const answer = (await client.send(command as never)) as { ScannedCount?: number };
-        if (command instanceof QueryCommand && command.input.Select === 'COUNT') scanned += answer.ScannedCount ?? 0;
-        return answer;
-      },
-    } as unknown as DynamoDBDocumentClient;
-    const reader = storeOn(table, clockAt(START + DAY), 400, counting);
+    const counting = countingClient();
+    const reader = storeOn(table, clockAt(START + DAY), 400, counting.client);
     const walked = await walk(writer, now, {});
     const offset = walked.length - 9;
     const ask = async (at: number, most: number) => {
-      scanned = 0;
+      counting.scanned = 0;
       expect((await reader.query(query(now, { offset: at }))).events).toEqual(walked.slice(at, at + 4));
-      expect(scanned).toBeLessThanOrEqual(most);
+      expect(counting.scanned).toBeLessThanOrEqual(most);
     };
     // Counted once (as without marks), then the same offset is a jump; between two marks, counted once more.
     await ask(offset, offset);
-    expect(scanned).toBe(offset);
+    expect(counting.scanned).toBe(offset);
     await ask(offset, 0);
     await ask(offset - 2, offset - 2);
     for (const deep of [offset - 2, offset - 7, 13, 14]) await ask(deep, MARKS.rankStep - 1);
   });
 
   it('counts no further than a startDate, however large the offset', async () => {
-    let scanned = 0;
-    const counting = {
-      send: async (command: unknown) => {
-        const answer = (await client.send(command as never)) as { ScannedCount?: number };
-        if (command instanceof QueryCommand && command.input.Select === 'COUNT') scanned += answer.ScannedCount ?? 0;
-        return answer;
-      },
-    } as unknown as DynamoDBDocumentClient;
-    const reader = storeOn(table, clockAt(START + DAY), 400, counting);
+    const counting = countingClient();
+    const reader = storeOn(table, clockAt(START + DAY), 400, counting.client);
     const recent = { fromMs: START + 25 * MINUTE };
     const inRange = (await walk(writer, now, recent)).length;
     for (const offset of [inRange + 1, 10_000]) {
-      scanned = 0;
+      counting.scanned = 0;
       expect((await reader.query(query(now, { ...recent, offset }))).events).toEqual([]);
-      expect(scanned).toBeLessThanOrEqual(inRange);
+      expect(counting.scanned).toBeLessThanOrEqual(inRange);
     }
   });
 
