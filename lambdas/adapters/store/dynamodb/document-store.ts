@@ -41,7 +41,7 @@ import {
   type ReservationCompletion,
 } from '#ports/stores';
 import { retrievableDocuments, tenantKey } from './document-records';
-import { setExpression, unlessConditionFails } from './expressions';
+import { setExpression, type UpdateParts, unlessConditionFails } from './expressions';
 import { queryAll, waitingBefore } from './queries';
 import { type TransactItem, transactAll, transactUnlessFirstFails } from './transactions';
 
@@ -143,6 +143,36 @@ export class DynamoDocumentStore implements DocumentStore {
 
   private key(ref: DatasetRef, documentId: string) {
     return { tenantKey: tenantKey(ref), documentId };
+  }
+
+  /** The document's update: `parts` under `condition`, which may name `#status` (and `names`). */
+  private conditionalUpdate(
+    ref: DatasetRef,
+    documentId: string,
+    parts: UpdateParts,
+    condition: string,
+    names: Record<string, string> = {},
+  ) {
+    return {
+      TableName: this.tableName,
+      Key: this.key(ref, documentId),
+      ...parts,
+      ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status', ...names },
+      ConditionExpression: condition,
+    };
+  }
+
+  /** What completing a reservation writes (completeReservation, and each of completeReservations'). */
+  private completionUpdate(
+    ref: DatasetRef,
+    documentId: string,
+    content: ContentFields,
+    metadata: MetadataChanges,
+    createdAt: string,
+  ) {
+    const fields = completionFields(documentId, content, metadata, createdAt);
+    const parts = setExpression(fields, { ':reserved': 'reserved', ':upload': content.uploadId });
+    return { Update: this.conditionalUpdate(ref, documentId, parts, COMPLETION_CONDITION) };
   }
 
   async get(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined> {
@@ -256,15 +286,7 @@ export class DynamoDocumentStore implements DocumentStore {
       const parts = setExpression(fields, values, remove);
       const written = await this.writeCounted(
         ref,
-        {
-          Update: {
-            TableName: this.tableName,
-            Key: this.key(ref, documentId),
-            ...parts,
-            ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
-            ConditionExpression: condition,
-          },
-        },
+        { Update: this.conditionalUpdate(ref, documentId, parts, condition) },
         change,
       );
       // A transaction returns no attributes: the record is read back (a later write may already show in it).
@@ -273,14 +295,7 @@ export class DynamoDocumentStore implements DocumentStore {
     return unlessConditionFails(async () => {
       const parts = setExpression(fields, values, remove);
       const { Attributes } = await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.key(ref, documentId),
-          ...parts,
-          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
-          ConditionExpression: condition,
-          ReturnValues: 'ALL_NEW',
-        }),
+        new UpdateCommand({ ...this.conditionalUpdate(ref, documentId, parts, condition), ReturnValues: 'ALL_NEW' }),
       );
       return withoutKeys(Attributes);
     });
@@ -294,23 +309,10 @@ export class DynamoDocumentStore implements DocumentStore {
     metadata: MetadataChanges,
     createdAt: string,
   ): Promise<boolean> {
-    const parts = setExpression(completionFields(documentId, content, metadata, createdAt), {
-      ':reserved': 'reserved',
-      ':upload': content.uploadId,
+    return this.writeCounted(ref, this.completionUpdate(ref, documentId, content, metadata, createdAt), {
+      from: 'reserved',
+      to: 'uploaded',
     });
-    return this.writeCounted(
-      ref,
-      {
-        Update: {
-          TableName: this.tableName,
-          Key: this.key(ref, documentId),
-          ...parts,
-          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
-          ConditionExpression: COMPLETION_CONDITION,
-        },
-      },
-      { from: 'reserved', to: 'uploaded' },
-    );
   }
 
   /**
@@ -326,21 +328,9 @@ export class DynamoDocumentStore implements DocumentStore {
       throw new Error(`at most ${MAX_TRANSACTION_ITEMS - 1} reservations completed at once`);
     }
     if (completions.length === 0) return true;
-    const updates = completions.map(({ documentId, content, metadata }) => {
-      const parts = setExpression(completionFields(documentId, content, metadata, createdAt), {
-        ':reserved': 'reserved',
-        ':upload': content.uploadId,
-      });
-      return {
-        Update: {
-          TableName: this.tableName,
-          Key: this.key(ref, documentId),
-          ...parts,
-          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
-          ConditionExpression: COMPLETION_CONDITION,
-        },
-      };
-    });
+    const updates = completions.map(({ documentId, content, metadata }) =>
+      this.completionUpdate(ref, documentId, content, metadata, createdAt),
+    );
     const counters = {
       Update: {
         TableName: this.tableName,
@@ -386,13 +376,7 @@ export class DynamoDocumentStore implements DocumentStore {
     const parts = setExpression({ ...metadata, updatedAt }, { ':reserved': 'reserved' });
     const written = await this.transact([
       {
-        Update: {
-          TableName: this.tableName,
-          Key: this.key(ref, documentId),
-          ...parts,
-          ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status' },
-          ConditionExpression: 'attribute_exists(documentId) AND #status <> :reserved',
-        },
+        Update: this.conditionalUpdate(ref, documentId, parts, 'attribute_exists(documentId) AND #status <> :reserved'),
       },
       this.owedPut(ref, documentId, 'sync-metadata', updatedAt),
     ]);
@@ -430,13 +414,7 @@ export class DynamoDocumentStore implements DocumentStore {
       const written = await this.writeCounted(
         ref,
         {
-          Update: {
-            TableName: this.tableName,
-            Key: this.key(ref, documentId),
-            ...parts,
-            ExpressionAttributeNames: { ...parts.ExpressionAttributeNames, '#status': 'status', ...same.names },
-            ConditionExpression: `${condition} AND ${same.expression}`,
-          },
+          Update: this.conditionalUpdate(ref, documentId, parts, `${condition} AND ${same.expression}`, same.names),
         },
         change,
       );
