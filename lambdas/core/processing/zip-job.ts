@@ -223,6 +223,21 @@ interface Stored {
 
 type AcceptedFile = Extract<PlannedFile, { baseName: string }>;
 
+/** What completing an accepted file's reservation writes: its object, and its labels and custom metadata. */
+function completionOf(job: ZipJobRecord, file: AcceptedFile, s3Key: string, contentType: string, now: string) {
+  return {
+    content: {
+      uploadId: job.zipJobId,
+      objectKey: s3Key,
+      fileName: file.baseName,
+      contentType,
+      fileSize: file.size,
+      updatedAt: now,
+    },
+    metadata: { label1: file.label1, label2: file.label2, ...customMetaOf(file) },
+  };
+}
+
 /**
  * The accepted files of a window stored together, as createDocument stores each of them when its id is free: all
  * reserved in one write, their objects stored, all made `uploaded` in one write. Undefined when that cannot be done
@@ -258,15 +273,7 @@ async function storeTogether(
     ref,
     planned.map(({ file, documentId, s3Key, contentType }) => ({
       documentId,
-      content: {
-        uploadId: job.zipJobId,
-        objectKey: s3Key,
-        fileName: file.baseName,
-        contentType,
-        fileSize: file.size,
-        updatedAt: now,
-      },
-      metadata: { label1: file.label1, label2: file.label2, ...customMetaOf(file) },
+      ...completionOf(job, file, s3Key, contentType, now),
     })),
     now,
   );
@@ -424,20 +431,8 @@ async function createDocument(
   }
   if (!existing || existing.status === 'reserved') {
     await deps.blobs.put(s3Key, await archive.read(file.fileName), contentType);
-    await deps.documents.completeReservation(
-      ref,
-      documentId,
-      {
-        uploadId: job.zipJobId,
-        objectKey: s3Key,
-        fileName: file.baseName,
-        contentType,
-        fileSize: file.size,
-        updatedAt: now,
-      },
-      { label1: file.label1, label2: file.label2, ...customMeta },
-      now,
-    );
+    const { content, metadata } = completionOf(job, file, s3Key, contentType, now);
+    await deps.documents.completeReservation(ref, documentId, content, metadata, now);
   }
   return {
     entry: { ...outcome, error: null },
