@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { captureClientsWith } from '#composition/clients/capture';
 import type { LocalRuntime } from '../lib/local/runtime';
+import { putObject, type UploadLink } from './put-object';
 import { type Benchmark, type BenchRow, type BenchSection, loadAverageAfter } from './report';
 
 const TOKEN = 'bench-costs-token-0123456789abcdef';
@@ -372,13 +373,6 @@ export function costTable(costs: readonly OperationCost[]): string {
   return lines.join('\n');
 }
 
-interface UploadLink {
-  readonly uploadId: string;
-  readonly uploadUrl: string;
-  readonly s3Key: string;
-  readonly requiredHeaders: Record<string, string>;
-}
-
 /** The README's walk-through flow (docs/flows.md): a webhook trigger, a retrieval tool node, two prompt nodes. */
 const WALK_THROUGH_FLOW = {
   flows: [
@@ -498,15 +492,7 @@ async function measure(runtime: LocalRuntime, counter: CallCounter): Promise<Ben
     201,
   );
   const dataset = { agentId, environment: 'production', knowledgeBaseId };
-  const put = async (link: UploadLink, bytes: Buffer) => {
-    const response = await fetch(link.uploadUrl, {
-      method: 'PUT',
-      headers: link.requiredHeaders,
-      body: bytes,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    if (response.status !== 200) throw new Error(`PUT ${link.s3Key}: ${response.status} ${await response.text()}`);
-  };
+  const put = (link: UploadLink, bytes: Buffer) => putObject(link, bytes, REQUEST_TIMEOUT_MS);
   const upload = async (fileName: string, bytes: Buffer) => {
     const link = await call<UploadLink>('POST', `${KNOWLEDGE}/upload-link`, { ...dataset, fileName });
     await put(link, bytes);

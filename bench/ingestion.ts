@@ -28,6 +28,7 @@ import { LOCAL_PROCESSING_IN_FLIGHT, type LocalRuntime, startLocalRuntime } from
 import { type CorpusFile, smallDocuments, writeLargeDocument } from './ingestion-corpus';
 import type { MemoryReport } from './ingestion-memory';
 import { DOCX_PARAGRAPHS, PDF_TEXT_PAGES, writeLargeDocx, writeLargePdf } from './office-corpus';
+import { type UploadLink as PutLink, putObject } from './put-object';
 import { type Benchmark, type BenchRow, type BenchSection, loadAverageAfter } from './report';
 
 const DEFAULT_DOCUMENTS = 1000;
@@ -67,12 +68,9 @@ interface Dataset {
   readonly knowledgeBaseId: string;
 }
 
-interface UploadLink {
-  readonly uploadId: string;
-  readonly uploadUrl: string;
-  readonly s3Key: string;
+/** upload-link's answer; a ZIP's also names its job. */
+interface UploadLink extends PutLink {
   readonly zipJobId?: string;
-  readonly requiredHeaders: Record<string, string>;
 }
 
 interface DocumentBody {
@@ -131,16 +129,6 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, task: (item: T
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
   return results;
-}
-
-async function putObject(link: UploadLink, bytes: Buffer): Promise<void> {
-  const response = await fetch(link.uploadUrl, {
-    method: 'PUT',
-    headers: link.requiredHeaders,
-    body: bytes,
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-  if (response.status !== 200) throw new Error(`PUT ${link.s3Key}: ${response.status} ${await response.text()}`);
 }
 
 async function createDataset(call: Call, name: string): Promise<Dataset> {
@@ -209,7 +197,7 @@ async function ingestOneByOne(call: Call, runtime: LocalRuntime, files: readonly
     const link = await call<UploadLink>('POST', `${KNOWLEDGE}/upload-link`, {
       body: { ...dataset, fileName: file.fileName, label1: 'source:http' },
     });
-    await putObject(link, file.bytes);
+    await putObject(link, file.bytes, REQUEST_TIMEOUT_MS);
     await call('POST', `${KNOWLEDGE}/upload-complete`, { body: { uploadId: link.uploadId } });
     return link.s3Key;
   });
@@ -250,7 +238,7 @@ async function ingestZip(call: Call, runtime: LocalRuntime, files: readonly Corp
   const link = await call<UploadLink>('POST', `${KNOWLEDGE}/upload-link`, {
     body: { ...dataset, fileName: 'batch.zip', label1: 'source:zip' },
   });
-  await putObject(link, archive);
+  await putObject(link, archive, REQUEST_TIMEOUT_MS);
   await call('POST', `${KNOWLEDGE}/upload-complete`, { body: { uploadId: link.uploadId } });
   const deadline = Date.now() + PHASE_TIMEOUT_MS;
   let job: ZipJobBody;
