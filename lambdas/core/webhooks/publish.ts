@@ -51,11 +51,14 @@ export async function publishZipImportIfCompleted(
 ): Promise<void> {
   if (!deps.statusEvents || !deps.zipJobs) return;
   try {
-    const job = await deps.zipJobs.get(zipJobId);
-    if (!job || job.status === 'failed' || typeof job.fileCount !== 'number') return;
+    // The unfinished documents first: while more than two are left (nearly every document of a large import), there
+    // is nothing to publish nor to ask again, whatever the job says, so the job is not read (a GetItem a document).
     const unfinished = (await deps.documents.zipImportUnfinished(zipJobId, 3)).filter(
       (documentId) => documentId !== finishedDocumentId,
     );
+    if (unfinished.length > 2) return;
+    const job = await deps.zipJobs.get(zipJobId);
+    if (!job || job.status === 'failed' || typeof job.fileCount !== 'number') return;
     if (unfinished.length > 0) {
       if (finishedDocumentId !== undefined && unfinished.length <= 2) {
         const { agentId, environment, knowledgeBaseId } = job;

@@ -24,9 +24,15 @@ function harness(unfinished: string[], job: Partial<ZipJobRecord> = {}) {
     fileCount: 4,
     ...job,
   } as ZipJobRecord;
+  const jobReads = { count: 0 };
   const deps = {
     statusEvents: { publish: async (event: StatusEvent) => void published.push(event) },
-    zipJobs: { get: async () => record },
+    zipJobs: {
+      get: async () => {
+        jobReads.count++;
+        return record;
+      },
+    },
     documents: {
       zipImportUnfinished: async (_id: string, limit: number) => unfinished.slice(0, limit),
       zipImportFailures: async () => 1,
@@ -37,7 +43,7 @@ function harness(unfinished: string[], job: Partial<ZipJobRecord> = {}) {
     },
     clock: { now: () => new Date('2026-11-29T08:00:00.000Z') },
   };
-  return { deps, published, queued };
+  return { deps, published, queued, jobReads };
 }
 
 it('publishes once no document is unfinished, not counting the one that just finished', async () => {
@@ -76,6 +82,15 @@ it('neither publishes nor asks again while many are unfinished, nor when asked a
   const again = harness(['a']);
   await publishZipImportIfCompleted(again.deps, JOB);
   expect([...many.published, ...many.queued, ...again.published, ...again.queued]).toEqual([]);
+});
+
+it('reads the job only when two or fewer others are left: not once a document of a large import', async () => {
+  const many = harness(['a', 'b', 'c', 'd']);
+  await publishZipImportIfCompleted(many.deps, JOB, 'z');
+  expect(many.jobReads.count).toBe(0);
+  const few = harness(['doc-last', 'doc-other']);
+  await publishZipImportIfCompleted(few.deps, JOB, 'doc-last');
+  expect(few.jobReads.count).toBe(1);
 });
 
 it('publishes nothing for an import not read through yet, or failed', async () => {
