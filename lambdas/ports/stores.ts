@@ -443,6 +443,11 @@ export interface OwedWorkRecord extends DatasetRef {
 export interface DocumentStore {
   get(ref: DatasetRef, documentId: string): Promise<DocumentRecord | undefined>;
   /**
+   * `get` for many documents of one dataset, read as consistently, in as few calls as the store allows (DynamoDB:
+   * BatchGetItem, 100 keys a call): the records found, by documentId. A ZIP job's view reads its files' documents so.
+   */
+  getMany(ref: DatasetRef, documentIds: readonly string[]): Promise<Map<string, DocumentRecord>>;
+  /**
    * Writes a `reserved` record unless the documentId is taken: by a document, or by a reservation that has not
    * expired at `now`. Returns false when taken.
    */

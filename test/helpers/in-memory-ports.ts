@@ -434,6 +434,15 @@ export class InMemoryDocumentStore implements DocumentStore {
     return doc && copy(doc);
   }
 
+  async getMany(ref: DatasetRef, documentIds: readonly string[]): Promise<Map<string, DocumentRecord>> {
+    const found = new Map<string, DocumentRecord>();
+    for (const documentId of documentIds) {
+      const doc = this.dataset(ref).get(documentId);
+      if (doc) found.set(documentId, copy(doc));
+    }
+    return found;
+  }
+
   async reserve(doc: DocumentRecord, now: string): Promise<boolean> {
     const current = this.dataset(doc).get(doc.documentId);
     const free =

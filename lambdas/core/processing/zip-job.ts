@@ -451,30 +451,34 @@ export async function zipJobView(
     throw new NotFoundError('ZIP_JOB_NOT_FOUND', `ZIP import ${zipJobId} was not found`);
   }
   let failedCount = 0;
-  const files = await Promise.all(
-    (await deps.zipJobs.listFiles(zipJobId)).map(async (file) => {
-      // A refusal of a job imported before refused files became documents, or whose derived id was taken.
-      if (!file.documentId) return { ...file, ...customMetaOf(file), status: 'failed' as const };
-      const doc = await deps.documents.get(job, file.documentId);
-      if (!doc || doc.uploadId !== job.zipJobId) {
-        return {
-          ...file,
-          ...customMetaOf(file),
-          status: 'failed' as const,
-          error: file.error ?? { code: 'DOCUMENT_REPLACED', message: 'The document was deleted or replaced since' },
-        };
-      }
-      if (doc.status === 'failed') failedCount++;
+  const listed = await deps.zipJobs.listFiles(zipJobId);
+  // Every file's document in one read of many (BatchGetItem: 100 a call), not a read each.
+  const documents = await deps.documents.getMany(
+    job,
+    listed.flatMap((file) => (file.documentId ? [file.documentId] : [])),
+  );
+  const files = listed.map((file) => {
+    // A refusal of a job imported before refused files became documents, or whose derived id was taken.
+    if (!file.documentId) return { ...file, ...customMetaOf(file), status: 'failed' as const };
+    const doc = documents.get(file.documentId);
+    if (!doc || doc.uploadId !== job.zipJobId) {
       return {
         ...file,
-        label1: doc.label1,
-        label2: doc.label2,
-        ...customMetaOf(doc),
-        status: doc.status === 'reserved' ? ('uploaded' as const) : doc.status,
-        error: doc.error,
+        ...customMetaOf(file),
+        status: 'failed' as const,
+        error: file.error ?? { code: 'DOCUMENT_REPLACED', message: 'The document was deleted or replaced since' },
       };
-    }),
-  );
+    }
+    if (doc.status === 'failed') failedCount++;
+    return {
+      ...file,
+      label1: doc.label1,
+      label2: doc.label2,
+      ...customMetaOf(doc),
+      status: doc.status === 'reserved' ? ('uploaded' as const) : doc.status,
+      error: doc.error,
+    };
+  });
   const finished = files.every((f) => f.status === 'ready' || f.status === 'failed');
   return { ...jobSummary(job, finished, failedCount), files };
 }

@@ -40,7 +40,7 @@ import {
   type OwedWorkRecord,
   type ReservationCompletion,
 } from '#ports/stores';
-import { retrievableDocuments, tenantKey } from './document-records';
+import { batchGetDocuments, retrievableDocuments, tenantKey } from './document-records';
 import { setExpression, type UpdateParts, unlessConditionFails } from './expressions';
 import { queryAll, waitingBefore } from './queries';
 import { type TransactItem, transactAll, transactUnlessFirstFails } from './transactions';
@@ -180,6 +180,11 @@ export class DynamoDocumentStore implements DocumentStore {
       new GetCommand({ TableName: this.tableName, Key: this.key(ref, documentId), ConsistentRead: true }),
     );
     return withoutKeys(Item);
+  }
+
+  async getMany(ref: DatasetRef, documentIds: readonly string[]): Promise<Map<string, DocumentRecord>> {
+    const items = await batchGetDocuments(this.client, this.tableName, ref, documentIds);
+    return new Map(items.map((item) => [String(item.documentId), withoutKeys(item) as DocumentRecord]));
   }
 
   /** The conditional Put of a reservation: unless the id is held by a document or an unexpired reservation. */
