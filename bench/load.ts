@@ -5,12 +5,12 @@
  * ratio is the cost of concurrency. The load must lose nothing (every request 200, every document ready, found by its
  * word, one record each), or the benchmark fails rather than report figures of a broken run.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { EnginesProcess } from '../lib/local/engines-process';
 import { startLocalRuntime } from '../lib/local/runtime';
+import { runInChild } from './child-run';
 import { type CpuProfile, profileWhile, renderModuleTable, summarize } from './cpu-profile';
 import {
   createLoadDataset,
@@ -40,24 +40,7 @@ function loadInChild(args: {
   seeds: readonly Seed[];
   size: typeof SIZE;
 }): Promise<LoadRun> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-load-client-'));
-  const input = join(dir, 'in.json');
-  const output = join(dir, 'out.json');
-  writeFileSync(input, JSON.stringify(args));
-  return new Promise<LoadRun>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'load-client.ts'), input, output], {
-      stdio: 'inherit',
-    });
-    child.once('error', reject);
-    child.once('exit', (code, signal) => {
-      try {
-        if (code !== 0) return reject(new Error(`the load client failed (exit ${code ?? signal})`));
-        resolve(JSON.parse(readFileSync(output, 'utf8')) as LoadRun);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    });
-  });
+  return runInChild<LoadRun>(join(__dirname, 'load-client.ts'), args);
 }
 
 async function run(): Promise<BenchSection> {
