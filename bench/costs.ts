@@ -420,9 +420,8 @@ async function run(): Promise<BenchSection> {
   const counter = new CallCounter();
   // Before any client is built: every handler's client counts through it (beside the worker functions' tracer).
   captureClientsWith(counter.wrap);
-  // One rate limit window of a day (from 00:00 UTC), far from its limit: each operation's counts find their window
-  // started, as they do under steady traffic (the first count of a window is one more UpdateItem a key: see the
-  // notes). An hour's window was crossed once mid-operation (a run at 11:00 counted 2 more calls on upload-complete).
+  // One rate limit window of a day (from 00:00 UTC), far from its limit, so no operation is refused. A request is one
+  // UpdateItem at a window's first as at any other (docs/rate-limits.md), so the window's length changes no count.
   process.env.RATE_LIMIT_PER_SECOND = '1000';
   process.env.RATE_LIMIT_BURST = String(1000 * 86_400);
   // No watchdog sweep and no schedule tick inside an operation's window.
@@ -462,7 +461,7 @@ async function measure(runtime: LocalRuntime, counter: CallCounter): Promise<Ben
   const idle = () => runtime.worker?.idle() ?? Promise.resolve();
   const costs: OperationCost[] = [];
   /**
-   * Drives `name` alone: a request that starts the rate limit window and records the token's use (once a minute)
+   * Drives `name` alone: a request that records the token's use (once a minute)
    * first, then a wait past the read caches' life, then the operation, until its asynchronous work is done.
    */
   const operation = async (name: string, drive: () => Promise<void>, s3Notifications = 0) => {
@@ -626,7 +625,7 @@ async function measure(runtime: LocalRuntime, counter: CallCounter): Promise<Ben
     title: 'Costs: AWS calls and price per API operation',
     notes: [
       `Prices: AWS on-demand list prices, ${PRICES.region}, read ${PRICES.date}: DynamoDB $0.125 per million read request units and $0.625 per million write request units (Standard table class); S3 Standard $0.005 per 1,000 PUT/COPY/POST/LIST and $0.0004 per 1,000 GET/HEAD/other (DELETE free); SQS $0.40 per million requests (64 KB each); API Gateway REST API $3.50 per million requests (the stack's API is a RestApi); Lambda $0.20 per million requests. Free tiers left out.`,
-      'Counted: every AWS SDK call of the handlers (API routes, authorizer, processing, flow runner, webhook deliveries) in one local runtime with its worker in process, one operation at a time, each after a wait past the 5 s read caches (a container that has not just read the same records) and after a request that started the rate limit window (under steady traffic; the first request of a window costs one more UpdateItem a key) and recorded the token’s use (one UpdateItem a token a minute, not in the figures).',
+      'Counted: every AWS SDK call of the handlers (API routes, authorizer, processing, flow runner, webhook deliveries) in one local runtime with its worker in process, one operation at a time, each after a wait past the 5 s read caches (a container that has not just read the same records) and after a request that recorded the token’s use (one UpdateItem a token a minute, not in the figures).',
       'DynamoDB units: as the local engine reports them (ReturnConsumedCapacity TOTAL: table units, strongly consistent reads 1 RRU per 4 KB, writes 1 WRU per KB, a failed conditional write 1 WRU); TransactWriteItems by the documented rule, 2 WRU per action per KB, since the local emulation answers none. Global secondary index writes are not included (the engine does not count them): in AWS a write that changes an index key adds 1–2 WRU per index.',
       'Modelled, not counted: each HTTP request is one API Gateway request, one invocation of its function and one of the authorizer (API Gateway caches the authorizer 60 s per token, so under steady traffic the authorizer’s invocation and its GetItem are mostly not paid); the PUT to the pre-signed URL is one S3 PUT and S3 sends one notification message to the processing queue; every message is received and deleted by its consumer (2 SQS requests) in one Lambda invocation (batches of up to 10 share them, so these are upper bounds).',
       'Left out: Lambda duration (GB-seconds: the local process’s CPU time says nothing honest about a Lambda’s billed duration), the knowledge index’s own calls (locally the embedded LanceDB; in AWS Bedrock knowledge base ingestion and Retrieve, priced apart), a model call (the local runtime has no model stand-in by default: generate and the flow’s prompt nodes use the extractive answer; in AWS Bedrock Converse, priced per token), data transfer, storage.',

@@ -172,8 +172,10 @@ export const TABLES: Record<TableName, TableSchema> = {
   /** Organizations made by a sign-up: `organizationId` → `name`, `createdAt` (docs/people.md). */
   organizations: { partitionKey: 'organizationId' },
   /**
-   * The rate limit counters (core/auth/rate-limit.ts): `key` = `token#<tokenId>` or `organization#<organizationId>`,
-   * its current fixed window and the count in it; TTL `expiresAt` removes keys idle for a day.
+   * The rate limit counters (core/auth/rate-limit.ts, docs/rate-limits.md): `key` = `<counter>#<window>`, one item per
+   * counter (`organization#<organizationId>`, `token#<tokenId>`, `work#<organizationId>`) and fixed window, holding
+   * the `count` in it; TTL `expiresAt` removes it a minute after its window. Also the schedule tick's
+   * `schedule#<agentId>#<environment>#<trigger>` (docs/flows.md, "Schedules").
    */
   rateLimits: { partitionKey: 'key', timeToLiveAttribute: 'expiresAt' },
   /**

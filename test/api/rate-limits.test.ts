@@ -87,9 +87,9 @@ it("limits the organization across its tokens: a second token finds the organiza
   });
   expect(created.status).toBe(201);
   for (let i = 1; i < BURST; i++) expect((await call('GET', '/dashboard/agents')).status).toBe(200);
-  // The first token's window is used up; its refused requests do not count against the organization...
+  // The first token has made the burst in its organization's window, so it has used up the organization's...
   expect((await call('GET', '/dashboard/agents')).status).toBe(429);
-  // ...whose window is used up too, by the first token's five: the second token is refused as well.
+  // ...and the second token is refused as well.
   const second = await call('GET', '/dashboard/agents', { token: created.body.token });
   expect(second.status).toBe(429);
   expect(second.body).toMatchObject({ error: { code: 'RATE_LIMITED' } });

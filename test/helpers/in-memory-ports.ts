@@ -1096,22 +1096,22 @@ export class SequentialIds implements IdGenerator {
   }
 }
 
-/** RateLimitCounters as the DynamoDB adapter keeps them: one window per key, a later window starts it anew. */
+/** RateLimitCounters as the DynamoDB adapter keeps them: one count per key and window (`<key>#<window>`). */
 export class InMemoryRateLimitCounters implements RateLimitCounters {
-  readonly windows = new Map<string, { window: number; count: number }>();
+  readonly windows = new Map<string, number>();
+  /** The latest window each key counted in. */
+  private readonly latest = new Map<string, number>();
 
   async hit(key: string, window: number, _expiresAtEpoch: number, amount = 1): Promise<number> {
-    const current = this.windows.get(key);
-    // The item holds a later window than this clock: let the count through uncounted.
-    if (current && current.window > window) return 0;
-    const count = (current?.window === window ? current.count : 0) + amount;
-    this.windows.set(key, { window, count });
+    this.latest.set(key, Math.max(window, this.latest.get(key) ?? window));
+    const count = (this.windows.get(`${key}#${window}`) ?? 0) + amount;
+    this.windows.set(`${key}#${window}`, count);
     return count;
   }
 
   /** What `key` has counted in its latest window (0 when it never counted). */
   counted(key: string): number {
-    return this.windows.get(key)?.count ?? 0;
+    return this.windows.get(`${key}#${this.latest.get(key)}`) ?? 0;
   }
 }
 

@@ -2,11 +2,15 @@
  * Rate limits of the API (issue: "protected from a runaway client"): per token and per organization, a burst of
  * `burst` requests in a window of `burst / perSecond` seconds (defaults 100 in 2 s: 50 a second sustained). Fixed
  * windows counted in a store shared by every function (ports/rate-limits.ts), so the same limit holds across
- * Lambda containers and processes. The token's window is counted first; a request its token may not make is refused
- * without counting against the organization, so one runaway token does not use up its organization's budget.
+ * Lambda containers and processes.
+ *
+ * One count per request (docs/rate-limits.md, "Choices"): the organization's. Its tokens have the same burst, and
+ * every request a token makes in the organization counts there, so a token never counts more than its organization
+ * in a window: the organization's count is the tighter of the two, and a token's own count would never refuse a
+ * request the organization's lets through. A caller acting in no organization is counted by its token.
  *
  * Accuracy (docs/rate-limits.md): a fixed window lets up to 2 × burst through around a window's edge, and a refused
- * request still counts in its token's window.
+ * request still counts in its window.
  */
 import { AppError } from '#core/errors';
 import type { Caller } from '#core/tenancy/tenancy';
@@ -21,8 +25,11 @@ export interface RateLimitSettings {
 
 export const DEFAULT_RATE_LIMIT: RateLimitSettings = { perSecond: 50, burst: 100 };
 
-/** How long a counter outlives its window before the store's TTL may remove it. */
-const COUNTER_TTL_SECONDS = 24 * 60 * 60;
+/**
+ * How long a window's count outlives the window before the store's TTL may remove it: a window is never counted
+ * again once it has ended, but for a clock behind (a function's clock is well within a second of the others').
+ */
+const COUNTER_TTL_SECONDS = 60;
 
 export interface RateLimitVerdict {
   readonly allowed: boolean;
@@ -75,8 +82,6 @@ export async function checkRateLimit(
   nowMs: number,
 ): Promise<RateLimitVerdict> {
   const { window, expiresAtEpoch, verdict } = fixedWindow(settings, nowMs);
-  const byToken = await counters.hit(`token#${caller.tokenId}`, window, expiresAtEpoch);
-  if (byToken > settings.burst || caller.organizationId === undefined) return verdict(byToken);
-  const byOrganization = await counters.hit(`organization#${caller.organizationId}`, window, expiresAtEpoch);
-  return verdict(Math.max(byToken, byOrganization));
+  const key = caller.organizationId === undefined ? `token#${caller.tokenId}` : `organization#${caller.organizationId}`;
+  return verdict(await counters.hit(key, window, expiresAtEpoch));
 }

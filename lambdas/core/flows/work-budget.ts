@@ -2,7 +2,7 @@
  * The flow work budget of an organization (issue 33, "Limits where the money is"; docs/rate-limits.md, "Flow work"):
  * the rate limits count requests, this counts what the flows of those requests do. Every node a run executes costs
  * 1 unit, a browser task also `browserSecondUnits` per started second of its run. Counted as the rate limits are, in
- * fixed windows of `burst / perSecond` seconds in the same counters (key `work#<organizationId>`).
+ * fixed windows of `burst / perSecond` seconds in the same counters (key `work#<organizationId>`, one count a window).
  *
  * Primary course: an invocation pays for its first node before anything is written (refused: 429 RATE_LIMITED with
  * Retry-After); each further node is paid before it starts; a browser task's seconds are charged when it ends (it is

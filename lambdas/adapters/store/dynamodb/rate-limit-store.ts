@@ -1,16 +1,11 @@
 /**
- * RateLimitCounters on DynamoDB: one item per key (`token#<id>`, `organization#<id>`, `work#<id>`) holding its current
- * window and the count in it. A count is one UpdateItem (`ADD` while the window is the item's), or two at the first
- * count of a window (the `ADD` refused, then the window started with a conditional `SET`); TTL removes keys idle for
- * a day.
+ * RateLimitCounters on DynamoDB: one item per key and window, `<key>#<window>` (`organization#<id>#<window>`,
+ * `token#<id>#<window>`, `work#<id>#<window>`), holding the window's count, so a new window is a new item and every
+ * count is one UpdateItem; TTL `expiresAt` removes the item soon after its window ends.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { RateLimitCounters } from '#ports/rate-limits';
-import { unlessConditionFails } from './expressions';
-
-/** Rounds of ADD / start-the-window before a request is let through uncounted (only under a clock far off). */
-const MAX_TRIES = 3;
 
 export class DynamoRateLimitCounters implements RateLimitCounters {
   constructor(
@@ -19,37 +14,16 @@ export class DynamoRateLimitCounters implements RateLimitCounters {
   ) {}
 
   async hit(key: string, window: number, expiresAtEpoch: number, amount = 1): Promise<number> {
-    for (let attempt = 0; attempt < MAX_TRIES; attempt++) {
-      const counted = await unlessConditionFails(() =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { key },
-            UpdateExpression: 'ADD #count :amount',
-            ConditionExpression: '#window = :window',
-            ExpressionAttributeNames: { '#count': 'count', '#window': 'window' },
-            ExpressionAttributeValues: { ':amount': amount, ':window': window },
-            ReturnValues: 'UPDATED_NEW',
-          }),
-        ),
-      );
-      if (counted) return Number(counted.Attributes?.count);
-      // The item holds an earlier window (or none): this count starts the new one, unless another did first.
-      const started = await unlessConditionFails(() =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { key },
-            UpdateExpression: 'SET #window = :window, #count = :amount, expiresAt = :expires',
-            ConditionExpression: 'attribute_not_exists(#window) OR #window < :window',
-            ExpressionAttributeNames: { '#count': 'count', '#window': 'window' },
-            ExpressionAttributeValues: { ':amount': amount, ':window': window, ':expires': expiresAtEpoch },
-          }),
-        ),
-      );
-      if (started) return amount;
-    }
-    // The item holds a later window than this container's clock: let the count through rather than refuse it.
-    return 0;
+    const { Attributes } = await this.client.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: { key: `${key}#${window}` },
+        UpdateExpression: 'ADD #count :amount SET expiresAt = :expires',
+        ExpressionAttributeNames: { '#count': 'count' },
+        ExpressionAttributeValues: { ':amount': amount, ':expires': expiresAtEpoch },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+    return Number(Attributes?.count);
   }
 }
