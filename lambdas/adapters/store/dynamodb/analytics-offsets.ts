@@ -1,6 +1,7 @@
 /**
  * The `offset` of POST /api/v1/events/agent without counting every skipped entry each time: a per-process cache of
- * rank marks over the settled part of each index partition (docs/analytics.md, "offset").
+ * rank marks over the settled part of each index partition, optionally shared between processes (docs/analytics.md,
+ * "offset").
  *
  * DynamoDB cannot jump to the n-th entry of a key range; counting N entries reads N entries (Select COUNT ships
  * none, but reads the same units). What makes a cache exact here:
@@ -15,6 +16,10 @@
  * page's end and the target; a skip between two marks counts RANK_STEP entries a Query and marks them, so later
  * ones count fewer than RANK_STEP from the mark before them. What lies above the root (the last minutes) is counted
  * on every query, as before.
+ * With `shared` (analytics-marks.ts), the chains outlive the process: a process's first deep offset in a partition
+ * reads the chain other processes wrote (one GetItem), and a skip that changed the chain writes it back (one
+ * conditional PutItem, never over a version it has not seen: on a lost race, the next skip reads and merges first).
+ * Neither can fail a query: a read or write that fails costs counting, as without them.
  */
 
 /** A write gives up its id reservation when it is older than this (it fails; the caller's retry takes fresh ids). */
