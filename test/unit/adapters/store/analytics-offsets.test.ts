@@ -18,8 +18,10 @@ import {
 import { chainOf, MAX_MARKS_BYTES, marksPk, marksText, TableMarks } from '#adapters/store/dynamodb/analytics-marks';
 import { OffsetIndex, SETTLE_MS, WRITE_WINDOW_MS } from '#adapters/store/dynamodb/analytics-offsets';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
+import { analyticsQueryContainer } from '#composition/analytics-query';
 import type { AnalyticsEventRecord, NewAnalyticsEvent } from '#core/analytics/event';
 import type { AnalyticsEventQuery } from '#ports/analytics';
+import { configureHandlerEnvironment } from '#shared/environment';
 import { TABLES } from '../../../../lib/tables';
 import { type LocalDynamo, startDynalite } from '../../../helpers/dynalite';
 
@@ -496,6 +498,37 @@ describe('marks shared between processes', () => {
     await unreadable.ask(deep);
     await unreadable.ask(deep - 1);
     expect(unreadable.counting.calls.PutCommand).toBeUndefined();
+  });
+});
+
+describe("the query function's store (composition/analytics-query.ts)", () => {
+  afterAll(() => configureHandlerEnvironment({}));
+
+  it('shares its marks through the table: a deep offset leaves them in the marks item', async () => {
+    const table = await newTable();
+    configureHandlerEnvironment({
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL_DYNAMODB: dynamo.endpoint,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      ANALYTICS_TABLE: table,
+    });
+    // Yesterday's events: settled, below the root of now.
+    const now = new Date();
+    const clock = clockAt(now.getTime() - DAY);
+    const writer = storeOn(table, clock);
+    for (let batch = 0; batch < 11; batch += 1) {
+      clock.ms += MINUTE;
+      await writer.write(events(100));
+    }
+    const walked = await walk(writer, now, {});
+    const deep = 1_050;
+    const page = await analyticsQueryContainer.analytics.query(query(now, { offset: deep }));
+    expect(page.events).toEqual(walked.slice(deep, deep + 4));
+    const { Item } = await client.send(
+      new GetCommand({ TableName: table, Key: { pk: marksPk(`byEnvironment#${AGENT}#production`) } }),
+    );
+    expect(Item).toMatchObject({ kind: 'offsetMarks', v: 1 });
   });
 });
 
