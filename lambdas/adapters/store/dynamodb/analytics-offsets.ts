@@ -1,6 +1,7 @@
 /**
  * The `offset` of POST /api/v1/events/agent without counting every skipped entry each time: a per-process cache of
- * rank marks over the settled part of each index partition (docs/analytics.md, "offset").
+ * rank marks over the settled part of each index partition, optionally shared between processes (docs/analytics.md,
+ * "offset").
  *
  * DynamoDB cannot jump to the n-th entry of a key range; counting N entries reads N entries (Select COUNT ships
  * none, but reads the same units). What makes a cache exact here:
@@ -15,6 +16,10 @@
  * page's end and the target; a skip between two marks counts RANK_STEP entries a Query and marks them, so later
  * ones count fewer than RANK_STEP from the mark before them. What lies above the root (the last minutes) is counted
  * on every query, as before.
+ * With `shared` (analytics-marks.ts), the chains outlive the process: a process's first deep offset in a partition
+ * reads the chain other processes wrote (one GetItem), and a skip that changed the chain writes it back (one
+ * conditional PutItem, never over a version it has not seen: on a lost race, the next skip reads and merges first).
+ * Neither can fail a query: a read or write that fails costs counting, as without them.
  */
 
 /** A write gives up its id reservation when it is older than this (it fails; the caller's retry takes fresh ids). */
@@ -48,14 +53,15 @@ export interface CountPage {
 
 export type Counter = (request: CountRequest) => Promise<CountPage>;
 
-interface Mark {
+export interface Mark {
   readonly key: StartKey;
   readonly position: string;
   /** Entries from the root down to this one, this one included. */
   readonly rank: number;
 }
 
-interface Chain {
+/** The marks of one index partition below `root` (a minute boundary, ISO 8601). */
+export interface Chain {
   readonly root: string;
   /** Newest first: positions descending, ranks ascending. */
   readonly marks: readonly Mark[];
@@ -76,6 +82,36 @@ export interface OffsetIndexOptions {
   readonly maxPartitions?: number;
   /** Marks per chain at most (1,000 = a million entries at the default step). */
   readonly maxMarks?: number;
+  /**
+   * Where processes share their chains (analytics-marks.ts: an item per partition in the analytics table): read on a
+   * process's first deep offset of a partition, written once a skip changed the chain. Without it, marks stay in
+   * the process.
+   */
+  readonly shared?: SharedMarks;
+}
+
+/**
+ * The chains of other processes. `version` is that of the stored item (undefined: none, or one not to be trusted);
+ * `write` replaces it only if it is still at `version` and answers the new version, or 'conflict' when another process
+ * wrote meanwhile. Errors are the caller's to swallow: a mark is an optimization, never the answer.
+ */
+export interface SharedMarks {
+  read(partition: string): Promise<{ chain?: Chain; version?: number }>;
+  write(partition: string, chain: Chain, version: number | undefined): Promise<number | 'conflict'>;
+}
+
+/** What a skip starts from: the process's chain (if any) and the shared chain it was read or written as. */
+interface Known extends Partial<Entry> {
+  readonly shared?: Chain;
+}
+
+/** What a process keeps per partition: its chain and what it knows of the shared one. */
+interface Entry {
+  readonly chain: Chain;
+  /** The shared item's version this chain includes (undefined: no item, or one ignored). */
+  readonly version?: number;
+  /** The shared item changed without this process seeing it (a write lost a race, a read failed): read it first. */
+  readonly reread?: boolean;
 }
 
 /** What skips an offset: OffsetIndex (the marks), handed to the store of the query's function. */
@@ -130,7 +166,8 @@ function lastMarkAbove(marks: readonly Mark[], position: string): number {
 }
 
 export class OffsetIndex {
-  private readonly chains = new Map<string, Chain>();
+  private readonly chains = new Map<string, Entry>();
+  private readonly shared?: SharedMarks;
   private readonly rankStep: number;
   private readonly minOffset: number;
   private readonly maxPartitions: number;
@@ -141,6 +178,7 @@ export class OffsetIndex {
     this.minOffset = options.minOffset ?? 1000;
     this.maxPartitions = options.maxPartitions ?? 100;
     this.maxMarks = options.maxMarks ?? 1000;
+    this.shared = options.shared;
   }
 
   /**
@@ -170,10 +208,13 @@ export class OffsetIndex {
     }
 
     const cached = this.chains.get(partition);
-    let chain = cached;
-    if (chain && (nowSeconds >= chain.validUntil || chain.root > root)) chain = undefined;
+    const usable = (candidate?: Chain) =>
+      candidate && nowSeconds < candidate.validUntil && candidate.root <= root ? candidate : undefined;
+    const known = await this.known(partition, cached, usable);
+    let chain = usable(known.chain);
     if (chain && chain.root < root) chain = await this.reroot(chain, root, remaining, nowSeconds, count);
     chain ??= { root, marks: [], validUntil: nowSeconds + VALID_FOR_SECONDS };
+    const save = (made: Chain, result: SkipResult) => this.save(partition, cached, known, made, result);
 
     // Entries of the chain above `upper`, when the range starts inside it.
     let above = 0;
@@ -182,7 +223,7 @@ export class OffsetIndex {
       if (chain.total === undefined && (!last || range.upper < last.position)) {
         // Below what the chain covers: counting down to it would cost more than the offset itself.
         const counted = await countFrom(count, { ...range, liveAfter: nowSeconds }, offset);
-        return this.save(partition, cached, chain, skipped(counted));
+        return save(chain, skipped(counted));
       }
       const mark = lastMarkAbove(chain.marks, range.upper);
       const between = await countAll(count, {
@@ -198,7 +239,7 @@ export class OffsetIndex {
     const extended = await this.extend(chain, target, range.lower, nowSeconds, count);
     chain = extended.chain;
     if (extended.passedLower || (chain.total !== undefined && target >= chain.total)) {
-      return this.save(partition, cached, chain, 'end');
+      return save(chain, 'end');
     }
     const found = await this.between(chain, target, range.lower, nowSeconds, count);
     chain = found.chain;
@@ -206,7 +247,7 @@ export class OffsetIndex {
     if (result !== 'end' && result.startKey && range.lower !== undefined) {
       if (positionOf(result.startKey) < range.lower) result = 'end';
     }
-    return this.save(partition, cached, chain, result);
+    return save(chain, result);
   }
 
   /**
@@ -244,11 +285,54 @@ export class OffsetIndex {
     return { chain: { ...chain, marks: marks.slice(0, this.maxMarks) }, result: { startKey } };
   }
 
-  /** Keeps the new chain unless another query replaced the cached one meanwhile; the least recently used goes. */
-  private save(partition: string, cached: Chain | undefined, chain: Chain, result: SkipResult): SkipResult {
+  /**
+   * What the process knows of a partition: its own entry, or (on its first deep offset there, or after the shared
+   * item changed under it) its chain merged with the shared one, read once. `shared`: the chain as the shared item
+   * holds it at `version`, to know whether a skip changed it.
+   */
+  private async known(
+    partition: string,
+    cached: Entry | undefined,
+    usable: (chain?: Chain) => Chain | undefined,
+  ): Promise<Known> {
+    if (!this.shared || (cached && !cached.reread)) return { ...cached, shared: cached?.chain };
+    let read: Awaited<ReturnType<SharedMarks['read']>>;
+    try {
+      read = await this.shared.read(partition);
+    } catch {
+      // Counted as without the shared marks; read again next time, and not written over meanwhile.
+      return { chain: cached?.chain, reread: true };
+    }
+    const ours = usable(cached?.chain);
+    const theirs = usable(read.chain);
+    const chain = ours && theirs ? mergeChains(ours, theirs) : (ours ?? theirs);
+    return { chain, version: read.version, shared: read.chain };
+  }
+
+  /**
+   * Keeps the new chain unless another query replaced the cached one meanwhile; the least recently used goes. A
+   * chain that changed is shared (one conditional write); a write that fails leaves the answer as it is.
+   */
+  private async save(
+    partition: string,
+    cached: Entry | undefined,
+    known: Known,
+    chain: Chain,
+    result: SkipResult,
+  ): Promise<SkipResult> {
+    const keep = chain.marks.length > 0 || chain.total !== undefined;
+    let entry: Entry = { chain, version: known.version, reread: known.reread };
+    if (this.shared && keep && !known.reread && !(known.shared && sameChain(known.shared, chain))) {
+      try {
+        const written = await this.shared.write(partition, chain, known.version);
+        entry = written === 'conflict' ? { chain, reread: true } : { chain, version: written };
+      } catch {
+        entry = { chain, reread: true };
+      }
+    }
     if (this.chains.get(partition) === cached) {
       this.chains.delete(partition);
-      if (chain.marks.length > 0 || chain.total !== undefined) this.chains.set(partition, chain);
+      if (keep) this.chains.set(partition, entry);
       if (this.chains.size > this.maxPartitions) this.chains.delete(this.chains.keys().next().value as string);
     }
     return result;
@@ -368,4 +452,41 @@ async function countAll(count: Counter, request: CountRequest): Promise<number> 
     startKey = page.lastKey;
   } while (startKey);
   return total;
+}
+
+/** Same root, marks, end and freeze: nothing new to share. */
+function sameChain(a: Chain, b: Chain): boolean {
+  return (
+    a.root === b.root &&
+    a.total === b.total &&
+    a.frozen === b.frozen &&
+    a.marks.length === b.marks.length &&
+    a.marks.every((mark, i) => mark.position === b.marks[i].position && mark.rank === b.marks[i].rank)
+  );
+}
+
+/**
+ * Two chains of one partition. From the same root, both count the same entries (none is added below the root, none
+ * of theirs is deleted before either chain's validUntil), so a position has one rank in both: their union, valid
+ * as long as both are. From different roots, the later root (the other would be moved up by counting).
+ */
+export function mergeChains(ours: Chain, theirs: Chain): Chain {
+  if (ours.root !== theirs.root) return ours.root > theirs.root ? ours : theirs;
+  const byPosition = new Map<string, Mark>();
+  for (const mark of [...ours.marks, ...theirs.marks]) {
+    const same = byPosition.get(mark.position);
+    // One rank per position from one root; two that disagree mean one is wrong: keep ours alone.
+    if (same && same.rank !== mark.rank) return ours;
+    byPosition.set(mark.position, mark);
+  }
+  const marks = [...byPosition.values()].sort((a, b) => (a.position > b.position ? -1 : 1));
+  if (marks.some((mark, i) => i > 0 && mark.rank <= marks[i - 1].rank)) return ours;
+  const deeper = (ours.marks.at(-1)?.rank ?? 0) >= (theirs.marks.at(-1)?.rank ?? 0) ? ours : theirs;
+  return {
+    root: ours.root,
+    marks,
+    total: ours.total ?? theirs.total,
+    frozen: deeper.frozen,
+    validUntil: Math.min(ours.validUntil, theirs.validUntil),
+  };
 }

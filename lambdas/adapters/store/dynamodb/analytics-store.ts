@@ -27,7 +27,7 @@ import { type OffsetSkipper, WRITE_WINDOW_MS } from './analytics-offsets';
 import { isConditionFailure } from './expressions';
 
 /** Index names and their partition key attributes, as declared in lib/tables.ts. */
-const INDEXES = {
+export const INDEXES = {
   environment: { indexName: 'byEnvironment', key: 'environmentKey' },
   session: { indexName: 'bySession', key: 'sessionKey' },
   eventName: { indexName: 'byEventName', key: 'eventNameKey' },
