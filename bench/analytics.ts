@@ -147,19 +147,22 @@ const caller = { organizationId: ORGANIZATION, tokenId: 'bench', scopes: ['analy
 /** A table seeded with `size` events of the agent; the same seed order, so its first 10k events match the other's. */
 async function seededTable(raw: DynamoDBClient, client: DynamoDBDocumentClient, name: string, size: number) {
   await raw.send(new CreateTableCommand(createTableInput(name, TABLES.analytics)));
+  // Where the query function shares its offset marks: the rateLimits table (analytics-marks.ts).
+  const marksTable = `${name}-marks`;
+  await raw.send(new CreateTableCommand(createTableInput(marksTable, TABLES.rateLimits)));
   const clock = { ms: START, now: () => new Date(clock.ms) };
   // The query handler's store (composition/analytics-query.ts): with the offset marks it keeps and shares.
   const store = new DynamoAnalyticsStore(client, name, {
     clock,
     retentionDays: 400,
     concurrency: 8,
-    offsets: new OffsetIndex({ shared: new TableMarks(client, name) }),
+    offsets: new OffsetIndex({ shared: new TableMarks(client, marksTable) }),
   });
   const seeder: Seeder = { store, clock, agentEvents: 0, sessions: 0 };
   const started = Date.now();
   await seedUpTo(seeder, size);
   const deps = { agents, analytics: store, clock: { now: () => new Date(START + 86_400_000) } };
-  const shared = new TableMarks(client, name);
+  const shared = new TableMarks(client, marksTable);
   // The first query of a process where nobody counted before: the item read, found empty, then written.
   const noneBefore: SharedMarks = {
     read: async (partition) => ({ version: (await shared.read(partition)).version }),

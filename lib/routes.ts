@@ -355,8 +355,9 @@ const TABLE_OF_ROUTES: readonly HttpRoute[] = [
     path: '/api/v1/events/agent',
     handler: http('analytics/query-events'),
     scope: 'analytics',
-    // readPut: the offset marks it shares with its other containers, one item per index partition (docs/analytics.md).
-    access: { tables: { agents: 'read', analytics: 'readPut' } },
+    // rateLimits readUpdate: the offset marks it shares with its other containers, one item per index partition
+    // (docs/analytics.md), beside its requests' counters; it only reads the events.
+    access: { tables: { agents: 'read', analytics: 'read', rateLimits: 'readUpdate' } },
     summary: "Query an agent's analytics events, newest first",
   },
   {
@@ -991,13 +992,20 @@ export function dashboardMirrorsOf(id: string): readonly HttpRoute[] {
 }
 
 /**
- * Every route. Each that takes a token counts its requests against the token's and the organization's rate limits
- * (core/auth/rate-limit.ts, in shared/http.ts): it updates the counters table, and only that.
+ * Every route. Each that takes a token counts its requests against its organization's rate limit (or its token's,
+ * core/auth/rate-limit.ts, in shared/http.ts): it updates the counters table, and only that, unless the route names
+ * more (the analytics query reads and updates its offset marks there).
  */
 export const ROUTES: readonly HttpRoute[] = [...TABLE_OF_ROUTES, ...MIRRORED].map((route) =>
   route.scope === null
     ? route
-    : { ...route, access: { ...route.access, tables: { ...route.access.tables, rateLimits: 'update' } } },
+    : {
+        ...route,
+        access: {
+          ...route.access,
+          tables: { ...route.access.tables, rateLimits: route.access.tables?.rateLimits ?? 'update' },
+        },
+      },
 );
 
 /** The Lambda authorizer (cached by API Gateway) that turns a bearer token into organization and scopes. */

@@ -175,7 +175,8 @@ export const TABLES: Record<TableName, TableSchema> = {
    * The rate limit counters (core/auth/rate-limit.ts, docs/rate-limits.md): `key` = `<counter>#<window>`, one item per
    * counter (`organization#<organizationId>`, `token#<tokenId>`, `work#<organizationId>`) and fixed window, holding
    * the `count` in it; TTL `expiresAt` removes it a minute after its window. Also the schedule tick's
-   * `schedule#<agentId>#<environment>#<trigger>` (docs/flows.md, "Schedules").
+   * `schedule#<agentId>#<environment>#<trigger>` (docs/flows.md, "Schedules"), and the analytics query's offset marks,
+   * `analytics-marks#<index>#<partition>` (docs/analytics.md, "Shared between processes").
    */
   rateLimits: { partitionKey: 'key', timeToLiveAttribute: 'expiresAt' },
   /**

@@ -1,6 +1,6 @@
 /**
  * The store the analytics query (POST /api/v1/events/agent and its dashboard mirror) reads through: the container's,
- * with the offset marks a container keeps and shares with the others through the analytics table
+ * with the offset marks a container keeps and shares with the others through the rateLimits table
  * (adapters/store/dynamodb/analytics-offsets.ts, analytics-marks.ts, docs/analytics.md). Only the
  * query's function imports this, so the marks' code is not bundled into the functions that only record events (the
  * flow runtime's, TrackEvent's), which stay within their budget (scripts/bundle-sizes.ts).
@@ -22,8 +22,9 @@ const markedAnalyticsStore = /* @__PURE__ */ once(() => {
   return new DynamoAnalyticsStore(client, tableName, {
     clock,
     retentionDays: retentionDaysFrom(handlerVariable('ANALYTICS_RETENTION_DAYS')),
-    // Marks shared through the table: a new container resumes from those another one counted (analytics-marks.ts).
-    offsets: new OffsetIndex({ shared: new TableMarks(client, tableName) }),
+    // Marks shared through the functions' shared-state table: a new container resumes from those another one counted
+    // (analytics-marks.ts).
+    offsets: new OffsetIndex({ shared: new TableMarks(client, config.tableName('rateLimits')) }),
   });
 });
 

@@ -1,12 +1,14 @@
 /**
  * The offset marks of one process shared with the others (docs/analytics.md, "Shared between processes"): one item
- * per index partition in the analytics table, so that a new container resumes from the marks another one counted
- * instead of counting the settled past again. Only the query's function uses it (composition/analytics-query.ts).
+ * per index partition, so that a new container resumes from the marks another one counted instead of counting the
+ * settled past again. Only the query's function uses it (composition/analytics-query.ts).
  *
- * - Key `pk` = `marks#<index>#<partition value>`: no event query can return it (events are `event#…`, the counters
- *   `counter#…`; it has none of the indexes' keys, so no index holds it).
+ * - In the functions' small shared-state table, `rateLimits` (lib/tables.ts), beside the rate limit counters and the
+ *   schedule tick's items: every route may already UpdateItem it, so the query function needs only GetItem more, and
+ *   no write on the analytics table, whose events it only reads.
+ * - Key `key` = `analytics-marks#<index>#<partition value>`, which no counter key can be.
  * - Its marks are one JSON text, `[[rank, position, pk], …]`: the index key of a mark is the partition's, so it is
- *   stored once (in `pk`) and each mark's ExclusiveStartKey is rebuilt from it. At most MAX_MARKS_BYTES: a larger
+ *   stored once (in the key) and each mark's ExclusiveStartKey is rebuilt from it. At most MAX_MARKS_BYTES: a larger
  *   chain keeps every other mark (and its last) until it fits, which is still exact (fewer marks, more counting).
  * - `v`, a version: a write replaces the item only at the version its chain was read from (or when there was none),
  *   so a process never writes over marks it has not seen; it reads and merges them, then writes (OffsetIndex).
@@ -14,7 +16,7 @@
  * - Anything that is not exactly such an item (another format, another partition, a rank out of order, a key that
  *   does not parse) is ignored as if there were none: a mark can only ever save counting, never fail a query.
  */
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Chain, Mark, SharedMarks } from './analytics-offsets';
 import { INDEXES } from './analytics-store';
 import { isConditionFailure } from './expressions';
@@ -22,15 +24,15 @@ import { isConditionFailure } from './expressions';
 /** The marks' JSON text at most: 16 KiB is 2 read units (eventually consistent) and 16 write units. */
 export const MAX_MARKS_BYTES = 16 * 1024;
 /** DynamoDB's limit on a partition key value. */
-const MAX_PK_BYTES = 2048;
+const MAX_KEY_BYTES = 2048;
 const KIND = 'offsetMarks';
 const ROOT = /^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/;
 const POSITION = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z#\d{16}$/;
 
 type Item = Record<string, unknown>;
 
-export function marksPk(partition: string): string {
-  return `marks#${partition}`;
+export function marksKey(partition: string): string {
+  return `analytics-marks#${partition}`;
 }
 
 /** The index key attribute and value of a partition named `<indexName>#<value>` (analytics-store.ts). */
@@ -96,6 +98,7 @@ export function marksText(chain: Chain, partition: string): string {
 export class TableMarks implements SharedMarks {
   constructor(
     private readonly client: DynamoDBDocumentClient,
+    /** The rateLimits table (lib/tables.ts). */
     private readonly tableName: string,
   ) {}
 
@@ -104,21 +107,23 @@ export class TableMarks implements SharedMarks {
    * changes, so an older version is a chain as exact as the newest, only shorter or from an older root.
    */
   async read(partition: string): Promise<{ chain?: Chain; version?: number }> {
-    const pk = marksPk(partition);
-    if (Buffer.byteLength(pk) > MAX_PK_BYTES) return {};
-    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: { pk } }));
+    const key = marksKey(partition);
+    if (Buffer.byteLength(key) > MAX_KEY_BYTES) return {};
+    const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key: { key } }));
     if (!Item) return {};
     const version = isCount(Item.v) && Item.v > 0 ? Item.v : undefined;
     return { chain: version === undefined ? undefined : chainOf(Item, partition), version };
   }
 
-  /** One conditional PutItem: only over the version the chain includes (or over no valid item). */
+  /**
+   * One conditional UpdateItem: only over the version the chain includes (or over no valid item). It sets every
+   * attribute a chain has and removes the optional ones this chain lacks, so what it leaves is exactly this chain.
+   */
   async write(partition: string, chain: Chain, version: number | undefined): Promise<number | 'conflict'> {
-    const pk = marksPk(partition);
-    if (Buffer.byteLength(pk) > MAX_PK_BYTES) throw new Error('analytics marks: partition key too long');
+    const key = marksKey(partition);
+    if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new Error('analytics marks: partition key too long');
     const next = (version ?? 0) + 1;
-    const item: Item = {
-      pk,
+    const fields: Record<string, unknown> = {
       kind: KIND,
       partition,
       v: next,
@@ -129,15 +134,27 @@ export class TableMarks implements SharedMarks {
       ...(chain.total === undefined ? {} : { total: chain.total }),
       ...(chain.frozen ? { frozen: true } : {}),
     };
+    const absent = ['total', 'frozen'].filter((name) => !(name in fields));
+    const names = Object.keys(fields);
     try {
       await this.client.send(
-        new PutCommand({
+        new UpdateCommand({
           TableName: this.tableName,
-          Item: item,
+          Key: { key },
+          UpdateExpression:
+            `SET ${names.map((_, i) => `#f${i} = :f${i}`).join(', ')}` +
+            (absent.length > 0 ? ` REMOVE ${absent.map((_, i) => `#r${i}`).join(', ')}` : ''),
           ConditionExpression:
             version === undefined ? 'attribute_not_exists(#v) OR NOT attribute_type(#v, :number)' : '#v = :v',
-          ExpressionAttributeNames: { '#v': 'v' },
-          ExpressionAttributeValues: version === undefined ? { ':number': 'N' } : { ':v': version },
+          ExpressionAttributeNames: {
+            '#v': 'v',
+            ...Object.fromEntries(names.map((name, i) => [`#f${i}`, name])),
+            ...Object.fromEntries(absent.map((name, i) => [`#r${i}`, name])),
+          },
+          ExpressionAttributeValues: {
+            ...Object.fromEntries(names.map((name, i) => [`:f${i}`, fields[name]])),
+            ...(version === undefined ? { ':number': 'N' } : { ':v': version }),
+          },
         }),
       );
       return next;

@@ -15,7 +15,7 @@ import {
   QueryCommand,
   ScanCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { chainOf, MAX_MARKS_BYTES, marksPk, marksText, TableMarks } from '#adapters/store/dynamodb/analytics-marks';
+import { chainOf, MAX_MARKS_BYTES, marksKey, marksText, TableMarks } from '#adapters/store/dynamodb/analytics-marks';
 import { OffsetIndex, SETTLE_MS, WRITE_WINDOW_MS } from '#adapters/store/dynamodb/analytics-offsets';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import { analyticsQueryContainer } from '#composition/analytics-query';
@@ -41,10 +41,14 @@ beforeAll(async () => {
 });
 afterAll(() => dynamo?.stop());
 
+/** An analytics table, and beside it its marks' table (`<name>-marks`: a rateLimits table, as in the stack). */
 async function newTable(): Promise<string> {
   tables += 1;
+  await dynamo.createTable(`offsets${tables}-marks`, TABLES.rateLimits);
   return dynamo.createTable(`offsets${tables}`, TABLES.analytics);
 }
+
+const marksTableOf = (table: string) => `${table}-marks`;
 
 /**
  * The test's client, adding up the entries its counting Queries (Select COUNT) scanned into `scanned` and its calls
@@ -82,7 +86,7 @@ function storeOn(table: string, clock: { now(): Date }, retentionDays = 400, sin
   return new DynamoAnalyticsStore(sink, table, {
     clock,
     retentionDays,
-    offsets: new OffsetIndex({ ...MARKS, shared: shared ? new TableMarks(sink, table) : undefined }),
+    offsets: new OffsetIndex({ ...MARKS, shared: shared ? new TableMarks(sink, marksTableOf(table)) : undefined }),
     sleep: async () => undefined,
   });
 }
@@ -153,14 +157,19 @@ async function expectSlices(
 
 /** What the table's TTL does in AWS: deletes the items whose `expiresAt` has passed. */
 async function removeExpired(table: string, now: Date): Promise<void> {
-  const { Items = [] } = await client.send(
-    new ScanCommand({
-      TableName: table,
-      FilterExpression: 'expiresAt <= :now',
-      ExpressionAttributeValues: { ':now': Math.floor(now.getTime() / 1000) },
-    }),
-  );
-  for (const item of Items) await client.send(new DeleteCommand({ TableName: table, Key: { pk: item.pk } }));
+  for (const [name, key] of [
+    [table, 'pk'],
+    [marksTableOf(table), 'key'],
+  ] as const) {
+    const { Items = [] } = await client.send(
+      new ScanCommand({
+        TableName: name,
+        FilterExpression: 'expiresAt <= :now',
+        ExpressionAttributeValues: { ':now': Math.floor(now.getTime() / 1000) },
+      }),
+    );
+    for (const item of Items) await client.send(new DeleteCommand({ TableName: name, Key: { [key]: item[key] } }));
+  }
 }
 
 const upTo = (n: number) => Array.from({ length: n + 2 }, (_, i) => i);
@@ -306,7 +315,7 @@ describe('marks shared between processes', () => {
   let walked: AnalyticsEventRecord[];
   const now = new Date(START + DAY);
   const partition = `byEnvironment#${AGENT}#production`;
-  const marksKey = () => ({ TableName: table, Key: { pk: marksPk(partition) } });
+  const marksItemKey = () => ({ TableName: marksTableOf(table), Key: { key: marksKey(partition) } });
 
   beforeAll(async () => {
     table = await newTable();
@@ -319,7 +328,7 @@ describe('marks shared between processes', () => {
     walked = await walk(writer, now, {});
     expect(walked.length).toBeGreaterThan(80);
   });
-  beforeEach(() => client.send(new DeleteCommand(marksKey())));
+  beforeEach(() => client.send(new DeleteCommand(marksItemKey())));
 
   /** A new process (a new container): a store and an OffsetIndex of its own over the table, its calls counted. */
   function newProcess(sink: DynamoDBDocumentClient = client) {
@@ -335,14 +344,14 @@ describe('marks shared between processes', () => {
     };
     return { counting, ask };
   }
-  const storedMarks = async () => (await client.send(new GetCommand(marksKey()))).Item;
+  const storedMarks = async () => (await client.send(new GetCommand(marksItemKey()))).Item;
 
   it('resumes from the marks another process made: one GetItem, nothing counted below the root', async () => {
     const deep = walked.length - 9;
     const first = newProcess();
     await first.ask(deep);
     expect(first.counting.scanned).toBe(deep);
-    expect(first.counting.calls).toMatchObject({ GetCommand: 1, PutCommand: 1 });
+    expect(first.counting.calls).toMatchObject({ GetCommand: 1, UpdateCommand: 1 });
 
     const second = newProcess();
     await second.ask(deep);
@@ -352,7 +361,7 @@ describe('marks shared between processes', () => {
     // A new depth: counted from the root, marked every 5 entries on the way, and shared.
     second.counting.reset();
     await second.ask(deep - 30);
-    expect(second.counting.calls).toMatchObject({ PutCommand: 1 });
+    expect(second.counting.calls).toMatchObject({ UpdateCommand: 1 });
     expect(second.counting.calls.GetCommand).toBeUndefined();
 
     // A third process finds both processes' marks: any depth counts less than a step, with one GetItem in all.
@@ -387,7 +396,7 @@ describe('marks shared between processes', () => {
     late.counting.reset();
     await late.ask(deep - 40);
     expect(late.counting.scanned).toBe(0);
-    expect(late.counting.calls).toMatchObject({ GetCommand: 1, PutCommand: 1 });
+    expect(late.counting.calls).toMatchObject({ GetCommand: 1, UpdateCommand: 1 });
     expect((await storedMarks())?.v).toBe(2);
 
     const next = newProcess();
@@ -424,7 +433,7 @@ describe('marks shared between processes', () => {
     ['another partition', (item) => ({ ...item, partition: `byEnvironment#${AGENT}#staging` })],
     ['another format', (item) => ({ ...item, kind: 'offsetMarks2' })],
     ['a version that is not a number', (item) => ({ ...item, v: 'seven' })],
-    ['something else under its key', (item) => ({ pk: item.pk, note: 'not marks' })],
+    ['something else under its key', (item) => ({ key: item.key, note: 'not marks' })],
     [
       'marks over the size bound',
       (item) => {
@@ -441,12 +450,12 @@ describe('marks shared between processes', () => {
     await newProcess().ask(deep);
     const item = await storedMarks();
     expect(item?.kind).toBe('offsetMarks');
-    await client.send(new PutCommand({ TableName: table, Item: spoil(item as Record<string, unknown>) }));
+    await client.send(new PutCommand({ TableName: marksTableOf(table), Item: spoil(item as Record<string, unknown>) }));
 
     const reader = newProcess();
     await reader.ask(deep);
     expect(reader.counting.scanned).toBe(deep);
-    expect(reader.counting.calls.PutCommand).toBe(1);
+    expect(reader.counting.calls.UpdateCommand).toBe(1);
     const after = newProcess();
     await after.ask(deep);
     expect(after.counting.scanned).toBe(0);
@@ -485,7 +494,7 @@ describe('marks shared between processes', () => {
           return client.send(command as never);
         },
       }) as unknown as DynamoDBDocumentClient;
-    const unwritable = newProcess(failing('PutCommand'));
+    const unwritable = newProcess(failing('UpdateCommand'));
     await unwritable.ask(deep);
     expect(unwritable.counting.scanned).toBe(deep);
     expect(await storedMarks()).toBeUndefined();
@@ -497,7 +506,7 @@ describe('marks shared between processes', () => {
     const unreadable = newProcess(failing('GetCommand'));
     await unreadable.ask(deep);
     await unreadable.ask(deep - 1);
-    expect(unreadable.counting.calls.PutCommand).toBeUndefined();
+    expect(unreadable.counting.calls.UpdateCommand).toBeUndefined();
   });
 });
 
@@ -512,6 +521,7 @@ describe("the query function's store (composition/analytics-query.ts)", () => {
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
       ANALYTICS_TABLE: table,
+      RATE_LIMITS_TABLE: marksTableOf(table),
     });
     // Yesterday's events: settled, below the root of now.
     const now = new Date();
@@ -526,7 +536,7 @@ describe("the query function's store (composition/analytics-query.ts)", () => {
     const page = await analyticsQueryContainer.analytics.query(query(now, { offset: deep }));
     expect(page.events).toEqual(walked.slice(deep, deep + 4));
     const { Item } = await client.send(
-      new GetCommand({ TableName: table, Key: { pk: marksPk(`byEnvironment#${AGENT}#production`) } }),
+      new GetCommand({ TableName: marksTableOf(table), Key: { key: marksKey(`byEnvironment#${AGENT}#production`) } }),
     );
     expect(Item).toMatchObject({ kind: 'offsetMarks', v: 1 });
   });
