@@ -190,7 +190,12 @@ test('the actions run on dynalite in-process: one TransactWriteItems of 5 action
 });
 
 test('an update of an item not there yet is undone by deleting it, the item it overwrote restored', async () => {
-  await dynamo.client.send(new PutCommand({ TableName: table, Item: { pk: 'f', sk: 'kept', v: 1, tags: ['a'] } }));
+  await dynamo.client.send(
+    new PutCommand({
+      TableName: table,
+      Item: { pk: 'f', sk: 'kept', v: 1, tags: ['a'], bin: new Uint8Array([1, 2, 250]) },
+    }),
+  );
   const failure = await dynamo.client
     .send(
       new TransactWriteCommand({
@@ -233,7 +238,13 @@ test('an update of an item not there yet is undone by deleting it, the item it o
     ],
   });
   expect(await get('f', '#counts')).toBeUndefined();
-  expect(await get('f', 'kept')).toEqual({ pk: 'f', sk: 'kept', v: 1, tags: ['a'] });
+  expect(await get('f', 'kept')).toEqual({
+    pk: 'f',
+    sk: 'kept',
+    v: 1,
+    tags: ['a'],
+    bin: new Uint8Array([1, 2, 250]),
+  });
   expect(await get('f', 'kept-too')).toBeUndefined();
 });
 
