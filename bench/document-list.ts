@@ -8,7 +8,6 @@
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import dynalite from 'dynalite';
 import { DynamoAgentStore } from '#adapters/store/dynamodb/agent-store';
 import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
 import { DynamoKnowledgeBaseStore } from '#adapters/store/dynamodb/knowledge-base-store';
@@ -18,6 +17,7 @@ import { type DatasetRef, reservationRecord } from '#core/knowledge/document';
 import { getDocument } from '#core/knowledge/get-document';
 import type { KnowledgeDeps } from '#core/knowledge/knowledge-deps';
 import { listDocuments } from '#core/knowledge/list-documents';
+import { createDynalite } from '../lib/local/dynalite-store';
 import { serveTransactions } from '../lib/local/dynamo-transactions';
 import { createTableInput } from '../lib/local/engines';
 import { TABLES } from '../lib/tables';
@@ -91,9 +91,9 @@ async function seed(documents: DynamoDocumentStore): Promise<number> {
 }
 
 async function run(): Promise<BenchSection> {
-  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  const server = createDynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   const credentials = { accessKeyId: 'bench', secretAccessKey: 'bench' };
-  serveTransactions(server, credentials, 'us-east-1');
+  serveTransactions(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const raw = new DynamoDBClient({
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

@@ -6,14 +6,7 @@
  * stored. Control-plane reads (DescribeTable, DeleteTable, UpdateTable ask with `checkStatus` false) and every
  * failure go to LevelDB as before. dynalite 4.0.0 (pinned); the shape it relies on is checked when it is installed.
  */
-import { createRequire } from 'node:module';
-
-type Callback = (error: unknown, table?: unknown) => void;
-
-interface DynaliteStore {
-  getTable(name: string, checkStatus: boolean | Callback, callback?: Callback): void;
-  tableDb: Record<'put' | 'del' | 'batch', (...args: unknown[]) => unknown>;
-}
+import { type DynaliteCallback as Callback, type DynaliteStore, dynaliteModule } from './dynalite-store';
 
 interface DynaliteDb {
   create(options: unknown): DynaliteStore;
@@ -24,7 +17,7 @@ let installed = false;
 /** Installs the cache in dynalite's store factory; call before `dynalite()` builds a server. */
 export function cacheDynaliteTables(): void {
   if (installed) return;
-  const dynaliteDb = createRequire(require.resolve('dynalite'))('./db') as DynaliteDb;
+  const dynaliteDb = dynaliteModule<DynaliteDb>('./db');
   const create = dynaliteDb.create;
   if (typeof create !== 'function') throw new Error('dynalite/db has no create(): the table cache does not fit it');
   dynaliteDb.create = (options: unknown) => {

@@ -24,10 +24,10 @@ import {
   type Projection,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import dynalite from 'dynalite';
 import { config } from '#shared/config';
 import type { TableName } from '../routes';
 import { TABLES, type TableSchema } from '../tables';
+import { createDynalite } from './dynalite-store';
 import { cacheDynaliteTables } from './dynalite-table-cache';
 import { serveTransactions } from './dynamo-transactions';
 import {
@@ -230,14 +230,14 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
     mkdirSync(incoming, { recursive: true });
 
     cacheDynaliteTables();
-    const dynamo = dynalite({
+    const dynamo = createDynalite({
       path: join(options.dataDir, 'dynamodb'),
       createTableMs: 0,
       deleteTableMs: 0,
       updateTableMs: 0,
     });
     // Transactions first: the signature check then guards them with the rest.
-    serveTransactions(dynamo, credentials, LOCAL_REGION);
+    serveTransactions(dynamo);
     guardServer(dynamo, credentials, 'dynamodb');
     const dynamoAddress = await listen(dynamo, options.host);
     stops.push(() => new Promise((resolve) => dynamo.close(resolve)));

@@ -1,8 +1,9 @@
 /** An in-process dynalite for tests of DynamoDB adapters: a document client on a free port, and its tables by schema. */
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import dynalite from 'dynalite';
+import { createDynalite } from '../../lib/local/dynalite-store';
 import { serveTransactions } from '../../lib/local/dynamo-transactions';
 import { createTableInput } from '../../lib/local/engines';
 import type { TableSchema } from '../../lib/tables';
@@ -11,14 +12,16 @@ export interface LocalDynamo {
   readonly client: DynamoDBDocumentClient;
   /** Where it answers, for a client made elsewhere (a handler's, through AWS_ENDPOINT_URL_DYNAMODB). */
   readonly endpoint: string;
+  /** The dynalite server itself (its 'request' events count the HTTP requests it gets). */
+  readonly server: Server;
   /** Creates `name` with the keys and indexes of `schema` (lib/tables.ts), as the local runtime does. */
   createTable(name: string, schema: TableSchema): Promise<string>;
   stop(): Promise<void>;
 }
 
 export async function startDynalite(): Promise<LocalDynamo> {
-  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  serveTransactions(server, { accessKeyId: 'local', secretAccessKey: 'local' }, 'us-east-1');
+  const server = createDynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  serveTransactions(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const client = DynamoDBDocumentClient.from(
@@ -32,6 +35,7 @@ export async function startDynalite(): Promise<LocalDynamo> {
   return {
     client,
     endpoint: `http://127.0.0.1:${port}`,
+    server,
     createTable: async (name, schema) => {
       await client.send(new CreateTableCommand(createTableInput(name, schema)));
       return name;
