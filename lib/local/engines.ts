@@ -39,7 +39,7 @@ import {
 } from './engine-credentials';
 import { startS3SignatureProxy } from './s3-signature-proxy';
 import S3rver from './s3rver';
-import { type S3rverInternals, storeObjectsSafely } from './s3rver-store';
+import { cacheBucketConfiguration, type S3rverInternals, storeObjectsSafely } from './s3rver-store';
 
 export const DOCUMENTS_BUCKET = 'documents';
 
@@ -323,6 +323,7 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
     });
     const s3rver = s3 as unknown as S3rverInternals;
     storeObjectsSafely(s3, incoming);
+    cacheBucketConfiguration(s3);
     // s3rver serves anyone who reaches it, signed or not: it listens on a socket in a directory only this user may
     // enter (mkdtemp makes it 0700), so the proxy is the only way in.
     const socketDirectory = mkdtempSync(join(tmpdir(), 'aps-s3-'));

@@ -38,6 +38,12 @@ interface S3rverStore {
     content: Readable,
   ): Promise<{ size: number; md5: string }>;
   deleteObject(bucket: string, key: string): Promise<void>;
+  getBucket(bucket: string): Promise<unknown>;
+  putBucket(bucket: string): Promise<unknown>;
+  deleteBucket(bucket: string): Promise<unknown>;
+  getSubresource(bucket: string, key: string | undefined, type: string): Promise<unknown>;
+  putSubresource(bucket: string, key: string | undefined, resource: { type: string }): Promise<void>;
+  deleteSubresource(bucket: string, key: string | undefined, type: string): Promise<void>;
 }
 
 /**
@@ -109,4 +115,49 @@ export function storeObjectsSafely(s3: InstanceType<typeof S3rver>, incoming: st
     await writeFile(`${partPath}.md5`, stored.md5);
     return stored;
   };
+}
+
+/**
+ * Keeps what s3rver reads of a bucket on every request: the bucket itself (a `stat` of its folder) and its `cors` and
+ * `website` configurations (two files read, the second usually absent), which its middleware asks for whatever the
+ * request. 500 ms of the engines' 1.8 s in s3rver under the load benchmark (bench/RESULTS.md). Only s3rver's store
+ * writes them, through the methods wrapped here, which forget what was kept before and after they write; an object's
+ * own subresources (its tagging) are read as before.
+ */
+export function cacheBucketConfiguration(s3: InstanceType<typeof S3rver>): void {
+  const { store } = s3 as unknown as S3rverInternals;
+  const kept = new Map<string, Promise<unknown>>();
+  const cached = (key: string, read: () => Promise<unknown>): Promise<unknown> => {
+    const hit = kept.get(key);
+    if (hit) return hit;
+    const reading = read();
+    kept.set(key, reading);
+    // A failed read is not kept. A write empties the map as it starts and as it ends, so a read it overtook is not
+    // kept either: what stays was read after the last write ended.
+    reading.catch(() => {
+      if (kept.get(key) === reading) kept.delete(key);
+    });
+    return reading;
+  };
+  const writing =
+    <Args extends unknown[], Result>(write: (...args: Args) => Promise<Result>) =>
+    async (...args: Args): Promise<Result> => {
+      kept.clear();
+      try {
+        return await write(...args);
+      } finally {
+        kept.clear();
+      }
+    };
+  const getBucket = store.getBucket.bind(store);
+  const getSubresource = store.getSubresource.bind(store);
+  store.getBucket = (bucket) => cached(JSON.stringify(['bucket', bucket]), () => getBucket(bucket));
+  store.getSubresource = (bucket, key, type) =>
+    key === undefined
+      ? cached(JSON.stringify(['config', bucket, type]), () => getSubresource(bucket, key, type))
+      : getSubresource(bucket, key, type);
+  store.putBucket = writing(store.putBucket.bind(store));
+  store.deleteBucket = writing(store.deleteBucket.bind(store));
+  store.putSubresource = writing(store.putSubresource.bind(store));
+  store.deleteSubresource = writing(store.deleteSubresource.bind(store));
 }
