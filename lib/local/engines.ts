@@ -331,6 +331,11 @@ export async function startEngines(options: EngineOptions): Promise<Engines> {
     const socketPath = join(socketDirectory, 's3rver.sock');
     await s3rver.configureBuckets();
     s3rver.httpServer = await s3rver.listen(socketPath);
+    // As listen() below does for the other servers: the proxy's keep-alive agent reuses idle sockets, and s3rver's
+    // server closing one after its default 5 s, as the proxy sends on it, was a PUT answered 500 "read ECONNRESET"
+    // (seen once in CI).
+    s3rver.httpServer.keepAliveTimeout = 65_000;
+    s3rver.httpServer.headersTimeout = 66_000;
     stops.push(() => s3.close());
     // S3 → SQS notification: the same JSON body S3 sends for ObjectCreated events.
     s3.on('event', (event: { Records: { eventName: string; s3: { object: { key: string } } }[] }) => {

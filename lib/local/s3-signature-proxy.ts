@@ -70,7 +70,9 @@ async function exclusively(locks: Map<string, Promise<void>>, key: string, work:
 /** Starts the SigV4-checking proxy in front of s3rver. */
 export function startS3SignatureProxy(options: S3SignatureProxyOptions): Promise<S3SignatureProxy> {
   const target = upstreamTarget(options.upstream);
-  const agent = new Agent({ keepAlive: true });
+  // An idle socket is closed by the agent after 30 s (Node destroys a free socket on its timeout), before s3rver's
+  // server would close it (65 s, engines.ts): a request never goes out on a socket the server is closing.
+  const agent = new Agent({ keepAlive: true, timeout: 30_000 });
   const now = options.now ?? (() => new Date());
   const maxUploadBytes = options.maxUploadBytes ?? S3_MAX_PUT_BYTES;
   const writeLocks = new Map<string, Promise<void>>();
