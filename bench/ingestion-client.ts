@@ -4,6 +4,8 @@
  * runtime, as the load's client is (bench/load-client.ts), so that the client's requests and JSON do not spend the
  * CPU of the process whose router serves them.
  */
+import { mapLimited } from '../lib/map-limited';
+import { apiClient } from './api-client';
 import { childMain } from './child-run';
 import { putObject, type UploadLink } from './put-object';
 
@@ -27,35 +29,16 @@ export interface Uploaded {
 }
 
 async function uploadAll(args: UploadArguments): Promise<Uploaded> {
-  const post = async <T>(path: string, body: unknown): Promise<T> => {
-    const response = await fetch(args.baseUrl + path, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${args.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(args.timeoutMs),
-    });
-    const text = await response.text();
-    if (response.status !== 200) throw new Error(`POST ${path}: ${response.status} ${text}`);
-    return JSON.parse(text) as T;
-  };
-  const s3Keys = new Array<string>(args.files.length);
-  let next = 0;
+  const call = apiClient(args.baseUrl, args.token, args.timeoutMs);
   const startedAt = Date.now();
-  const lane = async () => {
-    while (next < args.files.length) {
-      const i = next++;
-      const file = args.files[i];
-      const link = await post<UploadLink>(`${args.path}/upload-link`, {
-        ...args.dataset,
-        fileName: file.fileName,
-        label1: args.label1,
-      });
-      await putObject(link, Buffer.from(file.base64, 'base64'), args.timeoutMs);
-      await post(`${args.path}/upload-complete`, { uploadId: link.uploadId });
-      s3Keys[i] = link.s3Key;
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(args.inFlight, args.files.length) }, lane));
+  const s3Keys = await mapLimited(args.files, args.inFlight, async (file) => {
+    const link = await call<UploadLink>('POST', `${args.path}/upload-link`, {
+      body: { ...args.dataset, fileName: file.fileName, label1: args.label1 },
+    });
+    await putObject(link, Buffer.from(file.base64, 'base64'), args.timeoutMs);
+    await call('POST', `${args.path}/upload-complete`, { body: { uploadId: link.uploadId } });
+    return link.s3Key;
+  });
   return { s3Keys, startedAt, endedAt: Date.now() };
 }
 

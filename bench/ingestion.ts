@@ -13,6 +13,7 @@
  * BENCH_INGEST_PARTS=zip runs only the pipeline (50 at once) and the ZIP, for iterating on the ZIP import; `http` and
  * `memory` name the other parts (comma-separated); unset, every part runs, as `npm run bench` does.
  */
+
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -25,6 +26,8 @@ import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '#core/processing/
 import { CHUNKS_PER_PART } from '#core/processing/process-document';
 import type { DocumentRef } from '#ports/processing';
 import { LOCAL_PROCESSING_IN_FLIGHT, type LocalRuntime, startLocalRuntime } from '../lib/local/runtime';
+import { mapLimited } from '../lib/map-limited';
+import { type ApiCall, apiClient } from './api-client';
 import { runInChild } from './child-run';
 import type { UploadArguments, Uploaded } from './ingestion-client';
 import { type CorpusFile, smallDocuments, writeLargeDocument } from './ingestion-corpus';
@@ -97,41 +100,7 @@ interface ZipJobBody {
   }[];
 }
 
-/** A JSON client of the runtime: every call has a time limit, and an unexpected status is an error. */
-function apiClient(baseUrl: string) {
-  return async function call<T>(
-    method: string,
-    path: string,
-    options: { body?: unknown; query?: Record<string, string>; expect?: number } = {},
-  ): Promise<T> {
-    const url = new URL(baseUrl + path);
-    for (const [key, value] of Object.entries(options.query ?? {})) url.searchParams.set(key, value);
-    const response = await fetch(url, {
-      method,
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    const text = await response.text();
-    if (response.status !== (options.expect ?? 200)) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-    return JSON.parse(text) as T;
-  };
-}
-type Call = ReturnType<typeof apiClient>;
-
-/** Runs `task` over `items` with at most `limit` at once; results in the order of `items`. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, task: (item: T, i: number) => Promise<R>) {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await task(items[i], i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return results;
-}
+type Call = ApiCall;
 
 async function createDataset(call: Call, name: string): Promise<Dataset> {
   const agent = await call<{ agentId: string }>('POST', '/dashboard/agents', {
@@ -169,7 +138,7 @@ async function lastReady(call: Call, runtime: LocalRuntime, dataset: Dataset, s3
   while (pending.length > 0) {
     if (Date.now() > deadline) throw new Error(`${pending.length} documents not finished after ${PHASE_TIMEOUT_MS} ms`);
     await workerIdle(runtime, 5_000);
-    const bodies = await mapLimit(pending, READS_IN_FLIGHT, (s3Key) =>
+    const bodies = await mapLimited(pending, READS_IN_FLIGHT, (s3Key) =>
       call<DocumentBody>('GET', KNOWLEDGE, { query: { ...dataset, s3Key } }),
     );
     pending = [];
@@ -282,7 +251,7 @@ async function ingestPipeline(files: readonly CorpusFile[], inFlight: number): P
   const commitsBefore = groupCommitStats.commits;
   try {
     const start = performance.now();
-    await mapLimit(files, inFlight, async (file, i) => {
+    await mapLimited(files, inFlight, async (file, i) => {
       const ref: DocumentRef = {
         agentId: '0b5a1a9e-8c1f-4f0e-9a59-3f1d2c9a7b10',
         environment: 'production',
@@ -541,7 +510,7 @@ async function throughRuntime(
   let http: Ingestion | undefined;
   let zip: Ingestion | undefined;
   try {
-    const call = apiClient(runtime.url);
+    const call = apiClient(runtime.url, TOKEN, REQUEST_TIMEOUT_MS);
     if (parts.has('http')) {
       http = await ingestOneByOne(call, runtime, files);
       // Leftover messages (S3 events of objects already processed) must not run during the ZIP's measure.

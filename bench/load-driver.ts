@@ -12,12 +12,14 @@
  * document, exactly one chunk of it), and the dataset's records are read from the runtime's DynamoDB with the
  * service's own store (the API has no listing): one record per file, none left `reserved`, none unknown.
  */
+
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDocumentStore } from '#adapters/store/dynamodb/document-store';
 import type { DocumentRecord } from '#core/knowledge/document';
 import type { LocalCredentials } from '../lib/local/engine-credentials';
 import { LOCAL_REGION } from '../lib/local/engine-credentials';
+import { mapLimited } from '../lib/map-limited';
 
 export const REQUEST_TIMEOUT_MS = 30_000;
 /** Each phase (seeding, the load, waiting for `ready`, the checks) must end within this. */
@@ -176,20 +178,6 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
-/** Runs `task` over `items` with at most `limit` at once; results in the order of `items`. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, task: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await task(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return results;
-}
-
 /**
  * A word of letters only that no other document has: `prefix`, `n` in base 26, and a final `q`, which no suffix
  * rule of the index's stemmer removes, so two words never stem alike (`zqloadaabq`).
@@ -281,7 +269,7 @@ async function settle(target: LoadTarget, dataset: LoadDataset, s3Keys: readonly
   const states = new Map<string, DocumentState>();
   let pending = [...s3Keys];
   while (pending.length > 0 && Date.now() < deadline) {
-    const answers = await mapLimit(pending, READS_IN_FLIGHT, (s3Key) => documentState(target, dataset, s3Key));
+    const answers = await mapLimited(pending, READS_IN_FLIGHT, (s3Key) => documentState(target, dataset, s3Key));
     pending = pending.filter((s3Key, i) => {
       states.set(s3Key, answers[i]);
       return answers[i].status === 'uploaded';
@@ -411,7 +399,7 @@ export async function settleAndCheck(
   }
 
   const found = await within(
-    mapLimit(uploaded, READS_IN_FLIGHT, (flow) => query(target, dataset, flow.word)),
+    mapLimited(uploaded, READS_IN_FLIGHT, (flow) => query(target, dataset, flow.word)),
     PHASE_TIMEOUT_MS,
     'the queries for each word',
   );

@@ -118,24 +118,6 @@ export function loadHandler(
   });
 }
 
-/** Runs `task` over `items` with at most `limit` at a time (the machines have two cores). */
-export async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  task: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await task(items[index]);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
-
 /** Variables of the function's template Environment that no code of its bundle mentions. */
 export function unusedEnvironmentVariables(fn: TemplateFunction): string[] {
   const bundle = fs.readFileSync(handlerEntry(fn).file, 'utf8');

@@ -6,7 +6,8 @@
  * synthesizes its variant once.
  */
 import * as fs from 'node:fs';
-import { loadHandler, mapLimited, packageSize, unusedEnvironmentVariables } from '../../lib/stack-check/asset-checks';
+import { mapLimited } from '../../lib/map-limited';
+import { loadHandler, packageSize, unusedEnvironmentVariables } from '../../lib/stack-check/asset-checks';
 import {
   type CloudAssembly,
   nodeFunctions,
