@@ -572,9 +572,15 @@ describe('a failure message that embeds a 40 KB host, on a runtime that refuses 
     expect(message).toHaveLength(1_000);
     expect(message).toMatch(/^The host a+…$/);
 
-    const page = await guardedCall<EventsPage>('POST', '/api/v1/events/agent', {
-      body: { agentId: guardedAgent, filters: { sessionId: result.body.sessionId, eventName: 'invocation_error' } },
-    });
+    // A handed-over run stores its session, then writes its invocation's events (runtime.ts, `finally`): the
+    // session may read `failed` a moment before its event is there, so the query is asked until it is.
+    const page = await pollUntil(
+      () =>
+        guardedCall<EventsPage>('POST', '/api/v1/events/agent', {
+          body: { agentId: guardedAgent, filters: { sessionId: result.body.sessionId, eventName: 'invocation_error' } },
+        }),
+      (answer) => answer.status !== 200 || answer.body.data.length > 0,
+    );
     expect(page.body.data.map((e) => e.payload)).toEqual([{ code: 'BROWSER_FAILED', message, nodeName: 'ReadPage' }]);
   });
 });
