@@ -50,8 +50,8 @@ export function chunkSpans(text: string, { size, overlap }: ChunkOptions): Chunk
   if (!Number.isInteger(overlap) || overlap < 0 || overlap >= size) {
     throw new RangeError(`Chunk overlap must be an integer from 0 to size - 1, not ${overlap}`);
   }
-  const { count, starts, ends, breaks } = tokenize(text, size);
-  const length = (first: number, last: number) => ends[last] - starts[first];
+  const tokens = new Tokens(text, size);
+  const length = (first: number, last: number) => tokens.end(last) - tokens.start(first);
   /**
    * Where the chunk after tokens `from..to` starts: the token in (from, to] after the strongest break (the earliest
    * of equals) whose tail fits in `overlap` and leaves room for the next token; without one, `to + 1`.
@@ -63,7 +63,7 @@ export function chunkSpans(text: string, { size, overlap }: ChunkOptions): Chunk
       candidate > from && length(candidate, to) <= overlap && length(candidate, to + 1) <= size;
       candidate--
     ) {
-      if (start === to + 1 || breaks[candidate - 1] >= breaks[start - 1]) start = candidate;
+      if (start === to + 1 || tokens.breakAfter(candidate - 1) >= tokens.breakAfter(start - 1)) start = candidate;
     }
     return start;
   };
@@ -72,21 +72,23 @@ export function chunkSpans(text: string, { size, overlap }: ChunkOptions): Chunk
   let first = 0; // first token of the chunk being built
   let fits = 0; // last token that fits in a chunk starting at `first`; never decreases
   let covered = -1; // last token already in a chunk
-  while (covered < count - 1) {
+  while (tokens.has(covered + 1)) {
     fits = Math.max(fits, first);
-    while (fits + 1 < count && length(first, fits + 1) <= size) fits++;
+    while (tokens.has(fits + 1) && length(first, fits + 1) <= size) fits++;
 
     // The strongest break among the ends that leave the chunk at least MIN_FILL full; the latest of equals.
     let last = fits;
     for (let candidate = fits - 1; candidate > covered && length(first, candidate) >= size * MIN_FILL; candidate--) {
-      if (breaks[candidate] > breaks[last]) last = candidate;
+      if (tokens.breakAfter(candidate) > tokens.breakAfter(last)) last = candidate;
     }
-    spans.push({ start: starts[first], end: ends[last] });
+    spans.push({ start: tokens.start(first), end: tokens.end(last) });
     covered = last;
-    if (covered === count - 1) break;
+    if (!tokens.has(covered + 1)) break;
 
     // A chunk that ends a paragraph cut no thought: the next one starts without overlap.
-    first = breaks[last] >= BREAK.paragraph ? last + 1 : overlapStart(first, last);
+    first = tokens.breakAfter(last) >= BREAK.paragraph ? last + 1 : overlapStart(first, last);
+    // Nothing before the chunk's first token is looked at again.
+    tokens.forgetBefore(first);
   }
   return spans;
 }
@@ -99,42 +101,90 @@ export function chunkId(documentId: string, position: number, text: string): str
 
 /**
  * The words of a text (runs without whitespace), cut after CJK full stops and into pieces no longer than the chunk
- * size, each with the strength of the break after it. Typed arrays: a 50 MB text has millions of words.
+ * size, each with the strength of the break after it; token `i` is the i-th of the text. Read as the chunker moves on:
+ * only the tokens from the first one not forgotten (`forgetBefore`) to the last one read are held, in typed arrays
+ * that stay about a chunk's worth long, so a 50 MB text's millions of words are never held at once.
  */
 class Tokens {
-  count = 0;
-  starts = new Int32Array(1024);
-  ends = new Int32Array(1024);
-  breaks = new Uint8Array(1024);
+  /** Index of the token in slot 0 of the arrays. */
+  private base = 0;
+  /** Tokens read so far (indexes below this are known). */
+  private count = 0;
+  /** Tokens below this index are no longer needed. */
+  private keep = 0;
+  /** Where reading goes on in the text. */
+  private index = 0;
+  private starts = new Int32Array(1024);
+  private ends = new Int32Array(1024);
+  private breaks = new Uint8Array(1024);
+
+  constructor(
+    private readonly text: string,
+    private readonly size: number,
+  ) {
+    while (this.index < text.length && isSpace(text.charCodeAt(this.index))) this.index++;
+  }
+
+  /** Whether the text has a token `i`, reading on as far as needed. */
+  has(i: number): boolean {
+    while (i >= this.count && this.index < this.text.length) this.readWord();
+    return i < this.count;
+  }
+
+  start(i: number): number {
+    return this.starts[i - this.base];
+  }
+
+  end(i: number): number {
+    return this.ends[i - this.base];
+  }
+
+  breakAfter(i: number): number {
+    return this.breaks[i - this.base];
+  }
+
+  forgetBefore(i: number): void {
+    this.keep = Math.max(this.keep, i);
+  }
 
   push(start: number, end: number, breakAfter: number): void {
-    if (this.count === this.starts.length) {
-      const grow = <T extends Int32Array | Uint8Array>(array: T, copy: T): T => {
-        copy.set(array);
-        return copy;
-      };
-      this.starts = grow(this.starts, new Int32Array(this.count * 2));
-      this.ends = grow(this.ends, new Int32Array(this.count * 2));
-      this.breaks = grow(this.breaks, new Uint8Array(this.count * 2));
+    let slot = this.count - this.base;
+    if (slot === this.starts.length) {
+      const forgotten = Math.min(this.keep, this.count) - this.base;
+      if (forgotten >= this.starts.length / 2) {
+        // Half or more is forgotten: move the rest to the front.
+        this.starts.copyWithin(0, forgotten, slot);
+        this.ends.copyWithin(0, forgotten, slot);
+        this.breaks.copyWithin(0, forgotten, slot);
+        this.base += forgotten;
+      } else {
+        const grow = <T extends Int32Array | Uint8Array>(array: T, copy: T): T => {
+          copy.set(array.subarray(forgotten, slot));
+          return copy;
+        };
+        this.starts = grow(this.starts, new Int32Array(this.starts.length * 2));
+        this.ends = grow(this.ends, new Int32Array(this.ends.length * 2));
+        this.breaks = grow(this.breaks, new Uint8Array(this.breaks.length * 2));
+        this.base += forgotten;
+      }
+      slot = this.count - this.base;
     }
-    this.starts[this.count] = start;
-    this.ends[this.count] = end;
-    this.breaks[this.count] = breakAfter;
+    this.starts[slot] = start;
+    this.ends[slot] = end;
+    this.breaks[slot] = breakAfter;
     this.count++;
   }
-}
 
-function tokenize(text: string, size: number): Tokens {
-  const tokens = new Tokens();
-  let index = 0;
-  while (index < text.length && isSpace(text.charCodeAt(index))) index++;
-  while (index < text.length) {
+  /** Reads the next word and the whitespace after it (the reader stands on the word's first character). */
+  private readWord(): void {
+    const { text, size } = this;
+    let index = this.index;
     const start = index;
     let pieceStart = start;
     for (let code = text.charCodeAt(index); index < text.length && !isSpace(code); code = text.charCodeAt(index)) {
       index++;
       if (isCjkFullStop(code) && index < text.length && !isSpace(text.charCodeAt(index))) {
-        pushHardCut(tokens, text, pieceStart, index, size, BREAK.sentence);
+        pushHardCut(this, text, pieceStart, index, size, BREAK.sentence);
         pieceStart = index;
       }
     }
@@ -145,9 +195,9 @@ function tokenize(text: string, size: number): Tokens {
       else if (code === 0x2029) newlines += 2;
       index++;
     }
-    pushHardCut(tokens, text, pieceStart, end, size, breakAfterWord(text, start, end, newlines, index === text.length));
+    this.index = index;
+    pushHardCut(this, text, pieceStart, end, size, breakAfterWord(text, start, end, newlines, index === text.length));
   }
-  return tokens;
 }
 
 function breakAfterWord(text: string, start: number, end: number, newlines: number, atEnd: boolean): number {
