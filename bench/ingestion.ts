@@ -26,6 +26,7 @@ import { CHUNK_OVERLAP, CHUNK_SIZE, chunkId, chunkText } from '#core/processing/
 import { CHUNKS_PER_PART } from '#core/processing/process-document';
 import type { DocumentRef } from '#ports/processing';
 import { LOCAL_PROCESSING_IN_FLIGHT, type LocalRuntime, startLocalRuntime } from '../lib/local/runtime';
+import { WORKER_EXEC_ARGV, workerEnvironment } from '../lib/local/worker-process';
 import { mapLimited } from '../lib/map-limited';
 import { type ApiCall, apiClient } from './api-client';
 import { runInChild } from './child-run';
@@ -299,10 +300,11 @@ function processInChild(file: string, indexDirectory: string): Promise<MemoryRep
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(__dirname, 'ingestion-memory.ts'), file, indexDirectory],
+      // Started as the local runtime starts its worker (lib/local/worker-process.ts): the same flags and environment.
+      [...WORKER_EXEC_ARGV, join(__dirname, 'ingestion-memory.ts'), file, indexDirectory],
       {
         cwd: join(__dirname, '..'),
-        env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' },
+        env: workerEnvironment({ ...process.env, POWERTOOLS_LOG_LEVEL: 'ERROR' }),
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );

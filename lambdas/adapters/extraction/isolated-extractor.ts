@@ -58,7 +58,11 @@ export class IsolatedTextExtractor implements TextExtractor {
 
   extract(bytes: Buffer, hints: { fileName: string; contentType: string }): Promise<ExtractedText> {
     const run = this.queue.then(() => this.extractNow(bytes, hints));
-    this.queue = run.catch(() => undefined);
+    // Not `run.catch(...)`: that would hold the text (a 50 MB file's, 50 MB) until the next file.
+    this.queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 

@@ -211,19 +211,10 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
         const retiredSuffix = retired.slice(ref.documentId.length);
         let count = 0;
         try {
-          for await (const part of parts) {
-            assertChunksOfDocument(ref, part);
-            part.forEach((chunk, i) => {
-              if (chunk.position !== count + i) {
-                throw new Error(`Chunk ${chunk.chunkId} is at position ${chunk.position}, expected ${count + i}`);
-              }
-            });
-            if (part.length === 0) continue;
-            const rows = (await this.rowsOf(part)).map((row) => ({ ...row, documentId: staged }));
-            await writes.other(() => withCommitRetry(() => dataset.table.add(rows)).then(() => undefined));
-            this.lexical.stageChunks(name, ref.documentId, stage, lexicalChunksOf(part));
-            count += part.length;
-          }
+          count = await this.stageParts(dataset, ref, stage, parts);
+          // What the last part left (the document's text, which its chunks are slices of) is garbage only now that
+          // stageParts' frame is gone: collected before the commit's peak.
+          collectGarbage();
           await writes.other(async () => {
             // One commit: the stage's rows become the document's, its old rows a retired stand-in nobody reads.
             await withCommitRetry(() =>
@@ -248,6 +239,46 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
         return count;
       });
     });
+  }
+
+  /** The parts of a staged write, written under its stage one at a time; how many chunks they held. */
+  private async stageParts(
+    dataset: DatasetTable,
+    ref: DocumentRef,
+    stage: string,
+    parts: AsyncIterable<readonly IndexedChunk[]>,
+  ): Promise<number> {
+    let count = 0;
+    for await (const part of parts) {
+      assertChunksOfDocument(ref, part);
+      part.forEach((chunk, i) => {
+        if (chunk.position !== count + i) {
+          throw new Error(`Chunk ${chunk.chunkId} is at position ${chunk.position}, expected ${count + i}`);
+        }
+      });
+      if (part.length === 0) continue;
+      await this.stagePart(dataset, ref, stage, part);
+      count += part.length;
+      // The part's rows, Arrow copy and analyzed terms are garbage now; V8 would let a few parts' worth pile up.
+      collectGarbage();
+    }
+    return count;
+  }
+
+  /** One part of a staged write: its rows under the stage's stand-in id, and its lexical chunks in the stage. */
+  private async stagePart(
+    dataset: DatasetTable,
+    ref: DocumentRef,
+    stage: string,
+    part: readonly IndexedChunk[],
+  ): Promise<void> {
+    const staged = stagedDocumentId(ref.documentId, stage);
+    const rows = (await this.rowsOf(part)).map((row) => ({ ...row, documentId: staged }));
+    const name = dataset.table.name;
+    await tableWrites(this.directory, name).other(() =>
+      withCommitRetry(() => dataset.table.add(rows)).then(() => undefined),
+    );
+    this.lexical.stageChunks(name, ref.documentId, stage, lexicalChunksOf(part));
   }
 
   private oneStagedWriteAtATime<T>(ref: DocumentRef, write: () => Promise<T>): Promise<T> {
@@ -761,6 +792,17 @@ function stagedDocumentId(documentId: string, stage: string): string {
 
 function retiredDocumentId(documentId: string, stage: string): string {
   return `${documentId} retired ${stage}`;
+}
+
+/**
+ * A full garbage collection, where the process allows it (`--expose-gc`: the local runtime's worker and the ingestion
+ * benchmark's child, lib/local/worker-process.ts). Between the parts of a staged write, so that the worker's peak holds
+ * one part's garbage, not the 150 MB or so of several parts' that V8 lets pile up before it collects, which the
+ * process's RSS then keeps (docs/processing.md, "Memory"). About 150 ms a part with a 50 MB text in the heap: 2 s
+ * over its 14 parts, against 180 MB less at the peak.
+ */
+function collectGarbage(): void {
+  (globalThis as { gc?: () => void }).gc?.();
 }
 
 /** The rows that are chunks: none of a stage. */

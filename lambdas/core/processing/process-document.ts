@@ -122,7 +122,10 @@ export const CHUNKS_PER_PART = 4096;
 /** The chunks of a document, counted, and made (and embedded) a part at a time. */
 export interface ChunkPlan {
   readonly count: number;
-  /** The chunks in position order, in parts of at most `size`. */
+  /**
+   * The chunks in position order, in parts of at most `size`. Read once: the document's text is let go once the last
+   * part is made, so that it is not held while the index commits.
+   */
   parts(size: number): AsyncGenerator<IndexedChunk[]>;
 }
 
@@ -154,7 +157,22 @@ export async function planChunks(
   const text = await extractText(deps, doc, options);
   const spans = chunkSpans(text, { size: CHUNK_SIZE, overlap: CHUNK_OVERLAP });
   if (spans.length === 0) throw new ProcessingError('EMPTY_DOCUMENT', 'The file contains no text');
-  return { count: spans.length, parts: (size) => chunkParts(deps, doc, text, spans, size) };
+  let source: ChunkSource | undefined = { text, spans };
+  return {
+    count: spans.length,
+    parts: (size) => {
+      const taken = source;
+      if (!taken) throw new Error("A plan's parts are read once");
+      source = undefined;
+      return chunkParts(deps, doc, taken, size);
+    },
+  };
+}
+
+/** What a plan's parts are cut from; emptied once its last part is made. */
+interface ChunkSource {
+  text: string;
+  spans: readonly ChunkSpan[];
 }
 
 async function extractText(
@@ -176,24 +194,38 @@ async function extractText(
 async function* chunkParts(
   deps: Pick<ProcessingDeps, 'embedder'>,
   doc: DocumentRecord,
-  text: string,
-  spans: readonly ChunkSpan[],
+  source: ChunkSource,
   size: number,
 ): AsyncGenerator<IndexedChunk[]> {
   const metadata = chunkMetadataOf(doc);
   const ref = refOf(doc);
+  const { spans } = source;
+  // Plain loops, no closures: a closure over the text would keep it in a context that the generator object, held
+  // by the index until its commit is done, still references after its last part.
   for (let first = 0; first < spans.length; first += size) {
-    const pieces = spans.slice(first, first + size).map(({ start, end }) => text.slice(start, end));
+    const pieces: string[] = [];
+    for (let position = first; position < Math.min(first + size, spans.length); position++) {
+      pieces.push(source.text.slice(spans[position].start, spans[position].end));
+    }
+    // The last part's pieces are all that is left of the text: the text goes with them (a 50 MB text, 50 MB).
+    if (first + size >= spans.length) {
+      source.text = '';
+      source.spans = [];
+    }
     const vectors = deps.embedder ? await deps.embedder.embed(pieces) : undefined;
-    yield pieces.map((piece, i) => ({
-      ...ref,
-      ...metadata,
-      chunkId: chunkId(doc.documentId, first + i, piece),
-      s3Key: doc.s3Key,
-      position: first + i,
-      text: piece,
-      ...(vectors ? { vector: vectors[i] } : {}),
-    }));
+    const part: IndexedChunk[] = [];
+    for (let i = 0; i < pieces.length; i++) {
+      part.push({
+        ...ref,
+        ...metadata,
+        chunkId: chunkId(doc.documentId, first + i, pieces[i]),
+        s3Key: doc.s3Key,
+        position: first + i,
+        text: pieces[i],
+        ...(vectors ? { vector: vectors[i] } : {}),
+      });
+    }
+    yield part;
   }
 }
 
