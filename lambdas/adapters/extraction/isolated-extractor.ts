@@ -11,6 +11,9 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ProcessingError, type ProcessingErrorCode } from '#core/processing/errors';
 import type { ExtractedText, TextExtractor } from '#ports/processing';
 import { DocumentTextExtractor, type ExtractionCaps } from './text-extractor';
@@ -28,12 +31,20 @@ const CAPS_VARIABLE = 'TEXT_EXTRACTION_CAPS';
 /** How often the child's resident memory is read. */
 const MEMORY_POLL_MS = 50;
 
-interface Request {
+/**
+ * A file of at least this many bytes reaches the child as a temporary file it reads, not through the IPC pipe: Node
+ * gathers a message's pipe reads and joins them into one buffer before it decodes the message, so a 50 MB file cost
+ * the child about 95 MB before extraction began (and the caller a 50 MB serialized copy), against 50 MB read from a
+ * file. Smaller files, most of them, take the pipe and no disk.
+ */
+export const FILE_HANDOVER_BYTES = 4 * 1024 * 1024;
+
+/** The file's bytes, or (FILE_HANDOVER_BYTES and more) the path of a private temporary file that holds them. */
+type Request = {
   readonly id: number;
-  readonly bytes: Uint8Array;
   readonly fileName: string;
   readonly contentType: string;
-}
+} & ({ readonly bytes: Uint8Array } | { readonly path: string });
 
 /**
  * The child's answer. `sameAsFile`: the text is exactly the file's bytes read as UTF-8 (a plain text or Markdown file
@@ -75,14 +86,17 @@ export class IsolatedTextExtractor implements TextExtractor {
   private async extractNow(bytes: Buffer, hints: { fileName: string; contentType: string }): Promise<ExtractedText> {
     const child = this.child ?? (await this.start());
     this.stderrTail = '';
+    const handOver = bytes.length >= FILE_HANDOVER_BYTES ? await temporaryFileOf(bytes) : undefined;
     try {
-      const reply = await this.exchange(child, { id: this.nextId++, bytes, ...hints });
+      const content = handOver ? { path: handOver.path } : { bytes };
+      const reply = await this.exchange(child, { id: this.nextId++, ...content, ...hints });
       // Decoding UTF-8 is no parsing: the child has checked the file decodes to exactly this text.
       if (reply.ok) return { text: 'sameAsFile' in reply ? bytes.toString('utf8') : reply.text, format: reply.format };
       throw new ProcessingError(reply.code, reply.message);
     } finally {
       // A child that kept a large heap after a big file is replaced before it serves the next one.
       if (this.child === child && residentBytes(child) > this.limits.memoryBytes / 2) this.close();
+      await handOver?.remove();
     }
   }
 
@@ -175,6 +189,26 @@ export class IsolatedTextExtractor implements TextExtractor {
   }
 }
 
+/**
+ * The bytes in a file of a directory of their own (mode 0700, the file 0600) under the system's temporary directory,
+ * removed after the child's answer; undefined when it cannot be written (a full disk): the pipe then carries them.
+ */
+async function temporaryFileOf(bytes: Buffer): Promise<{ path: string; remove(): Promise<void> } | undefined> {
+  let directory: string | undefined;
+  const remove = async () => {
+    if (directory) await rm(directory, { recursive: true, force: true }).catch(() => undefined);
+  };
+  try {
+    directory = await mkdtemp(join(tmpdir(), 'text-extraction-'));
+    const path = join(directory, 'file');
+    await writeFile(path, bytes, { mode: 0o600 });
+    return { path, remove };
+  } catch {
+    await remove();
+    return undefined;
+  }
+}
+
 function capsOf(limits: ExtractionLimits): ExtractionCaps {
   return {
     maxPdfPages: limits.maxPdfPages,
@@ -239,7 +273,16 @@ function serve(): void {
   const caps = JSON.parse(process.env[CAPS_VARIABLE] ?? '{}') as Partial<ExtractionCaps>;
   const extractor = new DocumentTextExtractor(caps);
   process.on('message', (request: Request) => {
-    const bytes = Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);
+    let bytes: Buffer;
+    try {
+      bytes =
+        'path' in request
+          ? readFileSync(request.path)
+          : Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);
+    } catch (error) {
+      process.send?.({ id: request.id, ok: false, ...failureOf(error) } satisfies Reply);
+      return;
+    }
     const reply = extractor.extract(bytes, request).then(
       ({ text, format }): Reply =>
         isUtf8Of(text, bytes)

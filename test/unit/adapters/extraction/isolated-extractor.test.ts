@@ -3,8 +3,10 @@
  * gets a ProcessingError with a documented code, and the next file is read by a fresh child. The files are those of
  * the hostile-input proof suite, at sizes that keep this test short.
  */
-import { readFileSync } from 'node:fs';
-import { IsolatedTextExtractor, isUtf8Of } from '#adapters/extraction/isolated-extractor';
+import { existsSync, readFileSync, watch } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FILE_HANDOVER_BYTES, IsolatedTextExtractor, isUtf8Of } from '#adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS, DocumentTextExtractor } from '#adapters/extraction/text-extractor';
 import { ProcessingError } from '#core/processing/errors';
 import {
@@ -129,6 +131,41 @@ describe('a text that is the file itself does not cross back', () => {
         text: 'Café ok',
       });
     } finally {
+      extractor.close();
+    }
+  });
+});
+
+describe('IsolatedTextExtractor, large files', () => {
+  it('hands a large file over as a temporary file, removed after the answer, with the same text as extraction here', async () => {
+    const extractor = new IsolatedTextExtractor(LIMITS);
+    const direct = new DocumentTextExtractor();
+    // The system's temporary directory (jest's process.env is not the one node:os reads), watched for the handovers.
+    const temporary = tmpdir();
+    const created: string[] = [];
+    const watcher = watch(temporary, (_event, name) => {
+      if (name?.startsWith('text-extraction-')) created.push(name);
+    });
+    try {
+      const sentence = 'Hold the power button for five seconds, then release it.\n\n';
+      const same = Buffer.from(sentence.repeat(Math.ceil(FILE_HANDOVER_BYTES / sentence.length)), 'utf8');
+      const changed = Buffer.from(
+        `${sentence.repeat(Math.ceil(FILE_HANDOVER_BYTES / sentence.length))}\r\nend\t\tof it`,
+      );
+      for (const bytes of [same, changed]) {
+        const hints = { fileName: 'manual.txt', contentType: 'text/plain' };
+        expect(await extractor.extract(bytes, hints)).toEqual(await direct.extract(bytes, hints));
+      }
+      // A small file takes the pipe.
+      expect(await extractor.extract(Buffer.from('small'), { fileName: 'a.txt', contentType: 'text/plain' })).toEqual({
+        format: 'text',
+        text: 'small',
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(new Set(created).size).toBe(2);
+      expect([...new Set(created)].filter((name) => existsSync(join(temporary, name)))).toEqual([]);
+    } finally {
+      watcher.close();
       extractor.close();
     }
   });
