@@ -2,6 +2,7 @@
  * `npm start`'s default (LOCAL_WORKER=process): the processing worker and the flow runner in a process of their own,
  * which the runtime starts, starts again when it dies, sends its metrics to, and stops with itself.
  */
+import { readFileSync } from 'node:fs';
 import { isRunning } from '../../lib/local/data-folder';
 import { createDataset, type Dataset, readyDocument } from '../helpers/fixtures';
 import { pollUntil } from '../helpers/poll';
@@ -36,6 +37,13 @@ test('documents are processed by a worker process of its own, whose metrics the 
     (r) => r.body.metrics.reduce((sum, s) => sum + s.sum, 0) >= 1,
   );
   expect(served.body.metrics.reduce((sum, s) => sum + s.sum, 0)).toBe(1);
+});
+
+test("the worker runs with the memory settings the benchmark measures (glibc's malloc, --expose-gc)", () => {
+  const [pid] = workerPids();
+  const environment = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+  expect(environment).toEqual(expect.arrayContaining(['MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072']));
+  expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--expose-gc');
 });
 
 test('a worker killed with SIGKILL is started again, and what was uploaded meanwhile is processed', async () => {

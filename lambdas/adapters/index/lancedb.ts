@@ -249,6 +249,8 @@ export class LanceKnowledgeIndex implements KnowledgeIndex {
     parts: AsyncIterable<readonly IndexedChunk[]>,
   ): Promise<number> {
     let count = 0;
+    // What came before the parts (the file's bytes, once its text was out) goes before the first part adds to it.
+    collectGarbage();
     for await (const part of parts) {
       assertChunksOfDocument(ref, part);
       part.forEach((chunk, i) => {
