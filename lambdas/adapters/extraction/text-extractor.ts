@@ -62,7 +62,14 @@ export const DEFAULT_EXTRACTION_CAPS: ExtractionCaps = {
 export class DocumentTextExtractor implements TextExtractor {
   private readonly caps: ExtractionCaps;
 
-  constructor(caps: Partial<ExtractionCaps> = {}) {
+  /**
+   * `handOverInput`: the caller gives up the bytes it passes (the extraction child, which read them into a buffer of
+   * their own): pdf.js is then handed their memory instead of a copy, and the caller's Buffer is empty afterwards.
+   */
+  constructor(
+    caps: Partial<ExtractionCaps> = {},
+    private readonly options: { readonly handOverInput?: boolean } = {},
+  ) {
     this.caps = { ...DEFAULT_EXTRACTION_CAPS, ...caps };
   }
 
@@ -73,6 +80,7 @@ export class DocumentTextExtractor implements TextExtractor {
         const text = await pdfToText(bytes, {
           maxPages: this.caps.maxPdfPages,
           maxCharacters: this.caps.maxCharacters,
+          handOver: this.options.handOverInput === true,
         });
         return this.result('pdf', text, 'The PDF has no text layer (a scanned PDF is not read by OCR).');
       }
