@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { IsolatedTextExtractor, isUtf8Of } from '#adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS, DocumentTextExtractor } from '#adapters/extraction/text-extractor';
 import { ProcessingError } from '#core/processing/errors';
+import { pdfOf } from '../../../helpers/office-files';
 import {
   deeplyNestedHtml,
   docxInflationBomb,
@@ -91,6 +92,19 @@ describe('IsolatedTextExtractor', () => {
       contentType: 'application/pdf',
     });
     expect(result).toEqual({ format: 'pdf', text: 'The harbour opens at dawn.' });
+  });
+
+  it("reads every page of a PDF across its caches' cleanups (every 50 pages), and the files queued behind it whole", async () => {
+    const lines = Array.from({ length: 120 }, (_, i) => `Berth ${i + 1} is reserved for the ferry.`);
+    const text = 'A second file, sent on the same pipe right after the first.';
+    const [pdf, after, again] = await Promise.all([
+      extractor.extract(await pdfOf(lines), { fileName: 'berths.pdf', contentType: 'application/pdf' }),
+      extractor.extract(Buffer.from(text), { fileName: 'after.txt', contentType: 'text/plain' }),
+      extractor.extract(await pdfOf(lines.slice(0, 3)), { fileName: 'short.pdf', contentType: 'application/pdf' }),
+    ]);
+    expect(pdf).toEqual({ format: 'pdf', text: lines.join('\n\n') });
+    expect(after).toEqual({ format: 'text', text });
+    expect(again).toEqual({ format: 'pdf', text: lines.slice(0, 3).join('\n\n') });
   });
 });
 
