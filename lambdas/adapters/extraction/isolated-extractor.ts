@@ -11,9 +11,6 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ProcessingError, type ProcessingErrorCode } from '#core/processing/errors';
 import type { ExtractedText, TextExtractor } from '#ports/processing';
 import { DocumentTextExtractor, type ExtractionCaps } from './text-extractor';
@@ -32,19 +29,17 @@ const CAPS_VARIABLE = 'TEXT_EXTRACTION_CAPS';
 const MEMORY_POLL_MS = 50;
 
 /**
- * A file of at least this many bytes reaches the child as a temporary file it reads, not through the IPC pipe: Node
- * gathers a message's pipe reads and joins them into one buffer before it decodes the message, so a 50 MB file cost
- * the child about 95 MB before extraction began (and the caller a 50 MB serialized copy), against 50 MB read from a
- * file. Smaller files, most of them, take the pipe and no disk.
+ * A file to read. Its bytes do not travel in the message but after it on the child's stdin, `size` of them: the
+ * message channel would serialize them into a copy of their own on this side and hand the child a view into the
+ * message's buffer, which pdf.js would copy again; from the pipe the child reads them into a buffer of its own,
+ * which pdf.js is then given without a copy.
  */
-export const FILE_HANDOVER_BYTES = 4 * 1024 * 1024;
-
-/** The file's bytes, or (FILE_HANDOVER_BYTES and more) the path of a private temporary file that holds them. */
-type Request = {
+interface Request {
   readonly id: number;
+  readonly size: number;
   readonly fileName: string;
   readonly contentType: string;
-} & ({ readonly bytes: Uint8Array } | { readonly path: string });
+}
 
 /**
  * The child's answer. `sameAsFile`: the text is exactly the file's bytes read as UTF-8 (a plain text or Markdown file
@@ -86,21 +81,18 @@ export class IsolatedTextExtractor implements TextExtractor {
   private async extractNow(bytes: Buffer, hints: { fileName: string; contentType: string }): Promise<ExtractedText> {
     const child = this.child ?? (await this.start());
     this.stderrTail = '';
-    const handOver = bytes.length >= FILE_HANDOVER_BYTES ? await temporaryFileOf(bytes) : undefined;
     try {
-      const content = handOver ? { path: handOver.path } : { bytes };
-      const reply = await this.exchange(child, { id: this.nextId++, ...content, ...hints });
+      const reply = await this.exchange(child, { id: this.nextId++, size: bytes.length, ...hints }, bytes);
       // Decoding UTF-8 is no parsing: the child has checked the file decodes to exactly this text.
       if (reply.ok) return { text: 'sameAsFile' in reply ? bytes.toString('utf8') : reply.text, format: reply.format };
       throw new ProcessingError(reply.code, reply.message);
     } finally {
       // A child that kept a large heap after a big file is replaced before it serves the next one.
       if (this.child === child && residentBytes(child) > this.limits.memoryBytes / 2) this.close();
-      await handOver?.remove();
     }
   }
 
-  private exchange(child: ChildProcess, request: Request): Promise<Reply> {
+  private exchange(child: ChildProcess, request: Request, bytes: Buffer): Promise<Reply> {
     return new Promise((resolve, reject) => {
       let settled = false;
       const finish = (outcome: () => void) => {
@@ -142,6 +134,8 @@ export class IsolatedTextExtractor implements TextExtractor {
       child.send(request, (error) => {
         if (error) finish(() => reject(error));
       });
+      // A child that dies meanwhile fails the write; its 'close' reports why.
+      child.stdin?.write(bytes);
     });
   }
 
@@ -150,8 +144,10 @@ export class IsolatedTextExtractor implements TextExtractor {
       execArgv: [...childExecArgv(), `--max-old-space-size=${Math.floor(this.limits.memoryBytes / 1024 / 1024)}`],
       env: { ...childEnvironment(), [CHILD_FLAG]: '1', [CAPS_VARIABLE]: JSON.stringify(capsOf(this.limits)) },
       serialization: 'advanced', // Buffers and long strings cross as they are, not as JSON
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      stdio: ['pipe', 'ignore', 'pipe', 'ipc'],
     });
+    // EPIPE when the child died on a file: the file's outcome comes from its 'close'.
+    child.stdin?.on('error', () => {});
     // Always read, so a chatty parser can never fill the pipe and stall.
     child.stderr?.on('data', (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-4096);
@@ -165,6 +161,7 @@ export class IsolatedTextExtractor implements TextExtractor {
         // An idle child must not keep the service's process alive; a file in flight holds its own timer.
         child.unref();
         child.channel?.unref();
+        (child.stdin as { unref?: () => void } | null)?.unref?.();
         (child.stderr as { unref?: () => void } | null)?.unref?.();
         child.on('exit', () => {
           if (this.child === child) this.child = undefined;
@@ -186,26 +183,6 @@ export class IsolatedTextExtractor implements TextExtractor {
       child.once('error', onFailure);
       child.once('exit', onExit);
     });
-  }
-}
-
-/**
- * The bytes in a file of a directory of their own (mode 0700, the file 0600) under the system's temporary directory,
- * removed after the child's answer; undefined when it cannot be written (a full disk): the pipe then carries them.
- */
-async function temporaryFileOf(bytes: Buffer): Promise<{ path: string; remove(): Promise<void> } | undefined> {
-  let directory: string | undefined;
-  const remove = async () => {
-    if (directory) await rm(directory, { recursive: true, force: true }).catch(() => undefined);
-  };
-  try {
-    directory = await mkdtemp(join(tmpdir(), 'text-extraction-'));
-    const path = join(directory, 'file');
-    await writeFile(path, bytes, { mode: 0o600 });
-    return { path, remove };
-  } catch {
-    await remove();
-    return undefined;
   }
 }
 
@@ -270,19 +247,15 @@ function diedOn(code: number | null, signal: string | null, stderr: string, limi
 
 /** The child's side: extract each file it is sent, answer with the text or the ProcessingError. */
 function serve(): void {
+  // Stack traces here are never shown (failureOf keeps an exception's class only), and with source maps on (tsx;
+  // NODE_OPTIONS in Lambda) Node would read pdf.js's maps as it loads and parse them into about 120 MB of heap.
+  process.setSourceMapsEnabled(false);
   const caps = JSON.parse(process.env[CAPS_VARIABLE] ?? '{}') as Partial<ExtractionCaps>;
-  const extractor = new DocumentTextExtractor(caps);
-  process.on('message', (request: Request) => {
-    let bytes: Buffer;
-    try {
-      bytes =
-        'path' in request
-          ? readFileSync(request.path)
-          : Buffer.from(request.bytes.buffer, request.bytes.byteOffset, request.bytes.byteLength);
-    } catch (error) {
-      process.send?.({ id: request.id, ok: false, ...failureOf(error) } satisfies Reply);
-      return;
-    }
+  // The bytes are this process's own copy: pdf.js may take their memory rather than copy it.
+  const extractor = new DocumentTextExtractor(caps, { handOverInput: true });
+  const input = new FileInput(process.stdin);
+  process.on('message', async (request: Request) => {
+    const bytes = await input.next(request.size);
     const reply = extractor.extract(bytes, request).then(
       ({ text, format }): Reply =>
         isUtf8Of(text, bytes)
@@ -295,6 +268,45 @@ function serve(): void {
   // The parent going away ends the child.
   process.on('disconnect', () => process.exit(0));
   process.send?.('ready');
+}
+
+/**
+ * The files' bytes from stdin, one after the other: each read into a buffer of exactly its size, the pipe's chunks
+ * copied in as they come (a chunk may end one file and begin the next).
+ */
+class FileInput {
+  private readonly chunks: Buffer[] = [];
+  private waiting: { file: Buffer; filled: number; done: (file: Buffer) => void } | undefined;
+
+  constructor(stream: NodeJS.ReadableStream) {
+    stream.on('data', (chunk: Buffer) => {
+      this.chunks.push(chunk);
+      this.fill();
+    });
+  }
+
+  next(size: number): Promise<Buffer> {
+    return new Promise((done) => {
+      this.waiting = { file: Buffer.allocUnsafeSlow(size), filled: 0, done };
+      this.fill();
+    });
+  }
+
+  private fill(): void {
+    const waiting = this.waiting;
+    if (!waiting) return;
+    while (waiting.filled < waiting.file.length && this.chunks.length > 0) {
+      const chunk = this.chunks[0];
+      const taken = chunk.copy(waiting.file, waiting.filled);
+      waiting.filled += taken;
+      if (taken === chunk.length) this.chunks.shift();
+      else this.chunks[0] = chunk.subarray(taken);
+    }
+    if (waiting.filled === waiting.file.length) {
+      this.waiting = undefined;
+      waiting.done(waiting.file);
+    }
+  }
 }
 
 /** Characters encoded at a time by isUtf8Of. */

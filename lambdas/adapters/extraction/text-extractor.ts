@@ -5,7 +5,7 @@
 
 import { ProcessingError } from '#core/processing/errors';
 import type { ExtractedText, TextExtractor } from '#ports/processing';
-import { docxToText, MAX_DOCX_XML_BYTES, zipKind } from './docx';
+import { docxToText, MAX_DOCX_XML_BYTES, readZipContainer } from './docx';
 import { htmlToText, looksLikeHtml } from './html';
 import { MAX_PDF_PAGES, pdfToText } from './pdf';
 import { sniff } from './sniff';
@@ -62,7 +62,15 @@ export const DEFAULT_EXTRACTION_CAPS: ExtractionCaps = {
 export class DocumentTextExtractor implements TextExtractor {
   private readonly caps: ExtractionCaps;
 
-  constructor(caps: Partial<ExtractionCaps> = {}) {
+  /**
+   * `handOverInput`: the caller gives up the bytes it passes (the extraction child, which read them into a buffer of
+   * their own): pdf.js is then handed their memory instead of a copy, a DOCX's are freed once its XML parts are read,
+   * and the caller's Buffer is empty afterwards.
+   */
+  constructor(
+    caps: Partial<ExtractionCaps> = {},
+    private readonly options: { readonly handOverInput?: boolean } = {},
+  ) {
     this.caps = { ...DEFAULT_EXTRACTION_CAPS, ...caps };
   }
 
@@ -73,15 +81,18 @@ export class DocumentTextExtractor implements TextExtractor {
         const text = await pdfToText(bytes, {
           maxPages: this.caps.maxPdfPages,
           maxCharacters: this.caps.maxCharacters,
+          handOver: this.options.handOverInput === true,
         });
         return this.result('pdf', text, 'The PDF has no text layer (a scanned PDF is not read by OCR).');
       }
       case 'zip': {
-        const kind = await zipKind(bytes, this.caps.maxDocxXmlBytes);
+        const { kind, parts } = await readZipContainer(bytes, this.caps.maxDocxXmlBytes);
         if (kind !== 'docx') {
           throw new ProcessingError('UNSUPPORTED_TYPE', `The file is ${UNSUPPORTED_CONTAINERS[kind]}.`);
         }
-        return this.result('docx', await docxToText(bytes), 'The DOCX document has no text.');
+        // Its XML parts are all mammoth reads: the file's memory goes before mammoth's parse needs its own.
+        if (this.options.handOverInput) release(bytes);
+        return this.result('docx', await docxToText(parts), 'The DOCX document has no text.');
       }
       case 'binary':
         throw new ProcessingError('UNSUPPORTED_TYPE', `The file is ${sniffed.description}, not a supported document.`);
@@ -221,4 +232,13 @@ function runIsNormal(text: string, start: number, end: number, breaks: number): 
   const first = text.charCodeAt(start);
   if (end - start === 1) return (breaks === 0 && first === 0x20) || (breaks === 1 && first === 0x0a);
   return end - start === 2 && breaks === 2 && first === 0x0a && text.charCodeAt(start + 1) === 0x0a;
+}
+
+/**
+ * Frees the memory of bytes the caller handed over (they fill their ArrayBuffer): `transfer(0)` detaches it at once
+ * (Node ≥ 21; on older Node the bytes stay until they are collected).
+ */
+function release(bytes: Buffer): void {
+  const buffer = bytes.buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer };
+  if (bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength) buffer.transfer?.(0);
 }

@@ -1,6 +1,18 @@
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { Document, HeadingLevel, Packer, Paragraph, Table, TableCell, TableRow } from 'docx';
+import {
+  Document,
+  FootnoteReferenceRun,
+  HeadingLevel,
+  ImageRun,
+  Packer,
+  Paragraph,
+  Table,
+  TableCell,
+  TableRow,
+  TextRun,
+} from 'docx';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import { ZipFile } from 'yazl';
 import { MAX_DOCX_XML_BYTES } from '#adapters/extraction/docx';
@@ -153,6 +165,38 @@ describe('DOCX extraction', () => {
     expect(text).toContain('Revenue grew in every region. The north led again.');
     expect(text.split('\n')).toEqual(expect.arrayContaining(['Region | Revenue', 'North | 120', 'South | 95']));
     expect(text.indexOf('Quarterly report')).toBeLessThan(text.indexOf('Region | Revenue'));
+  });
+
+  it('reads the parts beside the document (styles, footnotes) and drops an embedded image, of which it reads nothing', async () => {
+    // mammoth is given the DOCX's XML parts only: the image's bytes (random, so they do not compress) stay behind.
+    const picture = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), randomBytes(200_000)]);
+    const docx = await Packer.toBuffer(
+      new Document({
+        footnotes: { 1: { children: [new Paragraph('Tides are listed in local time.')] } },
+        sections: [
+          {
+            children: [
+              new Paragraph({ text: 'Harbour guide', heading: HeadingLevel.HEADING_1 }),
+              new Paragraph({
+                children: [
+                  new TextRun('Before the picture.'),
+                  new ImageRun({ type: 'png', data: picture, transformation: { width: 10, height: 10 } }),
+                  new TextRun(' After the picture.'),
+                  new FootnoteReferenceRun(1),
+                ],
+              }),
+            ],
+          },
+        ],
+      }),
+    );
+    expect(docx.length).toBeGreaterThan(200_000);
+    const { text, format } = await extract(docx, 'guide.docx');
+    expect(format).toBe('docx');
+    expect(text.split('\n')).toEqual(
+      expect.arrayContaining(['Harbour guide', 'Before the picture. After the picture.[1]']),
+    );
+    expect(text).toContain('Tides are listed in local time.');
   });
 
   it('recognizes a DOCX by its content under any name', async () => {

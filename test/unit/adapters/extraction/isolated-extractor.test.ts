@@ -3,12 +3,11 @@
  * gets a ProcessingError with a documented code, and the next file is read by a fresh child. The files are those of
  * the hostile-input proof suite, at sizes that keep this test short.
  */
-import { existsSync, readFileSync, watch } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { FILE_HANDOVER_BYTES, IsolatedTextExtractor, isUtf8Of } from '#adapters/extraction/isolated-extractor';
+import { readFileSync } from 'node:fs';
+import { IsolatedTextExtractor, isUtf8Of } from '#adapters/extraction/isolated-extractor';
 import { DEFAULT_EXTRACTION_CAPS, DocumentTextExtractor } from '#adapters/extraction/text-extractor';
 import { ProcessingError } from '#core/processing/errors';
+import { pdfOf } from '../../../helpers/office-files';
 import {
   deeplyNestedHtml,
   docxInflationBomb,
@@ -94,6 +93,19 @@ describe('IsolatedTextExtractor', () => {
     });
     expect(result).toEqual({ format: 'pdf', text: 'The harbour opens at dawn.' });
   });
+
+  it("reads every page of a PDF across its caches' cleanups (every 50 pages), and the files queued behind it whole", async () => {
+    const lines = Array.from({ length: 120 }, (_, i) => `Berth ${i + 1} is reserved for the ferry.`);
+    const text = 'A second file, sent on the same pipe right after the first.';
+    const [pdf, after, again] = await Promise.all([
+      extractor.extract(await pdfOf(lines), { fileName: 'berths.pdf', contentType: 'application/pdf' }),
+      extractor.extract(Buffer.from(text), { fileName: 'after.txt', contentType: 'text/plain' }),
+      extractor.extract(await pdfOf(lines.slice(0, 3)), { fileName: 'short.pdf', contentType: 'application/pdf' }),
+    ]);
+    expect(pdf).toEqual({ format: 'pdf', text: lines.join('\n\n') });
+    expect(after).toEqual({ format: 'text', text });
+    expect(again).toEqual({ format: 'pdf', text: lines.slice(0, 3).join('\n\n') });
+  });
 });
 
 describe('a text that is the file itself does not cross back', () => {
@@ -137,35 +149,25 @@ describe('a text that is the file itself does not cross back', () => {
 });
 
 describe('IsolatedTextExtractor, large files', () => {
-  it('hands a large file over as a temporary file, removed after the answer, with the same text as extraction here', async () => {
+  it("sends a large file's bytes on the child's stdin across many pipe reads, with the same text as extraction here", async () => {
     const extractor = new IsolatedTextExtractor(LIMITS);
     const direct = new DocumentTextExtractor();
-    // The system's temporary directory (jest's process.env is not the one node:os reads), watched for the handovers.
-    const temporary = tmpdir();
-    const created: string[] = [];
-    const watcher = watch(temporary, (_event, name) => {
-      if (name?.startsWith('text-extraction-')) created.push(name);
-    });
     try {
       const sentence = 'Hold the power button for five seconds, then release it.\n\n';
-      const same = Buffer.from(sentence.repeat(Math.ceil(FILE_HANDOVER_BYTES / sentence.length)), 'utf8');
-      const changed = Buffer.from(
-        `${sentence.repeat(Math.ceil(FILE_HANDOVER_BYTES / sentence.length))}\r\nend\t\tof it`,
-      );
-      for (const bytes of [same, changed]) {
-        const hints = { fileName: 'manual.txt', contentType: 'text/plain' };
-        expect(await extractor.extract(bytes, hints)).toEqual(await direct.extract(bytes, hints));
-      }
-      // A small file takes the pipe.
-      expect(await extractor.extract(Buffer.from('small'), { fileName: 'a.txt', contentType: 'text/plain' })).toEqual({
-        format: 'text',
-        text: 'small',
-      });
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(new Set(created).size).toBe(2);
-      expect([...new Set(created)].filter((name) => existsSync(join(temporary, name)))).toEqual([]);
+      const repeats = Math.ceil((5 * MB) / sentence.length);
+      const same = Buffer.from(sentence.repeat(repeats), 'utf8');
+      const changed = Buffer.from(`${sentence.repeat(repeats)}\r\nend\t\tof it`);
+      const hints = { fileName: 'manual.txt', contentType: 'text/plain' };
+      // Queued at once: each file's bytes follow the one before on the same pipe.
+      const [first, second, small] = await Promise.all([
+        extractor.extract(same, hints),
+        extractor.extract(changed, hints),
+        extractor.extract(Buffer.from('small'), { fileName: 'a.txt', contentType: 'text/plain' }),
+      ]);
+      expect(first).toEqual(await direct.extract(same, hints));
+      expect(second).toEqual(await direct.extract(changed, hints));
+      expect(small).toEqual({ format: 'text', text: 'small' });
     } finally {
-      watcher.close();
       extractor.close();
     }
   });
