@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { S3BlobStore } from '#adapters/blob/s3';
 import { SqsProcessingQueue } from '#adapters/queue/sqs-processing';
+import { CachedTenancyReads } from '#adapters/store/cached-tenancy-reads';
 import { DynamoAgentStore } from '#adapters/store/dynamodb/agent-store';
 import { DynamoAnalyticsStore } from '#adapters/store/dynamodb/analytics-store';
 import { retrievableDocuments } from '#adapters/store/dynamodb/document-records';
@@ -65,6 +66,13 @@ export const cachedKnowledgeBasesStore = /* @__PURE__ */ once(() => knowledgeBas
 /** The agent and knowledge base of a request that changes content, as they are, in one BatchGetItem. */
 const tenancyReads = /* @__PURE__ */ once(
   () => new DynamoTenancyReads(dynamoDocumentClient(), config.tableName('agents'), config.tableName('knowledgeBases')),
+);
+/**
+ * The same through the two caches above: the customer API's reads and retrieval. What neither cache holds is read in
+ * that one BatchGetItem, and kept.
+ */
+export const cachedTenancyReads = /* @__PURE__ */ once(
+  () => new CachedTenancyReads(tenancyReads(), agentReads(), knowledgeBaseReads()),
 );
 const documents = /* @__PURE__ */ once(
   () => new DynamoDocumentStore(dynamoDocumentClient(), config.tableName('documents')),
@@ -165,6 +173,6 @@ export const container = {
 export const readContainer: typeof container = /* @__PURE__ */ Object.create(container, {
   agents: { get: () => cachedAgentsStore() },
   knowledgeBases: { get: () => cachedKnowledgeBasesStore() },
-  // Its reads go through the cache above, one store each, not around it.
-  tenancyReads: { get: () => undefined },
+  // Through the caches above, not around them.
+  tenancyReads: { get: () => cachedTenancyReads() },
 });

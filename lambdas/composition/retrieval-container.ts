@@ -9,6 +9,7 @@ import {
   agentsStore,
   cachedAgentsStore,
   cachedKnowledgeBasesStore,
+  cachedTenancyReads,
   clock,
   documentRecords,
   knowledgeBasesStore,
@@ -52,4 +53,14 @@ export const retrievalContainer: DefaultRetrievalDeps = {
 export const retrievalConfigContainer: DefaultRetrievalDeps = /* @__PURE__ */ Object.create(retrievalContainer, {
   agents: { get: () => agentsStore() },
   knowledgeBases: { get: () => knowledgeBasesStore() },
+});
+
+/**
+ * For the query and generate endpoints: an agent and knowledge base that neither cache holds are read together, in
+ * one BatchGetItem, and kept (CachedTenancyReads). Not in the retrieval container itself, which the MCP server's and
+ * the flows' bundles import: it would take the MCP server's bundle over its size budget (scripts/bundle-sizes.ts);
+ * they read the two one after the other, through the same caches.
+ */
+export const endpointRetrievalContainer: DefaultRetrievalDeps = /* @__PURE__ */ Object.create(retrievalContainer, {
+  tenancyReads: { get: () => cachedTenancyReads() },
 });

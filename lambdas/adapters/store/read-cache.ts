@@ -28,6 +28,20 @@ export interface ReadCacheOptions<T> {
   readonly now?: () => number;
 }
 
+/**
+ * The cache of a `readCache` itself, for a reader that fills it with records it read some other way (one
+ * BatchGetItem for the records of two stores: CachedTenancyReads). `name` and `args` are the store's method and
+ * arguments, as the cached view would be asked.
+ */
+export interface ReadCacheEntries {
+  /** The record kept for `name(...args)` and not expired; undefined when none is. */
+  peek(name: string, args: readonly unknown[]): unknown;
+  /** Taken before a read that will be kept: a write made while it ran keeps it from being stored. */
+  mark(): number;
+  /** Keeps `value` (a record, or undefined: nothing kept) as the answer to `name(...args)`, read since `mark`. */
+  keep(name: string, args: readonly unknown[], value: unknown, mark: number): void;
+}
+
 /** `store`, with the `cached` reads kept for a short time; see the module's note. */
 export function withReadCache<T extends object>(store: T, options: ReadCacheOptions<T>): T {
   return readCache(store, options).cached;
@@ -38,7 +52,10 @@ export function withReadCache<T extends object>(store: T, options: ReadCacheOpti
  * every time (a decision that writes, or a record shown right after a change made elsewhere, reads it as it is now)
  * and keeps what it read for the cached view. Writes through either empty the cache.
  */
-export function readCache<T extends object>(store: T, options: ReadCacheOptions<T>): { cached: T; fresh: T } {
+export function readCache<T extends object>(
+  store: T,
+  options: ReadCacheOptions<T>,
+): { cached: T; fresh: T; entries: ReadCacheEntries } {
   const ttlMs = options.ttlMs ?? READ_CACHE_TTL_MS;
   const now = options.now ?? Date.now;
   const entries = new Map<string, { value: unknown; until: number }>();
@@ -101,5 +118,15 @@ export function readCache<T extends object>(store: T, options: ReadCacheOptions<
       },
     });
   };
-  return { cached: view(read), fresh: view(freshRead) };
+  const entriesOf: ReadCacheEntries = {
+    peek(name, args) {
+      const hit = entries.get(JSON.stringify([name, ...args]));
+      return hit && hit.until > now() ? hit.value : undefined;
+    },
+    mark: () => generation,
+    keep(name, args, value, mark) {
+      keep(JSON.stringify([name, ...args]), value, mark);
+    },
+  };
+  return { cached: view(read), fresh: view(freshRead), entries: entriesOf };
 }

@@ -17,7 +17,7 @@ import type {
   IndexHit,
   KnowledgeRetrieval,
 } from '#ports/processing';
-import type { AgentStore, DocumentStore, KnowledgeBaseStore } from '#ports/stores';
+import type { AgentStore, DocumentStore, KnowledgeBaseStore, TenancyReads } from '#ports/stores';
 import { type FilterEntry, resolveFilters, type SkippedFilter } from './filters';
 
 export const DEFAULT_NUMBER_OF_RESULTS = 5;
@@ -26,6 +26,8 @@ export const MAX_NUMBER_OF_RESULTS = 100;
 export interface RetrievalDeps {
   readonly agents: AgentStore;
   readonly knowledgeBases: KnowledgeBaseStore;
+  /** The agent and the knowledge base in one read (core/tenancy/tenancy.ts, requireKnowledgeBase); or one read each. */
+  readonly tenancyReads?: TenancyReads;
   readonly index: KnowledgeRetrieval;
   /**
    * The document records: hits of documents that may not be retrieved are dropped (docs/processing.md, "Owed work").

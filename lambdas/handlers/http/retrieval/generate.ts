@@ -1,5 +1,5 @@
 import { generateModelFromEnv } from '#composition/model';
-import { retrievalContainer } from '#composition/retrieval-container';
+import { endpointRetrievalContainer } from '#composition/retrieval-container';
 import { generateWithCitations } from '#core/retrieval/generate';
 import { resultOf, retrieve } from '#core/retrieval/retrieve';
 import { httpHandler } from '#shared/http';
@@ -14,7 +14,7 @@ const model = generateModelFromEnv();
  * the results with citations that point at them (`citations[].resultIndex` indexes `results`).
  */
 export const handler = httpHandler('GenerateFromKnowledgeBase', retrievalSchema, async (input, caller) => {
-  const { hits, explain } = await retrieve(retrievalContainer, caller, input);
+  const { hits, explain } = await retrieve(endpointRetrievalContainer, caller, input);
   const { answer, citations } = await generateWithCitations(model, input.query, hits);
   return {
     body: {

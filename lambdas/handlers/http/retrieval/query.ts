@@ -1,4 +1,4 @@
-import { retrievalContainer } from '#composition/retrieval-container';
+import { endpointRetrievalContainer } from '#composition/retrieval-container';
 import { retrieve } from '#core/retrieval/retrieve';
 import { httpHandler } from '#shared/http';
 import type { QueryResponse } from './responses';
@@ -6,6 +6,6 @@ import { retrievalSchema } from './schemas';
 
 /** POST /dashboard/agents/:agentId/knowledge/:environment/kb/:knowledgeBaseId/query: retrieve only. */
 export const handler = httpHandler('QueryKnowledgeBase', retrievalSchema, async (input, caller) => {
-  const { results, explain } = await retrieve(retrievalContainer, caller, input);
+  const { results, explain } = await retrieve(endpointRetrievalContainer, caller, input);
   return { body: { results, ...(explain ? { explain } : {}) } satisfies QueryResponse };
 });
