@@ -86,11 +86,14 @@ export const htmlToText: (html: string) => string = compile({
   ],
 });
 
+/** How many characters (UTF-16 code units) at the start of a text looksLikeHtml reads. */
+export const HTML_HEAD_CHARACTERS = 4096;
+
 /** Whether text that arrived under any name is an HTML document: it opens with a doctype or an `<html>` tag. */
 export function looksLikeHtml(text: string): boolean {
   // Comments are skipped with indexOf, not a regex: `(<!--[\s\S]*?-->\s*)*` backtracks exponentially on a run of
   // empty comments that ends in anything else (40 of them, 281 bytes, took hours).
-  const head = text.slice(0, 4096);
+  const head = text.slice(0, HTML_HEAD_CHARACTERS);
   let at = skipWhitespace(head, 0);
   while (head.startsWith('<!--', at)) {
     const end = head.indexOf('-->', at + 4);

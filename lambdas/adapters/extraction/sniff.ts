@@ -29,17 +29,27 @@ const MAX_INVALID_RATIO = 0.1;
 const MAX_CONTROL_RATIO = 0.01;
 
 export function sniff(bytes: Buffer): Sniffed {
+  const signed = bySignature(bytes);
+  if (signed) return signed;
+  const text = decode(bytes);
+  if (text === undefined || looksBinary(text)) return { kind: 'binary', description: 'a binary file' };
+  return { kind: 'text', text };
+}
+
+/** What the first bytes of a file say it is (PDF, ZIP, a known binary format), or undefined: then it may be text. */
+export function bySignature(bytes: Uint8Array): Exclude<Sniffed, { kind: 'text' }> | undefined {
   if (startsWith(bytes, [0x25, 0x50, 0x44, 0x46, 0x2d])) return { kind: 'pdf' }; // %PDF-
   // A local file header, or the end-of-central-directory record of an empty archive.
   if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) {
     return { kind: 'zip' };
   }
   const signature = BINARY_SIGNATURES.find((candidate) => startsWith(bytes, candidate.bytes));
-  if (signature) return { kind: 'binary', description: signature.description };
+  return signature && { kind: 'binary', description: signature.description };
+}
 
-  const text = decode(bytes);
-  if (text === undefined || looksBinary(text)) return { kind: 'binary', description: 'a binary file' };
-  return { kind: 'text', text };
+/** Whether the bytes begin with a byte order mark (UTF-8, UTF-16 LE or BE), which decoding drops. */
+export function startsWithBom(bytes: Uint8Array): boolean {
+  return startsWith(bytes, [0xef, 0xbb, 0xbf]) || startsWith(bytes, [0xff, 0xfe]) || startsWith(bytes, [0xfe, 0xff]);
 }
 
 /** The text of text-like bytes, or undefined when they cannot be text. The BOM is dropped. */
@@ -69,13 +79,20 @@ function decodeUtf8(bytes: Buffer): string | undefined {
 }
 
 function looksBinary(text: string): boolean {
-  // Tab, line feed, vertical tab, form feed, carriage return and escape (ANSI colours in logs) occur in text;
-  // C1 controls (0x80–0x9f) are what undefined Windows-1252 bytes decode to.
-  const controls = count(
-    text,
-    (code) => (code < 0x20 && (code < 0x09 || code > 0x0d) && code !== 0x1b) || (code >= 0x7f && code <= 0x9f),
-  );
-  return text.includes('\u0000') || controls > text.length * MAX_CONTROL_RATIO;
+  return text.includes('\u0000') || tooManyControls(count(text, isControl), text.length);
+}
+
+/**
+ * A control character that text does not hold. Tab, line feed, vertical tab, form feed, carriage return and escape
+ * (ANSI colours in logs) occur in text; C1 controls (0x80–0x9f) are what undefined Windows-1252 bytes decode to.
+ */
+export function isControl(code: number): boolean {
+  return (code < 0x20 && (code < 0x09 || code > 0x0d) && code !== 0x1b) || (code >= 0x7f && code <= 0x9f);
+}
+
+/** Whether `controls` control characters in a text of `length` UTF-16 code units make it binary. */
+export function tooManyControls(controls: number, length: number): boolean {
+  return controls > length * MAX_CONTROL_RATIO;
 }
 
 function count(text: string, predicate: (code: number) => boolean): number {
@@ -84,6 +101,6 @@ function count(text: string, predicate: (code: number) => boolean): number {
   return total;
 }
 
-function startsWith(bytes: Buffer, prefix: readonly number[]): boolean {
+function startsWith(bytes: Uint8Array, prefix: readonly number[]): boolean {
   return bytes.length >= prefix.length && prefix.every((byte, index) => bytes[index] === byte);
 }

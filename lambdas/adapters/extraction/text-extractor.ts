@@ -3,12 +3,13 @@
  * the name and content type only among text formats; see docs/processing.md, "Extraction and chunking".
  */
 
+import { isUtf8 } from 'node:buffer';
 import { ProcessingError } from '#core/processing/errors';
 import type { ExtractedText, TextExtractor } from '#ports/processing';
 import { docxToText, MAX_DOCX_XML_BYTES, readZipContainer } from './docx';
-import { htmlToText, looksLikeHtml } from './html';
+import { HTML_HEAD_CHARACTERS, htmlToText, looksLikeHtml } from './html';
 import { MAX_PDF_PAGES, pdfToText } from './pdf';
-import { sniff } from './sniff';
+import { bySignature, isControl, sniff, startsWithBom, tooManyControls } from './sniff';
 import { csvToText, jsonToText } from './structured';
 
 export type ExtractedFormat = 'text' | 'markdown' | 'html' | 'csv' | 'json' | 'pdf' | 'docx';
@@ -102,6 +103,18 @@ export class DocumentTextExtractor implements TextExtractor {
     }
   }
 
+  /**
+   * `'text'` or `'markdown'` when `extract` would give exactly the bytes read as UTF-8 in that format, decided from
+   * the bytes without decoding them (see unchangedTextFormat); undefined when that is not so, or not known, and
+   * `extract` must run. The extraction child answers such a file without building its text.
+   */
+  unchangedTextFormat(
+    bytes: Uint8Array,
+    hints: { fileName: string; contentType: string },
+  ): 'text' | 'markdown' | undefined {
+    return unchangedTextFormat(bytes, hints, this.caps.maxCharacters);
+  }
+
   private extractText(text: string, format: TextFormat): ExtractedText {
     // Checked before parsing, so that an empty .json or .csv file is empty rather than malformed.
     if (text.trim() === '') throw new ProcessingError('EMPTY_DOCUMENT', 'The file is empty.');
@@ -137,7 +150,10 @@ export class DocumentTextExtractor implements TextExtractor {
 
 /** HTML is recognized by its content under any name; the other text formats by name, then by content type. */
 function textFormatOf(text: string, hints: { fileName: string; contentType: string }): TextFormat {
-  if (looksLikeHtml(text)) return 'html';
+  return looksLikeHtml(text) ? 'html' : namedTextFormat(hints);
+}
+
+function namedTextFormat(hints: { fileName: string; contentType: string }): TextFormat {
   const dot = hints.fileName.lastIndexOf('.');
   const extension = dot === -1 ? '' : hints.fileName.slice(dot + 1).toLowerCase();
   const mediaType = hints.contentType.split(';')[0].trim().toLowerCase();
@@ -232,6 +248,77 @@ function runIsNormal(text: string, start: number, end: number, breaks: number): 
   const first = text.charCodeAt(start);
   if (end - start === 1) return (breaks === 0 && first === 0x20) || (breaks === 1 && first === 0x0a);
   return end - start === 2 && breaks === 2 && first === 0x0a && text.charCodeAt(start + 1) === 0x0a;
+}
+
+/** Where unchangedTextFormat's scan is: before any character, after text, after a space, one or two line feeds. */
+const AT_START = 0;
+const AFTER_TEXT = 1;
+const AFTER_SPACE = 2;
+const AFTER_LINE_FEED = 3;
+const AFTER_BLANK_LINE = 4;
+
+/**
+ * Whether `extract` (on the text path) would give exactly these bytes read as UTF-8, and in which format, decided from
+ * the bytes alone in one pass: no string of the whole text is made. All of sniff's and extract's rules must hold:
+ * no PDF, ZIP or binary signature and no byte order mark (decoding drops it); valid UTF-8 (so no legacy 8-bit or
+ * repaired decoding); control characters within sniff's share; named text or Markdown (not HTML, CSV or JSON) and not
+ * HTML by its first characters, the only ones decoded; at most `maxCharacters` UTF-16 code units; and text that
+ * normalizeWhitespace returns as it is: text at both ends (so not empty or blank), and every run of whitespace (of
+ * whitespaceKind's, multi-byte ones included) exactly one space, one line feed or two. Undefined otherwise: then
+ * extraction runs as usual, and its text may or may not be the file's.
+ */
+export function unchangedTextFormat(
+  bytes: Uint8Array,
+  hints: { fileName: string; contentType: string },
+  maxCharacters: number,
+): 'text' | 'markdown' | undefined {
+  const format = namedTextFormat(hints);
+  if (format !== 'text' && format !== 'markdown') return undefined;
+  if (bySignature(bytes) !== undefined || startsWithBom(bytes) || !isUtf8(bytes)) return undefined;
+  let characters = 0;
+  let controls = 0;
+  let state = AT_START;
+  const end = bytes.length;
+  for (let i = 0; i < end; ) {
+    const byte = bytes[i];
+    if (byte > 0x20 && byte < 0x7f) {
+      // Printable ASCII, nearly every byte of most texts.
+      characters++;
+      state = AFTER_TEXT;
+      i++;
+      continue;
+    }
+    // isUtf8 has checked the sequences: a lead byte's length is the sequence's, and none is overlong or a surrogate.
+    let code: number;
+    if (byte < 0x80) {
+      code = byte;
+      i += 1;
+    } else if (byte < 0xe0) {
+      code = ((byte & 0x1f) << 6) | (bytes[i + 1] & 0x3f);
+      i += 2;
+    } else if (byte < 0xf0) {
+      code = ((byte & 0x0f) << 12) | ((bytes[i + 1] & 0x3f) << 6) | (bytes[i + 2] & 0x3f);
+      i += 3;
+    } else {
+      code =
+        ((byte & 0x07) << 18) | ((bytes[i + 1] & 0x3f) << 12) | ((bytes[i + 2] & 0x3f) << 6) | (bytes[i + 3] & 0x3f);
+      i += 4;
+    }
+    // Astral characters are two code units, each of which whitespaceKind calls text.
+    characters += code > 0xffff ? 2 : 1;
+    if (isControl(code)) controls++;
+    if (whitespaceKind(code) === PLAIN) state = AFTER_TEXT;
+    else if (code === 0x20 && state === AFTER_TEXT) state = AFTER_SPACE;
+    else if (code === 0x0a && state === AFTER_TEXT) state = AFTER_LINE_FEED;
+    else if (code === 0x0a && state === AFTER_LINE_FEED) state = AFTER_BLANK_LINE;
+    else return undefined; // whitespace at the start, a run normalizeWhitespace rewrites
+  }
+  if (state !== AFTER_TEXT) return undefined; // empty, or whitespace at the end
+  if (tooManyControls(controls, characters) || characters > maxCharacters) return undefined;
+  // looksLikeHtml reads HTML_HEAD_CHARACTERS code units, which are at most 3 bytes each; a sequence cut at the end
+  // of the slice is held back by the streaming decode, so what is decoded is a prefix of the text.
+  const head = new TextDecoder('utf-8').decode(bytes.subarray(0, HTML_HEAD_CHARACTERS * 3 + 3), { stream: true });
+  return looksLikeHtml(head) ? undefined : format;
 }
 
 /**
