@@ -41,6 +41,7 @@ import { MetricsCollector } from './metrics-collector';
 import type { Answer } from './openapi-check';
 import { type QueueWorker, queueDrained, type SqsHandler, startQueueWorker } from './queue-worker';
 import { answerClientError, createRouter } from './router';
+import { startTtlSweep, ttlSweepIntervalFromEnv } from './ttl-sweep';
 import { startWorkerProcess } from './worker-process';
 
 export interface LocalRuntimeOptions {
@@ -496,6 +497,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     let worker = inProcess ? await startProcessing(engines) : undefined;
     const flowRunner = inProcess ? await startFlowRunner(engines) : undefined;
     const scheduler = await startScheduler(options);
+    const ttlSweep = startTtlSweep(engines, { intervalSeconds: ttlSweepIntervalFromEnv() });
     // The metrics the handlers report, kept for GET /dashboard/metrics (the separate worker's stay in its process).
     const collector = new MetricsCollector();
     reportMetricsAlsoTo(collector);
@@ -549,6 +551,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     if (options.worker === 'process') {
       worker = await startWorkerProcess({ dataDir, engines, metrics: collector, log }).catch(async (error: unknown) => {
         await scheduler.stop();
+        ttlSweep.stop();
         reportMetricsAlsoTo(undefined);
         await new Promise<void>((done) => server.close(() => done()));
         await index.close();
@@ -564,6 +567,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       scheduler,
       stop: async () => {
         await scheduler.stop();
+        ttlSweep.stop();
         reportMetricsAlsoTo(undefined);
         await new Promise<void>((done) => {
           server.close(() => done());
