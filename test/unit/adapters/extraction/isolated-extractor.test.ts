@@ -41,10 +41,14 @@ describe('IsolatedTextExtractor', () => {
     expect(result).toEqual({ format: 'text', text: 'Hold the power button for five seconds.' });
   });
 
-  it("gives the child none of the service's configuration (no AWS credentials, no table names)", async () => {
+  it("gives the child none of the service's configuration (no AWS credentials, no table names), but malloc's settings", async () => {
     const extractor = new IsolatedTextExtractor(LIMITS);
     const saved = { ...process.env };
-    Object.assign(process.env, { AWS_SECRET_ACCESS_KEY: 'not-for-parsers', DOCUMENTS_TABLE: 'documents' });
+    Object.assign(process.env, {
+      AWS_SECRET_ACCESS_KEY: 'not-for-parsers',
+      DOCUMENTS_TABLE: 'documents',
+      MALLOC_ARENA_MAX: '2',
+    });
     try {
       const before = new Set(extractionChildrenOf(process.pid));
       await extractor.extract(Buffer.from('text'), { fileName: 'a.txt', contentType: 'text/plain' });
@@ -52,6 +56,7 @@ describe('IsolatedTextExtractor', () => {
       const environment = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0');
       expect(environment.some((entry) => entry.startsWith('PATH='))).toBe(true);
       expect(environment.filter((entry) => /^(AWS_|DOCUMENTS_TABLE)/.test(entry))).toEqual([]);
+      expect(environment).toContain('MALLOC_ARENA_MAX=2');
     } finally {
       process.env = saved;
       extractor.close();
