@@ -8,8 +8,9 @@
  * first sweep comes one interval after start, so a short run (a test, whose fake clock may write windows in the past)
  * is never swept.
  */
-import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
+import { unlessConditionFails } from '#adapters/store/dynamodb/expressions';
 import { TABLES } from '../tables';
 import { LOCAL_REGION } from './engine-credentials';
 import type { EngineEndpoints } from './engines';
@@ -45,34 +46,35 @@ export function startTtlSweep(engines: EngineEndpoints, options: TtlSweepOptions
   let running: Promise<number> | undefined;
 
   const sweepOnce = async (nowSeconds: number): Promise<number> => {
-    const cutoff = nowSeconds - grace;
+    // What the scan keeps is what each delete checks again: expired past the grace.
+    const expired = '#ttl < :cutoff';
+    const names = { '#ttl': ttlAttribute };
+    const values = { ':cutoff': nowSeconds - grace };
     let deleted = 0;
     const pages = paginateScan(
       { client },
       {
         TableName: tableName,
         ProjectionExpression: '#key',
-        FilterExpression: '#ttl < :cutoff',
-        ExpressionAttributeNames: { '#key': partitionKey, '#ttl': ttlAttribute },
-        ExpressionAttributeValues: { ':cutoff': cutoff },
+        FilterExpression: expired,
+        ExpressionAttributeNames: { ...names, '#key': partitionKey },
+        ExpressionAttributeValues: values,
       },
     );
     for await (const page of pages) {
       for (const item of page.Items ?? []) {
-        try {
-          await client.send(
+        const written = await unlessConditionFails(() =>
+          client.send(
             new DeleteCommand({
               TableName: tableName,
               Key: { [partitionKey]: item[partitionKey] },
-              ConditionExpression: '#ttl < :cutoff',
-              ExpressionAttributeNames: { '#ttl': ttlAttribute },
-              ExpressionAttributeValues: { ':cutoff': cutoff },
+              ConditionExpression: expired,
+              ExpressionAttributeNames: names,
+              ExpressionAttributeValues: values,
             }),
-          );
-          deleted++;
-        } catch (error) {
-          if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        }
+          ),
+        );
+        if (written) deleted++;
       }
     }
     return deleted;

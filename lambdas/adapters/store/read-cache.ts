@@ -71,12 +71,19 @@ export function readCache<T extends object>(
     if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string);
     entries.set(key, { value, until: now() + ttlMs });
   };
+  const keyOf = (name: string, args: readonly unknown[]) => JSON.stringify([name, ...args]);
+  /** The value kept under `key` and not expired; an expired one is dropped. */
+  const live = (key: string): unknown => {
+    const hit = entries.get(key);
+    if (hit && hit.until > now()) return hit.value;
+    entries.delete(key);
+    return undefined;
+  };
   const read = (name: string, method: (...args: unknown[]) => Promise<unknown>) =>
     async function cachedRead(...args: unknown[]): Promise<unknown> {
-      const key = JSON.stringify([name, ...args]);
-      const hit = entries.get(key);
-      if (hit && hit.until > now()) return hit.value;
-      entries.delete(key);
+      const key = keyOf(name, args);
+      const hit = live(key);
+      if (hit !== undefined) return hit;
       const started = generation;
       const value = await method.apply(store, args);
       keep(key, value, started);
@@ -84,7 +91,7 @@ export function readCache<T extends object>(
     };
   const freshRead = (name: string, method: (...args: unknown[]) => Promise<unknown>) =>
     async function freshRead(...args: unknown[]): Promise<unknown> {
-      const key = JSON.stringify([name, ...args]);
+      const key = keyOf(name, args);
       const started = generation;
       const value = await method.apply(store, args);
       keep(key, value, started);
@@ -119,13 +126,10 @@ export function readCache<T extends object>(
     });
   };
   const entriesOf: ReadCacheEntries = {
-    peek(name, args) {
-      const hit = entries.get(JSON.stringify([name, ...args]));
-      return hit && hit.until > now() ? hit.value : undefined;
-    },
+    peek: (name, args) => live(keyOf(name, args)),
     mark: () => generation,
     keep(name, args, value, mark) {
-      keep(JSON.stringify([name, ...args]), value, mark);
+      keep(keyOf(name, args), value, mark);
     },
   };
   return { cached: view(read), fresh: view(freshRead), entries: entriesOf };
