@@ -13,7 +13,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import type { Browser, Page, Request } from 'playwright-core';
+import type { Browser, Locator, Page, Request } from 'playwright-core';
 import {
   expectAccessible as axe,
   type ConsoleBrowser,
@@ -55,6 +55,18 @@ afterAll(() => closeConsole(opened));
 
 const expectAccessible = (screen: string, on: Page = page) => axe(on, screen);
 const screenshot = (name: string, on: Page = page) => picture(on, name);
+
+/**
+ * How many elements `locator` finds once the count is `expected` (or after 10 s, whatever it is then): for what the
+ * page draws over several frames, where one count at once can catch it half drawn.
+ */
+function countOnceSettled(locator: Locator, expected: number): Promise<number> {
+  return pollUntil(
+    () => locator.count(),
+    (count) => count === expected,
+    10_000,
+  );
+}
 
 /** The signed-in person's ID token, from the console's session. */
 async function personToken(on: Page = page): Promise<string> {
@@ -619,10 +631,11 @@ it('stores a flow, shows its graph with a problem on its node, runs it through a
   await replaceEditorText(definitionText('Spin'));
   await page.getByRole('button', { name: 'Save a new version' }).click();
   await page.getByText(/^version 1, saved/).waitFor();
-  expect(await graph.locator('[data-node]').count()).toBe(8);
-  expect(await graph.locator('.react-flow__edge').count()).toBe(8); // 4 + 3 edges, and the jump
-  expect(await graph.getByText('jump', { exact: true }).count()).toBe(1);
-  expect(await graph.getByText('the router arrived damaged or broken').count()).toBe(1);
+  // React Flow draws an edge once both its nodes are measured, a frame or more after the nodes: counted as it settles.
+  expect(await countOnceSettled(graph.locator('[data-node]'), 8)).toBe(8);
+  expect(await countOnceSettled(graph.locator('.react-flow__edge'), 8)).toBe(8); // 4 + 3 edges, and the jump
+  expect(await countOnceSettled(graph.getByText('jump', { exact: true }), 1)).toBe(1);
+  expect(await countOnceSettled(graph.getByText('the router arrived damaged or broken'), 1)).toBe(1);
   await expectAccessible('flows');
   await screenshot('flows');
 
