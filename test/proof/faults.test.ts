@@ -31,9 +31,11 @@ import { FULL_SIZE, printFigures, proofSize } from './size';
 
 const SIZE = proofSize(
   // Kills: the worker lives a random 0.3–2.5 s after it is ready, then dies; at least `minKills` times, and until
-  // ingestion ends.
-  { documents: 30, zipFiles: 20, minKills: 2, minUpMs: 300, maxUpMs: 2500, settleMs: 90_000 },
-  { documents: 300, zipFiles: 200, minKills: 5, minUpMs: 300, maxUpMs: 4000, settleMs: 600_000 },
+  // ingestion ends, but no more than `maxKills` times: on a machine slow enough that a worker's short life is mostly
+  // its start, killing until the end would leave the work no life to progress in (on a machine kept busy by three
+  // other processes, 6 of the 20 ZIP files in 90 s), which measures the machine, not what a kill does.
+  { documents: 30, zipFiles: 20, minKills: 2, maxKills: 12, minUpMs: 300, maxUpMs: 2500, settleMs: 90_000 },
+  { documents: 300, zipFiles: 200, minKills: 5, maxKills: 60, minUpMs: 300, maxUpMs: 4000, settleMs: 600_000 },
 );
 /** How long a message received by a worker that dies stays hidden before it is delivered again. */
 const VISIBILITY_TIMEOUT_SECONDS = 3;
@@ -210,7 +212,7 @@ it('ends every document ready or failed, indexed exactly once and retrievable, w
   let ingesting = true;
   let stopped = false;
   const killer = (async () => {
-    while (!stopped && (ingesting || kills < SIZE.minKills)) {
+    while (!stopped && (ingesting || kills < SIZE.minKills) && kills < SIZE.maxKills) {
       await sleep(SIZE.minUpMs + random() * (SIZE.maxUpMs - SIZE.minUpMs));
       await worker.kill();
       kills += 1;
@@ -444,7 +446,7 @@ it('ends every document ready or failed, indexed exactly once and retrievable, w
     `ready ${ready.length}, failed ${all.length - ready.length}: ${
       [...failedByCode].map(([code, n]) => `${code} × ${n}`).join(', ') || 'none'
     }; uploaded (stuck) 0`,
-    `worker killed with SIGKILL ${kills} times (up ${SIZE.minUpMs}–${SIZE.maxUpMs} ms after each start)`,
+    `worker killed with SIGKILL ${kills} times (up ${SIZE.minUpMs}–${SIZE.maxUpMs} ms after each start; at most ${SIZE.maxKills})`,
     `messages delivered again ${redeliveries}, dead-lettered ${deadLettered}; watchdog re-queued ${watchdog.retried} documents and ${watchdog.importsRetried} imports, failed ${watchdog.failed} and ${watchdog.importsFailed}`,
     `chunks ${chunks.length} (duplicates 0, orphans 0, every ready document's chunk ids = its text's); retrieval found ${ready.length} of ${ready.length} ready documents`,
     `elapsed ${seconds(Date.now() - started)}: uploads ${seconds(uploadedAt - started)}, archive read ${seconds(
